@@ -1,0 +1,179 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is everything `textslash serve` reads from flags and environment.
+type config struct {
+	Data        string
+	NATSListen  string
+	NATSURL     string
+	Host        string
+	Port        int
+	Web         bool
+	WebToken    string
+	Agent       string
+	ClaudeBin   string
+	Workspaces  string
+	AgentUser   string
+	Concurrency int
+	Timeout     time.Duration
+	Replicas    int
+	LogLevel    string
+	LogFormat   string
+}
+
+// envFlags defines flags whose defaults come from environment variables,
+// and remembers which variable each reads, for --help.
+type envFlags struct {
+	*flag.FlagSet
+	errs []error
+}
+
+func (f *envFlags) str(p *string, name, env, def, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		def = v
+	}
+	f.StringVar(p, name, def, usage+" ($"+env+")")
+}
+
+func (f *envFlags) int(p *int, name, env string, def int, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			f.errs = append(f.errs, fmt.Errorf("%s=%q: not a number", env, v))
+		}
+		def = n
+	}
+	f.IntVar(p, name, def, usage+" ($"+env+")")
+}
+
+func (f *envFlags) bool(p *bool, name, env string, def bool, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			f.errs = append(f.errs, fmt.Errorf("%s=%q: not true or false", env, v))
+		}
+		def = b
+	}
+	f.BoolVar(p, name, def, usage+" ($"+env+")")
+}
+
+func (f *envFlags) dur(p *time.Duration, name, env string, def time.Duration, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			f.errs = append(f.errs, fmt.Errorf("%s=%q: not a duration like 300s or 5m", env, v))
+		}
+		def = d
+	}
+	f.DurationVar(p, name, def, usage+" ($"+env+")")
+}
+
+const serveUsage = `Usage: textslash serve [flags]
+
+Runs NATS (embedded, unless --nats-url is given) and every textslash service
+in one process, with one HTTP listener:
+
+  GET  /              the web chat (no login on 127.0.0.1; elsewhere open the
+                      URL with ?token= printed at start)
+  POST /api/messages  a web chat message        GET /api/events  its replies (SSE)
+  GET  /media/<id>    images of replies         GET /healthz, /readyz
+
+Tap what happens with the nats CLI against --nats-listen, for example
+  nats -s nats://127.0.0.1:4222 sub 'ts.>'
+(subjects.md lists every subject, stream and bucket).
+
+Flags (each also read from the environment variable in brackets):
+`
+
+// parseConfig reads flags over environment over defaults.
+func parseConfig(args []string, stderr io.Writer) (config, error) {
+	var c config
+	f := &envFlags{FlagSet: flag.NewFlagSet("serve", flag.ContinueOnError)}
+	f.SetOutput(stderr)
+	f.Usage = func() {
+		fmt.Fprint(stderr, serveUsage)
+		f.PrintDefaults()
+	}
+	f.str(&c.Data, "data", "TEXTSLASH_DATA", "./data", "directory for JetStream's files and, by default, the workspaces")
+	f.str(&c.NATSListen, "nats-listen", "TEXTSLASH_NATS_LISTEN", "127.0.0.1:4222", "host:port where the embedded NATS takes clients such as the nats CLI; off for none")
+	f.str(&c.NATSURL, "nats-url", "NATS_URL", "", "use this NATS server instead of embedding one")
+	f.str(&c.Host, "host", "TEXTSLASH_HOST", "127.0.0.1", "address the HTTP listener binds; anything but loopback requires the web chat token")
+	f.int(&c.Port, "port", "PORT", 3000, "HTTP port")
+	f.bool(&c.Web, "web", "TEXTSLASH_WEB", true, "serve the local web chat")
+	f.str(&c.WebToken, "web-token", "TEXTSLASH_WEB_TOKEN", "", "token the web chat requires when not bound to loopback; generated and logged when empty")
+	f.str(&c.Agent, "agent", "TEXTSLASH_AGENT", "", "agent: shell (bash in the workspace) or claude (Claude Code); default claude if installed, else shell")
+	f.str(&c.ClaudeBin, "claude-bin", "TEXTSLASH_CLAUDE_BIN", "", "Claude Code binary; default claude from PATH")
+	f.str(&c.Workspaces, "workspaces", "TEXTSLASH_WORKSPACES", "", "directory with one workspace per user; default <data>/workspaces")
+	f.str(&c.AgentUser, "agent-user", "TEXTSLASH_AGENT_USER", "", "unprivileged OS user agents run as when textslash runs as root (required for claude as root)")
+	f.int(&c.Concurrency, "concurrency", "TEXTSLASH_CONCURRENCY", 4, "how many users' messages run at once")
+	f.dur(&c.Timeout, "timeout", "TEXTSLASH_TIMEOUT", 300*time.Second, "longest a single run may take")
+	f.int(&c.Replicas, "replicas", "TEXTSLASH_REPLICAS", 1, "replicas of each stream and bucket (3 on a NATS cluster)")
+	f.str(&c.LogLevel, "log-level", "TEXTSLASH_LOG_LEVEL", "info", "debug, info, warn or error")
+	f.str(&c.LogFormat, "log-format", "TEXTSLASH_LOG_FORMAT", "auto", "json, console, or auto (console on a terminal)")
+	if err := f.Parse(args); err != nil {
+		return c, err
+	}
+	if f.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", f.Arg(0))
+	}
+	if len(f.errs) > 0 {
+		return c, errors.Join(f.errs...)
+	}
+	return c, c.validate()
+}
+
+func (c *config) validate() error {
+	if c.Data == "" {
+		return errors.New("TEXTSLASH_DATA: must not be empty")
+	}
+	if c.Workspaces == "" {
+		c.Workspaces = filepath.Join(c.Data, "workspaces")
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return fmt.Errorf("PORT=%d: not a port", c.Port)
+	}
+	if c.NATSListen != "off" && c.NATSURL == "" {
+		if _, _, err := net.SplitHostPort(c.NATSListen); err != nil {
+			return fmt.Errorf("TEXTSLASH_NATS_LISTEN=%q: want host:port or off", c.NATSListen)
+		}
+	}
+	if c.Concurrency < 1 {
+		return fmt.Errorf("TEXTSLASH_CONCURRENCY=%d: must be at least 1", c.Concurrency)
+	}
+	if c.Timeout < time.Second {
+		return fmt.Errorf("TEXTSLASH_TIMEOUT=%s: must be at least 1s", c.Timeout)
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		return fmt.Errorf("TEXTSLASH_REPLICAS=%d: must be 1 to 5", c.Replicas)
+	}
+	if c.Web && !loopback(c.Host) && c.WebToken == "" {
+		c.WebToken = newToken()
+	}
+	switch c.LogFormat {
+	case "auto", "json", "console":
+	default:
+		return fmt.Errorf("TEXTSLASH_LOG_FORMAT=%q: want json, console or auto", c.LogFormat)
+	}
+	return nil
+}
+
+// loopback reports whether host only takes connections from this machine.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

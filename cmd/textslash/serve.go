@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/dispatcher"
+	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/ingress"
+	"github.com/textslash/textslash/media"
+	"github.com/textslash/textslash/runner"
+)
+
+func serve(args []string, stdout, stderr io.Writer) int {
+	started := time.Now()
+	cfg, err := parseConfig(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "textslash serve: %v\n", err)
+		return 2
+	}
+	log := newLogger(cfg, stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := runServe(ctx, cfg, log, started); err != nil {
+		log.Error().Err(err).Msg("textslash stopped")
+		return 1
+	}
+	log.Info().Msg("textslash stopped")
+	return 0
+}
+
+func newLogger(cfg config, w io.Writer) zerolog.Logger {
+	level, err := zerolog.ParseLevel(cfg.LogLevel)
+	if err != nil || level == zerolog.NoLevel {
+		level = zerolog.InfoLevel
+	}
+	console := cfg.LogFormat == "console"
+	if cfg.LogFormat == "auto" {
+		if f, ok := w.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+				console = true
+			}
+		}
+	}
+	if console {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+}
+
+// runServe runs NATS and the five services until ctx ends.
+func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.Time) error {
+	nc, shutdownNATS, err := connectNATS(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer shutdownNATS()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	if err := contract.Provision(ctx, js, contract.Options{Replicas: cfg.Replicas}); err != nil {
+		return err
+	}
+
+	in, err := ingress.New(ingress.Config{WebChat: cfg.Web}, js, log)
+	if err != nil {
+		return err
+	}
+	disp, err := dispatcher.New(dispatcher.Config{}, js, log)
+	if err != nil {
+		return err
+	}
+	run, err := runner.New(runner.Config{
+		Agent: cfg.Agent, ClaudeBin: cfg.ClaudeBin, Workspaces: cfg.Workspaces, AgentUser: cfg.AgentUser,
+		Concurrency: cfg.Concurrency, Timeout: cfg.Timeout,
+	}, js, log)
+	if err != nil {
+		return err
+	}
+	med, err := media.New(media.Config{}, js, log)
+	if err != nil {
+		return err
+	}
+	if err := med.Open(ctx); err != nil {
+		return err
+	}
+	out, err := egress.New(egress.Config{WebChat: cfg.Web}, js, log)
+	if err != nil {
+		return err
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("/media/", med.Handler())
+	web := http.NewServeMux()
+	web.Handle("GET /api/events", out.Handler())
+	web.Handle("/", in.Handler())
+	mux.Handle("/", webAuth(cfg, log, web))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if nc.Status() != nats.CONNECTED {
+			http.Error(w, "nats "+nc.Status().String(), http.StatusServiceUnavailable)
+			return
+		}
+		if _, err := js.Stream(r.Context(), contract.StreamIn); err != nil {
+			http.Error(w, "stream "+contract.StreamIn+": "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+
+	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s (PORT, TEXTSLASH_HOST): %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("http: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	})
+	g.Go(func() error { return disp.Run(ctx) })
+	g.Go(func() error { return run.Run(ctx) })
+	g.Go(func() error { return out.Run(ctx) })
+
+	url := "http://" + ln.Addr().String()
+	if cfg.Host == "127.0.0.1" || cfg.Host == "localhost" {
+		url = "http://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	}
+	if !loopback(cfg.Host) && cfg.Web {
+		url += "/?token=" + cfg.WebToken
+	}
+	ev := log.Info().Str("agent", run.AgentName()).Dur("cold_start", time.Since(started))
+	if cfg.Web {
+		ev = ev.Str("web_chat", url)
+	}
+	if cfg.NATSURL == "" && cfg.NATSListen != "off" {
+		ev = ev.Str("nats", "nats://"+cfg.NATSListen)
+	}
+	ev.Msg("textslash ready")
+	return g.Wait()
+}
+
+// connectNATS connects to NATS_URL, or starts the embedded server and
+// connects in-process. The returned func drains the connection and stops
+// the server.
+func connectNATS(cfg config, log zerolog.Logger) (*nats.Conn, func(), error) {
+	opts := []nats.Option{nats.Name("textslash"), nats.MaxReconnects(-1)}
+	if cfg.NATSURL != "" {
+		nc, err := nats.Connect(cfg.NATSURL, opts...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("connect NATS_URL: %w", err)
+		}
+		log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("connected to NATS")
+		return nc, drain(nc), nil
+	}
+	sopts := &server.Options{
+		ServerName: "textslash",
+		JetStream:  true,
+		StoreDir:   filepath.Join(cfg.Data, "jetstream"),
+		NoSigs:     true,
+	}
+	if cfg.NATSListen == "off" {
+		sopts.DontListen = true
+	} else {
+		host, port, _ := net.SplitHostPort(cfg.NATSListen)
+		sopts.Host = host
+		sopts.Port, _ = strconv.Atoi(port)
+	}
+	ns, err := server.NewServer(sopts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("embedded NATS: %w", err)
+	}
+	ns.SetLoggerV2(natsLogger{log.With().Str("svc", "nats").Logger()}, false, false, false)
+	go ns.Start()
+	if !ns.ReadyForConnections(30 * time.Second) {
+		ns.Shutdown()
+		return nil, nil, fmt.Errorf("embedded NATS did not start (is %s in use? set TEXTSLASH_NATS_LISTEN)", cfg.NATSListen)
+	}
+	nc, err := nats.Connect("", append(opts, nats.InProcessServer(ns))...)
+	if err != nil {
+		ns.Shutdown()
+		return nil, nil, fmt.Errorf("connect embedded NATS: %w", err)
+	}
+	return nc, func() {
+		drain(nc)()
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	}, nil
+}
+
+func drain(nc *nats.Conn) func() {
+	return func() {
+		closed := make(chan struct{})
+		nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+		if err := nc.Drain(); err != nil {
+			nc.Close()
+			return
+		}
+		select {
+		case <-closed:
+		case <-time.After(5 * time.Second):
+			nc.Close()
+		}
+	}
+}
+
+// webAuth lets the web chat be used without a login on loopback. Bound
+// anywhere else it requires the token once in the URL (?token=), which it
+// turns into a cookie.
+func webAuth(cfg config, log zerolog.Logger, next http.Handler) http.Handler {
+	if loopback(cfg.Host) || !cfg.Web {
+		return next
+	}
+	const cookie = "ts_token"
+	want := []byte(cfg.WebToken)
+	ok := func(s string) bool { return subtle.ConstantTimeCompare([]byte(s), want) == 1 }
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if t := r.URL.Query().Get("token"); t != "" && ok(t) {
+			http.SetCookie(w, &http.Cookie{Name: cookie, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			next.ServeHTTP(w, r)
+			return
+		}
+		if c, err := r.Cookie(cookie); err == nil && ok(c.Value) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		log.Info().Str("remote", r.RemoteAddr).Str("path", r.URL.Path).Msg("web chat refused: no token")
+		http.Error(w, "textslash: open the web chat with the ?token= URL from textslash's log", http.StatusUnauthorized)
+	})
+}
+
+// newToken is 128 random bits in hex.
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// natsLogger sends the embedded server's log to zerolog; its chatty notices
+// go to debug.
+type natsLogger struct{ l zerolog.Logger }
+
+func (n natsLogger) Noticef(format string, v ...any) { n.l.Debug().Msgf(format, v...) }
+func (n natsLogger) Warnf(format string, v ...any)   { n.l.Warn().Msgf(format, v...) }
+func (n natsLogger) Fatalf(format string, v ...any)  { n.l.Error().Msgf(format, v...) }
+func (n natsLogger) Errorf(format string, v ...any)  { n.l.Error().Msgf(format, v...) }
+func (n natsLogger) Debugf(format string, v ...any)  { n.l.Trace().Msgf(format, v...) }
+func (n natsLogger) Tracef(format string, v ...any)  { n.l.Trace().Msgf(format, v...) }

@@ -1,0 +1,80 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// Handler processes one JetStream message. Returning nil acknowledges it; an
+// error asks for redelivery with backoff; an error for which IsPermanent is
+// true terminates it.
+type Handler func(ctx context.Context, msg jetstream.Msg) error
+
+// Consume runs h for each message of cons, one at a time in stream order,
+// until ctx ends; then it drains the subscription and returns. It alone
+// acknowledges messages, so handlers never call Ack themselves.
+func Consume(ctx context.Context, cons jetstream.Consumer, h Handler, log zerolog.Logger) error {
+	name := cons.CachedInfo().Name
+	log = log.With().Str("consumer", name).Logger()
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		Settle(ctx, msg, h, log)
+	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if !errors.Is(err, jetstream.ErrNoHeartbeat) || ctx.Err() == nil {
+			log.Warn().Err(err).Msg("consume")
+		}
+	}))
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", name, err)
+	}
+	<-ctx.Done()
+	cc.Drain()
+	select {
+	case <-cc.Closed():
+	case <-time.After(10 * time.Second):
+		cc.Stop()
+	}
+	return nil
+}
+
+// Settle runs h on msg and acknowledges according to its result.
+func Settle(ctx context.Context, msg jetstream.Msg, h Handler, log zerolog.Logger) {
+	l := log.With().Str("subject", msg.Subject()).Logger()
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("panic: %v", p)
+			}
+		}()
+		return h(l.WithContext(ctx), msg)
+	}()
+	switch {
+	case err == nil:
+		if err := msg.Ack(); err != nil {
+			l.Warn().Err(err).Msg("ack")
+		}
+	case IsPermanent(err):
+		l.Error().Err(err).Msg("message terminated: it can never be processed")
+		_ = msg.Term()
+	default:
+		delay := time.Second
+		if md, mdErr := msg.Metadata(); mdErr == nil {
+			delay = Backoff(md.NumDelivered)
+		}
+		l.Warn().Err(err).Dur("retry_in", delay).Msg("message will be redelivered")
+		_ = msg.NakWithDelay(delay)
+	}
+}
+
+// Backoff is the redelivery delay after the nth delivery: 1 s doubling to 30 s.
+func Backoff(delivered uint64) time.Duration {
+	d := time.Second
+	for i := uint64(1); i < delivered && d < 30*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 30*time.Second)
+}

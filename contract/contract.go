@@ -1,0 +1,127 @@
+// Package contract is textslash's wire contract: the subjects every service
+// publishes and consumes, the payloads carried on them, the headers, and the
+// streams, consumers, buckets and object store that hold them.
+//
+// subjects.md at the repository root documents the same contract for people
+// with a `nats` command line to tap each subject; keep the two in step.
+package contract
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Version is the payload version written into every message's "v" field.
+// A consumer that meets a higher version than it knows terminates the
+// message instead of guessing at its meaning.
+const Version = 1
+
+// Channels a person can reach textslash on. A channel is the first subject
+// token after the kind, so one egress consumer per channel filters its own
+// users' events with ts.ev.<channel>.>.
+const (
+	ChannelWeb      = "web"
+	ChannelWhatsApp = "whatsapp"
+	ChannelSMS      = "sms"
+	ChannelTelegram = "telegram"
+)
+
+// tokenRE is what a channel or user id may look like: safe as a NATS
+// subject token, a KV key part and a directory name at once.
+var tokenRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// User is one person on one channel: the unit of ordering, state and
+// workspace. Dispatcher and runner treat it as opaque; only the channel's
+// ingress and egress know how ID maps to an address (a phone number, a chat
+// id, a browser session).
+type User struct {
+	Channel string `json:"channel"`
+	ID      string `json:"id"`
+}
+
+// NewUser returns the user after checking that both parts are valid subject
+// tokens.
+func NewUser(channel, id string) (User, error) {
+	u := User{Channel: channel, ID: id}
+	return u, u.Validate()
+}
+
+// Validate reports whether u can be used in subjects and keys.
+func (u User) Validate() error {
+	if !tokenRE.MatchString(u.Channel) {
+		return fmt.Errorf("%w: channel %q", ErrInvalidUser, u.Channel)
+	}
+	if !tokenRE.MatchString(u.ID) {
+		return fmt.Errorf("%w: id %q", ErrInvalidUser, u.ID)
+	}
+	return nil
+}
+
+// Key is "<channel>.<id>": the user's KV key and the tail of every subject
+// about the user.
+func (u User) Key() string { return u.Channel + "." + u.ID }
+
+func (u User) String() string { return u.Key() }
+
+// UserFromSubject reads the user out of a subject built by this package
+// (ts.<kind>.<channel>.<id>[.<more>]).
+func UserFromSubject(subject string) (User, error) {
+	parts := strings.Split(subject, ".")
+	if len(parts) < 4 || parts[0] != "ts" {
+		return User{}, fmt.Errorf("%w: subject %q", ErrInvalidUser, subject)
+	}
+	return NewUser(parts[2], parts[3])
+}
+
+// Subjects. Every subject starts with ts.<kind>.<channel>.<id>.
+const (
+	subjectIn    = "ts.in"
+	subjectJob   = "ts.job"
+	subjectQueue = "ts.queue"
+	subjectEv    = "ts.ev"
+)
+
+// InboundSubject is where ingress publishes a person's message.
+func InboundSubject(u User) string { return subjectIn + "." + u.Key() }
+
+// JobSubject is where the dispatcher publishes a message that may run now.
+func JobSubject(u User) string { return subjectJob + "." + u.Key() }
+
+// QueueSubject holds a user's messages waiting for the current run to end.
+func QueueSubject(u User) string { return subjectQueue + "." + u.Key() }
+
+// EventSubject is where events about a user's messages are published.
+func EventSubject(u User, kind EventKind) string {
+	return subjectEv + "." + u.Key() + "." + string(kind)
+}
+
+// ChannelEvents filters every event of one channel's users: what that
+// channel's egress consumes.
+func ChannelEvents(channel string) string { return subjectEv + "." + channel + ".>" }
+
+// UserEvents filters every event of one user.
+func UserEvents(u User) string { return subjectEv + "." + u.Key() + ".>" }
+
+// AllEvents filters events of one kind for every user.
+func AllEvents(kind EventKind) string { return subjectEv + ".*.*." + string(kind) }
+
+// Headers.
+const (
+	// HeaderMsgID is JetStream's deduplication header. Ingress sets it to the
+	// provider's message id, so a provider's retry is stored once.
+	HeaderMsgID = "Nats-Msg-Id"
+)
+
+// WebSessionCookie names the browser session of a web chat user: its value
+// is the user's ID on ChannelWeb. Ingress sets it; egress reads it.
+const WebSessionCookie = "ts_web"
+
+// MediaPath is the URL path media serves an image at.
+func MediaPath(img Image) string {
+	ext := ".jpeg"
+	if img.ContentType == "image/png" {
+		ext = ".png"
+	}
+	return "/media/" + img.ID + ext
+}

@@ -1,0 +1,173 @@
+package contract
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Inbound is one message a person sent, as ingress publishes it on
+// InboundSubject. ID is the provider's message id (Twilio's MessageSid, a
+// Telegram update id, a web chat client id); it is also the Nats-Msg-Id, the
+// job id and the id every later event of this message carries.
+type Inbound struct {
+	V     int       `json:"v"`
+	ID    string    `json:"id"`
+	User  User      `json:"user"`
+	Text  string    `json:"text"`
+	Media []Media   `json:"media,omitempty"`
+	At    time.Time `json:"at"`
+}
+
+// Media is an attachment of an inbound message.
+type Media struct {
+	URL         string `json:"url"`
+	ContentType string `json:"content_type"`
+}
+
+// Job is a message the dispatcher has cleared to run now: the user has no
+// other run. The runner executes it and answers with events.
+type Job struct {
+	V     int       `json:"v"`
+	ID    string    `json:"id"`
+	User  User      `json:"user"`
+	Text  string    `json:"text"`
+	Media []Media   `json:"media,omitempty"`
+	At    time.Time `json:"at"` // when the person sent it
+}
+
+// EventKind is the last token of an event subject.
+type EventKind string
+
+const (
+	// KindState: the dispatcher moved the user between states (From, To).
+	KindState EventKind = "state"
+	// KindNotice: a short reply from textslash itself, not the agent
+	// ("Got it, I'll process this next.").
+	KindNotice EventKind = "notice"
+	// KindProgress: a line about what the agent is doing now.
+	KindProgress EventKind = "progress"
+	// KindImage: an image the run produced, stored in the media object store.
+	KindImage EventKind = "image"
+	// KindDone: the run ended. Carries the reply text, every image of the run,
+	// and how it ended. The dispatcher's cue to start the next message.
+	KindDone EventKind = "done"
+)
+
+// Run outcomes carried by done events.
+const (
+	StatusOK          = "ok"          // the agent finished
+	StatusError       = "error"       // the agent failed; Text is a friendly message
+	StatusTimeout     = "timeout"     // the run hit its time limit
+	StatusInterrupted = "interrupted" // the runner died during the run; not run again
+)
+
+// User states kept by the dispatcher.
+const (
+	StateIdle             = "idle"
+	StateWorking          = "working"
+	StateAwaitingApproval = "awaiting_approval"
+)
+
+// Event is the payload of every ts.ev subject. Kind says which fields are set.
+type Event struct {
+	V     int       `json:"v"`
+	Kind  EventKind `json:"kind"`
+	User  User      `json:"user"`
+	JobID string    `json:"job_id,omitempty"`
+	At    time.Time `json:"at"`
+
+	// notice, progress, done: text for the person.
+	Text string `json:"text,omitempty"`
+
+	// state
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+
+	// image: the one image; done: all images of the run, in order.
+	Image  *Image  `json:"image,omitempty"`
+	Images []Image `json:"images,omitempty"`
+
+	// done
+	Status     string  `json:"status,omitempty"`
+	ExitCode   int     `json:"exit_code,omitempty"`
+	DurationMS int64   `json:"duration_ms,omitempty"`
+	CostUSD    float64 `json:"cost_usd,omitempty"`
+	Truncated  bool    `json:"truncated,omitempty"`
+}
+
+// Image describes an object in the media store.
+type Image struct {
+	ID          string `json:"id"`
+	ContentType string `json:"content_type"`
+	Size        int    `json:"size"`
+	Width       int    `json:"width,omitempty"`
+	Height      int    `json:"height,omitempty"`
+}
+
+// UserState is the dispatcher's record of one user in the state bucket,
+// keyed by User.Key. It changes only by compare-and-set on its revision.
+type UserState struct {
+	V     int       `json:"v"`
+	State string    `json:"state"`
+	JobID string    `json:"job_id,omitempty"` // the running job while working
+	Since time.Time `json:"since"`
+}
+
+// Encode marshals a payload, stamping the current version.
+func Encode(p interface{ setVersion() }) ([]byte, error) {
+	p.setVersion()
+	return json.Marshal(p)
+}
+
+func (p *Inbound) setVersion()   { p.V = Version }
+func (p *Job) setVersion()       { p.V = Version }
+func (p *Event) setVersion()     { p.V = Version }
+func (p *UserState) setVersion() { p.V = Version }
+
+// Decode unmarshals a payload and refuses versions newer than this contract.
+// Every failure wraps ErrInvalidPayload or ErrVersion: a redelivery cannot
+// fix it, so consumers terminate such messages.
+func Decode(data []byte, p interface{ version() int }) error {
+	if err := json.Unmarshal(data, p); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidPayload, err)
+	}
+	if v := p.version(); v > Version {
+		return fmt.Errorf("%w: %d > %d", ErrVersion, v, Version)
+	}
+	return nil
+}
+
+func (p *Inbound) version() int   { return p.V }
+func (p *Job) version() int       { return p.V }
+func (p *Event) version() int     { return p.V }
+func (p *UserState) version() int { return p.V }
+
+// MsgID is the Nats-Msg-Id of a message about one of a user's messages:
+// provider ids are unique per user, so the user key makes them unique.
+func MsgID(u User, id string, parts ...string) string {
+	s := u.Key() + ":" + id
+	for _, p := range parts {
+		s += ":" + p
+	}
+	return s
+}
+
+// PublishEvent stamps and publishes ev on its subject, deduplicated by
+// msgID (build it with MsgID), and waits for JetStream's acknowledgement.
+func PublishEvent(ctx context.Context, js jetstream.JetStream, ev Event, msgID string) error {
+	if ev.At.IsZero() {
+		ev.At = time.Now().UTC()
+	}
+	data, err := Encode(&ev)
+	if err != nil {
+		return err
+	}
+	if _, err := js.Publish(ctx, EventSubject(ev.User, ev.Kind), data, jetstream.WithMsgID(msgID)); err != nil {
+		return fmt.Errorf("publish %s event: %w", ev.Kind, err)
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Streams, consumers and buckets.
+const (
+	StreamIn     = "IN"
+	StreamJobs   = "JOBS"
+	StreamQueue  = "QUEUE"
+	StreamEvents = "EVENTS"
+
+	ConsumerDispatcher     = "dispatcher"      // IN: every inbound message
+	ConsumerDispatcherDone = "dispatcher-done" // EVENTS: done events, to start the next job
+	ConsumerRunner         = "runner"          // JOBS: every job
+
+	BucketUsers = "users" // KV: UserState per User.Key
+	BucketMedia = "media" // object store: images, expiring
+)
+
+// Defaults from the seeds.
+const (
+	// QueueLimit is how many messages may wait behind a user's running one.
+	QueueLimit = 5
+	// DedupWindow is how long JetStream remembers a Nats-Msg-Id.
+	DedupWindow = 10 * time.Minute
+	// MediaTTL is how long an image stays retrievable.
+	MediaTTL = 30 * time.Minute
+	// EventsMaxAge is how long events stay in EVENTS (web chat history).
+	EventsMaxAge = 24 * time.Hour
+	// JobAckWait is how long the runner may go without a sign of life
+	// (it sends one every third of this) before a job is redelivered.
+	JobAckWait = time.Minute
+)
+
+// Options tunes Provision.
+type Options struct {
+	// Replicas of every stream and bucket; 1 on a single server, 3 on a cluster.
+	Replicas int
+	// MediaTTL overrides the image lifetime.
+	MediaTTL time.Duration
+}
+
+// Streams returns the configuration of every stream.
+func Streams(o Options) []jetstream.StreamConfig {
+	o = o.withDefaults()
+	return []jetstream.StreamConfig{
+		{
+			Name:        StreamIn,
+			Description: "inbound messages from every channel, one subject per user",
+			Subjects:    []string{subjectIn + ".>"},
+			Retention:   jetstream.WorkQueuePolicy,
+			Duplicates:  DedupWindow,
+			MaxAge:      7 * 24 * time.Hour,
+			Storage:     jetstream.FileStorage,
+			Replicas:    o.Replicas,
+		},
+		{
+			Name:        StreamJobs,
+			Description: "messages cleared to run now, at most one per user",
+			Subjects:    []string{subjectJob + ".>"},
+			Retention:   jetstream.WorkQueuePolicy,
+			Duplicates:  DedupWindow,
+			Storage:     jetstream.FileStorage,
+			Replicas:    o.Replicas,
+		},
+		{
+			// The per-user queue is the broker's per-subject limit: the
+			// (QueueLimit+1)th waiting message is refused by the server.
+			Name:                 StreamQueue,
+			Description:          "messages waiting for their user's current run to end",
+			Subjects:             []string{subjectQueue + ".>"},
+			Retention:            jetstream.LimitsPolicy,
+			MaxMsgsPerSubject:    QueueLimit,
+			Discard:              jetstream.DiscardNew,
+			DiscardNewPerSubject: true,
+			Duplicates:           DedupWindow,
+			AllowDirect:          true,
+			Storage:              jetstream.FileStorage,
+			Replicas:             o.Replicas,
+		},
+		{
+			Name:        StreamEvents,
+			Description: "everything that happens to a user's messages, for egress and taps",
+			Subjects:    []string{subjectEv + ".>"},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      EventsMaxAge,
+			Duplicates:  DedupWindow,
+			Storage:     jetstream.FileStorage,
+			Replicas:    o.Replicas,
+		},
+	}
+}
+
+// Consumers returns the durable consumers every deployment has, by stream.
+// Channel egress consumers are made by EgressConsumer when a channel starts.
+func Consumers() map[string][]jetstream.ConsumerConfig {
+	return map[string][]jetstream.ConsumerConfig{
+		StreamIn: {{
+			Durable:       ConsumerDispatcher,
+			Description:   "dispatcher: route each inbound message",
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       30 * time.Second,
+			MaxAckPending: 1000,
+		}},
+		StreamEvents: {{
+			Durable:       ConsumerDispatcherDone,
+			Description:   "dispatcher: start a user's next message when a run ends",
+			FilterSubject: AllEvents(KindDone),
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       30 * time.Second,
+			MaxAckPending: 1000,
+		}},
+		StreamJobs: {{
+			Durable:       ConsumerRunner,
+			Description:   "runner: run each job",
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       JobAckWait,
+			MaxAckPending: 1000,
+		}},
+	}
+}
+
+// EgressConsumer is the durable consumer of one channel's egress.
+func EgressConsumer(channel string) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       "egress-" + channel,
+		Description:   "egress: deliver " + channel + " users' events",
+		FilterSubject: ChannelEvents(channel),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxAckPending: 1000,
+	}
+}
+
+// UsersBucket is the dispatcher's per-user state.
+func UsersBucket(o Options) jetstream.KeyValueConfig {
+	o = o.withDefaults()
+	return jetstream.KeyValueConfig{
+		Bucket:      BucketUsers,
+		Description: "dispatcher state per user",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+	}
+}
+
+// MediaBucket holds images; objects expire after the TTL.
+func MediaBucket(o Options) jetstream.ObjectStoreConfig {
+	o = o.withDefaults()
+	return jetstream.ObjectStoreConfig{
+		Bucket:      BucketMedia,
+		Description: "images produced by runs, served by media",
+		TTL:         o.MediaTTL,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+	}
+}
+
+func (o Options) withDefaults() Options {
+	if o.Replicas <= 0 {
+		o.Replicas = 1
+	}
+	if o.MediaTTL <= 0 {
+		o.MediaTTL = MediaTTL
+	}
+	return o
+}
+
+// Provision creates or updates every stream, consumer and bucket. It is
+// idempotent: every service may call it at start.
+func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
+	for _, cfg := range Streams(o) {
+		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("provision stream %s: %w", cfg.Name, err)
+		}
+	}
+	for stream, cfgs := range Consumers() {
+		for _, cfg := range cfgs {
+			if _, err := js.CreateOrUpdateConsumer(ctx, stream, cfg); err != nil {
+				return fmt.Errorf("provision consumer %s on %s: %w", cfg.Durable, stream, err)
+			}
+		}
+	}
+	if _, err := js.CreateOrUpdateKeyValue(ctx, UsersBucket(o)); err != nil {
+		return fmt.Errorf("provision bucket %s: %w", BucketUsers, err)
+	}
+	if _, err := js.CreateOrUpdateObjectStore(ctx, MediaBucket(o)); err != nil {
+		return fmt.Errorf("provision object store %s: %w", BucketMedia, err)
+	}
+	return nil
+}
+
+// IsPermanent reports whether err means a message can never be processed,
+// so a consumer should terminate it rather than ask for redelivery.
+func IsPermanent(err error) bool {
+	return errors.Is(err, ErrInvalidPayload) || errors.Is(err, ErrVersion) || errors.Is(err, ErrInvalidUser)
+}

@@ -1,0 +1,112 @@
+package egress
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// webEvent is what the browser receives: the event plus what the web
+// channel adds (where to fetch each image).
+type webEvent struct {
+	contract.Event
+	ImageURL  string   `json:"image_url,omitempty"`
+	ImageURLs []string `json:"image_urls,omitempty"`
+}
+
+// webEvents streams one web chat user's events as Server-Sent Events. Each
+// event's id is its EVENTS stream sequence, so a browser reconnecting with
+// Last-Event-ID resumes exactly where it stopped; a new page gets the
+// session's history first.
+func (e *Egress) webEvents(w http.ResponseWriter, r *http.Request) {
+	c, err := r.Cookie(contract.WebSessionCookie)
+	if err != nil {
+		http.Error(w, "no web chat session: open / first", http.StatusUnauthorized)
+		return
+	}
+	u, err := contract.NewUser(contract.ChannelWeb, c.Value)
+	if err != nil {
+		http.Error(w, "bad web chat session", http.StatusUnauthorized)
+		return
+	}
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{contract.UserEvents(u)},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	}
+	if last, err := strconv.ParseUint(r.Header.Get("Last-Event-ID"), 10, 64); err == nil && last > 0 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = last + 1
+	}
+	ctx := r.Context()
+	cons, err := e.js.OrderedConsumer(ctx, contract.StreamEvents, cfg)
+	if err != nil {
+		e.log.Error().Err(err).Str("user", u.Key()).Msg("web events consumer")
+		http.Error(w, "events unavailable; retry", http.StatusServiceUnavailable)
+		return
+	}
+	msgs := make(chan jetstream.Msg, 64)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		select {
+		case msgs <- m:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		e.log.Error().Err(err).Str("user", u.Key()).Msg("web events consume")
+		http.Error(w, "events unavailable; retry", http.StatusServiceUnavailable)
+		return
+	}
+	defer cc.Stop()
+
+	flusher, _ := w.(http.Flusher)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, "retry: 1000\n\n")
+	if flusher != nil {
+		flusher.Flush()
+	}
+	log := e.log.With().Str("user", u.Key()).Logger()
+	log.Debug().Msg("web events stream open")
+	keepAlive := time.NewTicker(e.cfg.KeepAlive)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			log.Debug().Msg("web events stream closed")
+			return
+		case <-keepAlive.C:
+			fmt.Fprint(w, ": keep-alive\n\n")
+		case m := <-msgs:
+			md, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			var ev contract.Event
+			if err := contract.Decode(m.Data(), &ev); err != nil {
+				log.Warn().Err(err).Uint64("seq", md.Sequence.Stream).Msg("skipping event")
+				continue
+			}
+			out := webEvent{Event: ev}
+			if ev.Image != nil {
+				out.ImageURL = contract.MediaPath(*ev.Image)
+			}
+			for _, img := range ev.Images {
+				out.ImageURLs = append(out.ImageURLs, contract.MediaPath(img))
+			}
+			data, _ := json.Marshal(out)
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", md.Sequence.Stream, ev.Kind, data)
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+}

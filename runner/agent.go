@@ -1,0 +1,41 @@
+package runner
+
+import (
+	"context"
+	"os/exec"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// Agent turns one message into a reply by running a program in the user's
+// workspace. Implementations: the shell (bash) and Claude Code.
+type Agent interface {
+	// Run executes the run's message. It returns when the program has exited.
+	// A returned error means the agent could not be run at all or failed; the
+	// Result still carries whatever partial text there was.
+	Run(ctx context.Context, r *Run) (Result, error)
+}
+
+// Run is one job as an agent sees it.
+type Run struct {
+	Job contract.Job
+	// Dir is the user's workspace: the program's working directory.
+	Dir string
+	// Command prepares a program to run in Dir as the agent's OS user, in its
+	// own process group, with the agent's environment; cancelling ctx ends
+	// the whole group. Agents must start every program through it.
+	Command func(ctx context.Context, name string, args ...string) *exec.Cmd
+	// Progress reports a short human line about what the agent is doing.
+	Progress func(line string)
+	// OutputCap is the most bytes of output an agent may keep.
+	OutputCap int
+}
+
+// Result is what an agent produced.
+type Result struct {
+	Text      string  // the reply
+	ExitCode  int     // the program's exit code
+	CostUSD   float64 // what the model calls cost, when known
+	SessionID string  // the agent's session, when it has one
+	Truncated bool    // output went past OutputCap and was cut
+}

@@ -1,0 +1,406 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+)
+
+// ErrAgentFailed means the agent ran but did not finish its turn: the model
+// API failed, the CLI reported an error, or it exited without a result.
+// The Result returned with it carries the agent's own (raw) text.
+var ErrAgentFailed = errors.New("agent failed")
+
+const (
+	// maxStreamLine is the longest stream-json line kept; longer lines (a
+	// huge tool result) are skipped.
+	maxStreamLine = 8 << 20
+	// defaultOutputCap applies when Run.OutputCap is not set.
+	defaultOutputCap = 1 << 20
+	// stderrKeep is how much of the CLI's stderr is kept, stderrTail how
+	// much of it an error quotes.
+	stderrKeep = 64 << 10
+	stderrTail = 500
+	// progressRunes is the longest detail in a progress line.
+	progressRunes = 80
+)
+
+// Claude runs the Claude Code CLI headless:
+//
+//	claude -p --output-format stream-json --verbose --dangerously-skip-permissions
+//
+// with the message on stdin. Its tool calls become progress lines and its
+// final result the reply. Claude Code refuses to skip permissions as root,
+// so Run.Command must run it as an unprivileged user.
+type Claude struct {
+	// Bin is the claude executable; "claude" (looked up in PATH) if empty.
+	Bin string
+	// AppendSystemPrompt is added to Claude Code's system prompt when set.
+	AppendSystemPrompt string
+}
+
+// Run implements Agent. Result.Text is the CLI's last result text, or the
+// assistant's text so far when there was none, cut at r.OutputCap bytes.
+// A failed run returns an error wrapping ErrAgentFailed (and ctx's error
+// when ctx ended it) together with that raw text.
+func (c *Claude) Run(ctx context.Context, r *Run) (Result, error) {
+	bin := c.Bin
+	if bin == "" {
+		bin = "claude"
+	}
+	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"}
+	if c.AppendSystemPrompt != "" {
+		args = append(args, "--append-system-prompt", c.AppendSystemPrompt)
+	}
+	cmd := r.Command(ctx, bin, args...)
+	cmd.Stdin = strings.NewReader(r.Job.Text)
+	stderr := &cappedBuffer{max: stderrKeep}
+	cmd.Stderr = stderr
+	st := &claudeStream{dir: r.Dir, progress: r.Progress, cap: r.OutputCap}
+	if st.cap <= 0 {
+		st.cap = defaultOutputCap
+	}
+	lines := &lineWriter{max: maxStreamLine, line: st.handle}
+	cmd.Stdout = lines
+
+	if err := cmd.Start(); err != nil {
+		return Result{ExitCode: -1}, fmt.Errorf("claude: %w", err)
+	}
+	werr := cmd.Wait()
+	lines.flush()
+
+	res := st.result()
+	res.ExitCode = exitCode(werr)
+	if errors.Is(werr, exec.ErrWaitDelay) {
+		// It exited 0; something it started kept the output open.
+		res.ExitCode = 0
+	}
+	switch {
+	case ctx.Err() != nil:
+		return res, fmt.Errorf("claude: %w: %w", ErrAgentFailed, ctx.Err())
+	case !st.done:
+		return res, fmt.Errorf("claude: %w: exit code %d without a result: %s", ErrAgentFailed, res.ExitCode, stderrEnd(stderr.buf.Bytes()))
+	case st.isError:
+		return res, fmt.Errorf("claude: %w: %s", ErrAgentFailed, cutRunes(firstLine(res.Text), 200))
+	case res.ExitCode != 0:
+		return res, fmt.Errorf("claude: %w: exit code %d", ErrAgentFailed, res.ExitCode)
+	}
+	return res, nil
+}
+
+// claudeStream folds stream-json lines into a Result.
+type claudeStream struct {
+	dir      string
+	progress func(string)
+	cap      int
+
+	text      strings.Builder // assistant text, for a run without a result
+	done      bool            // a result line came
+	isError   bool
+	final     string
+	cost      float64
+	sessionID string
+	truncated bool
+}
+
+func (s *claudeStream) handle(line []byte) {
+	ev, err := parseStreamLine(line)
+	if err != nil {
+		return // not ours to show: stray output, a skipped line
+	}
+	if s.sessionID == "" || ev.Type == "result" {
+		if ev.SessionID != "" {
+			s.sessionID = ev.SessionID
+		}
+	}
+	switch ev.Type {
+	case "assistant":
+		for _, tc := range ev.Tools {
+			if s.progress != nil {
+				s.progress(progressLine(tc, s.dir))
+			}
+		}
+		if ev.Text != "" && !ev.Subagent {
+			if s.text.Len() > 0 {
+				s.text.WriteString("\n\n")
+			}
+			s.text.WriteString(ev.Text)
+			if s.text.Len() > s.cap {
+				// Keep only what can still be returned.
+				t := cutBytes(s.text.String(), s.cap)
+				s.text.Reset()
+				s.text.WriteString(t)
+				s.truncated = true
+			}
+		}
+	case "result":
+		// The last one counts: background work can start another turn.
+		s.done, s.isError, s.final, s.cost = true, ev.IsError, ev.Result, ev.CostUSD
+	}
+}
+
+func (s *claudeStream) result() Result {
+	res := Result{CostUSD: s.cost, SessionID: s.sessionID, Truncated: s.truncated}
+	res.Text = s.text.String()
+	if s.done {
+		res.Text, res.Truncated = s.final, false
+	}
+	if len(res.Text) > s.cap {
+		res.Text, res.Truncated = cutBytes(res.Text, s.cap), true
+	}
+	return res
+}
+
+// streamEvent is what one line of Claude Code's stream-json output says.
+type streamEvent struct {
+	Type      string // "system", "assistant", "user", "result", ...
+	Subtype   string // "init", "success", "error_max_turns", ...
+	SessionID string
+	Subagent  bool // from a subagent: parent_tool_use_id is set
+
+	// assistant
+	Text  string     // its text blocks, joined by blank lines
+	Tools []toolCall // its tool_use blocks
+
+	// result
+	Result  string
+	IsError bool
+	CostUSD float64
+}
+
+// toolCall is one tool_use block.
+type toolCall struct {
+	Name  string
+	Input map[string]string // the input's string fields
+}
+
+// parseStreamLine reads one stream-json line. It fails on anything but a
+// JSON object with a type; fields of unexpected types are ignored.
+func parseStreamLine(line []byte) (streamEvent, error) {
+	var ev streamEvent
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(line, &top); err != nil {
+		return ev, fmt.Errorf("stream line: %w", err)
+	}
+	if top == nil {
+		return ev, errors.New("stream line: not an object")
+	}
+	ev.Type = jsonString(top["type"])
+	if ev.Type == "" {
+		return ev, errors.New("stream line: no type")
+	}
+	ev.Subtype = jsonString(top["subtype"])
+	ev.SessionID = jsonString(top["session_id"])
+	ev.Subagent = jsonString(top["parent_tool_use_id"]) != ""
+
+	switch ev.Type {
+	case "assistant":
+		var msg map[string]json.RawMessage
+		if json.Unmarshal(top["message"], &msg) != nil {
+			break
+		}
+		var blocks []map[string]json.RawMessage
+		if json.Unmarshal(msg["content"], &blocks) != nil {
+			ev.Text = jsonString(msg["content"]) // content may be a plain string
+			break
+		}
+		var texts []string
+		for _, b := range blocks {
+			switch jsonString(b["type"]) {
+			case "text":
+				if t := jsonString(b["text"]); t != "" {
+					texts = append(texts, t)
+				}
+			case "tool_use":
+				tc := toolCall{Name: jsonString(b["name"]), Input: map[string]string{}}
+				var in map[string]json.RawMessage
+				_ = json.Unmarshal(b["input"], &in)
+				for k, v := range in {
+					if s := jsonString(v); s != "" {
+						tc.Input[k] = s
+					}
+				}
+				ev.Tools = append(ev.Tools, tc)
+			}
+		}
+		ev.Text = strings.Join(texts, "\n\n")
+	case "result":
+		ev.Result = jsonString(top["result"])
+		_ = json.Unmarshal(top["is_error"], &ev.IsError)
+		_ = json.Unmarshal(top["total_cost_usd"], &ev.CostUSD)
+	}
+	return ev, nil
+}
+
+// jsonString is raw's value if it is a JSON string, else "".
+func jsonString(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// progressLine says in a few words what a tool call does.
+func progressLine(tc toolCall, dir string) string {
+	in := tc.Input
+	detail := func(keys ...string) string {
+		for _, k := range keys {
+			if v := cutRunes(firstLine(in[k]), progressRunes); v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	or := func(s, def string) string {
+		if s == "" {
+			return def
+		}
+		return s
+	}
+	switch tc.Name {
+	case "Bash":
+		if cmd := detail("command"); cmd != "" {
+			return "Running `" + cmd + "`"
+		}
+		return "Running a command"
+	case "Edit", "Write", "MultiEdit", "NotebookEdit":
+		return "Editing " + or(cutRunes(relTo(dir, firstLine(or(in["file_path"], in["notebook_path"]))), progressRunes), "a file")
+	case "Read":
+		return "Reading " + or(cutRunes(relTo(dir, firstLine(in["file_path"])), progressRunes), "a file")
+	case "Grep", "Glob":
+		return "Searching for " + or(detail("pattern"), "files")
+	case "WebFetch":
+		return "Fetching " + or(detail("url"), "a web page")
+	case "WebSearch":
+		return "Searching the web for " + or(detail("query"), "something")
+	case "TodoWrite":
+		return "Planning"
+	case "Task", "Agent":
+		return "Delegating: " + or(detail("description", "prompt"), "a subtask")
+	default:
+		return "Using " + or(cutRunes(firstLine(tc.Name), progressRunes), "a tool")
+	}
+}
+
+// relTo shows path relative to dir when it lies inside dir.
+func relTo(dir, path string) string {
+	if dir == "" || !filepath.IsAbs(path) {
+		return path
+	}
+	rel, err := filepath.Rel(dir, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return path
+	}
+	return rel
+}
+
+// firstLine is s's first non-blank line, trimmed.
+func firstLine(s string) string {
+	for line := range strings.Lines(s) {
+		if t := strings.TrimSpace(line); t != "" {
+			return t
+		}
+	}
+	return ""
+}
+
+// cutRunes shortens s to at most n runes, ending in … when cut.
+func cutRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i, count := 0, 0
+	for i = range s {
+		if count == n-1 {
+			break
+		}
+		count++
+	}
+	return s[:i] + "…"
+}
+
+// cutBytes shortens s to at most n bytes on a rune boundary.
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// stderrEnd quotes the end of a program's stderr for an error.
+func stderrEnd(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if len(b) > stderrTail {
+		b = b[len(b)-stderrTail:]
+		for len(b) > 0 && !utf8.RuneStart(b[0]) {
+			b = b[1:]
+		}
+	}
+	if len(b) == 0 {
+		return "no stderr"
+	}
+	return strings.ToValidUTF8(string(b), "?")
+}
+
+// lineWriter splits what is written to it into lines (without the
+// newline) for line; a line longer than max is dropped.
+type lineWriter struct {
+	max  int
+	line func([]byte)
+
+	buf  []byte
+	skip bool // the current line went past max
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		part := p
+		if i >= 0 {
+			part = p[:i]
+		}
+		if !w.skip {
+			if len(w.buf)+len(part) > w.max {
+				w.skip, w.buf = true, nil
+			} else {
+				w.buf = append(w.buf, part...)
+			}
+		}
+		if i < 0 {
+			break
+		}
+		w.end()
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// flush hands over a last line that had no newline.
+func (w *lineWriter) flush() {
+	if len(w.buf) > 0 {
+		w.end()
+	}
+}
+
+func (w *lineWriter) end() {
+	if !w.skip && len(w.buf) > 0 {
+		w.line(w.buf)
+	}
+	w.skip = false
+	if cap(w.buf) > 1<<20 {
+		w.buf = nil // don't hold on to one huge line's memory
+	} else {
+		w.buf = w.buf[:0]
+	}
+}

@@ -1,0 +1,235 @@
+package runner
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// Lines as Claude Code 2.1 prints them (shortened where long).
+const (
+	lineInit        = `{"type":"system","subtype":"init","cwd":"/srv/ws/u1","session_id":"76b0fba1-db67-40da-9838-571efcc61e14","tools":["Task","Bash","Edit","Read","Write"],"mcp_servers":[],"model":"claude-opus-5-5","permissionMode":"bypassPermissions","apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.330"}`
+	lineBash        = `{"type":"assistant","message":{"content":[{"id":"toolu_01","input":{"command":"echo hi > hello.txt","description":"write a file"},"name":"Bash","type":"tool_use"}],"id":"msg_01","model":"claude-opus-5-5","role":"assistant","stop_reason":null,"stop_sequence":null,"type":"message","usage":{"input_tokens":10,"output_tokens":1}},"parent_tool_use_id":null,"session_id":"76b0fba1-db67-40da-9838-571efcc61e14","uuid":"f0abdc40-ca52-4efa-9457-3fd0d7e59cce"}`
+	lineToolResult  = `{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_01","type":"tool_result","content":"(Bash completed with no output)","is_error":false}]},"parent_tool_use_id":null,"session_id":"76b0fba1-db67-40da-9838-571efcc61e14","tool_use_result":{"stdout":"","stderr":"","interrupted":false}}`
+	lineText        = `{"type":"assistant","message":{"content":[{"text":"All done: wrote hello.txt","type":"text"}],"id":"msg_02","role":"assistant","type":"message"},"parent_tool_use_id":null,"session_id":"76b0fba1-db67-40da-9838-571efcc61e14"}`
+	lineTextAndTool = `{"type":"assistant","message":{"content":[{"type":"text","text":"Let me look."},{"type":"tool_use","id":"toolu_02","name":"Read","input":{"file_path":"/srv/ws/u1/src/main.go","limit":40}},{"type":"tool_use","id":"toolu_03","name":"Edit","input":{"file_path":"/etc/hosts","old_string":"a","new_string":"b","replace_all":false}}]},"parent_tool_use_id":null,"session_id":"s1"}`
+	lineSubagent    = `{"type":"assistant","message":{"content":[{"id":"toolu_04","input":{"pattern":"func main"},"name":"Grep","type":"tool_use"},{"text":"sub done","type":"text"}],"role":"assistant"},"parent_tool_use_id":"toolu_09","agent_id":"ad2088333d94bb961","session_id":"s1","subagent_type":"general-purpose"}`
+	lineTaskStarted = `{"type":"system","subtype":"task_started","task_id":"ad2088333d94bb961","tool_use_id":"toolu_09","description":"look around","subagent_type":"general-purpose","session_id":"s1"}`
+	lineResult      = `{"duration_api_ms":112,"stop_reason":"end_turn","session_id":"76b0fba1-db67-40da-9838-571efcc61e14","total_cost_usd":0.00048,"usage":{"input_tokens":20,"output_tokens":20},"permission_denials":[],"terminal_reason":"completed","is_error":false,"num_turns":2,"subtype":"success","api_error_status":null,"result":"All done: wrote hello.txt","type":"result","duration_ms":480}`
+	lineResultError = `{"duration_api_ms":0,"stop_reason":"stop_sequence","session_id":"036985db-e50e-4ead-8f7b-2972f24a2458","total_cost_usd":0,"terminal_reason":"api_error","is_error":true,"num_turns":1,"subtype":"success","api_error_status":500,"api_error_type":"api_error","result":"API Error: 500 server exploded. This is a server-side issue, usually temporary — try again in a moment.","type":"result","duration_ms":119}`
+	lineAPIError    = `{"type":"assistant","message":{"id":"1ed18af1","model":"<synthetic>","role":"assistant","stop_reason":"stop_sequence","type":"message","content":[{"type":"text","text":"API Error: 500 server exploded."}]},"parent_tool_use_id":null,"session_id":"036985db-e50e-4ead-8f7b-2972f24a2458","error":"server_error","is_api_error_message":true,"api_error_status":500}`
+	lineMaxTurns    = `{"type":"result","subtype":"error_max_turns","is_error":true,"session_id":"s2","total_cost_usd":1.25,"num_turns":3}`
+)
+
+func TestParseStreamLine(t *testing.T) {
+	tests := []struct {
+		name    string
+		line    string
+		want    streamEvent
+		wantErr bool
+	}{
+		{"init", lineInit, streamEvent{Type: "system", Subtype: "init", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14"}, false},
+		{"bash tool use", lineBash, streamEvent{Type: "assistant", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14",
+			Tools: []toolCall{{Name: "Bash", Input: map[string]string{"command": "echo hi > hello.txt", "description": "write a file"}}}}, false},
+		{"tool result", lineToolResult, streamEvent{Type: "user", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14"}, false},
+		{"text", lineText, streamEvent{Type: "assistant", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14", Text: "All done: wrote hello.txt"}, false},
+		{"text and tools", lineTextAndTool, streamEvent{Type: "assistant", SessionID: "s1", Text: "Let me look.", Tools: []toolCall{
+			{Name: "Read", Input: map[string]string{"file_path": "/srv/ws/u1/src/main.go"}},
+			{Name: "Edit", Input: map[string]string{"file_path": "/etc/hosts", "old_string": "a", "new_string": "b"}},
+		}}, false},
+		{"subagent", lineSubagent, streamEvent{Type: "assistant", SessionID: "s1", Subagent: true, Text: "sub done",
+			Tools: []toolCall{{Name: "Grep", Input: map[string]string{"pattern": "func main"}}}}, false},
+		{"task started", lineTaskStarted, streamEvent{Type: "system", Subtype: "task_started", SessionID: "s1"}, false},
+		{"result", lineResult, streamEvent{Type: "result", Subtype: "success", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14",
+			Result: "All done: wrote hello.txt", CostUSD: 0.00048}, false},
+		{"result error", lineResultError, streamEvent{Type: "result", Subtype: "success", SessionID: "036985db-e50e-4ead-8f7b-2972f24a2458",
+			Result: "API Error: 500 server exploded. This is a server-side issue, usually temporary — try again in a moment.", IsError: true}, false},
+		{"api error message", lineAPIError, streamEvent{Type: "assistant", SessionID: "036985db-e50e-4ead-8f7b-2972f24a2458", Text: "API Error: 500 server exploded."}, false},
+		{"max turns", lineMaxTurns, streamEvent{Type: "result", Subtype: "error_max_turns", SessionID: "s2", IsError: true, CostUSD: 1.25}, false},
+		{"string content", `{"type":"assistant","message":{"content":"plain"}}`, streamEvent{Type: "assistant", Text: "plain"}, false},
+		{"wrong field types", `{"type":"result","result":42,"is_error":"yes","total_cost_usd":"1","session_id":7}`, streamEvent{Type: "result"}, false},
+		{"tool without input", `{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash"}]}}`,
+			streamEvent{Type: "assistant", Tools: []toolCall{{Name: "Bash", Input: map[string]string{}}}}, false},
+		{"empty", ``, streamEvent{}, true},
+		{"not json", `Error: something went wrong`, streamEvent{}, true},
+		{"array", `[1,2,3]`, streamEvent{}, true},
+		{"null", `null`, streamEvent{}, true},
+		{"no type", `{"session_id":"s"}`, streamEvent{}, true},
+		{"truncated", lineBash[:len(lineBash)/2], streamEvent{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseStreamLine([]byte(tt.line))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("parseStreamLine error = %v; want error %t", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("parseStreamLine(%s)\n got %+v;\nwant %+v", tt.name, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestStreamProgressLine(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	tests := []struct {
+		name  string
+		input map[string]string
+		want  string
+	}{
+		{"Bash", map[string]string{"command": "echo hi > hello.txt"}, "Running `echo hi > hello.txt`"},
+		{"Bash", map[string]string{"command": "\n  go test ./...\n  go vet ./...\n"}, "Running `go test ./...`"},
+		{"Bash", map[string]string{"command": "echo " + long}, "Running `echo " + strings.Repeat("x", 74) + "…`"},
+		{"Bash", map[string]string{"command": "echo " + strings.Repeat("é", 75)}, "Running `echo " + strings.Repeat("é", 75) + "`"},
+		{"Bash", map[string]string{}, "Running a command"},
+		{"Edit", map[string]string{"file_path": "/srv/ws/u1/src/main.go"}, "Editing src/main.go"},
+		{"Write", map[string]string{"file_path": "notes.md"}, "Editing notes.md"},
+		{"MultiEdit", map[string]string{"file_path": "/etc/hosts"}, "Editing /etc/hosts"},
+		{"Edit", map[string]string{"file_path": "/srv/ws/u1-other/x"}, "Editing /srv/ws/u1-other/x"},
+		{"NotebookEdit", map[string]string{"notebook_path": "/srv/ws/u1/a.ipynb"}, "Editing a.ipynb"},
+		{"Write", map[string]string{}, "Editing a file"},
+		{"Read", map[string]string{"file_path": "/srv/ws/u1/go.mod"}, "Reading go.mod"},
+		{"Read", map[string]string{"file_path": "/srv/ws/u1"}, "Reading ."},
+		{"Grep", map[string]string{"pattern": "func main"}, "Searching for func main"},
+		{"Glob", map[string]string{"pattern": "**/*.go"}, "Searching for **/*.go"},
+		{"WebFetch", map[string]string{"url": "https://go.dev/doc", "prompt": "summarise"}, "Fetching https://go.dev/doc"},
+		{"WebSearch", map[string]string{"query": "go 1.26 release notes"}, "Searching the web for go 1.26 release notes"},
+		{"TodoWrite", map[string]string{}, "Planning"},
+		{"Task", map[string]string{"description": "look around", "prompt": "list files"}, "Delegating: look around"},
+		{"Agent", map[string]string{"prompt": "list files"}, "Delegating: list files"},
+		{"mcp__github__create_issue", map[string]string{"title": "x"}, "Using mcp__github__create_issue"},
+		{"", map[string]string{}, "Using a tool"},
+	}
+	for _, tt := range tests {
+		got := progressLine(toolCall{Name: tt.name, Input: tt.input}, "/srv/ws/u1")
+		if got != tt.want {
+			t.Errorf("progressLine(%s %v) = %q; want %q", tt.name, tt.input, got, tt.want)
+		}
+	}
+}
+
+// feed writes lines to a claudeStream through a lineWriter in awkward
+// pieces, as a pipe would, and returns the result and progress lines.
+func feed(t *testing.T, outputCap int, lines ...string) (Result, bool, []string) {
+	t.Helper()
+	var progress []string
+	st := &claudeStream{dir: "/srv/ws/u1", cap: outputCap, progress: func(s string) { progress = append(progress, s) }}
+	w := &lineWriter{max: 4096, line: st.handle}
+	all := strings.Join(lines, "\n")
+	for len(all) > 0 {
+		n := min(7, len(all))
+		if _, err := w.Write([]byte(all[:n])); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+		all = all[n:]
+	}
+	w.flush()
+	return st.result(), st.done, progress
+}
+
+func TestStreamResult(t *testing.T) {
+	huge := `{"type":"user","message":{"content":"` + strings.Repeat("z", 5000) + `"}}`
+	tests := []struct {
+		name         string
+		cap          int
+		lines        []string
+		want         Result
+		wantDone     bool
+		wantProgress []string
+	}{
+		{
+			name:         "full run",
+			cap:          1000,
+			lines:        []string{lineInit, lineBash, lineToolResult, lineText, lineResult},
+			want:         Result{Text: "All done: wrote hello.txt", CostUSD: 0.00048, SessionID: "76b0fba1-db67-40da-9838-571efcc61e14"},
+			wantDone:     true,
+			wantProgress: []string{"Running `echo hi > hello.txt`"},
+		},
+		{
+			name:         "no result line keeps the text so far",
+			cap:          1000,
+			lines:        []string{lineInit, lineTextAndTool, lineSubagent, lineText},
+			want:         Result{Text: "Let me look.\n\nAll done: wrote hello.txt", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14"},
+			wantProgress: []string{"Reading src/main.go", "Editing /etc/hosts", "Searching for func main"},
+		},
+		{
+			name:     "the last result counts",
+			cap:      1000,
+			lines:    []string{lineResultError, "", "junk", lineResult},
+			want:     Result{Text: "All done: wrote hello.txt", CostUSD: 0.00048, SessionID: "76b0fba1-db67-40da-9838-571efcc61e14"},
+			wantDone: true,
+		},
+		{
+			name:     "result cut at the cap",
+			cap:      8,
+			lines:    []string{lineText, lineResult},
+			want:     Result{Text: "All done", CostUSD: 0.00048, SessionID: "76b0fba1-db67-40da-9838-571efcc61e14", Truncated: true},
+			wantDone: true,
+		},
+		{
+			name:  "text cut at the cap",
+			cap:   9,
+			lines: []string{lineTextAndTool, lineText},
+			want:  Result{Text: "Let me lo", SessionID: "s1", Truncated: true},
+			wantProgress: []string{"Reading src/main.go", "Editing /etc/hosts"},
+		},
+		{
+			name:     "an over-long line is skipped",
+			cap:      1000,
+			lines:    []string{lineBash, huge, lineResult},
+			want:     Result{Text: "All done: wrote hello.txt", CostUSD: 0.00048, SessionID: "76b0fba1-db67-40da-9838-571efcc61e14"},
+			wantDone: true, wantProgress: []string{"Running `echo hi > hello.txt`"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, done, progress := feed(t, tt.cap, tt.lines...)
+			if got != tt.want {
+				t.Errorf("result = %+v; want %+v", got, tt.want)
+			}
+			if done != tt.wantDone {
+				t.Errorf("done = %t; want %t", done, tt.wantDone)
+			}
+			if !reflect.DeepEqual(progress, tt.wantProgress) {
+				t.Errorf("progress = %q; want %q", progress, tt.wantProgress)
+			}
+		})
+	}
+}
+
+func FuzzParseStreamLine(f *testing.F) {
+	for _, s := range []string{
+		lineInit, lineBash, lineToolResult, lineText, lineTextAndTool, lineSubagent,
+		lineTaskStarted, lineResult, lineResultError, lineAPIError, lineMaxTurns,
+		`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash","input":{"command":"a\nb"}}]}}`,
+		`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Edit","input":{"file_path":"/srv/ws/u1/../x"}}]}}`,
+		``, `null`, `[]`, `{"type":1}`, "{\"type\":\"assistant\",\"message\":{\"content\":\"\xff\"}}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		ev, err := parseStreamLine(line)
+		if err != nil {
+			return
+		}
+		if ev.Type == "" {
+			t.Errorf("parseStreamLine(%q) gave no type and no error", line)
+		}
+		for _, tc := range ev.Tools {
+			p := progressLine(tc, "/srv/ws/u1")
+			if !utf8.ValidString(p) {
+				t.Errorf("progressLine(%+v) = %q; want valid UTF-8", tc, p)
+			}
+			if strings.ContainsAny(p, "\r\n") {
+				t.Errorf("progressLine(%+v) = %q; want one line", tc, p)
+			}
+			if n := utf8.RuneCountInString(p); n > progressRunes+25 {
+				t.Errorf("progressLine(%+v) has %d runes; want at most %d", tc, n, progressRunes+25)
+			}
+		}
+	})
+}

@@ -1,0 +1,154 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// killGrace is how long a process group has between SIGTERM and SIGKILL.
+const killGrace = 500 * time.Millisecond
+
+// agentUser is the OS identity agents run as; nil runs them as textslash.
+type agentUser struct {
+	name     string
+	uid, gid uint32
+}
+
+// lookupAgentUser resolves TEXTSLASH_AGENT_USER. Running as root without
+// one is allowed for the shell agent only (Claude Code refuses root).
+func lookupAgentUser(name string) (*agentUser, error) {
+	if name == "" {
+		return nil, nil
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("agent user %q: %w", name, err)
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("agent user %q uid %q: %w", name, u.Uid, err)
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("agent user %q gid %q: %w", name, u.Gid, err)
+	}
+	return &agentUser{name: name, uid: uint32(uid), gid: uint32(gid)}, nil
+}
+
+// passEnv lists the variables of textslash's own environment an agent
+// inherits, by exact name or by prefix (ending in _). Everything else —
+// Twilio tokens, NATS credentials, signing keys — stays out.
+var passEnv = []string{
+	"PATH", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR",
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+	"ANTHROPIC_", "CLAUDE_CODE_", "DISABLE_",
+}
+
+// agentEnv is the environment of an agent's programs.
+func agentEnv(home string, u *agentUser) []string {
+	env := []string{"HOME=" + home, "SHELL=/bin/bash", "TERM=dumb", "CI=true"}
+	if u != nil {
+		env = append(env, "USER="+u.name, "LOGNAME="+u.name)
+	}
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		for _, p := range passEnv {
+			if name == p || (strings.HasSuffix(p, "_") && strings.HasPrefix(name, p)) {
+				env = append(env, kv)
+				break
+			}
+		}
+	}
+	return env
+}
+
+// commandFunc returns Run.Command for one workspace.
+func commandFunc(dir, home string, u *agentUser) func(ctx context.Context, name string, args ...string) *exec.Cmd {
+	env := agentEnv(home, u)
+	return func(ctx context.Context, name string, args ...string) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir = dir
+		cmd.Env = env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if u != nil {
+			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.uid, Gid: u.gid}
+		}
+		// Cancel ends the whole group: the agent and everything it started.
+		cmd.Cancel = func() error {
+			if cmd.Process == nil {
+				return nil
+			}
+			pgid := cmd.Process.Pid
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			go func() {
+				time.Sleep(killGrace)
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			}()
+			return nil
+		}
+		cmd.WaitDelay = 2 * killGrace
+		return cmd
+	}
+}
+
+// prepareWorkspace makes the user's workspace and home and gives them to
+// the agent user. Parents are made traversable so that user can reach them.
+func prepareWorkspace(dir, home string, u *agentUser) error {
+	for _, d := range []string{dir, home} {
+		if err := os.MkdirAll(filepath.Dir(d), 0o755); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+		if err := os.Mkdir(d, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("workspace: %w", err)
+		}
+		if u != nil {
+			if err := os.Chown(d, int(u.uid), int(u.gid)); err != nil {
+				return fmt.Errorf("workspace owner: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// cappedBuffer keeps the first max bytes written to it and counts the rest.
+type cappedBuffer struct {
+	buf       bytes.Buffer
+	max       int
+	truncated bool
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.buf.Len(); room < len(p) {
+		b.truncated = true
+		if room > 0 {
+			b.buf.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return b.buf.Write(p)
+}
+
+// exitCode reads a program's exit code out of Wait's error.
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}

@@ -1,0 +1,291 @@
+// Package runner runs jobs: one agent process per job, in the user's own
+// workspace, and turns what the agent does into events. The dispatcher sends
+// a user's jobs one at a time; the runner bounds how many users run at once.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// Agent names for Config.Agent.
+const (
+	AgentShell  = "shell"
+	AgentClaude = "claude"
+)
+
+// Friendly texts for runs that did not end well (seed 003's table).
+const (
+	MsgTimeout     = "That took too long. Try a simpler request."
+	MsgFailed      = "Something went wrong. Try again in a moment."
+	MsgInterrupted = "textslash restarted while working on this, so it was stopped. Send it again if you still need it."
+	MsgNoOutput    = "(no output)"
+)
+
+// Config of the runner.
+type Config struct {
+	// Agent is "shell" or "claude"; empty picks claude when its binary is
+	// found, else shell.
+	Agent string
+	// ClaudeBin is the Claude Code binary; empty looks up "claude" in PATH.
+	ClaudeBin string
+	// Workspaces holds one directory per user (and agents' homes in .home).
+	Workspaces string
+	// AgentUser is the OS user agents run as; needed when running as root
+	// for Claude Code, which refuses root.
+	AgentUser string
+	// Concurrency is how many users' jobs run at once.
+	Concurrency int
+	// Timeout ends a run that takes longer.
+	Timeout time.Duration
+	// OutputCap is the most output kept of one run.
+	OutputCap int
+}
+
+func (c *Config) defaults() {
+	if c.Concurrency <= 0 {
+		c.Concurrency = 4
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 300 * time.Second
+	}
+	if c.OutputCap <= 0 {
+		c.OutputCap = 10 << 20
+	}
+	if c.Workspaces == "" {
+		c.Workspaces = "workspaces"
+	}
+}
+
+// Runner takes jobs from JOBS and runs them.
+type Runner struct {
+	cfg   Config
+	js    jetstream.JetStream
+	log   zerolog.Logger
+	agent Agent
+	user  *agentUser
+}
+
+// New checks the configuration and picks the agent.
+func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error) {
+	cfg.defaults()
+	if js == nil {
+		return nil, errors.New("runner: no JetStream")
+	}
+	ws, err := filepath.Abs(cfg.Workspaces)
+	if err != nil {
+		return nil, fmt.Errorf("TEXTSLASH_WORKSPACES: %w", err)
+	}
+	cfg.Workspaces = ws
+	r := &Runner{cfg: cfg, js: js, log: log.With().Str("svc", "runner").Logger()}
+	if r.user, err = lookupAgentUser(cfg.AgentUser); err != nil {
+		return nil, fmt.Errorf("TEXTSLASH_AGENT_USER: %w", err)
+	}
+	claudeBin := cfg.ClaudeBin
+	if claudeBin == "" {
+		claudeBin, _ = exec.LookPath("claude")
+	}
+	switch cfg.Agent {
+	case "":
+		r.cfg.Agent = AgentShell
+		if claudeBin != "" {
+			r.cfg.Agent = AgentClaude
+		}
+	case AgentShell, AgentClaude:
+	default:
+		return nil, fmt.Errorf("TEXTSLASH_AGENT: %q is not an agent (shell or claude)", cfg.Agent)
+	}
+	switch r.cfg.Agent {
+	case AgentShell:
+		r.agent = Shell{}
+	case AgentClaude:
+		if claudeBin == "" {
+			return nil, errors.New("TEXTSLASH_AGENT=claude: no claude binary in PATH; set TEXTSLASH_CLAUDE_BIN")
+		}
+		if os.Geteuid() == 0 && r.user == nil {
+			return nil, errors.New("TEXTSLASH_AGENT=claude as root: Claude Code refuses to run as root; set TEXTSLASH_AGENT_USER to an unprivileged user")
+		}
+		r.agent = &Claude{Bin: claudeBin}
+	}
+	return r, nil
+}
+
+// AgentName is the agent in use ("shell" or "claude").
+func (r *Runner) AgentName() string { return r.cfg.Agent }
+
+// Run takes jobs until ctx ends. Runs still going then are stopped and
+// reported as interrupted before Run returns.
+func (r *Runner) Run(ctx context.Context) error {
+	cons, err := r.js.Consumer(ctx, contract.StreamJobs, contract.ConsumerRunner)
+	if err != nil {
+		return fmt.Errorf("consumer %s: %w", contract.ConsumerRunner, err)
+	}
+	if os.Geteuid() == 0 && r.user == nil {
+		r.log.Warn().Str("agent", r.cfg.Agent).Msg("agents run as root: set TEXTSLASH_AGENT_USER to run them as an unprivileged user")
+	}
+	r.log.Info().Str("agent", r.cfg.Agent).Str("workspaces", r.cfg.Workspaces).Int("concurrency", r.cfg.Concurrency).Msg("runner ready")
+	runs, stopRuns := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRuns()
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, r.cfg.Concurrency)
+	for {
+		// Take a job only when a slot is free, so no job waits
+		// unacknowledged in this process while others run.
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		fetchCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		msg, err := cons.Next(jetstream.FetchContext(fetchCtx))
+		cancel()
+		if err != nil {
+			<-slots
+			if ctx.Err() == nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+				r.log.Warn().Err(err).Msg("fetch job")
+				time.Sleep(time.Second)
+			}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			contract.Settle(runs, msg, r.handle, r.log)
+		}()
+	}
+	stopRuns()
+	wg.Wait()
+	return nil
+}
+
+// handle runs one job and publishes its events; the done event is published
+// before the job is acknowledged, so a crash in between repeats only the
+// report, never the run.
+func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
+	var job contract.Job
+	if err := contract.Decode(msg.Data(), &job); err != nil {
+		return err
+	}
+	if err := job.User.Validate(); err != nil {
+		return err
+	}
+	u := job.User
+	log := zerolog.Ctx(ctx).With().Str("user", u.Key()).Str("job_id", job.ID).Logger()
+	done := contract.Event{Kind: contract.KindDone, User: u, JobID: job.ID}
+
+	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 1 {
+		// Delivered before and never acknowledged: a runner died during
+		// this run. Running it again could repeat its effects; say so instead.
+		log.Warn().Uint64("delivered", md.NumDelivered).Msg("job was interrupted; not running it again")
+		done.Status, done.Text = contract.StatusInterrupted, MsgInterrupted
+		return r.publishDone(ctx, done)
+	}
+
+	stopBeat := heartbeat(msg, contract.JobAckWait/3)
+	defer stopBeat()
+
+	dir := filepath.Join(r.cfg.Workspaces, u.Key())
+	home := filepath.Join(r.cfg.Workspaces, ".home", u.Key())
+	if err := prepareWorkspace(dir, home, r.user); err != nil {
+		log.Error().Err(err).Msg("workspace")
+		done.Status, done.Text = contract.StatusError, MsgFailed
+		return r.publishDone(ctx, done)
+	}
+
+	runCtx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	var progressN int
+	run := &Run{
+		Job:       job,
+		Dir:       dir,
+		Command:   commandFunc(dir, home, r.user),
+		OutputCap: r.cfg.OutputCap,
+		Progress: func(line string) {
+			progressN++
+			ev := contract.Event{Kind: contract.KindProgress, User: u, JobID: job.ID, Text: line}
+			if err := contract.PublishEvent(ctx, r.js, ev, contract.MsgID(u, job.ID, "progress", fmt.Sprint(progressN))); err != nil {
+				log.Warn().Err(err).Msg("progress event")
+			}
+		},
+	}
+	start := time.Now()
+	log.Info().Str("agent", r.cfg.Agent).Msg("run started")
+	res, err := r.agent.Run(runCtx, run)
+	done.DurationMS = time.Since(start).Milliseconds()
+	done.ExitCode, done.CostUSD, done.Truncated = res.ExitCode, res.CostUSD, res.Truncated
+	done.Text = strings.TrimSpace(res.Text)
+	switch {
+	case ctx.Err() != nil:
+		done.Status = contract.StatusInterrupted
+		done.Text = joinText(done.Text, MsgInterrupted)
+	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+		done.Status = contract.StatusTimeout
+		done.Text = joinText(MsgTimeout, done.Text)
+	case err != nil:
+		log.Error().Err(err).Msg("agent failed")
+		done.Status = contract.StatusError
+		if done.Text == "" {
+			done.Text = MsgFailed
+		}
+	default:
+		done.Status = contract.StatusOK
+		if done.Text == "" {
+			done.Text = MsgNoOutput
+		}
+	}
+	log.Info().Str("status", done.Status).Int("exit_code", done.ExitCode).Int64("duration_ms", done.DurationMS).
+		Int("reply_len", len(done.Text)).Msg("run ended")
+	return r.publishDone(context.WithoutCancel(ctx), done)
+}
+
+// publishDone publishes a run's end, retrying briefly: it is what moves
+// the user on.
+func (r *Runner) publishDone(ctx context.Context, done contract.Event) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return contract.PublishEvent(ctx, r.js, done, contract.MsgID(done.User, done.JobID, "done"))
+}
+
+// heartbeat tells JetStream the job is still being worked on, so a long
+// run is not redelivered; a crashed runner stops beating and the job is
+// redelivered after the consumer's AckWait.
+func heartbeat(msg jetstream.Msg, every time.Duration) (stop func()) {
+	t := time.NewTicker(every)
+	quit := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-t.C:
+				_ = msg.InProgress()
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() { t.Stop(); close(quit) }
+}
+
+func joinText(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "\n\n" + b
+}
