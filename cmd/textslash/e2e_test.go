@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// tap records every subject seen on ts.> over a real NATS connection, the
+// way `nats sub 'ts.>'` does.
+type tap struct {
+	mu       sync.Mutex
+	subjects []string
+}
+
+func (inst *instance) tap(t *testing.T) (*tap, *nats.Conn) {
+	t.Helper()
+	nc, err := nats.Connect(inst.NATSURL)
+	if err != nil {
+		t.Fatalf("connect to textslash's NATS: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	tp := &tap{}
+	if _, err := nc.Subscribe("ts.>", func(m *nats.Msg) {
+		tp.mu.Lock()
+		tp.subjects = append(tp.subjects, m.Subject)
+		tp.mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return tp, nc
+}
+
+func (tp *tap) seen() []string {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return slices.Clone(tp.subjects)
+}
+
+func TestWebChatEndToEnd(t *testing.T) {
+	inst := startServe(t, "TEXTSLASH_AGENT=shell")
+	tp, nc := inst.tap(t)
+	c := inst.newChat(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := c.events(ctx)
+
+	id := c.send("echo hello")
+	done := waitFor(t, events, 30*time.Second, func(ev sseEvent) bool { return ev.Kind == "done" })
+	if done.Event.JobID != id {
+		t.Errorf("done job_id = %q; want %q", done.Event.JobID, id)
+	}
+	if done.Event.Text != "hello" || done.Event.Status != contract.StatusOK {
+		t.Errorf("reply = %q (%s); want %q (ok)", done.Event.Text, done.Event.Status, "hello")
+	}
+
+	// Each hop shows on its subject.
+	u := c.User
+	want := []string{
+		contract.InboundSubject(u),
+		contract.JobSubject(u),
+		contract.EventSubject(u, contract.KindState),
+		contract.EventSubject(u, contract.KindDone),
+	}
+	var seen []string
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if seen = tp.seen(); containsAll(seen, want) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !containsAll(seen, want) {
+		t.Errorf("subjects seen %v; want all of %v", seen, want)
+	}
+
+	// The broker holds the streams, bucket and object store subjects.md lists.
+	js, _ := jetstream.New(nc)
+	var streams []string
+	for name := range js.StreamNames(ctx).Name() {
+		streams = append(streams, name)
+	}
+	for _, s := range []string{contract.StreamIn, contract.StreamJobs, contract.StreamQueue, contract.StreamEvents, "KV_" + contract.BucketUsers, "OBJ_" + contract.BucketMedia} {
+		if !slices.Contains(streams, s) {
+			t.Errorf("streams %v lack %s", streams, s)
+		}
+	}
+	// The user is idle again, in the KV bucket.
+	kv, err := js.KeyValue(ctx, contract.BucketUsers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(ctx, u.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st contract.UserState
+	_ = contract.Decode(e.Value(), &st)
+	if st.State != contract.StateIdle {
+		t.Errorf("state = %q; want idle", st.State)
+	}
+	// The shell ran in the user's own workspace.
+	if _, err := os.Stat(filepath.Join(inst.Data, "workspaces", u.Key())); err != nil {
+		t.Errorf("workspace: %v", err)
+	}
+}
+
+// A busy user's messages wait their turn, are acknowledged, and run in
+// order; another user is not held up by them.
+func TestWebChatQueueAndOrder(t *testing.T) {
+	inst := startServe(t, "TEXTSLASH_AGENT=shell")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := inst.newChat(t), inst.newChat(t)
+	evA, evB := a.events(ctx), b.events(ctx)
+
+	a.send("sleep 1; echo first")
+	a.send("echo second")
+	a.send("echo third")
+	b.send("echo other user")
+
+	gotB := waitFor(t, evB, 30*time.Second, func(ev sseEvent) bool { return ev.Kind == "done" })
+	if gotB.Event.Text != "other user" {
+		t.Errorf("user b reply = %q", gotB.Event.Text)
+	}
+	var replies, notices []string
+	for len(replies) < 3 {
+		ev := waitFor(t, evA, 30*time.Second, func(ev sseEvent) bool { return ev.Kind == "done" || ev.Kind == "notice" })
+		if ev.Kind == "done" {
+			replies = append(replies, ev.Event.Text)
+		} else {
+			notices = append(notices, ev.Event.Text)
+		}
+	}
+	if want := []string{"first", "second", "third"}; !slices.Equal(replies, want) {
+		t.Errorf("replies %q; want %q", replies, want)
+	}
+	if want := []string{"Got it, I'll process this next.", "Got it, I'll process this next."}; !slices.Equal(notices, want) {
+		t.Errorf("notices %q; want %q", notices, want)
+	}
+}
+
+// Restarting keeps the conversation: the new page gets its history, and a
+// reconnect with Last-Event-ID resumes after it.
+func TestRestartKeepsHistory(t *testing.T) {
+	inst := startServe(t, "TEXTSLASH_AGENT=shell")
+	c := inst.newChat(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	first := c.events(ctx)
+	c.send("echo before restart")
+	done := waitFor(t, first, 30*time.Second, func(ev sseEvent) bool { return ev.Kind == "done" })
+	cancel()
+
+	inst.stop()
+	inst.start(t)
+
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	replay := c.events(ctx)
+	again := waitFor(t, replay, 10*time.Second, func(ev sseEvent) bool { return ev.Kind == "done" })
+	if again.ID != done.ID || again.Event.Text != "before restart" {
+		t.Errorf("replayed done %s %q; want %s %q", again.ID, again.Event.Text, done.ID, "before restart")
+	}
+
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, inst.URL+"/api/events", nil)
+	req.Header.Set("Last-Event-ID", done.ID)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed := make(chan sseEvent, 10)
+	go func() { defer resp.Body.Close(); readSSE(resp.Body, resumed) }()
+	c.send("echo after restart")
+	next := waitFor(t, resumed, 30*time.Second, func(ev sseEvent) bool { return ev.Kind == "done" })
+	if next.Event.Text != "after restart" {
+		t.Errorf("first done after Last-Event-ID = %q; want %q", next.Event.Text, "after restart")
+	}
+}
+
+func TestServeRejectsBadInput(t *testing.T) {
+	inst := startServe(t, "TEXTSLASH_AGENT=shell")
+	c := inst.newChat(t)
+	for _, tc := range []struct {
+		name, body string
+		want       int
+	}{
+		{"not json", "hello", http.StatusBadRequest},
+		{"bad id", `{"id":"../x","text":"hi"}`, http.StatusBadRequest},
+		{"too large", `{"text":"` + strings.Repeat("x", 70<<10) + `"}`, http.StatusRequestEntityTooLarge},
+	} {
+		resp, err := c.client.Post(inst.URL+"/api/messages", "application/json", bytes.NewReader([]byte(tc.body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: status %d; want %d", tc.name, resp.StatusCode, tc.want)
+		}
+	}
+	// No session cookie: refused.
+	resp, err := http.Post(inst.URL+"/api/messages", "application/json", strings.NewReader(`{"text":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no session: status %d; want 401", resp.StatusCode)
+	}
+	for _, path := range []string{"/media/nope", "/media/..%2fetc%2fpasswd", "/media/abc.gif"} {
+		resp, err := http.Get(inst.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s: status %d; want 400 or 404", path, resp.StatusCode)
+		}
+	}
+}
+
+// Bound beyond loopback, the web chat wants its token.
+func TestWebChatTokenOffLoopback(t *testing.T) {
+	inst := startServe(t, "TEXTSLASH_AGENT=shell", "TEXTSLASH_HOST=0.0.0.0", "TEXTSLASH_WEB_TOKEN=s3cret")
+	for _, path := range []string{"/", "/api/events"} {
+		resp, err := http.Get(inst.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET %s without token: %d; want 401", path, resp.StatusCode)
+		}
+	}
+	resp, err := http.Get(inst.URL + "/?token=wrong")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("wrong token: %d; want 401", resp.StatusCode)
+	}
+	c := inst.openChat(t, "/?token=s3cret") // the token becomes a cookie; later calls need no query
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := c.events(ctx)
+	c.send("echo ok")
+	if ev := waitFor(t, events, 30*time.Second, func(ev sseEvent) bool { return ev.Kind == "done" }); ev.Event.Text != "ok" {
+		t.Errorf("reply %q; want ok", ev.Event.Text)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"serve", "--help"}, &out, &errOut); code != 0 {
+		t.Fatalf("serve --help exit %d", code)
+	}
+	for _, env := range []string{"TEXTSLASH_DATA", "TEXTSLASH_NATS_LISTEN", "NATS_URL", "PORT", "TEXTSLASH_AGENT", "TEXTSLASH_CLAUDE_BIN", "TEXTSLASH_WORKSPACES", "TEXTSLASH_AGENT_USER", "TEXTSLASH_WEB_TOKEN"} {
+		if !strings.Contains(errOut.String(), "$"+env) {
+			t.Errorf("serve --help does not mention $%s", env)
+		}
+	}
+	out.Reset()
+	if code := run([]string{"--help"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "textslash serve") {
+		t.Errorf("--help exit %d:\n%s", code, out.String())
+	}
+	if code := run([]string{"bogus"}, &out, &errOut); code != 2 {
+		t.Errorf("unknown command exit %d; want 2", code)
+	}
+	t.Setenv("TEXTSLASH_TIMEOUT", "soon")
+	errOut.Reset()
+	if code := run([]string{"serve"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "TEXTSLASH_TIMEOUT") {
+		t.Errorf("bad TEXTSLASH_TIMEOUT: exit %d, %q", code, errOut.String())
+	}
+}
+
+func containsAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// binary is textslash built once for every test of this package.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "textslash-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "textslash")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build textslash: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// instance is a running `textslash serve`.
+type instance struct {
+	URL     string // http://127.0.0.1:PORT
+	NATSURL string // nats://127.0.0.1:PORT
+	Data    string
+	Log     string // path of its log (JSON lines)
+	cmd     *exec.Cmd
+	env     []string
+}
+
+// startServe starts `textslash serve` with fresh data and free ports, and
+// waits until it is ready. env entries (NAME=value) override the defaults.
+func startServe(t *testing.T, env ...string) *instance {
+	t.Helper()
+	data := t.TempDir()
+	if err := os.Chmod(data, 0o755); err != nil { // agent users must reach their workspaces
+		t.Fatal(err)
+	}
+	inst := &instance{
+		Data: data,
+		env: append([]string{
+			"TEXTSLASH_DATA=" + data,
+			"PORT=" + freePort(t),
+			"TEXTSLASH_NATS_LISTEN=127.0.0.1:" + freePort(t),
+			"TEXTSLASH_LOG_FORMAT=json",
+			"TEXTSLASH_LOG_LEVEL=debug",
+		}, env...),
+	}
+	inst.start(t)
+	return inst
+}
+
+func (inst *instance) start(t *testing.T) {
+	t.Helper()
+	inst.Log = filepath.Join(t.TempDir(), "textslash.log")
+	logf, err := os.Create(inst.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "serve")
+	cmd.Env = append(os.Environ(), inst.env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inst.cmd = cmd
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
+	t.Cleanup(func() {
+		inst.stop()
+		if t.Failed() {
+			out, _ := os.ReadFile(inst.Log)
+			t.Logf("textslash log:\n%s", tail(string(out), 6000))
+		}
+	})
+	inst.URL = "http://127.0.0.1:" + envValue(inst.env, "PORT")
+	inst.NATSURL = "nats://" + envValue(inst.env, "TEXTSLASH_NATS_LISTEN")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(inst.URL + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-exited:
+			out, _ := os.ReadFile(inst.Log)
+			t.Fatalf("textslash serve exited before ready:\n%s", out)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("textslash serve not ready in 30s")
+		}
+	}
+}
+
+// stop ends the process with SIGTERM, as an operator would.
+func (inst *instance) stop() {
+	if inst.cmd == nil || inst.cmd.Process == nil || inst.cmd.ProcessState != nil {
+		return
+	}
+	_ = inst.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for inst.cmd.ProcessState == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = inst.cmd.Process.Kill()
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+}
+
+func envValue(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+			v = val
+		}
+	}
+	return v
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// chat is one web chat session, as a browser has it.
+type chat struct {
+	t      *testing.T
+	inst   *instance
+	client *http.Client
+	User   contract.User
+}
+
+// newChat opens the page, which gives the session its cookie.
+func (inst *instance) newChat(t *testing.T) *chat {
+	t.Helper()
+	return inst.openChat(t, "/")
+}
+
+// openChat opens the page at path (which may carry ?token=).
+func (inst *instance) openChat(t *testing.T, path string) *chat {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &chat{t: t, inst: inst, client: &http.Client{Jar: jar}}
+	resp, err := c.client.Get(inst.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /: %s", resp.Status)
+	}
+	u, _ := url.Parse(inst.URL)
+	for _, ck := range jar.Cookies(u) {
+		if ck.Name == contract.WebSessionCookie {
+			c.User = contract.User{Channel: contract.ChannelWeb, ID: ck.Value}
+		}
+	}
+	if c.User.ID == "" {
+		t.Fatal("GET / set no session cookie")
+	}
+	return c
+}
+
+// send posts a message and returns its id.
+func (c *chat) send(text string) string {
+	c.t.Helper()
+	body, _ := json.Marshal(map[string]string{"text": text})
+	resp, err := c.client.Post(c.inst.URL+"/api/messages", "application/json", bytes.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct{ ID, Error string }
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	if resp.StatusCode != http.StatusAccepted {
+		c.t.Fatalf("POST /api/messages: %s %s", resp.Status, out.Error)
+	}
+	return out.ID
+}
+
+// sseEvent is one Server-Sent Event of /api/events.
+type sseEvent struct {
+	ID, Kind string
+	Event    contract.Event
+	Raw      string
+}
+
+// events opens the session's event stream; it closes when ctx ends.
+func (c *chat) events(ctx context.Context) <-chan sseEvent {
+	c.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.inst.URL+"/api/events", nil)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		c.t.Fatalf("GET /api/events: %s", resp.Status)
+	}
+	ch := make(chan sseEvent, 100)
+	go func() {
+		defer close(ch)
+		defer resp.Body.Close()
+		readSSE(resp.Body, ch)
+	}()
+	return ch
+}
+
+func readSSE(r io.Reader, ch chan<- sseEvent) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	var ev sseEvent
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if ev.Raw != "" {
+				_ = json.Unmarshal([]byte(ev.Raw), &ev.Event)
+				ch <- ev
+			}
+			ev = sseEvent{}
+		case strings.HasPrefix(line, "id: "):
+			ev.ID = line[4:]
+		case strings.HasPrefix(line, "event: "):
+			ev.Kind = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			ev.Raw = line[6:]
+		}
+	}
+}
+
+// waitFor reads events until one matches, failing after the timeout.
+func waitFor(t *testing.T, ch <-chan sseEvent, timeout time.Duration, match func(sseEvent) bool) sseEvent {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatal("event stream closed")
+			}
+			if match(ev) {
+				return ev
+			}
+		case <-deadline:
+			t.Fatalf("no matching event in %v", timeout)
+		}
+	}
+}
