@@ -303,7 +303,7 @@ func relTo(dir, path string) string {
 
 // firstLine is s's first non-blank line, trimmed.
 func firstLine(s string) string {
-	for line := range strings.Lines(s) {
+	for line := range strings.Lines(strings.ReplaceAll(s, "\r", "\n")) {
 		if t := strings.TrimSpace(line); t != "" {
 			return t
 		}

@@ -171,10 +171,10 @@ func TestStreamResult(t *testing.T) {
 			wantDone: true,
 		},
 		{
-			name:  "text cut at the cap",
-			cap:   9,
-			lines: []string{lineTextAndTool, lineText},
-			want:  Result{Text: "Let me lo", SessionID: "s1", Truncated: true},
+			name:         "text cut at the cap",
+			cap:          9,
+			lines:        []string{lineTextAndTool, lineText},
+			want:         Result{Text: "Let me lo", SessionID: "s1", Truncated: true},
 			wantProgress: []string{"Reading src/main.go", "Editing /etc/hosts"},
 		},
 		{

@@ -100,8 +100,9 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error
 	}
 	switch cfg.Agent {
 	case "":
+		// Claude Code when it is installed and can run (it refuses root).
 		r.cfg.Agent = AgentShell
-		if claudeBin != "" {
+		if claudeBin != "" && (os.Geteuid() != 0 || r.user != nil) {
 			r.cfg.Agent = AgentClaude
 		}
 	case AgentShell, AgentClaude:
@@ -237,11 +238,10 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		done.Status = contract.StatusTimeout
 		done.Text = joinText(MsgTimeout, done.Text)
 	case err != nil:
-		log.Error().Err(err).Msg("agent failed")
-		done.Status = contract.StatusError
-		if done.Text == "" {
-			done.Text = MsgFailed
-		}
+		// What the agent said about its failure is for the log, not the
+		// person: it may name internals (API errors, paths).
+		log.Error().Err(err).Int("partial_len", len(done.Text)).Msg("agent failed")
+		done.Status, done.Text = contract.StatusError, MsgFailed
 	default:
 		done.Status = contract.StatusOK
 		if done.Text == "" {

@@ -52,11 +52,14 @@ type instance struct {
 
 // startServe starts `textslash serve` with fresh data and free ports, and
 // waits until it is ready. env entries (NAME=value) override the defaults.
-func startServe(t *testing.T, env ...string) *instance {
+func startServe(t testing.TB, env ...string) *instance {
 	t.Helper()
 	data := t.TempDir()
-	if err := os.Chmod(data, 0o755); err != nil { // agent users must reach their workspaces
-		t.Fatal(err)
+	// t.TempDir and its parent are 0700: agent users must reach their workspaces.
+	for _, d := range []string{filepath.Dir(data), data} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	inst := &instance{
 		Data: data,
@@ -72,7 +75,7 @@ func startServe(t *testing.T, env ...string) *instance {
 	return inst
 }
 
-func (inst *instance) start(t *testing.T) {
+func (inst *instance) start(t testing.TB) {
 	t.Helper()
 	inst.Log = filepath.Join(t.TempDir(), "textslash.log")
 	logf, err := os.Create(inst.Log)
@@ -138,7 +141,7 @@ func (inst *instance) stop() {
 	}
 }
 
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -167,20 +170,20 @@ func tail(s string, n int) string {
 
 // chat is one web chat session, as a browser has it.
 type chat struct {
-	t      *testing.T
+	t      testing.TB
 	inst   *instance
 	client *http.Client
 	User   contract.User
 }
 
 // newChat opens the page, which gives the session its cookie.
-func (inst *instance) newChat(t *testing.T) *chat {
+func (inst *instance) newChat(t testing.TB) *chat {
 	t.Helper()
 	return inst.openChat(t, "/")
 }
 
 // openChat opens the page at path (which may carry ?token=).
-func (inst *instance) openChat(t *testing.T, path string) *chat {
+func (inst *instance) openChat(t testing.TB, path string) *chat {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &chat{t: t, inst: inst, client: &http.Client{Jar: jar}}
@@ -272,7 +275,7 @@ func readSSE(r io.Reader, ch chan<- sseEvent) {
 }
 
 // waitFor reads events until one matches, failing after the timeout.
-func waitFor(t *testing.T, ch <-chan sseEvent, timeout time.Duration, match func(sseEvent) bool) sseEvent {
+func waitFor(t testing.TB, ch <-chan sseEvent, timeout time.Duration, match func(sseEvent) bool) sseEvent {
 	t.Helper()
 	deadline := time.After(timeout)
 	for {

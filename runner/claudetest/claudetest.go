@@ -9,10 +9,14 @@
 //	claudetest.Setenv(t, m) // ANTHROPIC_BASE_URL=m.URL() and friends
 //	cmd := exec.Command(claudetest.Binary(t), "-p", ...)
 //
-// The CLI sends more than the conversation: small side requests (a quota
-// check, titles, summaries) and requests to other paths. The script advances
-// only on the main conversation's requests, those that offer the model tools;
-// the rest get a harmless default answer, so a test is deterministic.
+// The script advances only on the main conversation's requests: POST
+// /v1/messages offering the model tools. Claude Code 2.1.330 run with Env
+// sends nothing else, but CLIs may add side requests (quota checks, titles,
+// summaries: /v1/messages without tools), count_tokens, or a connectivity
+// check (HEAD /api/hello, sent when nonessential traffic is on); these get
+// a harmless default answer, unknown paths a 404 API error, so a test stays
+// deterministic. Subagents (the Task tool) ask with tools too: their turns
+// are part of the script, in the order the CLI asks.
 package claudetest
 
 import (

@@ -1,0 +1,175 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/claudetest"
+)
+
+// claudeTimeout bounds one CLI run so a hung CLI can't hang the suite.
+const claudeTimeout = 90 * time.Second
+
+// claudeRun prepares a fresh workspace and a Run of text in it, as the
+// agent user when the test runs as root. Set the CLI's environment
+// (claudetest.Setenv) before calling it: the Run's environment is taken now.
+func claudeRun(t *testing.T, text string) (r *Run, progress func() []string) {
+	t.Helper()
+	u, err := lookupAgentUser(claudetest.AgentUser(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	// t.TempDir and its parent are 0700 root: let the agent user through.
+	for _, d := range []string{filepath.Dir(root), root} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir, home := filepath.Join(root, "ws"), filepath.Join(root, "home")
+	if err := prepareWorkspace(dir, home, u); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var lines []string
+	r = &Run{
+		Job:     contract.Job{V: 1, ID: "job-1", Text: text, At: time.Now()},
+		Dir:     dir,
+		Command: commandFunc(dir, home, u),
+		Progress: func(s string) {
+			mu.Lock()
+			defer mu.Unlock()
+			lines = append(lines, s)
+		},
+		OutputCap: 64 << 10,
+	}
+	return r, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(lines)
+	}
+}
+
+func TestClaudeRunsTools(t *testing.T) {
+	bin := claudetest.Binary(t)
+	m := claudetest.NewModel(t,
+		claudetest.ToolUse("Bash", map[string]string{"command": "echo hi > hello.txt", "description": "write a file"}),
+		claudetest.Text("All done: wrote hello.txt"),
+	)
+	claudetest.Setenv(t, m)
+	r, progress := claudeRun(t, "please write hello.txt")
+	ctx, cancel := context.WithTimeout(t.Context(), claudeTimeout)
+	defer cancel()
+
+	const prompt = "The user reads your replies on a phone."
+	start := time.Now()
+	res, err := (&Claude{Bin: bin, AppendSystemPrompt: prompt}).Run(ctx, r)
+	t.Logf("claude run took %v", time.Since(start))
+	if err != nil {
+		t.Fatalf("Run: %v (result %+v)", err, res)
+	}
+
+	if want := "Running `echo hi > hello.txt`"; !slices.Contains(progress(), want) {
+		t.Errorf("progress = %q; want it to contain %q", progress(), want)
+	}
+	b, err := os.ReadFile(filepath.Join(r.Dir, "hello.txt"))
+	if err != nil {
+		t.Errorf("the tool did not run: %v", err)
+	} else if got := strings.TrimSpace(string(b)); got != "hi" {
+		t.Errorf("hello.txt = %q; want %q", got, "hi")
+	}
+	if want := "All done: wrote hello.txt"; res.Text != want {
+		t.Errorf("Text = %q; want %q", res.Text, want)
+	}
+	if res.SessionID == "" {
+		t.Errorf("SessionID is empty; want the CLI's session")
+	}
+	if res.ExitCode != 0 || res.Truncated {
+		t.Errorf("ExitCode, Truncated = %d, %t; want 0, false", res.ExitCode, res.Truncated)
+	}
+
+	reqs := m.MainRequests()
+	if len(reqs) != 2 {
+		t.Fatalf("model got %d main requests; want 2", len(reqs))
+	}
+	if !bytes.Contains(reqs[0].Body, []byte(prompt)) {
+		t.Errorf("the model's first request does not carry the appended system prompt %q", prompt)
+	}
+	results := reqs[1].ToolResults()
+	if len(results) != 1 || results[0].IsError || !strings.HasPrefix(results[0].ToolUseID, "toolu_") {
+		t.Errorf("second request's tool results = %+v; want one successful tool_result", results)
+	}
+}
+
+func TestClaudeAPIError(t *testing.T) {
+	bin := claudetest.Binary(t)
+	m := claudetest.NewModel(t, claudetest.APIError(500, "server exploded"))
+	claudetest.Setenv(t, m)
+	r, progress := claudeRun(t, "hello")
+	ctx, cancel := context.WithTimeout(t.Context(), claudeTimeout)
+	defer cancel()
+
+	res, err := (&Claude{Bin: bin}).Run(ctx, r)
+	if !errors.Is(err, ErrAgentFailed) {
+		t.Fatalf("Run error = %v; want ErrAgentFailed", err)
+	}
+	t.Logf("Run error: %v", err)
+	// The raw text: the friendly one is chosen elsewhere.
+	if !strings.Contains(res.Text, "500") || !strings.Contains(res.Text, "server exploded") {
+		t.Errorf("Text = %q; want the CLI's raw API error", res.Text)
+	}
+	if res.ExitCode == 0 {
+		t.Errorf("ExitCode = 0; want non-zero")
+	}
+	if len(progress()) != 0 {
+		t.Errorf("progress = %q; want none", progress())
+	}
+	if n := len(m.MainRequests()); n == 0 {
+		t.Errorf("model got no main requests; want at least one")
+	}
+}
+
+func TestClaudeNoResult(t *testing.T) {
+	bin := claudetest.Binary(t)
+	m := claudetest.NewModel(t)
+	claudetest.Setenv(t, m)
+	// With nothing on stdin the CLI refuses to start and says why on stderr.
+	r, _ := claudeRun(t, "")
+	ctx, cancel := context.WithTimeout(t.Context(), claudeTimeout)
+	defer cancel()
+
+	res, err := (&Claude{Bin: bin}).Run(ctx, r)
+	if !errors.Is(err, ErrAgentFailed) {
+		t.Fatalf("Run error = %v; want ErrAgentFailed", err)
+	}
+	t.Logf("Run error: %v", err)
+	if !strings.Contains(err.Error(), "without a result") || !strings.Contains(err.Error(), "nput") {
+		t.Errorf("Run error = %q; want it to quote the CLI's stderr", err)
+	}
+	if res.ExitCode == 0 {
+		t.Errorf("ExitCode = 0; want non-zero")
+	}
+	if n := len(m.Requests()); n != 0 {
+		t.Errorf("model got %d requests; want none", n)
+	}
+}
+
+func TestClaudeMissingBinary(t *testing.T) {
+	r, _ := claudeRun(t, "hello")
+	res, err := (&Claude{Bin: filepath.Join(t.TempDir(), "no-claude")}).Run(t.Context(), r)
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Run error = %v; want os.ErrNotExist", err)
+	}
+	if res.ExitCode != -1 {
+		t.Errorf("ExitCode = %d; want -1", res.ExitCode)
+	}
+}
