@@ -296,4 +296,3 @@ func containsAll(have, want []string) bool {
 	}
 	return true
 }
-
