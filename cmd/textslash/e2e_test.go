@@ -264,6 +264,31 @@ func TestWebChatTokenOffLoopback(t *testing.T) {
 	}
 }
 
+// With NATS_URL, textslash embeds no server and uses the given one; two
+// all-in-ones on one NATS share the work and the state.
+func TestServeWithNATSURL(t *testing.T) {
+	a := startServe(t, "TEXTSLASH_AGENT=shell")
+	b := startServe(t, "TEXTSLASH_AGENT=shell", "NATS_URL="+a.NATSURL)
+	out, _ := os.ReadFile(b.Log)
+	if !strings.Contains(string(out), "connected to NATS") || strings.Contains(string(out), `"svc":"nats"`) {
+		t.Errorf("instance b embedded a server or did not connect to NATS_URL:\n%s", out)
+	}
+	c := b.newChat(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := c.events(ctx)
+	c.send("sleep 0.2; echo one")
+	c.send("echo two")
+	var replies []string
+	for len(replies) < 2 {
+		ev := waitFor(t, events, 30*time.Second, func(ev sseEvent) bool { return ev.Kind == "done" })
+		replies = append(replies, ev.Event.Text)
+	}
+	if !slices.Equal(replies, []string{"one", "two"}) {
+		t.Errorf("replies %q; want one, two", replies)
+	}
+}
+
 func TestHelp(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := run([]string{"serve", "--help"}, &out, &errOut); code != 0 {
