@@ -18,16 +18,27 @@ type Handler func(ctx context.Context, msg jetstream.Msg) error
 // Consume runs h for each message of cons, one at a time in stream order,
 // until ctx ends; then it drains the subscription and returns. It alone
 // acknowledges messages, so handlers never call Ack themselves.
-func Consume(ctx context.Context, cons jetstream.Consumer, h Handler, log zerolog.Logger) error {
-	name := cons.CachedInfo().Name
+//
+// On a pinned consumer (one active client at a time) it pulls in the
+// consumer's priority group, and on the way out it unpins itself so the
+// next client takes over at once instead of after the pin's TTL.
+func Consume(ctx context.Context, js jetstream.JetStream, cons jetstream.Consumer, h Handler, log zerolog.Logger) error {
+	info := cons.CachedInfo()
+	name := info.Name
 	log = log.With().Str("consumer", name).Logger()
-	cc, err := cons.Consume(func(msg jetstream.Msg) {
-		Settle(ctx, msg, h, log)
-	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if !errors.Is(err, jetstream.ErrNoHeartbeat) || ctx.Err() == nil {
+	opts := []jetstream.PullConsumeOpt{jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if ctx.Err() == nil && !errors.Is(err, jetstream.ErrPinIDMismatch) {
 			log.Warn().Err(err).Msg("consume")
 		}
-	}))
+	})}
+	if len(info.Config.PriorityGroups) > 0 {
+		// Short-lived pull requests: after a pinned client dies, a waiting
+		// one asks again soon and is pinned once the pin's TTL is over.
+		opts = append(opts, jetstream.PullPriorityGroup(info.Config.PriorityGroups[0]), jetstream.PullExpiry(2*time.Second))
+	}
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		Settle(ctx, msg, h, log)
+	}, opts...)
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", name, err)
 	}
@@ -37,6 +48,15 @@ func Consume(ctx context.Context, cons jetstream.Consumer, h Handler, log zerolo
 	case <-cc.Closed():
 	case <-time.After(10 * time.Second):
 		cc.Stop()
+	}
+	if groups := info.Config.PriorityGroups; len(groups) > 0 {
+		uctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if s, err := js.Stream(uctx, info.Stream); err == nil {
+			if err := s.UnpinConsumer(uctx, name, groups[0]); err != nil {
+				log.Debug().Err(err).Msg("unpin")
+			}
+		}
 	}
 	return nil
 }

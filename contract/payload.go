@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -115,7 +116,14 @@ type UserState struct {
 	State string    `json:"state"`
 	JobID string    `json:"job_id,omitempty"` // the running job while working
 	Since time.Time `json:"since"`
+	// Finished holds the ids of the user's last finished jobs, newest last,
+	// so that a message redelivered after its run is recognised and not
+	// run again.
+	Finished []string `json:"finished,omitempty"`
 }
+
+// FinishedKept is how many finished job ids a UserState remembers.
+const FinishedKept = 64
 
 // Encode marshals a payload, stamping the current version.
 func Encode(p interface{ setVersion() }) ([]byte, error) {
@@ -138,7 +146,32 @@ func Decode(data []byte, p interface{ version() int }) error {
 	if v := p.version(); v > Version {
 		return fmt.Errorf("%w: %d > %d", ErrVersion, v, Version)
 	}
+	if v, ok := p.(interface{ validate() error }); ok {
+		if err := v.validate(); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidPayload, err)
+		}
+	}
 	return nil
+}
+
+// Messages about a user's message must name both.
+func (p *Inbound) validate() error { return validateRef(p.User, p.ID) }
+func (p *Job) validate() error     { return validateRef(p.User, p.ID) }
+func (p *Event) validate() error {
+	if p.Kind == "" {
+		return errors.New("no kind")
+	}
+	if p.Kind == KindDone {
+		return validateRef(p.User, p.JobID)
+	}
+	return p.User.Validate()
+}
+
+func validateRef(u User, id string) error {
+	if id == "" {
+		return errors.New("no message id")
+	}
+	return u.Validate()
 }
 
 func (p *Inbound) version() int   { return p.V }

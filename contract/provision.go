@@ -21,7 +21,10 @@ const (
 	ConsumerRunner         = "runner"          // JOBS: every job
 
 	BucketUsers = "users" // KV: UserState per User.Key
-	BucketMedia = "media" // object store: images, expiring
+
+	// PriorityGroup is the pull group of pinned consumers.
+	PriorityGroup = "active"
+	BucketMedia   = "media" // object store: images, expiring
 )
 
 // Defaults from the seeds.
@@ -37,6 +40,9 @@ const (
 	// JobAckWait is how long the runner may go without a sign of life
 	// (it sends one every third of this) before a job is redelivered.
 	JobAckWait = time.Minute
+	// PinnedTTL is how long a pinned consumer's client may stop pulling
+	// before another client is pinned.
+	PinnedTTL = 5 * time.Second
 )
 
 // Options tunes Provision.
@@ -103,11 +109,17 @@ func Streams(o Options) []jetstream.StreamConfig {
 func Consumers() map[string][]jetstream.ConsumerConfig {
 	return map[string][]jetstream.ConsumerConfig{
 		StreamIn: {{
-			Durable:       ConsumerDispatcher,
-			Description:   "dispatcher: route each inbound message",
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       30 * time.Second,
-			MaxAckPending: 1000,
+			// Pinned: one dispatcher at a time reads IN, so a user's
+			// messages are routed in the order they arrived; another takes
+			// over when it stops pulling.
+			Durable:        ConsumerDispatcher,
+			Description:    "dispatcher: route each inbound message",
+			AckPolicy:      jetstream.AckExplicitPolicy,
+			AckWait:        30 * time.Second,
+			MaxAckPending:  1000,
+			PriorityPolicy: jetstream.PriorityPolicyPinned,
+			PriorityGroups: []string{PriorityGroup},
+			PinnedTTL:      PinnedTTL,
 		}},
 		StreamEvents: {{
 			Durable:       ConsumerDispatcherDone,

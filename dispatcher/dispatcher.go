@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,8 +68,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		return fmt.Errorf("consumer %s: %w", contract.ConsumerDispatcherDone, err)
 	}
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return contract.Consume(ctx, in, d.handleInbound, d.log) })
-	g.Go(func() error { return contract.Consume(ctx, done, d.handleDone, d.log) })
+	g.Go(func() error { return contract.Consume(ctx, d.js, in, d.handleInbound, d.log) })
+	g.Go(func() error { return contract.Consume(ctx, d.js, done, d.handleDone, d.log) })
 	return g.Wait()
 }
 
@@ -91,6 +92,11 @@ func (d *Dispatcher) handleInbound(ctx context.Context, msg jetstream.Msg) error
 		if err != nil {
 			return err
 		}
+		if slices.Contains(st.Finished, in.ID) {
+			// Redelivered after its run ended (its acknowledgement was lost).
+			log.Info().Msg("message already ran; dropping the redelivery")
+			return nil
+		}
 		if st.State != contract.StateIdle {
 			if st.JobID == in.ID {
 				// Redelivered after a crash between starting the job and
@@ -106,7 +112,7 @@ func (d *Dispatcher) handleInbound(ctx context.Context, msg jetstream.Msg) error
 		} else if ok {
 			return d.enqueue(ctx, log, in)
 		}
-		next := contract.UserState{State: contract.StateWorking, JobID: in.ID, Since: time.Now().UTC()}
+		next := contract.UserState{State: contract.StateWorking, JobID: in.ID, Since: time.Now().UTC(), Finished: st.Finished}
 		if err := d.save(ctx, u, next, rev); errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 			continue // another dispatcher changed this user: look again
 		} else if err != nil {
@@ -178,8 +184,12 @@ func (d *Dispatcher) advance(ctx context.Context, u contract.User, finished stri
 		default:
 			return nil // a run is going (or awaiting approval): its end will advance
 		}
-		// Skip a head that already ran: its start was cut short before it
-		// could be removed from the queue.
+		done := st.Finished
+		if st.State == contract.StateWorking {
+			done = appendFinished(done, finished)
+		}
+		// Skip a head that already ran or runs: its start was cut short
+		// before it could be removed from the queue.
 		var head contract.Inbound
 		var seq uint64
 		var ok bool
@@ -188,16 +198,16 @@ func (d *Dispatcher) advance(ctx context.Context, u contract.User, finished stri
 			if err != nil {
 				return err
 			}
-			if !ok || (head.ID != finished && head.ID != st.JobID) {
+			if !ok || (head.ID != st.JobID && !slices.Contains(done, head.ID)) {
 				break
 			}
 			if err := d.queue.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 				return fmt.Errorf("dequeue: %w", err)
 			}
 		}
-		next := contract.UserState{State: contract.StateIdle, Since: time.Now().UTC()}
+		next := contract.UserState{State: contract.StateIdle, Since: time.Now().UTC(), Finished: done}
 		if ok {
-			next = contract.UserState{State: contract.StateWorking, JobID: head.ID, Since: next.Since}
+			next.State, next.JobID = contract.StateWorking, head.ID
 		} else if st.State == contract.StateIdle {
 			return nil
 		}
@@ -220,6 +230,16 @@ func (d *Dispatcher) advance(ctx context.Context, u contract.User, finished stri
 		log.Info().Str("job_id", finished).Msg("idle")
 		return d.stateEvent(ctx, u, finished, st.State, next.State)
 	}
+}
+
+// appendFinished remembers a finished job id, keeping the newest
+// contract.FinishedKept.
+func appendFinished(ids []string, id string) []string {
+	ids = append(slices.Clone(ids), id)
+	if n := len(ids) - contract.FinishedKept; n > 0 {
+		ids = ids[n:]
+	}
+	return ids
 }
 
 // head is the oldest waiting message of u.

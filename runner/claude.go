@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -72,15 +71,12 @@ func (c *Claude) Run(ctx context.Context, r *Run) (Result, error) {
 	if err := cmd.Start(); err != nil {
 		return Result{ExitCode: -1}, fmt.Errorf("claude: %w", err)
 	}
-	werr := cmd.Wait()
+	_ = cmd.Wait() // the exit code is read from cmd.ProcessState
+	endGroup(cmd)
 	lines.flush()
 
 	res := st.result()
-	res.ExitCode = exitCode(werr)
-	if errors.Is(werr, exec.ErrWaitDelay) {
-		// It exited 0; something it started kept the output open.
-		res.ExitCode = 0
-	}
+	res.ExitCode = exitCode(cmd) // also right when something it started kept the output open
 	switch {
 	case ctx.Err() != nil:
 		return res, fmt.Errorf("claude: %w: %w", ErrAgentFailed, ctx.Err())

@@ -44,7 +44,7 @@ func claudeRun(t *testing.T, text string) (r *Run, progress func() []string) {
 	r = &Run{
 		Job:     contract.Job{V: 1, ID: "job-1", Text: text, At: time.Now()},
 		Dir:     dir,
-		Command: commandFunc(dir, home, u),
+		Command: commandFunc(dir, home, u, true),
 		Progress: func(s string) {
 			mu.Lock()
 			defer mu.Unlock()

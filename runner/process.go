@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -45,24 +46,31 @@ func lookupAgentUser(name string) (*agentUser, error) {
 	return &agentUser{name: name, uid: uint32(uid), gid: uint32(gid)}, nil
 }
 
-// passEnv lists the variables of textslash's own environment an agent
+// passEnv lists the variables of textslash's own environment every agent
 // inherits, by exact name or by prefix (ending in _). Everything else —
 // Twilio tokens, NATS credentials, signing keys — stays out.
 var passEnv = []string{
 	"PATH", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR",
 	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
-	"ANTHROPIC_", "CLAUDE_CODE_", "DISABLE_",
 }
 
+// modelEnv is what agents that call a model (Claude Code) inherit too: the
+// shell agent has no use for the operator's API key.
+var modelEnv = []string{"ANTHROPIC_", "CLAUDE_CODE_", "DISABLE_"}
+
 // agentEnv is the environment of an agent's programs.
-func agentEnv(home string, u *agentUser) []string {
+func agentEnv(home string, u *agentUser, model bool) []string {
+	pass := passEnv
+	if model {
+		pass = append(slices.Clone(passEnv), modelEnv...)
+	}
 	env := []string{"HOME=" + home, "SHELL=/bin/bash", "TERM=dumb", "CI=true"}
 	if u != nil {
 		env = append(env, "USER="+u.name, "LOGNAME="+u.name)
 	}
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		for _, p := range passEnv {
+		for _, p := range pass {
 			if name == p || (strings.HasSuffix(p, "_") && strings.HasPrefix(name, p)) {
 				env = append(env, kv)
 				break
@@ -72,9 +80,10 @@ func agentEnv(home string, u *agentUser) []string {
 	return env
 }
 
-// commandFunc returns Run.Command for one workspace.
-func commandFunc(dir, home string, u *agentUser) func(ctx context.Context, name string, args ...string) *exec.Cmd {
-	env := agentEnv(home, u)
+// commandFunc returns Run.Command for one workspace; model says whether
+// the agent gets the model variables (modelEnv).
+func commandFunc(dir, home string, u *agentUser, model bool) func(ctx context.Context, name string, args ...string) *exec.Cmd {
+	env := agentEnv(home, u, model)
 	return func(ctx context.Context, name string, args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, name, args...)
 		cmd.Dir = dir
@@ -102,11 +111,17 @@ func commandFunc(dir, home string, u *agentUser) func(ctx context.Context, name 
 }
 
 // prepareWorkspace makes the user's workspace and home and gives them to
-// the agent user. Parents are made traversable so that user can reach them.
+// the agent user. Their parents are made traversable so that user can
+// reach them, whatever the umask or an earlier mode.
 func prepareWorkspace(dir, home string, u *agentUser) error {
 	for _, d := range []string{dir, home} {
 		if err := os.MkdirAll(filepath.Dir(d), 0o755); err != nil {
 			return fmt.Errorf("workspace: %w", err)
+		}
+		if u != nil {
+			if err := os.Chmod(filepath.Dir(d), 0o755); err != nil {
+				return fmt.Errorf("workspace: %w", err)
+			}
 		}
 		if err := os.Mkdir(d, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("workspace: %w", err)
@@ -138,17 +153,24 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
-// exitCode reads a program's exit code out of Wait's error.
-func exitCode(err error) int {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ee.ExitCode()
+// endGroup ends whatever a finished program left running in its process
+// group, so nothing an agent starts outlives its run or escapes the
+// timeout and the concurrency limit.
+func endGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
-	if err != nil {
+}
+
+// exitCode is a finished program's exit code: 128+signal when a signal
+// ended it, -1 when it never ran.
+func exitCode(cmd *exec.Cmd) int {
+	ps := cmd.ProcessState
+	if ps == nil {
 		return -1
 	}
-	return 0
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
 }

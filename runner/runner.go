@@ -214,7 +214,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	run := &Run{
 		Job:       job,
 		Dir:       dir,
-		Command:   commandFunc(dir, home, r.user),
+		Command:   commandFunc(dir, home, r.user, r.cfg.Agent == AgentClaude),
 		OutputCap: r.cfg.OutputCap,
 		Progress: func(line string) {
 			progressN++
@@ -233,7 +233,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	switch {
 	case ctx.Err() != nil:
 		done.Status = contract.StatusInterrupted
-		done.Text = joinText(done.Text, MsgInterrupted)
+		done.Text = joinText(MsgInterrupted, done.Text)
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
 		done.Status = contract.StatusTimeout
 		done.Text = joinText(MsgTimeout, done.Text)

@@ -15,7 +15,8 @@ func (Shell) Run(ctx context.Context, r *Run) (Result, error) {
 	out := &cappedBuffer{max: r.OutputCap}
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
-	res := Result{Text: out.buf.String(), ExitCode: exitCode(err), Truncated: out.truncated}
+	endGroup(cmd)
+	res := Result{Text: out.buf.String(), ExitCode: exitCode(cmd), Truncated: out.truncated}
 	if res.Truncated {
 		res.Text += "\n[output truncated]"
 	}
