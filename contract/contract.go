@@ -80,7 +80,23 @@ const (
 	subjectJob   = "ts.job"
 	subjectQueue = "ts.queue"
 	subjectEv    = "ts.ev"
+	subjectCtl   = "ts.ctl"
+	subjectTimer = "ts.timer"
 )
+
+// CancelSubject (core NATS, not stored) tells whichever runner runs the
+// user's job named in the payload to stop it now.
+func CancelSubject(u User) string { return subjectCtl + "." + u.Key() + ".cancel" }
+
+// AllCancels is what runners subscribe to.
+const AllCancels = subjectCtl + ".*.*.cancel"
+
+// ApprovalScheduleSubject holds a user's pending approval timeout: a
+// JetStream message schedule that fires into ApprovalExpiredSubject.
+func ApprovalScheduleSubject(u User) string { return subjectTimer + "." + u.Key() + ".approval" }
+
+// ApprovalExpiredSubject receives the approval timeout when it fires.
+func ApprovalExpiredSubject(u User) string { return subjectTimer + "." + u.Key() + ".expired" }
 
 // InboundSubject is where ingress publishes a person's message.
 func InboundSubject(u User) string { return subjectIn + "." + u.Key() }

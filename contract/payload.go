@@ -38,7 +38,18 @@ type Job struct {
 	Text  string    `json:"text"`
 	Media []Media   `json:"media,omitempty"`
 	At    time.Time `json:"at"` // when the person sent it
+	// Action is empty for a message to the agent, or ActionApprove /
+	// ActionReject for the person's answer to an approval request.
+	Action string `json:"action,omitempty"`
+	// NewSession asks the agent to start a fresh session (the "new" keyword).
+	NewSession bool `json:"new_session,omitempty"`
 }
+
+// Job actions.
+const (
+	ActionApprove = "approve"
+	ActionReject  = "reject"
+)
 
 // EventKind is the last token of an event subject.
 type EventKind string
@@ -56,6 +67,13 @@ const (
 	// KindDone: the run ended. Carries the reply text, every image of the run,
 	// and how it ended. The dispatcher's cue to start the next message.
 	KindDone EventKind = "done"
+	// KindStarted: a runner started the job (Text: what it runs). Published
+	// with a Nats-Msg-Id, so a runner learns from a duplicate ack that the
+	// job was started before and must not run again.
+	KindStarted EventKind = "started"
+	// KindMore: the person asked for the next page of the last long reply;
+	// paging is the channel's rule, so egress answers it.
+	KindMore EventKind = "more"
 )
 
 // Run outcomes carried by done events.
@@ -64,6 +82,7 @@ const (
 	StatusError       = "error"       // the agent failed; Text is a friendly message
 	StatusTimeout     = "timeout"     // the run hit its time limit
 	StatusInterrupted = "interrupted" // the runner died during the run; not run again
+	StatusCanceled    = "canceled"    // the person said cancel
 )
 
 // User states kept by the dispatcher.
@@ -98,6 +117,8 @@ type Event struct {
 	DurationMS int64   `json:"duration_ms,omitempty"`
 	CostUSD    float64 `json:"cost_usd,omitempty"`
 	Truncated  bool    `json:"truncated,omitempty"`
+	// Approval: the run left changes for the person to approve or reject.
+	Approval bool `json:"approval,omitempty"`
 }
 
 // Image describes an object in the media store.
@@ -114,8 +135,10 @@ type Image struct {
 type UserState struct {
 	V     int       `json:"v"`
 	State string    `json:"state"`
-	JobID string    `json:"job_id,omitempty"` // the running job while working
+	JobID string    `json:"job_id,omitempty"` // the running job, or the one awaiting approval
 	Since time.Time `json:"since"`
+	// NewSession: the next job starts a fresh agent session.
+	NewSession bool `json:"new_session,omitempty"`
 	// Finished holds the ids of the user's last finished jobs, newest last,
 	// so that a message redelivered after its run is recognised and not
 	// run again.
@@ -124,6 +147,14 @@ type UserState struct {
 
 // FinishedKept is how many finished job ids a UserState remembers.
 const FinishedKept = 64
+
+// Timer is the payload of an approval timeout: its schedule in TIMERS and
+// the message the schedule fires.
+type Timer struct {
+	V     int    `json:"v"`
+	User  User   `json:"user"`
+	JobID string `json:"job_id"`
+}
 
 // Encode marshals a payload, stamping the current version.
 func Encode(p interface{ setVersion() }) ([]byte, error) {
@@ -135,6 +166,7 @@ func (p *Inbound) setVersion()   { p.V = Version }
 func (p *Job) setVersion()       { p.V = Version }
 func (p *Event) setVersion()     { p.V = Version }
 func (p *UserState) setVersion() { p.V = Version }
+func (p *Timer) setVersion()     { p.V = Version }
 
 // Decode unmarshals a payload and refuses versions newer than this contract.
 // Every failure wraps ErrInvalidPayload or ErrVersion: a redelivery cannot
@@ -157,6 +189,7 @@ func Decode(data []byte, p interface{ version() int }) error {
 // Messages about a user's message must name both.
 func (p *Inbound) validate() error { return validateRef(p.User, p.ID) }
 func (p *Job) validate() error     { return validateRef(p.User, p.ID) }
+func (p *Timer) validate() error   { return validateRef(p.User, p.JobID) }
 func (p *Event) validate() error {
 	if p.Kind == "" {
 		return errors.New("no kind")
@@ -178,6 +211,7 @@ func (p *Inbound) version() int   { return p.V }
 func (p *Job) version() int       { return p.V }
 func (p *Event) version() int     { return p.V }
 func (p *UserState) version() int { return p.V }
+func (p *Timer) version() int     { return p.V }
 
 // MsgID is the Nats-Msg-Id of a message about one of a user's messages:
 // provider ids are unique per user, so the user key makes them unique.

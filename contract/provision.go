@@ -15,10 +15,12 @@ const (
 	StreamJobs   = "JOBS"
 	StreamQueue  = "QUEUE"
 	StreamEvents = "EVENTS"
+	StreamTimers = "TIMERS"
 
-	ConsumerDispatcher     = "dispatcher"      // IN: every inbound message
-	ConsumerDispatcherDone = "dispatcher-done" // EVENTS: done events, to start the next job
-	ConsumerRunner         = "runner"          // JOBS: every job
+	ConsumerDispatcher     = "dispatcher"        // IN: every inbound message
+	ConsumerDispatcherDone = "dispatcher-done"   // EVENTS: done events, to start the next job
+	ConsumerRunner         = "runner"            // JOBS: every job
+	ConsumerTimers         = "dispatcher-timers" // TIMERS: approval timeouts that fired
 
 	BucketUsers = "users" // KV: UserState per User.Key
 
@@ -37,6 +39,8 @@ const (
 	MediaTTL = 30 * time.Minute
 	// EventsMaxAge is how long events stay in EVENTS (web chat history).
 	EventsMaxAge = 24 * time.Hour
+	// ApprovalTimeout ends an unanswered approval request.
+	ApprovalTimeout = 30 * time.Minute
 	// JobAckWait is how long the runner may go without a sign of life
 	// (it sends one every third of this) before a job is redelivered.
 	JobAckWait = time.Minute
@@ -92,6 +96,19 @@ func Streams(o Options) []jetstream.StreamConfig {
 			Replicas:             o.Replicas,
 		},
 		{
+			// One pending schedule per user and subject: a new one replaces
+			// the old, a purge cancels it.
+			Name:              StreamTimers,
+			Description:       "approval timeouts as message schedules, and their firings",
+			Subjects:          []string{subjectTimer + ".>"},
+			Retention:         jetstream.LimitsPolicy,
+			MaxMsgsPerSubject: 1,
+			AllowMsgSchedules: true,
+			Duplicates:        DedupWindow,
+			Storage:           jetstream.FileStorage,
+			Replicas:          o.Replicas,
+		},
+		{
 			Name:        StreamEvents,
 			Description: "everything that happens to a user's messages, for egress and taps",
 			Subjects:    []string{subjectEv + ".>"},
@@ -128,6 +145,16 @@ func Consumers() map[string][]jetstream.ConsumerConfig {
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			AckWait:       30 * time.Second,
 			MaxAckPending: 1000,
+		}},
+		StreamTimers: {{
+			Durable:        ConsumerTimers,
+			Description:    "dispatcher: end approvals nobody answered",
+			FilterSubject:  subjectTimer + ".*.*.expired",
+			AckPolicy:      jetstream.AckExplicitPolicy,
+			AckWait:        30 * time.Second,
+			PriorityPolicy: jetstream.PriorityPolicyPinned,
+			PriorityGroups: []string{PriorityGroup},
+			PinnedTTL:      PinnedTTL,
 		}},
 		StreamJobs: {{
 			Durable:       ConsumerRunner,

@@ -2,10 +2,14 @@
 // awaiting_approval) and queue. It decides which message runs next and
 // publishes it as a job; it never runs anything itself.
 //
-// State lives in the users KV bucket and changes only by compare-and-set on
-// the entry's revision, so any number of dispatchers may run at once and any
-// of them may be killed at any moment. Waiting messages live in the QUEUE
-// stream, whose per-subject limit is the queue limit.
+// The decisions are internal/fsm's, a pure state machine; this package
+// loads a user's state, feeds the machine one input, stores the new state by
+// compare-and-set on the entry's revision, and carries out the effects. Every
+// effect is idempotent (deduplicated publishes, deletes), so a dispatcher
+// killed at any moment is repaired by the redelivery of its input, and any
+// number of dispatchers may run at once. Waiting messages live in the QUEUE
+// stream, whose per-subject limit is the queue limit; approval timeouts are
+// JetStream message schedules in TIMERS.
 package dispatcher
 
 import (
@@ -21,141 +25,96 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/dispatcher/internal/fsm"
 )
 
 // Replies of the dispatcher's own, from the seeds.
 const (
-	MsgEmpty     = "I received an empty message."
-	MsgQueued    = "Got it, I'll process this next."
-	MsgQueueFull = "Queue full, please wait for current tasks to finish."
+	MsgEmpty     = fsm.MsgEmpty
+	MsgQueued    = fsm.MsgQueued
+	MsgQueueFull = fsm.MsgQueueFull
 )
 
-// Config of the dispatcher. It has no settings yet; limits are in the
-// stream configuration (contract.QueueLimit).
-type Config struct{}
+// Config of the dispatcher.
+type Config struct {
+	// ApprovalTimeout ends an unanswered approval request (default 30 min).
+	ApprovalTimeout time.Duration
+}
 
 // Dispatcher routes inbound messages and starts queued ones.
 type Dispatcher struct {
-	js    jetstream.JetStream
-	log   zerolog.Logger
-	users jetstream.KeyValue
-	queue jetstream.Stream
+	cfg    Config
+	js     jetstream.JetStream
+	log    zerolog.Logger
+	users  jetstream.KeyValue
+	queue  jetstream.Stream
+	timers jetstream.Stream
+	events jetstream.Stream
 }
 
 // New returns a dispatcher using js.
-func New(_ Config, js jetstream.JetStream, log zerolog.Logger) (*Dispatcher, error) {
+func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Dispatcher, error) {
 	if js == nil {
 		return nil, errors.New("dispatcher: no JetStream")
 	}
-	return &Dispatcher{js: js, log: log.With().Str("svc", "dispatcher").Logger()}, nil
+	if cfg.ApprovalTimeout <= 0 {
+		cfg.ApprovalTimeout = contract.ApprovalTimeout
+	}
+	if cfg.ApprovalTimeout < time.Second {
+		return nil, fmt.Errorf("approval timeout %s: must be at least 1s", cfg.ApprovalTimeout)
+	}
+	return &Dispatcher{cfg: cfg, js: js, log: log.With().Str("svc", "dispatcher").Logger()}, nil
 }
 
-// Run consumes inbound messages and done events until ctx ends.
+// Run consumes inbound messages, done events and approval timeouts until
+// ctx ends.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	var err error
 	if d.users, err = d.js.KeyValue(ctx, contract.BucketUsers); err != nil {
 		return fmt.Errorf("bucket %s: %w", contract.BucketUsers, err)
 	}
-	if d.queue, err = d.js.Stream(ctx, contract.StreamQueue); err != nil {
-		return fmt.Errorf("stream %s: %w", contract.StreamQueue, err)
-	}
-	in, err := d.js.Consumer(ctx, contract.StreamIn, contract.ConsumerDispatcher)
-	if err != nil {
-		return fmt.Errorf("consumer %s: %w", contract.ConsumerDispatcher, err)
-	}
-	done, err := d.js.Consumer(ctx, contract.StreamEvents, contract.ConsumerDispatcherDone)
-	if err != nil {
-		return fmt.Errorf("consumer %s: %w", contract.ConsumerDispatcherDone, err)
+	for _, s := range []struct {
+		name string
+		into *jetstream.Stream
+	}{{contract.StreamQueue, &d.queue}, {contract.StreamTimers, &d.timers}, {contract.StreamEvents, &d.events}} {
+		if *s.into, err = d.js.Stream(ctx, s.name); err != nil {
+			return fmt.Errorf("stream %s: %w", s.name, err)
+		}
 	}
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return contract.Consume(ctx, d.js, in, d.handleInbound, d.log) })
-	g.Go(func() error { return contract.Consume(ctx, d.js, done, d.handleDone, d.log) })
+	for _, c := range []struct {
+		stream, name string
+		h            contract.Handler
+	}{
+		{contract.StreamIn, contract.ConsumerDispatcher, d.handleInbound},
+		{contract.StreamEvents, contract.ConsumerDispatcherDone, d.handleDone},
+		{contract.StreamTimers, contract.ConsumerTimers, d.handleTimeout},
+	} {
+		cons, err := d.js.Consumer(ctx, c.stream, c.name)
+		if err != nil {
+			return fmt.Errorf("consumer %s: %w", c.name, err)
+		}
+		g.Go(func() error { return contract.Consume(ctx, d.js, cons, c.h, d.log) })
+	}
 	return g.Wait()
 }
 
-// handleInbound routes one message a person sent.
+// handleInbound routes one message a person sent: a keyword or a message
+// for the agent.
 func (d *Dispatcher) handleInbound(ctx context.Context, msg jetstream.Msg) error {
 	var in contract.Inbound
 	if err := contract.Decode(msg.Data(), &in); err != nil {
 		return err
 	}
-	if err := in.User.Validate(); err != nil {
-		return err
-	}
-	u := in.User
-	log := zerolog.Ctx(ctx).With().Str("user", u.Key()).Str("job_id", in.ID).Logger()
 	if strings.TrimSpace(in.Text) == "" && len(in.Media) == 0 {
-		return d.notice(ctx, u, in.ID, MsgEmpty)
+		return d.notice(ctx, in.User, in.ID, "empty", fsm.MsgEmpty)
 	}
-	for {
-		st, rev, err := d.load(ctx, u)
-		if err != nil {
-			return err
-		}
-		if slices.Contains(st.Finished, in.ID) {
-			// Redelivered after its run ended (its acknowledgement was lost).
-			log.Info().Msg("message already ran; dropping the redelivery")
-			return nil
-		}
-		if st.State != contract.StateIdle {
-			if st.JobID == in.ID {
-				// Redelivered after a crash between starting the job and
-				// acknowledging the message: make sure the job exists.
-				return d.publishJob(ctx, u, in)
-			}
-			return d.enqueue(ctx, log, in)
-		}
-		// Idle, but earlier messages still waiting (their start was cut
-		// short): this one goes behind them.
-		if _, _, ok, err := d.head(ctx, u); err != nil {
-			return err
-		} else if ok {
-			return d.enqueue(ctx, log, in)
-		}
-		next := contract.UserState{State: contract.StateWorking, JobID: in.ID, Since: time.Now().UTC(), Finished: st.Finished}
-		if err := d.save(ctx, u, next, rev); errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
-			continue // another dispatcher changed this user: look again
-		} else if err != nil {
-			return err
-		}
-		log.Info().Msg("job started")
-		if err := d.publishJob(ctx, u, in); err != nil {
-			return err
-		}
-		return d.stateEvent(ctx, u, in.ID, st.State, next.State)
+	input := fsm.Input{Kind: fsm.Message, ID: in.ID}
+	if kw, ok := fsm.ParseKeyword(in.Text); ok {
+		input = fsm.Input{Kind: fsm.Keyword, ID: in.ID, Keyword: kw}
 	}
+	return d.apply(ctx, in.User, input, &in)
 }
-
-// enqueue stores a message behind the user's current run and tells them.
-func (d *Dispatcher) enqueue(ctx context.Context, log zerolog.Logger, in contract.Inbound) error {
-	u := in.User
-	data, err := contract.Encode(&in)
-	if err != nil {
-		return err
-	}
-	ack, err := d.js.Publish(ctx, contract.QueueSubject(u), data, jetstream.WithMsgID(contract.MsgID(u, in.ID)))
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode == errMaxMsgsPerSubject {
-		log.Info().Msg("queue full")
-		return d.notice(ctx, u, in.ID, MsgQueueFull)
-	}
-	if err != nil {
-		return fmt.Errorf("enqueue: %w", err)
-	}
-	if !ack.Duplicate {
-		log.Info().Uint64("queue_seq", ack.Sequence).Msg("queued")
-		if err := d.notice(ctx, u, in.ID, MsgQueued); err != nil {
-			return err
-		}
-	}
-	// The run may have ended while this was being queued; if so nobody else
-	// will start it.
-	return d.advance(ctx, u, "")
-}
-
-// errMaxMsgsPerSubject is the server's answer to a publish past a subject's
-// MaxMsgsPerSubject with DiscardNewPerSubject: the queue is full.
-const errMaxMsgsPerSubject jetstream.ErrorCode = 10077
 
 // handleDone starts the user's next message, or makes them idle, when a run
 // ends.
@@ -164,72 +123,263 @@ func (d *Dispatcher) handleDone(ctx context.Context, msg jetstream.Msg) error {
 	if err := contract.Decode(msg.Data(), &ev); err != nil {
 		return err
 	}
-	if err := ev.User.Validate(); err != nil {
-		return err
-	}
-	return d.advance(ctx, ev.User, ev.JobID)
+	return d.apply(ctx, ev.User, fsm.Input{Kind: fsm.Done, ID: ev.JobID, Approval: ev.Approval}, nil)
 }
 
-// advance moves a user whose run `finished` ended (or, with "", a user who
-// may be idle with messages waiting) to their next message or to idle.
-func (d *Dispatcher) advance(ctx context.Context, u contract.User, finished string) error {
+// handleTimeout ends an approval request nobody answered.
+func (d *Dispatcher) handleTimeout(ctx context.Context, msg jetstream.Msg) error {
+	var t contract.Timer
+	if err := contract.Decode(msg.Data(), &t); err != nil {
+		return err
+	}
+	return d.apply(ctx, t.User, fsm.Input{Kind: fsm.Timeout, ID: t.JobID}, nil)
+}
+
+// apply feeds one input to the user's state machine, stores the new state
+// by compare-and-set, and carries out the effects. in is the inbound
+// message behind the input, if any.
+func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input, in *contract.Inbound) error {
+	log := zerolog.Ctx(ctx).With().Str("user", u.Key()).Str("job_id", input.ID).Logger()
 	for {
 		st, rev, err := d.load(ctx, u)
 		if err != nil {
 			return err
 		}
-		switch {
-		case st.State == contract.StateWorking && st.JobID == finished && finished != "":
-		case st.State == contract.StateIdle:
-		default:
-			return nil // a run is going (or awaiting approval): its end will advance
-		}
-		done := st.Finished
-		if st.State == contract.StateWorking {
-			done = appendFinished(done, finished)
-		}
-		// Skip a head that already ran or runs: its start was cut short
-		// before it could be removed from the queue.
-		var head contract.Inbound
-		var seq uint64
-		var ok bool
-		for {
-			head, seq, ok, err = d.head(ctx, u)
-			if err != nil {
-				return err
-			}
-			if !ok || (head.ID != st.JobID && !slices.Contains(done, head.ID)) {
-				break
-			}
-			if err := d.queue.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-				return fmt.Errorf("dequeue: %w", err)
-			}
-		}
-		next := contract.UserState{State: contract.StateIdle, Since: time.Now().UTC(), Finished: done}
-		if ok {
-			next.State, next.JobID = contract.StateWorking, head.ID
-		} else if st.State == contract.StateIdle {
+		if in != nil && slices.Contains(st.Finished, in.ID) {
+			// Redelivered after its run ended (its acknowledgement was lost).
+			log.Info().Msg("message already ran; dropping the redelivery")
 			return nil
 		}
-		if err := d.save(ctx, u, next, rev); errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
-			continue
-		} else if err != nil {
-			return err
-		}
-		log := d.log.With().Str("user", u.Key()).Logger()
-		if ok {
-			log.Info().Str("job_id", head.ID).Msg("job started from queue")
-			if err := d.publishJob(ctx, u, head); err != nil {
+		var head *queued
+		if needsHead(st, input) {
+			if head, err = d.head(ctx, u); err != nil {
 				return err
 			}
-			if err := d.queue.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-				return fmt.Errorf("dequeue: %w", err)
+			if head != nil {
+				input.QueueHead = head.in.ID
 			}
-			return d.stateEvent(ctx, u, head.ID, st.State, next.State)
 		}
-		log.Info().Str("job_id", finished).Msg("idle")
-		return d.stateEvent(ctx, u, finished, st.State, next.State)
+		snap, effects := fsm.Step(fsm.Snapshot{State: st.State, Job: st.JobID, NewSession: st.NewSession}, input)
+		next := contract.UserState{State: snap.State, JobID: snap.Job, NewSession: snap.NewSession, Since: st.Since, Finished: st.Finished}
+		if st.State == contract.StateWorking && (snap.State != st.State || snap.Job != st.JobID) {
+			next.Finished = appendFinished(st.Finished, st.JobID) // ended or cancelled
+		}
+		if next.State != st.State || next.JobID != st.JobID {
+			next.Since = time.Now().UTC()
+		}
+		if changed(st, next) {
+			if err := d.save(ctx, u, next, rev); errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+				continue // another dispatcher changed this user: look again
+			} else if err != nil {
+				return err
+			}
+			if next.State != st.State || next.JobID != st.JobID {
+				log.Info().Str("from", st.State).Str("to", next.State).Str("job", next.JobID).Msg("state")
+				ev := contract.Event{Kind: contract.KindState, User: u, JobID: next.JobID, From: st.State, To: next.State}
+				if ev.JobID == "" {
+					ev.JobID = st.JobID
+				}
+				if err := contract.PublishEvent(ctx, d.js, ev, contract.MsgID(u, ev.JobID, "state", next.State, fmt.Sprint(rev))); err != nil {
+					return err
+				}
+			}
+		}
+		return d.carryOut(ctx, log, u, input, in, head, st, effects)
 	}
+}
+
+// needsHead reports whether the machine needs the queue's head for input.
+func needsHead(st contract.UserState, input fsm.Input) bool {
+	switch input.Kind {
+	case fsm.Message:
+		return st.State == contract.StateIdle || st.State == ""
+	case fsm.Keyword:
+		return false
+	}
+	return true
+}
+
+func changed(a, b contract.UserState) bool {
+	return a.State != b.State || a.JobID != b.JobID || a.NewSession != b.NewSession || !slices.Equal(a.Finished, b.Finished)
+}
+
+// carryOut performs the machine's effects in order.
+func (d *Dispatcher) carryOut(ctx context.Context, log zerolog.Logger, u contract.User, input fsm.Input, in *contract.Inbound,
+	head *queued, before contract.UserState, effects []fsm.Effect) error {
+	ref := "in" // with the input's id, what its notices are deduplicated by
+	switch input.Kind {
+	case fsm.Done:
+		ref = "done"
+	case fsm.Timeout:
+		ref = "timeout"
+	case fsm.Kick:
+		ref = "kick:" + input.QueueHead
+	}
+	kick := false
+	for i, e := range effects {
+		var err error
+		switch e.Kind {
+		case fsm.Start:
+			err = d.start(ctx, log, u, e, in, head)
+		case fsm.Enqueue:
+			var queued bool
+			if queued, err = d.enqueue(ctx, log, u, in); queued {
+				kick = true
+			}
+		case fsm.Notice:
+			err = d.notice(ctx, u, input.ID, ref+":"+fmt.Sprint(i), e.Text)
+		case fsm.ClearQueue:
+			if err = d.queue.Purge(ctx, jetstream.WithPurgeSubject(contract.QueueSubject(u))); err != nil {
+				err = fmt.Errorf("clear queue: %w", err)
+			}
+		case fsm.CancelRun:
+			log.Info().Str("cancel", e.ID).Msg("cancelling run")
+			err = d.js.Conn().Publish(contract.CancelSubject(u), []byte(e.ID))
+		case fsm.ScheduleTimeout:
+			err = d.scheduleTimeout(ctx, u, e.ID)
+		case fsm.CancelTimeout:
+			if err = d.timers.Purge(ctx, jetstream.WithPurgeSubject(contract.ApprovalScheduleSubject(u))); err != nil {
+				err = fmt.Errorf("cancel approval timeout: %w", err)
+			}
+		case fsm.ReportStatus:
+			err = d.notice(ctx, u, input.ID, ref+":"+fmt.Sprint(i), d.status(ctx, u, before))
+		case fsm.NextPage:
+			err = contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindMore, User: u, JobID: input.ID},
+				contract.MsgID(u, input.ID, "more"))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if kick {
+		// The run may have ended while this message was being queued; then
+		// nobody else would start it.
+		return d.apply(ctx, u, fsm.Input{Kind: fsm.Kick}, nil)
+	}
+	return nil
+}
+
+// start publishes a job. Publishing is deduplicated by the job's id, so
+// starting twice is harmless.
+func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.User, e fsm.Effect, in *contract.Inbound, head *queued) error {
+	job := contract.Job{ID: e.ID, User: u, Action: e.Action, NewSession: e.NewSession, At: time.Now().UTC()}
+	switch {
+	case e.Dequeue:
+		if head == nil || head.in.ID != e.ID {
+			return nil // no longer queued: it was started before
+		}
+		job.Text, job.Media, job.At = head.in.Text, head.in.Media, head.in.At
+	case e.Action != "":
+		if in != nil {
+			job.At = in.At
+		}
+	case in != nil && in.ID == e.ID:
+		job.Text, job.Media, job.At = in.Text, in.Media, in.At
+	default:
+		return fmt.Errorf("start %s: no message", e.ID)
+	}
+	data, err := contract.Encode(&job)
+	if err != nil {
+		return err
+	}
+	if _, err := d.js.Publish(ctx, contract.JobSubject(u), data, jetstream.WithMsgID(contract.MsgID(u, e.ID, "job"))); err != nil {
+		return fmt.Errorf("publish job: %w", err)
+	}
+	log.Info().Str("started", e.ID).Str("action", e.Action).Bool("from_queue", e.Dequeue).Msg("job published")
+	if e.Dequeue {
+		if err := d.queue.DeleteMsg(ctx, head.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return fmt.Errorf("dequeue: %w", err)
+		}
+	}
+	return nil
+}
+
+// enqueue stores a message behind the user's current run and tells them;
+// the stream refuses it when the queue is full.
+func (d *Dispatcher) enqueue(ctx context.Context, log zerolog.Logger, u contract.User, in *contract.Inbound) (bool, error) {
+	if in == nil {
+		return false, errors.New("enqueue: no message")
+	}
+	data, err := contract.Encode(in)
+	if err != nil {
+		return false, err
+	}
+	ack, err := d.js.Publish(ctx, contract.QueueSubject(u), data, jetstream.WithMsgID(contract.MsgID(u, in.ID)))
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == errMaxMsgsPerSubject {
+		log.Info().Msg("queue full")
+		return false, d.notice(ctx, u, in.ID, "queue", fsm.MsgQueueFull)
+	}
+	if err != nil {
+		return false, fmt.Errorf("enqueue: %w", err)
+	}
+	if !ack.Duplicate {
+		log.Info().Uint64("queue_seq", ack.Sequence).Msg("queued")
+	}
+	return true, d.notice(ctx, u, in.ID, "queue", fsm.MsgQueued)
+}
+
+// errMaxMsgsPerSubject is the server's answer to a publish past a subject's
+// MaxMsgsPerSubject with DiscardNewPerSubject: the queue is full.
+const errMaxMsgsPerSubject jetstream.ErrorCode = 10077
+
+// scheduleTimeout arms the approval timeout of a job as a message schedule;
+// it survives restarts because the stream holds it.
+func (d *Dispatcher) scheduleTimeout(ctx context.Context, u contract.User, jobID string) error {
+	data, err := contract.Encode(&contract.Timer{User: u, JobID: jobID})
+	if err != nil {
+		return err
+	}
+	at := time.Now().Add(d.cfg.ApprovalTimeout)
+	if _, err := d.js.Publish(ctx, contract.ApprovalScheduleSubject(u), data,
+		jetstream.WithScheduleAt(at), jetstream.WithScheduleTarget(contract.ApprovalExpiredSubject(u))); err != nil {
+		return fmt.Errorf("schedule approval timeout: %w", err)
+	}
+	return nil
+}
+
+// status describes what is happening for the person.
+func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.UserState) string {
+	var b strings.Builder
+	ago := func(t time.Time) string { return time.Since(t).Round(time.Second).String() }
+	switch st.State {
+	case contract.StateWorking:
+		fmt.Fprintf(&b, "Working for %s", ago(st.Since))
+		if ev, ok := d.lastEvent(ctx, u, contract.KindStarted, st.JobID); ok && ev.Text != "" {
+			fmt.Fprintf(&b, " on: %s", ev.Text)
+		}
+		b.WriteString(".")
+		if ev, ok := d.lastEvent(ctx, u, contract.KindProgress, st.JobID); ok {
+			fmt.Fprintf(&b, "\nLast step: %s (%s ago).", ev.Text, ago(ev.At))
+		}
+	case contract.StateAwaitingApproval:
+		fmt.Fprintf(&b, "Waiting for your approval for %s. Reply approve or reject.", ago(st.Since))
+	default:
+		b.WriteString("Idle: nothing is running.")
+	}
+	if n := d.queueDepth(ctx, u); n > 0 {
+		fmt.Fprintf(&b, "\n%d message%s waiting.", n, map[bool]string{true: "", false: "s"}[n == 1])
+	}
+	return b.String()
+}
+
+// lastEvent is the user's last event of a kind, if it is about job.
+func (d *Dispatcher) lastEvent(ctx context.Context, u contract.User, kind contract.EventKind, job string) (contract.Event, bool) {
+	var ev contract.Event
+	raw, err := d.events.GetLastMsgForSubject(ctx, contract.EventSubject(u, kind))
+	if err != nil || contract.Decode(raw.Data, &ev) != nil || ev.JobID != job {
+		return ev, false
+	}
+	return ev, true
+}
+
+func (d *Dispatcher) queueDepth(ctx context.Context, u contract.User) uint64 {
+	subj := contract.QueueSubject(u)
+	info, err := d.queue.Info(ctx, jetstream.WithSubjectFilter(subj))
+	if err != nil {
+		return 0
+	}
+	return info.State.Subjects[subj]
 }
 
 // appendFinished remembers a finished job id, keeping the newest
@@ -242,25 +392,32 @@ func appendFinished(ids []string, id string) []string {
 	return ids
 }
 
-// head is the oldest waiting message of u.
-func (d *Dispatcher) head(ctx context.Context, u contract.User) (contract.Inbound, uint64, bool, error) {
-	var in contract.Inbound
-	raw, err := d.queue.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(contract.QueueSubject(u)))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return in, 0, false, nil
-	}
-	if err != nil {
-		return in, 0, false, fmt.Errorf("queue head: %w", err)
-	}
-	if err := contract.Decode(raw.Data, &in); err != nil {
+// queued is a message in the user's queue.
+type queued struct {
+	in  contract.Inbound
+	seq uint64
+}
+
+// head is the oldest waiting message of u, or nil.
+func (d *Dispatcher) head(ctx context.Context, u contract.User) (*queued, error) {
+	for {
+		raw, err := d.queue.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(contract.QueueSubject(u)))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("queue head: %w", err)
+		}
+		var in contract.Inbound
+		if err := contract.Decode(raw.Data, &in); err == nil {
+			return &queued{in: in, seq: raw.Sequence}, nil
+		}
 		// A message nobody can read must not block the queue forever.
 		d.log.Error().Err(err).Str("user", u.Key()).Uint64("seq", raw.Sequence).Msg("dropping unreadable queued message")
-		if err := d.queue.DeleteMsg(ctx, raw.Sequence); err != nil {
-			return in, 0, false, fmt.Errorf("dequeue: %w", err)
+		if err := d.queue.DeleteMsg(ctx, raw.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, fmt.Errorf("dequeue: %w", err)
 		}
-		return d.head(ctx, u)
 	}
-	return in, raw.Sequence, true, nil
 }
 
 // load reads a user's state; a user never seen is idle at revision 0.
@@ -293,24 +450,9 @@ func (d *Dispatcher) save(ctx context.Context, u contract.User, st contract.User
 	return err
 }
 
-func (d *Dispatcher) publishJob(ctx context.Context, u contract.User, in contract.Inbound) error {
-	job := contract.Job{ID: in.ID, User: u, Text: in.Text, Media: in.Media, At: in.At}
-	data, err := contract.Encode(&job)
-	if err != nil {
-		return err
-	}
-	if _, err := d.js.Publish(ctx, contract.JobSubject(u), data, jetstream.WithMsgID(contract.MsgID(u, in.ID, "job"))); err != nil {
-		return fmt.Errorf("publish job: %w", err)
-	}
-	return nil
-}
-
-func (d *Dispatcher) notice(ctx context.Context, u contract.User, jobID, text string) error {
-	return contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindNotice, User: u, JobID: jobID, Text: text},
-		contract.MsgID(u, jobID, "notice"))
-}
-
-func (d *Dispatcher) stateEvent(ctx context.Context, u contract.User, jobID, from, to string) error {
-	return contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindState, User: u, JobID: jobID, From: from, To: to},
-		contract.MsgID(u, jobID, "state", to))
+// notice sends the person a short text of textslash's own about message
+// id; ref makes it unique, so a redelivered input does not repeat it.
+func (d *Dispatcher) notice(ctx context.Context, u contract.User, id, ref, text string) error {
+	return contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindNotice, User: u, JobID: id, Text: text},
+		contract.MsgID(u, id, "notice", ref))
 }

@@ -33,6 +33,7 @@ const (
 	MsgFailed      = "Something went wrong. Try again in a moment."
 	MsgInterrupted = "textslash restarted while working on this, so it was stopped. Send it again if you still need it."
 	MsgNoOutput    = "(no output)"
+	MsgCancelled   = "Stopped."
 )
 
 // Config of the runner.
@@ -77,7 +78,21 @@ type Runner struct {
 	log   zerolog.Logger
 	agent Agent
 	user  *agentUser
+	users jetstream.KeyValue // the dispatcher's state, read to skip cancelled jobs
+
+	mu      sync.Mutex
+	running map[string]*running // by user key
 }
+
+// running is a job this runner is running now.
+type running struct {
+	job    string
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+// errCancelled is the cause of a run the person cancelled.
+var errCancelled = errors.New("cancelled by the person")
 
 // New checks the configuration and picks the agent.
 func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error) {
@@ -90,7 +105,7 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error
 		return nil, fmt.Errorf("TEXTSLASH_WORKSPACES: %w", err)
 	}
 	cfg.Workspaces = ws
-	r := &Runner{cfg: cfg, js: js, log: log.With().Str("svc", "runner").Logger()}
+	r := &Runner{cfg: cfg, js: js, log: log.With().Str("svc", "runner").Logger(), running: map[string]*running{}}
 	if r.user, err = lookupAgentUser(cfg.AgentUser); err != nil {
 		return nil, fmt.Errorf("TEXTSLASH_AGENT_USER: %w", err)
 	}
@@ -134,6 +149,14 @@ func (r *Runner) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consumer %s: %w", contract.ConsumerRunner, err)
 	}
+	if r.users, err = r.js.KeyValue(ctx, contract.BucketUsers); err != nil {
+		return fmt.Errorf("bucket %s: %w", contract.BucketUsers, err)
+	}
+	sub, err := r.js.Conn().Subscribe(contract.AllCancels, r.onCancel)
+	if err != nil {
+		return fmt.Errorf("subscribe %s: %w", contract.AllCancels, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
 	if os.Geteuid() == 0 && r.user == nil {
 		r.log.Warn().Str("agent", r.cfg.Agent).Msg("agents run as root: set TEXTSLASH_AGENT_USER to run them as an unprivileged user")
 	}
@@ -189,16 +212,42 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	log := zerolog.Ctx(ctx).With().Str("user", u.Key()).Str("job_id", job.ID).Logger()
 	done := contract.Event{Kind: contract.KindDone, User: u, JobID: job.ID}
 
-	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 1 {
-		// Delivered before and never acknowledged: a runner died during
-		// this run. Running it again could repeat its effects; say so instead.
-		log.Warn().Uint64("delivered", md.NumDelivered).Msg("job was interrupted; not running it again")
-		done.Status, done.Text = contract.StatusInterrupted, MsgInterrupted
-		return r.publishDone(ctx, done)
+	// A job the person cancelled before it ran (or that a newer one
+	// replaced) is no longer the user's current job: drop it.
+	if current, known, err := r.currentJob(ctx, u); err != nil {
+		return err
+	} else if known && current != job.ID {
+		log.Info().Str("current", current).Msg("job is no longer current (cancelled); not running it")
+		return nil
 	}
-
 	stopBeat := heartbeat(msg, contract.JobAckWait/3)
 	defer stopBeat()
+	// One run per user in this process, even while a cancelled one is
+	// still being stopped.
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	release, err := r.claim(runCtx, u, job.ID, cancelRun)
+	if err != nil {
+		return err
+	}
+	defer release()
+
+	// Mark the job started. The mark is deduplicated by the job's id: a
+	// duplicate means some runner started it before, and running it again
+	// could repeat its effects.
+	started := contract.Event{Kind: contract.KindStarted, User: u, JobID: job.ID, Text: quote(job)}
+	if dup, err := r.markStarted(ctx, started); err != nil {
+		return err
+	} else if dup {
+		if md, err := msg.Metadata(); err == nil && md.NumDelivered > 1 {
+			// Redelivered: the runner that started it died during the run.
+			log.Warn().Uint64("delivered", md.NumDelivered).Msg("job was interrupted; not running it again")
+			done.Status, done.Text = contract.StatusInterrupted, MsgInterrupted
+			return r.publishDone(ctx, done)
+		}
+		log.Info().Msg("job was published twice; its first copy ran")
+		return nil
+	}
 
 	dir := filepath.Join(r.cfg.Workspaces, u.Key())
 	home := filepath.Join(r.cfg.Workspaces, ".home", u.Key())
@@ -208,7 +257,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		return r.publishDone(ctx, done)
 	}
 
-	runCtx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	runCtx, cancel := context.WithTimeout(runCtx, r.cfg.Timeout)
 	defer cancel()
 	var progressN int
 	run := &Run{
@@ -225,12 +274,19 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		},
 	}
 	start := time.Now()
-	log.Info().Str("agent", r.cfg.Agent).Msg("run started")
-	res, err := r.agent.Run(runCtx, run)
+	agent, name := r.agent, r.cfg.Agent
+	if job.Action != "" {
+		agent, name = gitAction{}, "git "+job.Action
+	}
+	log.Info().Str("agent", name).Msg("run started")
+	res, err := agent.Run(runCtx, run)
 	done.DurationMS = time.Since(start).Milliseconds()
 	done.ExitCode, done.CostUSD, done.Truncated = res.ExitCode, res.CostUSD, res.Truncated
 	done.Text = strings.TrimSpace(res.Text)
 	switch {
+	case errors.Is(context.Cause(runCtx), errCancelled):
+		done.Status = contract.StatusCanceled
+		done.Text = joinText(MsgCancelled, done.Text)
 	case ctx.Err() != nil:
 		done.Status = contract.StatusInterrupted
 		done.Text = joinText(MsgInterrupted, done.Text)
@@ -251,6 +307,92 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	log.Info().Str("status", done.Status).Int("exit_code", done.ExitCode).Int64("duration_ms", done.DurationMS).
 		Int("reply_len", len(done.Text)).Msg("run ended")
 	return r.publishDone(context.WithoutCancel(ctx), done)
+}
+
+// currentJob is the job the dispatcher is running for u now; known is
+// false when the dispatcher has no state for u.
+func (r *Runner) currentJob(ctx context.Context, u contract.User) (job string, known bool, err error) {
+	e, err := r.users.Get(ctx, u.Key())
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("user state: %w", err)
+	}
+	var st contract.UserState
+	if err := contract.Decode(e.Value(), &st); err != nil {
+		return "", false, err
+	}
+	return st.JobID, true, nil
+}
+
+// claim makes job the user's run in this process, waiting for a previous
+// run of the same user (one being cancelled) to end first.
+func (r *Runner) claim(ctx context.Context, u contract.User, job string, cancel context.CancelCauseFunc) (release func(), err error) {
+	me := &running{job: job, cancel: cancel, done: make(chan struct{})}
+	for {
+		r.mu.Lock()
+		prev := r.running[u.Key()]
+		if prev == nil {
+			r.running[u.Key()] = me
+			r.mu.Unlock()
+			return func() {
+				r.mu.Lock()
+				delete(r.running, u.Key())
+				r.mu.Unlock()
+				close(me.done)
+			}, nil
+		}
+		r.mu.Unlock()
+		select {
+		case <-prev.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// onCancel stops the named job of a user if it runs here.
+func (r *Runner) onCancel(m *nats.Msg) {
+	u, err := contract.UserFromSubject(m.Subject)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	run := r.running[u.Key()]
+	r.mu.Unlock()
+	if run != nil && run.job == string(m.Data) {
+		r.log.Info().Str("user", u.Key()).Str("job_id", run.job).Msg("cancelling run")
+		run.cancel(errCancelled)
+	}
+}
+
+// markStarted publishes the started event and reports whether the job had
+// been started before (a duplicate).
+func (r *Runner) markStarted(ctx context.Context, ev contract.Event) (bool, error) {
+	ev.At = time.Now().UTC()
+	data, err := contract.Encode(&ev)
+	if err != nil {
+		return false, err
+	}
+	ack, err := r.js.Publish(ctx, contract.EventSubject(ev.User, ev.Kind), data,
+		jetstream.WithMsgID(contract.MsgID(ev.User, ev.JobID, string(ev.Kind))))
+	if err != nil {
+		return false, fmt.Errorf("publish started event: %w", err)
+	}
+	return ack.Duplicate, nil
+}
+
+// quote is how status shows a job: the start of its message.
+func quote(job contract.Job) string {
+	if job.Action != "" {
+		return job.Action
+	}
+	t := strings.Join(strings.Fields(job.Text), " ")
+	if r := []rune(t); len(r) > 60 {
+		t = string(r[:60]) + "…"
+	}
+	return "“" + t + "”"
 }
 
 // publishDone publishes a run's end, retrying briefly: it is what moves

@@ -293,14 +293,11 @@ func TestRunnerConcurrency(t *testing.T) {
 	e.jobsAcked()
 }
 
-// A job delivered a second time was taken by a runner that died during it:
-// it is reported as interrupted, not run again.
-func TestRunnerRedeliveredJobIsNotRunAgain(t *testing.T) {
-	e := newRunnerEnv(t)
-	u := e.user(contract.ChannelTelegram, "123456")
-	e.job(u, "m1", "touch ran")
-
-	// A first runner takes the job and gives it back without finishing.
+// takeAndDrop has a first runner take the job and give it back without
+// finishing, as one that dies does; started says whether it got as far as
+// marking the job started.
+func takeAndDrop(t *testing.T, e *runnerEnv, u contract.User, id string, started bool) {
+	t.Helper()
 	cons, err := e.js.Consumer(t.Context(), contract.StreamJobs, contract.ConsumerRunner)
 	if err != nil {
 		t.Fatal(err)
@@ -309,9 +306,37 @@ func TestRunnerRedeliveredJobIsNotRunAgain(t *testing.T) {
 	if err != nil {
 		t.Fatalf("take the job: %v", err)
 	}
+	if started {
+		ev := contract.Event{Kind: contract.KindStarted, User: u, JobID: id}
+		if err := contract.PublishEvent(t.Context(), e.js, ev, contract.MsgID(u, id, string(contract.KindStarted))); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := msg.Nak(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A job taken by a runner that died before starting it is run by the next.
+func TestRunnerRedeliveredUnstartedJobRuns(t *testing.T) {
+	e := newRunnerEnv(t)
+	u := e.user(contract.ChannelTelegram, "123456")
+	e.job(u, "m1", "touch ran; echo ran")
+	takeAndDrop(t, e, u, "m1", false)
+	e.start(Config{Timeout: time.Minute})
+	if ev := e.waitDone(u, "m1", runnerWait); ev.Status != contract.StatusOK || ev.Text != "ran" {
+		t.Errorf("got status %q text %q; want ok %q", ev.Status, ev.Text, "ran")
+	}
+	e.jobsAcked()
+}
+
+// A job delivered a second time was started by a runner that died during
+// it: it is reported as interrupted, not run again.
+func TestRunnerRedeliveredJobIsNotRunAgain(t *testing.T) {
+	e := newRunnerEnv(t)
+	u := e.user(contract.ChannelTelegram, "123456")
+	e.job(u, "m1", "touch ran")
+	takeAndDrop(t, e, u, "m1", true)
 
 	e.start(Config{Timeout: time.Minute})
 	ev := e.waitDone(u, "m1", runnerWait)

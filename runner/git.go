@@ -1,0 +1,72 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// gitAction carries out the person's answer to an approval request in the
+// workspace's git repository: approve commits the changes on a branch of
+// their own, reject discards them.
+type gitAction struct{}
+
+// gitIdentity is the committer when the workspace sets none.
+var gitIdentity = []string{"-c", "user.name=textslash", "-c", "user.email=textslash@localhost"}
+
+func (gitAction) Run(ctx context.Context, r *Run) (Result, error) {
+	git := func(args ...string) (string, error) {
+		cmd := r.Command(ctx, "git", append(append([]string{}, gitIdentity...), args...)...)
+		out := &cappedBuffer{max: 64 << 10}
+		cmd.Stdout, cmd.Stderr = out, out
+		err := cmd.Run()
+		endGroup(cmd)
+		if err != nil {
+			return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(out.buf.String()))
+		}
+		return strings.TrimSpace(out.buf.String()), nil
+	}
+	if _, err := git("rev-parse", "--is-inside-work-tree"); err != nil {
+		return Result{Text: "Your workspace is not a git repository, so there is nothing to " + r.Job.Action + "."}, nil
+	}
+	changes, err := git("status", "--porcelain")
+	if err != nil {
+		return Result{}, err
+	}
+	if changes == "" {
+		return Result{Text: "There are no uncommitted changes in your workspace."}, nil
+	}
+	files := len(strings.Split(changes, "\n"))
+	switch r.Job.Action {
+	case contract.ActionReject:
+		if _, err := git("checkout", "--", "."); err != nil {
+			return Result{}, err
+		}
+		if _, err := git("clean", "-fd"); err != nil {
+			return Result{}, err
+		}
+		return Result{Text: fmt.Sprintf("Discarded the changes to %d file(s).", files)}, nil
+	case contract.ActionApprove:
+		branch := "textslash/" + shortID(r.Job.ID)
+		if _, err := git("checkout", "-B", branch); err != nil {
+			return Result{}, err
+		}
+		if _, err := git("add", "-A"); err != nil {
+			return Result{}, err
+		}
+		if _, err := git("commit", "-q", "-m", "Changes approved from textslash"); err != nil {
+			return Result{}, err
+		}
+		return Result{Text: fmt.Sprintf("Committed the changes to %d file(s) on branch %s.", files, branch)}, nil
+	}
+	return Result{}, fmt.Errorf("unknown action %q", r.Job.Action)
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
