@@ -12,6 +12,9 @@ import (
 	"github.com/textslash/textslash/contract"
 )
 
+// MsgNoMorePages answers "more" on the web chat.
+const MsgNoMorePages = "The web chat shows replies whole, so there is no next page."
+
 // webEvent is what the browser receives: the event plus what the web
 // channel adds (where to fetch each image).
 type webEvent struct {
@@ -94,6 +97,10 @@ func (e *Egress) webEvents(w http.ResponseWriter, r *http.Request) {
 			if err := contract.Decode(m.Data(), &ev); err != nil {
 				log.Warn().Err(err).Uint64("seq", md.Sequence.Stream).Msg("skipping event")
 				continue
+			}
+			if ev.Kind == contract.KindMore {
+				// The web chat shows every reply whole: there are no pages.
+				ev.Kind, ev.Text = contract.KindNotice, MsgNoMorePages
 			}
 			out := webEvent{Event: ev}
 			if ev.Image != nil {

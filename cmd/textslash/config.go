@@ -28,6 +28,7 @@ type config struct {
 	AgentUser   string
 	Concurrency int
 	Timeout     time.Duration
+	Approval    time.Duration
 	Replicas    int
 	LogLevel    string
 	LogFormat   string
@@ -119,6 +120,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	f.str(&c.AgentUser, "agent-user", "TEXTSLASH_AGENT_USER", "", "unprivileged OS user agents run as when textslash runs as root (required for claude as root)")
 	f.int(&c.Concurrency, "concurrency", "TEXTSLASH_CONCURRENCY", 4, "how many users' messages run at once")
 	f.dur(&c.Timeout, "timeout", "TEXTSLASH_TIMEOUT", 300*time.Second, "longest a single run may take")
+	f.dur(&c.Approval, "approval-timeout", "TEXTSLASH_APPROVAL_TIMEOUT", 30*time.Minute, "how long an approval request waits for approve or reject; then the changes stay on disk, uncommitted")
 	f.int(&c.Replicas, "replicas", "TEXTSLASH_REPLICAS", 1, "replicas of each stream and bucket (3 on a NATS cluster)")
 	f.str(&c.LogLevel, "log-level", "TEXTSLASH_LOG_LEVEL", "info", "debug, info, warn or error")
 	f.str(&c.LogFormat, "log-format", "TEXTSLASH_LOG_FORMAT", "auto", "json, console, or auto (console on a terminal)")
@@ -154,6 +156,9 @@ func (c *config) validate() error {
 	}
 	if c.Timeout < time.Second {
 		return fmt.Errorf("TEXTSLASH_TIMEOUT=%s: must be at least 1s", c.Timeout)
+	}
+	if c.Approval < time.Second {
+		return fmt.Errorf("TEXTSLASH_APPROVAL_TIMEOUT=%s: must be at least 1s", c.Approval)
 	}
 	if c.Replicas < 1 || c.Replicas > 5 {
 		return fmt.Errorf("TEXTSLASH_REPLICAS=%d: must be 1 to 5", c.Replicas)

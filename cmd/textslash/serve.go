@@ -91,7 +91,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	if err != nil {
 		return err
 	}
-	disp, err := dispatcher.New(dispatcher.Config{}, js, log)
+	disp, err := dispatcher.New(dispatcher.Config{ApprovalTimeout: cfg.Approval}, js, log)
 	if err != nil {
 		return err
 	}
