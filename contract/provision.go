@@ -43,7 +43,7 @@ const (
 	ApprovalTimeout = 30 * time.Minute
 	// JobAckWait is how long the runner may go without a sign of life
 	// (it sends one every third of this) before a job is redelivered.
-	JobAckWait = time.Minute
+	JobAckWait = 15 * time.Second
 	// PinnedTTL is how long a pinned consumer's client may stop pulling
 	// before another client is pinned.
 	PinnedTTL = 5 * time.Second

@@ -63,6 +63,9 @@ func (c *Config) defaults() {
 	if c.Timeout <= 0 {
 		c.Timeout = 300 * time.Second
 	}
+	// A run must end within the dedup window, for the started mark to
+	// tell a job that ran from one that did not.
+	c.Timeout = min(c.Timeout, contract.DedupWindow-time.Minute)
 	if c.OutputCap <= 0 {
 		c.OutputCap = 10 << 20
 	}
@@ -236,17 +239,19 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	// duplicate means some runner started it before, and running it again
 	// could repeat its effects.
 	started := contract.Event{Kind: contract.KindStarted, User: u, JobID: job.ID, Text: quote(job)}
+	//
+	// Its earlier run is over: a run cannot outlive the dedup window (the
+	// timeout is shorter), and a runner holding a job keeps it from being
+	// redelivered. Either that run's runner died, or it ended and published
+	// its done event — then the done published here is dropped by
+	// JetStream as a duplicate of it. (The delivery count cannot tell these
+	// apart: a crashed embedded server may not have stored it.)
 	if dup, err := r.markStarted(ctx, started); err != nil {
 		return err
 	} else if dup {
-		if md, err := msg.Metadata(); err == nil && md.NumDelivered > 1 {
-			// Redelivered: the runner that started it died during the run.
-			log.Warn().Uint64("delivered", md.NumDelivered).Msg("job was interrupted; not running it again")
-			done.Status, done.Text = contract.StatusInterrupted, MsgInterrupted
-			return r.publishDone(ctx, done)
-		}
-		log.Info().Msg("job was published twice; its first copy ran")
-		return nil
+		log.Warn().Msg("job was started before and interrupted; not running it again")
+		done.Status, done.Text = contract.StatusInterrupted, MsgInterrupted
+		return r.publishDone(ctx, done)
 	}
 
 	dir := filepath.Join(r.cfg.Workspaces, u.Key())

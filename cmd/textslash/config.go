@@ -18,6 +18,7 @@ type config struct {
 	Data        string
 	NATSListen  string
 	NATSURL     string
+	NATSSync    bool
 	Host        string
 	Port        int
 	Web         bool
@@ -110,6 +111,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	f.str(&c.Data, "data", "TEXTSLASH_DATA", "./data", "directory for JetStream's files and, by default, the workspaces")
 	f.str(&c.NATSListen, "nats-listen", "TEXTSLASH_NATS_LISTEN", "127.0.0.1:4222", "host:port where the embedded NATS takes clients such as the nats CLI; off for none")
 	f.str(&c.NATSURL, "nats-url", "NATS_URL", "", "use this NATS server instead of embedding one")
+	f.bool(&c.NATSSync, "nats-sync", "TEXTSLASH_NATS_SYNC", false, "the embedded NATS writes every message through to disk before acknowledging it; the server dies with this process, so without it a crash loses the last milliseconds of acknowledged messages")
 	f.str(&c.Host, "host", "TEXTSLASH_HOST", "127.0.0.1", "address the HTTP listener binds; anything but loopback requires the web chat token")
 	f.int(&c.Port, "port", "PORT", 3000, "HTTP port")
 	f.bool(&c.Web, "web", "TEXTSLASH_WEB", true, "serve the local web chat")
@@ -154,8 +156,8 @@ func (c *config) validate() error {
 	if c.Concurrency < 1 {
 		return fmt.Errorf("TEXTSLASH_CONCURRENCY=%d: must be at least 1", c.Concurrency)
 	}
-	if c.Timeout < time.Second {
-		return fmt.Errorf("TEXTSLASH_TIMEOUT=%s: must be at least 1s", c.Timeout)
+	if c.Timeout < time.Second || c.Timeout > 9*time.Minute {
+		return fmt.Errorf("TEXTSLASH_TIMEOUT=%s: must be between 1s and 9m", c.Timeout)
 	}
 	if c.Approval < time.Second {
 		return fmt.Errorf("TEXTSLASH_APPROVAL_TIMEOUT=%s: must be at least 1s", c.Approval)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -47,6 +48,7 @@ type instance struct {
 	Data    string
 	Log     string // path of its log (JSON lines)
 	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the process has exited
 	env     []string
 }
 
@@ -77,7 +79,12 @@ func startServe(t testing.TB, env ...string) *instance {
 
 func (inst *instance) start(t testing.TB) {
 	t.Helper()
-	inst.Log = filepath.Join(t.TempDir(), "textslash.log")
+	// TEXTSLASH_TEST_LOGS keeps every instance's log for reading after the test.
+	logDir := os.Getenv("TEXTSLASH_TEST_LOGS")
+	if logDir == "" {
+		logDir = t.TempDir()
+	}
+	inst.Log = filepath.Join(logDir, fmt.Sprintf("textslash-%d.log", time.Now().UnixNano()))
 	logf, err := os.Create(inst.Log)
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +97,7 @@ func (inst *instance) start(t testing.TB) {
 	}
 	inst.cmd = cmd
 	exited := make(chan struct{})
+	inst.exited = exited
 	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
 	t.Cleanup(func() {
 		inst.stop()
@@ -122,33 +130,43 @@ func (inst *instance) start(t testing.TB) {
 }
 
 // stop ends the process with SIGTERM, as an operator would.
-func (inst *instance) stop() {
-	if inst.cmd == nil || inst.cmd.Process == nil || inst.cmd.ProcessState != nil {
+func (inst *instance) stop() { inst.signal(syscall.SIGTERM) }
+
+// kill ends the process with SIGKILL, as a crash would.
+func (inst *instance) kill() { inst.signal(syscall.SIGKILL) }
+
+func (inst *instance) signal(sig syscall.Signal) {
+	if inst.cmd == nil || inst.cmd.Process == nil {
 		return
 	}
-	_ = inst.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		for inst.cmd.ProcessState == nil {
-			time.Sleep(10 * time.Millisecond)
-		}
-		close(done)
-	}()
 	select {
-	case <-done:
+	case <-inst.exited:
+		return
+	default:
+	}
+	_ = inst.cmd.Process.Signal(sig)
+	select {
+	case <-inst.exited:
 	case <-time.After(15 * time.Second):
 		_ = inst.cmd.Process.Kill()
+		<-inst.exited
 	}
 }
 
+// freePort finds a free port below the kernel's ephemeral range, so that no
+// outgoing connection takes it while a test restarts the process using it.
 func freePort(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		port := 20000 + rand.IntN(10000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			l.Close()
+			return fmt.Sprint(port)
+		}
 	}
-	defer l.Close()
-	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+	t.Fatal("no free port")
+	return ""
 }
 
 func envValue(env []string, name string) string {

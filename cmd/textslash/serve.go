@@ -192,6 +192,7 @@ func connectNATS(cfg config, log zerolog.Logger) (*nats.Conn, func(), error) {
 		ServerName: "textslash",
 		JetStream:  true,
 		StoreDir:   filepath.Join(cfg.Data, "jetstream"),
+		SyncAlways: cfg.NATSSync,
 		NoSigs:     true,
 	}
 	if cfg.NATSListen == "off" {
