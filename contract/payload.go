@@ -139,6 +139,9 @@ type UserState struct {
 	Since time.Time `json:"since"`
 	// NewSession: the next job starts a fresh agent session.
 	NewSession bool `json:"new_session,omitempty"`
+	// Action and JobNewSession are how the running job was started.
+	Action        string `json:"action,omitempty"`
+	JobNewSession bool   `json:"job_new_session,omitempty"`
 	// Finished holds the ids of the user's last finished jobs, newest last,
 	// so that a message redelivered after its run is recognised and not
 	// run again.

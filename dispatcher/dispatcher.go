@@ -159,8 +159,10 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 				input.QueueHead = head.in.ID
 			}
 		}
-		snap, effects := fsm.Step(fsm.Snapshot{State: st.State, Job: st.JobID, NewSession: st.NewSession}, input)
-		next := contract.UserState{State: snap.State, JobID: snap.Job, NewSession: snap.NewSession, Since: st.Since, Finished: st.Finished}
+		snap, effects := fsm.Step(fsm.Snapshot{State: st.State, Job: st.JobID, NewSession: st.NewSession,
+			Action: st.Action, JobNewSession: st.JobNewSession}, input)
+		next := contract.UserState{State: snap.State, JobID: snap.Job, NewSession: snap.NewSession,
+			Action: snap.Action, JobNewSession: snap.JobNewSession, Since: st.Since, Finished: st.Finished}
 		if st.State == contract.StateWorking && (snap.State != st.State || snap.Job != st.JobID) {
 			next.Finished = appendFinished(st.Finished, st.JobID) // ended or cancelled
 		}
@@ -200,7 +202,8 @@ func needsHead(st contract.UserState, input fsm.Input) bool {
 }
 
 func changed(a, b contract.UserState) bool {
-	return a.State != b.State || a.JobID != b.JobID || a.NewSession != b.NewSession || !slices.Equal(a.Finished, b.Finished)
+	return a.State != b.State || a.JobID != b.JobID || a.NewSession != b.NewSession || a.Action != b.Action ||
+		a.JobNewSession != b.JobNewSession || !slices.Equal(a.Finished, b.Finished)
 }
 
 // carryOut performs the machine's effects in order.
@@ -263,20 +266,16 @@ func (d *Dispatcher) carryOut(ctx context.Context, log zerolog.Logger, u contrac
 // starting twice is harmless.
 func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.User, e fsm.Effect, in *contract.Inbound, head *queued) error {
 	job := contract.Job{ID: e.ID, User: u, Action: e.Action, NewSession: e.NewSession, At: time.Now().UTC()}
+	fromQueue := e.Dequeue && head != nil && head.in.ID == e.ID
 	switch {
-	case e.Dequeue:
-		if head == nil || head.in.ID != e.ID {
-			return nil // no longer queued: it was started before
-		}
-		job.Text, job.Media, job.At = head.in.Text, head.in.Media, head.in.At
 	case e.Action != "":
-		if in != nil {
-			job.At = in.At
-		}
+		// An answer to an approval request needs no message text.
+	case fromQueue:
+		job.Text, job.Media, job.At = head.in.Text, head.in.Media, head.in.At
 	case in != nil && in.ID == e.ID:
 		job.Text, job.Media, job.At = in.Text, in.Media, in.At
 	default:
-		return fmt.Errorf("start %s: no message", e.ID)
+		return nil // neither queued nor at hand: it was published before
 	}
 	data, err := contract.Encode(&job)
 	if err != nil {
@@ -285,8 +284,8 @@ func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.U
 	if _, err := d.js.Publish(ctx, contract.JobSubject(u), data, jetstream.WithMsgID(contract.MsgID(u, e.ID, "job"))); err != nil {
 		return fmt.Errorf("publish job: %w", err)
 	}
-	log.Info().Str("started", e.ID).Str("action", e.Action).Bool("from_queue", e.Dequeue).Msg("job published")
-	if e.Dequeue {
+	log.Info().Str("started", e.ID).Str("action", e.Action).Bool("from_queue", fromQueue).Msg("job published")
+	if fromQueue {
 		if err := d.queue.DeleteMsg(ctx, head.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 			return fmt.Errorf("dequeue: %w", err)
 		}

@@ -76,6 +76,10 @@ type Snapshot struct {
 	Job string
 	// NewSession: the next job starts a fresh agent session.
 	NewSession bool
+	// Action and JobNewSession are how Job was started (while working), so
+	// that a start cut short by a crash is repeated exactly.
+	Action        string
+	JobNewSession bool
 }
 
 // InputKind says what happened.
@@ -108,7 +112,8 @@ type Input struct {
 type EffectKind int
 
 const (
-	// Start publishes job ID (Action, NewSession); Dequeue: it is the queue's head.
+	// Start publishes job ID (Action, NewSession); Dequeue: it may be the
+	// queue's head, to be removed from the queue once published.
 	Start EffectKind = iota + 1
 	// Enqueue puts message ID in the queue; the broker may refuse (full).
 	Enqueue
@@ -164,11 +169,13 @@ func Step(s Snapshot, in Input) (Snapshot, []Effect) {
 func message(s Snapshot, in Input) (Snapshot, []Effect) {
 	switch {
 	case s.State == Working && s.Job == in.ID:
-		// The same message again: its start was cut short. Starting is
-		// idempotent, so start it again.
-		return s, []Effect{{Kind: Start, ID: in.ID, NewSession: s.NewSession}}
+		// The same message again: its start may have been cut short.
+		return restart(s)
+	case s.State == AwaitingApproval && s.Job == in.ID:
+		return s, nil // it ran; its changes await approval
 	case s.State == Idle && in.QueueHead == "":
-		return Snapshot{State: Working, Job: in.ID}, []Effect{{Kind: Start, ID: in.ID, NewSession: s.NewSession}}
+		return Snapshot{State: Working, Job: in.ID, JobNewSession: s.NewSession},
+			[]Effect{{Kind: Start, ID: in.ID, NewSession: s.NewSession}}
 	case s.State == Idle:
 		// Earlier messages wait (their start was cut short): this one goes
 		// behind them, and the oldest starts.
@@ -201,13 +208,16 @@ func keyword(s Snapshot, in Input) (Snapshot, []Effect) {
 		}
 		return s, []Effect{{Kind: Notice, Text: MsgNothingToStop}}
 	case Approve, Reject:
+		if s.State == Working && s.Job == in.ID {
+			return restart(s) // the same answer again: its start may have been cut short
+		}
 		switch s.State {
 		case AwaitingApproval:
 			text, action := MsgApproving, Approve
 			if in.Keyword == Reject {
 				text, action = MsgRejecting, Reject
 			}
-			return Snapshot{State: Working, Job: in.ID, NewSession: s.NewSession}, []Effect{
+			return Snapshot{State: Working, Job: in.ID, NewSession: s.NewSession, Action: action}, []Effect{
 				{Kind: CancelTimeout, ID: s.Job}, {Kind: Notice, Text: text},
 				{Kind: Start, ID: in.ID, Action: action}}
 		case Working:
@@ -223,8 +233,7 @@ func done(s Snapshot, in Input) (Snapshot, []Effect) {
 		if s.State == Working {
 			// The run that ended is not the current one: the current one's
 			// start may have been cut short after the state changed.
-			// Starting is idempotent, so make sure it started.
-			return s, []Effect{{Kind: Start, ID: s.Job, Dequeue: true}}
+			return restart(s)
 		}
 		return s, nil
 	}
@@ -235,11 +244,18 @@ func done(s Snapshot, in Input) (Snapshot, []Effect) {
 	return startNext(Snapshot{State: Idle, NewSession: s.NewSession}, in.QueueHead)
 }
 
+// restart repeats the start of the running job exactly. Starting is
+// idempotent (the broker drops a second copy), so this only matters when
+// the first start was cut short.
+func restart(s Snapshot) (Snapshot, []Effect) {
+	return s, []Effect{{Kind: Start, ID: s.Job, Action: s.Action, NewSession: s.JobNewSession, Dequeue: s.Action == ""}}
+}
+
 // startNext starts the oldest waiting message of an idle user, if any.
 func startNext(s Snapshot, head string) (Snapshot, []Effect) {
 	if head == "" {
 		return Snapshot{State: Idle, NewSession: s.NewSession}, nil
 	}
-	return Snapshot{State: Working, Job: head},
+	return Snapshot{State: Working, Job: head, JobNewSession: s.NewSession},
 		[]Effect{{Kind: Start, ID: head, Dequeue: true, NewSession: s.NewSession}}
 }

@@ -98,7 +98,7 @@ func stepCases(ns bool) []stepCase {
 	withNew := func(s Snapshot) Snapshot { s.NewSession = true; return s }
 	// A message job starts with the user's flag, which it uses up.
 	startQ := Effect{Kind: Start, ID: headQ, Dequeue: true, NewSession: ns}
-	fromQ := Snapshot{State: Working, Job: headQ}
+	fromQ := Snapshot{State: Working, Job: headQ, JobNewSession: ns}
 	notice := func(text string) Effect { return Effect{Kind: Notice, Text: text} }
 	msg := func(id, head string) Input { return Input{Kind: Message, ID: id, QueueHead: head} }
 	kw := func(k, head string) Input { return Input{Kind: Keyword, Keyword: k, ID: kwK, QueueHead: head} }
@@ -132,7 +132,7 @@ func stepCases(ns bool) []stepCase {
 	cases = append(cases, []stepCase{
 		// idle
 		{"seed: idle + user message → working", idle, msg(msgM, ""),
-			Snapshot{State: Working, Job: msgM}, []Effect{{Kind: Start, ID: msgM, NewSession: ns}}},
+			Snapshot{State: Working, Job: msgM, JobNewSession: ns}, []Effect{{Kind: Start, ID: msgM, NewSession: ns}}},
 		{"idle + message while earlier ones wait → queued behind them, head starts", idle, msg(msgM, headQ),
 			fromQ, []Effect{{Kind: Enqueue, ID: msgM}, startQ}},
 		{"idle + message that is the queue head (redelivered) → it starts once", idle, msg(headQ, headQ),
@@ -153,10 +153,11 @@ func stepCases(ns bool) []stepCase {
 		// working
 		{"working + message → queued", working, msg(msgM, ""), working, []Effect{{Kind: Enqueue, ID: msgM}}},
 		{"working + message, queue waiting → queued", working, msg(msgM, headQ), working, []Effect{{Kind: Enqueue, ID: msgM}}},
-		// The re-start carries the user's current flag, not the one the
-		// job started with: see TestStepRestartRepeatsStart.
+		// The re-start repeats how the job was started (see
+		// TestStepRestartRepeatsStart); this working job was started
+		// without a new session.
 		{"working + the running message again → started again (idempotent)", working, msg(jobJ, headQ),
-			working, []Effect{{Kind: Start, ID: jobJ, NewSession: ns}}},
+			working, []Effect{{Kind: Start, ID: jobJ, Dequeue: true}}},
 		{"seed: working + cancel → idle, run cancelled, queue cleared", working, kw(Cancel, headQ),
 			idle, []Effect{{Kind: CancelRun, ID: jobJ}, {Kind: ClearQueue}, notice(MsgCancelled)}},
 		{"working + cancel, empty queue", working, kw(Cancel, ""),
@@ -169,7 +170,7 @@ func stepCases(ns bool) []stepCase {
 			awaiting, []Effect{{Kind: ScheduleTimeout, ID: jobJ}}},
 		{"working + done with approval, queue waiting → awaiting_approval, queue waits", working, done(jobJ, true, headQ),
 			awaiting, []Effect{{Kind: ScheduleTimeout, ID: jobJ}}},
-		// The re-start drops Action and NewSession: see TestStepRestartRepeatsStart.
+		// The re-start repeats Action and NewSession: see TestStepRestartRepeatsStart.
 		{"working + done of another job → current job started again", working, done(jobX, false, ""),
 			working, []Effect{{Kind: Start, ID: jobJ, Dequeue: true}}},
 		{"working + done with approval of another job → current job started again", working, done(jobX, true, headQ),
@@ -182,20 +183,19 @@ func stepCases(ns bool) []stepCase {
 		// awaiting_approval
 		{"awaiting + message → queued", awaiting, msg(msgM, ""), awaiting, []Effect{{Kind: Enqueue, ID: msgM}}},
 		{"awaiting + message, queue waiting → queued", awaiting, msg(msgM, headQ), awaiting, []Effect{{Kind: Enqueue, ID: msgM}}},
-		// Doubt: the message whose run awaits approval, redelivered, is
-		// queued again; the caller must drop redeliveries of finished jobs.
-		{"awaiting + the awaiting job's message again → queued", awaiting, msg(jobJ, ""), awaiting, []Effect{{Kind: Enqueue, ID: jobJ}}},
+		// The message whose run awaits approval, redelivered, ran already.
+		{"awaiting + the awaiting job's message again → dropped", awaiting, msg(jobJ, ""), awaiting, nil},
 		{"seed: awaiting + approve → working on an approve job", awaiting, kw(Approve, ""),
-			Snapshot{State: Working, Job: kwK, NewSession: ns},
+			Snapshot{State: Working, Job: kwK, NewSession: ns, Action: Approve},
 			[]Effect{{Kind: CancelTimeout, ID: jobJ}, notice(MsgApproving), {Kind: Start, ID: kwK, Action: Approve}}},
 		{"awaiting + approve, queue waiting → working on an approve job, queue waits", awaiting, kw(Approve, headQ),
-			Snapshot{State: Working, Job: kwK, NewSession: ns},
+			Snapshot{State: Working, Job: kwK, NewSession: ns, Action: Approve},
 			[]Effect{{Kind: CancelTimeout, ID: jobJ}, notice(MsgApproving), {Kind: Start, ID: kwK, Action: Approve}}},
 		{"seed: awaiting + reject → working on a reject job", awaiting, kw(Reject, ""),
-			Snapshot{State: Working, Job: kwK, NewSession: ns},
+			Snapshot{State: Working, Job: kwK, NewSession: ns, Action: Reject},
 			[]Effect{{Kind: CancelTimeout, ID: jobJ}, notice(MsgRejecting), {Kind: Start, ID: kwK, Action: Reject}}},
 		{"awaiting + reject, queue waiting → working on a reject job, queue waits", awaiting, kw(Reject, headQ),
-			Snapshot{State: Working, Job: kwK, NewSession: ns},
+			Snapshot{State: Working, Job: kwK, NewSession: ns, Action: Reject},
 			[]Effect{{Kind: CancelTimeout, ID: jobJ}, notice(MsgRejecting), {Kind: Start, ID: kwK, Action: Reject}}},
 		{"awaiting + cancel → idle, changes kept, queue cleared", awaiting, kw(Cancel, headQ),
 			idle, []Effect{{Kind: CancelTimeout, ID: jobJ}, {Kind: ClearQueue}, notice(MsgCancelledKept)}},
@@ -237,7 +237,7 @@ func TestStepSeedFlows(t *testing.T) {
 		t.Run(action, func(t *testing.T) {
 			s := Snapshot{State: AwaitingApproval, Job: jobJ}
 			s, _ = Step(s, Input{Kind: Keyword, Keyword: action, ID: kwK})
-			if want := (Snapshot{State: Working, Job: kwK}); s != want {
+			if want := (Snapshot{State: Working, Job: kwK, Action: action}); s != want {
 				t.Fatalf("after %s: got %s; want %s", action, fmtSnap(s), fmtSnap(want))
 			}
 			s, eff := Step(s, Input{Kind: Done, ID: kwK})
