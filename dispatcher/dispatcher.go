@@ -230,7 +230,12 @@ func (d *Dispatcher) carryOut(ctx context.Context, log zerolog.Logger, u contrac
 				kick = true
 			}
 		case fsm.Notice:
-			err = d.notice(ctx, u, input.ID, ref+":"+fmt.Sprint(i), e.Text)
+			text := e.Text
+			if text == fsm.MsgTimedOut {
+				text = fmt.Sprintf("No answer to the approval request in %s, so I stopped waiting. The changes stay in your workspace, uncommitted.",
+					humanDuration(d.cfg.ApprovalTimeout))
+			}
+			err = d.notice(ctx, u, input.ID, ref+":"+fmt.Sprint(i), text)
 		case fsm.ClearQueue:
 			if err = d.queue.Purge(ctx, jetstream.WithPurgeSubject(contract.QueueSubject(u))); err != nil {
 				err = fmt.Errorf("clear queue: %w", err)
@@ -329,7 +334,8 @@ func (d *Dispatcher) scheduleTimeout(ctx context.Context, u contract.User, jobID
 	if err != nil {
 		return err
 	}
-	at := time.Now().Add(d.cfg.ApprovalTimeout)
+	// Schedules are kept to the second: round up, never fire early.
+	at := time.Now().Add(d.cfg.ApprovalTimeout).Truncate(time.Second).Add(time.Second)
 	if _, err := d.js.Publish(ctx, contract.ApprovalScheduleSubject(u), data,
 		jetstream.WithScheduleAt(at), jetstream.WithScheduleTarget(contract.ApprovalExpiredSubject(u))); err != nil {
 		return fmt.Errorf("schedule approval timeout: %w", err)
@@ -360,6 +366,24 @@ func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.Us
 		fmt.Fprintf(&b, "\n%d message%s waiting.", n, map[bool]string{true: "", false: "s"}[n == 1])
 	}
 	return b.String()
+}
+
+// humanDuration writes 30m0s as "30 minutes".
+func humanDuration(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0 && d >= time.Hour:
+		return plural(int(d/time.Hour), "hour")
+	case d%time.Minute == 0 && d >= time.Minute:
+		return plural(int(d/time.Minute), "minute")
+	}
+	return plural(int(d.Round(time.Second)/time.Second), "second")
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
 }
 
 // lastEvent is the user's last event of a kind, if it is about job.

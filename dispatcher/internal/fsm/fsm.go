@@ -55,7 +55,7 @@ const (
 	MsgStillWorking  = "Nothing is waiting for your approval yet: the agent is still working. Reply cancel to stop it."
 	MsgApproving     = "Approved. Committing the changes…"
 	MsgRejecting     = "Rejected. Discarding the changes…"
-	MsgTimedOut      = "No answer to the approval request in 30 minutes, so I stopped waiting. The changes stay in your workspace, uncommitted."
+	MsgTimedOut      = "No answer to the approval request in time, so I stopped waiting. The changes stay in your workspace, uncommitted."
 	MsgNewSession    = "OK: your next message starts a new session."
 	MsgHelp          = `Send any message and the agent works on it in your workspace.
 Keywords:
