@@ -286,8 +286,7 @@ func stateName(s string) string {
 	return s
 }
 
-// unchanged checks that u's state entry, jobs, queue and state events are
-// what they were in before.
+// snapshot is what a keyword that changes nothing must leave as it was.
 type snapshot struct {
 	st     contract.UserState
 	rev    uint64
@@ -301,6 +300,8 @@ func (b *bench) snapshot(u contract.User) snapshot {
 	return snapshot{st, rev, jobIDs(b.jobsOf(u)), b.queued(u), b.transitions(u)}
 }
 
+// unchanged checks that u's state entry, jobs, queue and state events are
+// what they were in before.
 func (b *bench) unchanged(u contract.User, before snapshot) {
 	b.t.Helper()
 	now := b.snapshot(u)
@@ -662,14 +663,14 @@ func TestApprovalTimeout(t *testing.T) {
 			if got := b.schedules(u); len(got) != 0 {
 				t.Errorf("schedules after the timeout: got %+v; want none", got)
 			}
-			// Idle or working on the next message, the user goes on.
-			b.finish(u, "q1", false)
-			b.say(u, "m2", "echo m2")
+			// The user goes on.
+			ran := []string{"w1"}
 			if tt.queued {
-				b.waitRan(u, "w1", "q1", "m2")
-			} else {
-				b.waitRan(u, "w1", "m2")
+				b.finish(u, "q1", false)
+				ran = append(ran, "q1")
 			}
+			b.say(u, "m2", "echo m2")
+			b.waitRan(u, append(ran, "m2")...)
 		})
 	}
 }

@@ -234,6 +234,14 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		return err
 	}
 	defer release()
+	// Look again: a cancel sent while this job waited for the slot found
+	// the previous run there, not this one. From here on, a cancel finds it.
+	if current, known, err := r.currentJob(ctx, u); err != nil {
+		return err
+	} else if known && current != job.ID {
+		log.Info().Str("current", current).Msg("job was cancelled while waiting; not running it")
+		return nil
+	}
 
 	// Mark the job started. The mark is deduplicated by the job's id: a
 	// duplicate means some runner started it before, and running it again

@@ -411,3 +411,60 @@ func TestApproveRejectInGitWorkspace(t *testing.T) {
 		})
 	}
 }
+
+// A run cancelled while it waits for the user's previous run to stop (one
+// that is itself being cancelled, and slow to die) must not run after all.
+func TestCancelWhilePreviousRunStops(t *testing.T) {
+	inst := startServe(t, "TEXTSLASH_AGENT=shell")
+	js := natsJS(t, inst)
+	jobs, err := js.Consumer(t.Context(), contract.StreamJobs, contract.ConsumerRunner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := inst.newChat(t)
+	box := newInbox(t, c)
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+
+	// The first run ignores SIGTERM: it dies only at the runner's SIGKILL.
+	ready := filepath.Join(dir, "first-ready")
+	slow := c.send("trap '' TERM; touch " + ready + "; sleep 300")
+	eventually(t, 30*time.Second, func() error { _, err := os.Stat(ready); return err })
+	box.reply(contract.KindNotice, c.send("cancel"))
+	marker := filepath.Join(dir, "second-ran")
+	second := c.send("touch " + marker + "; echo second ran")
+	// The runner has taken the second job (and is waiting for the first run
+	// to end) when both jobs are unacknowledged.
+	eventually(t, 30*time.Second, func() error {
+		info, err := jobs.Info(t.Context())
+		if err != nil {
+			return err
+		}
+		if info.NumAckPending != 2 {
+			return fmt.Errorf("jobs unacknowledged: got %d; want 2", info.NumAckPending)
+		}
+		return nil
+	})
+	if n := box.reply(contract.KindNotice, c.send("cancel")); !strings.HasPrefix(n.Event.Text, "Cancelled.") {
+		t.Errorf("second cancel: got %q; want it to start with %q", n.Event.Text, "Cancelled.")
+	}
+	if d := box.reply(contract.KindDone, slow); d.Event.Status != contract.StatusCanceled {
+		t.Errorf("done of the first run: got status %q; want %q", d.Event.Status, contract.StatusCanceled)
+	}
+
+	// The runner runs one job of a user at a time: once the next message
+	// has its reply, the second is settled one way or another.
+	after := c.send("echo after")
+	box.reply(contract.KindDone, after)
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the cancelled second message ran (its file: %v); want it never run", err)
+	}
+	for _, ev := range box.seen {
+		if ev.Kind == string(contract.KindDone) && ev.Event.JobID == second && ev.Event.Status != contract.StatusCanceled {
+			t.Errorf("done of the cancelled second message: got %q (%s); want none, or status canceled",
+				ev.Event.Text, ev.Event.Status)
+		}
+	}
+}
