@@ -142,6 +142,10 @@ type UserState struct {
 	// Action and JobNewSession are how the running job was started.
 	Action        string `json:"action,omitempty"`
 	JobNewSession bool   `json:"job_new_session,omitempty"`
+	// Queued is the id of the message queued last. Writing it makes
+	// queueing a compare-and-set on this entry, so a run's end can never
+	// miss a message queued while it was deciding.
+	Queued string `json:"queued,omitempty"`
 	// Finished holds the ids of the user's last finished jobs, newest last,
 	// so that a message redelivered after its run is recognised and not
 	// run again.

@@ -162,7 +162,7 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 		snap, effects := fsm.Step(fsm.Snapshot{State: st.State, Job: st.JobID, NewSession: st.NewSession,
 			Action: st.Action, JobNewSession: st.JobNewSession}, input)
 		next := contract.UserState{State: snap.State, JobID: snap.Job, NewSession: snap.NewSession,
-			Action: snap.Action, JobNewSession: snap.JobNewSession, Since: st.Since, Finished: st.Finished}
+			Action: snap.Action, JobNewSession: snap.JobNewSession, Since: st.Since, Queued: st.Queued, Finished: st.Finished}
 		if st.State == contract.StateWorking && (snap.State != st.State || snap.Job != st.JobID) {
 			next.Finished = appendFinished(st.Finished, st.JobID) // ended or cancelled
 		}
@@ -170,7 +170,7 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 			next.Since = time.Now().UTC()
 		}
 		if changed(st, next) {
-			if err := d.save(ctx, u, next, rev); errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+			if rev, err = d.save(ctx, u, next, rev); conflict(err) {
 				continue // another dispatcher changed this user: look again
 			} else if err != nil {
 				return err
@@ -186,8 +186,13 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 				}
 			}
 		}
-		return d.carryOut(ctx, log, u, input, in, head, st, effects)
+		return d.carryOut(ctx, log, u, input, in, head, st, next, rev, effects)
 	}
+}
+
+// conflict reports whether a save lost a race with another writer.
+func conflict(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
 }
 
 // needsHead reports whether the machine needs the queue's head for input.
@@ -208,7 +213,7 @@ func changed(a, b contract.UserState) bool {
 
 // carryOut performs the machine's effects in order.
 func (d *Dispatcher) carryOut(ctx context.Context, log zerolog.Logger, u contract.User, input fsm.Input, in *contract.Inbound,
-	head *queued, before contract.UserState, effects []fsm.Effect) error {
+	head *queued, before, now contract.UserState, rev uint64, effects []fsm.Effect) error {
 	ref := "in" // with the input's id, what its notices are deduplicated by
 	switch input.Kind {
 	case fsm.Done:
@@ -226,8 +231,14 @@ func (d *Dispatcher) carryOut(ctx context.Context, log zerolog.Logger, u contrac
 			err = d.start(ctx, log, u, e, in, head)
 		case fsm.Enqueue:
 			var queued bool
-			if queued, err = d.enqueue(ctx, log, u, in); queued {
-				kick = true
+			if queued, err = d.enqueue(ctx, log, u, in); queued && err == nil {
+				// Write the state again at the revision this decision was
+				// made on. If that fails, the user moved meanwhile — maybe
+				// a run ended without seeing this message — so look again.
+				now.Queued = in.ID
+				if _, err = d.save(ctx, u, now, rev); conflict(err) {
+					kick, err = true, nil
+				}
 			}
 		case fsm.Notice:
 			text := e.Text
@@ -260,8 +271,6 @@ func (d *Dispatcher) carryOut(ctx context.Context, log zerolog.Logger, u contrac
 		}
 	}
 	if kick {
-		// The run may have ended while this message was being queued; then
-		// nobody else would start it.
 		return d.apply(ctx, u, fsm.Input{Kind: fsm.Kick}, nil)
 	}
 	return nil
@@ -459,18 +468,17 @@ func (d *Dispatcher) load(ctx context.Context, u contract.User) (contract.UserSt
 	return st, e.Revision(), nil
 }
 
-// save writes a user's state if it is still at revision rev.
-func (d *Dispatcher) save(ctx context.Context, u contract.User, st contract.UserState, rev uint64) error {
+// save writes a user's state if it is still at revision rev, and returns
+// the new revision.
+func (d *Dispatcher) save(ctx context.Context, u contract.User, st contract.UserState, rev uint64) (uint64, error) {
 	data, err := contract.Encode(&st)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if rev == 0 {
-		_, err = d.users.Create(ctx, u.Key(), data)
-	} else {
-		_, err = d.users.Update(ctx, u.Key(), data, rev)
+		return d.users.Create(ctx, u.Key(), data)
 	}
-	return err
+	return d.users.Update(ctx, u.Key(), data, rev)
 }
 
 // notice sends the person a short text of textslash's own about message

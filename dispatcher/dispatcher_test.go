@@ -849,3 +849,22 @@ func manyUsers(t *testing.T, dispatchers int) {
 		}
 	}
 }
+
+// A message that arrives just as the run before it ends is never left
+// waiting behind an idle user: the run's end and the queueing race on the
+// same state entry. (The web chat hit this one time in four: the person saw
+// a reply and answered at once.)
+func TestMessageAsRunEndsIsNotStranded(t *testing.T) {
+	h := start(t, 1)
+	for i := range 60 {
+		u := user(t, fmt.Sprint("racer", i))
+		h.inboundHandled(h.send(u, "m1", "first"))
+		h.waitState(u, contract.StateWorking, "m1")
+		// The run's end and the next message, at the same moment.
+		var wg sync.WaitGroup
+		wg.Go(func() { h.done(u, "m1") })
+		wg.Go(func() { h.send(u, "m2", "second") })
+		wg.Wait()
+		h.waitState(u, contract.StateWorking, "m2")
+	}
+}

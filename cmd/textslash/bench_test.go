@@ -16,7 +16,7 @@ import (
 // event stream, with the shell agent (echo), through every service and
 // JetStream. Reports the median and p90 of the round trips.
 func BenchmarkWebChatRoundTrip(b *testing.B) {
-	inst := startServe(b, "TEXTSLASH_AGENT=shell", "TEXTSLASH_LOG_LEVEL=warn")
+	inst := startServe(b, "TEXTSLASH_AGENT=shell", "TEXTSLASH_LOG_LEVEL=info")
 	c := inst.newChat(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
