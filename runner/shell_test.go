@@ -263,9 +263,13 @@ func TestShellBackgroundChildAfterScriptEnds(t *testing.T) {
 	if res.ExitCode != 0 || res.Text != "started\n" {
 		t.Errorf("result: got exit %d text %q; want exit 0 text %q", res.ExitCode, res.Text, "started\n")
 	}
-	if alive := groupAlive(t, pgid); len(alive) > 0 {
-		t.Errorf("after Run returned, process group %d still has %q; want nothing left", pgid, alive)
-	}
+	// SIGKILL is sent when Run returns; dying takes the kernel a moment.
+	natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if alive := groupAlive(t, pgid); len(alive) > 0 {
+			return fmt.Errorf("after Run returned, process group %d still has %q; want nothing left", pgid, alive)
+		}
+		return nil
+	})
 }
 
 func readEnv(t *testing.T, text string) map[string]string {
