@@ -245,15 +245,14 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 
 	// Mark the job started. The mark is deduplicated by the job's id: a
 	// duplicate means some runner started it before, and running it again
-	// could repeat its effects.
+	// could repeat its effects. That earlier run is over: a run cannot
+	// outlive the dedup window (the timeout is shorter), and a runner
+	// holding a job keeps it from being redelivered. Either its runner died,
+	// or it ended and published its done event — then the done published
+	// here is dropped by JetStream as a duplicate of that one. (The
+	// delivery count cannot tell these apart: a crashed embedded server may
+	// not have stored it.)
 	started := contract.Event{Kind: contract.KindStarted, User: u, JobID: job.ID, Text: quote(job)}
-	//
-	// Its earlier run is over: a run cannot outlive the dedup window (the
-	// timeout is shorter), and a runner holding a job keeps it from being
-	// redelivered. Either that run's runner died, or it ended and published
-	// its done event — then the done published here is dropped by
-	// JetStream as a duplicate of it. (The delivery count cannot tell these
-	// apart: a crashed embedded server may not have stored it.)
 	if dup, err := r.markStarted(ctx, started); err != nil {
 		return err
 	} else if dup {
