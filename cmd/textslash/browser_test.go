@@ -13,6 +13,7 @@ import (
 )
 
 // chromium is the browser for tests: $TEXTSLASH_TEST_CHROMIUM or Debian's.
+// Without one the test fails on CI and is skipped elsewhere.
 func chromium(t *testing.T) string {
 	t.Helper()
 	path := os.Getenv("TEXTSLASH_TEST_CHROMIUM")
@@ -21,19 +22,21 @@ func chromium(t *testing.T) string {
 	}
 	if _, err := exec.LookPath(path); err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("no Chromium at %s: scripts/test installs it", path)
+			t.Fatalf("no Chromium at %s: %v", path, err)
 		}
-		t.Skipf("no Chromium at %s: scripts/test installs it", path)
+		t.Skipf("no Chromium at %s; scripts/test installs it", path)
 	}
 	return path
 }
 
-// browser starts headless Chromium as root can run it on this machine.
-func browser(t *testing.T) context.Context {
+// browser starts headless Chromium (as root, so without its sandbox) with a
+// fresh profile and returns a tab that ends after timeout.
+func browser(t *testing.T, timeout time.Duration) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)),
 		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Headless,
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
 		chromedp.NoFirstRun,
@@ -41,66 +44,101 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-quic", true),
-		chromedp.WindowSize(420, 860),
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	tab, cancelTab := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(tab, timeout)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelTab()
+		cancelAlloc() // waits for the browser to exit, before t.TempDir goes
+	})
 	return ctx
 }
 
-// The web chat page, driven in real Chromium: a person types `echo hello`
-// and the reply appears live; after a reload the conversation is still
-// there; a multi-line reply keeps its lines.
+// Page queries, each a function of one argument (the text looked for).
+const (
+	// replyHas: a reply bubble contains the text.
+	replyHas = `(want) => [...document.querySelectorAll('#messages .reply')].some(e => e.innerText.includes(want))`
+	// mineHas: one of the person's own bubbles (class "mine") contains the text.
+	mineHas = `(want) => [...document.querySelectorAll('#messages .mine')].some(e => e.innerText.includes(want))`
+)
+
+// waitPage waits until the page function returns true for arg; the tab's
+// deadline bounds the wait.
+func waitPage(ctx context.Context, t *testing.T, fn, arg, what string) {
+	t.Helper()
+	_, err := chromedp.Run(ctx, chromedp.PollFunction[bool](fn,
+		chromedp.WithPollingArgs(arg),
+		chromedp.WithPollingInterval(50*time.Millisecond),
+		chromedp.WithPollingTimeout(0),
+	))
+	if err != nil {
+		text, _ := chromedp.Run(context.WithoutCancel(ctx), chromedp.Evaluate[string](`document.getElementById('messages').innerText`))
+		t.Fatalf("%s: %v; the chat shows:\n%s", what, err, text)
+	}
+}
+
+// The web chat page in real Chromium, as a person uses it: a message typed
+// and sent, its reply shown live, the conversation still there after a
+// reload, and a multi-line reply kept line by line.
 func TestWebChatInBrowser(t *testing.T) {
+	ctx := browser(t, 60*time.Second) // first: skips without Chromium
 	inst := startServe(t, "TEXTSLASH_AGENT=shell")
-	ctx := browser(t)
-	replies := `[...document.querySelectorAll('#messages .reply .text')].map(e => e.innerText)`
 
 	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)),
 		chromedp.Navigate(inst.URL+"/"),
 		chromedp.WaitVisible(chromedp.ID("input")),
 		chromedp.SendKeys(chromedp.ID("input"), "echo hello"),
 		chromedp.Click(chromedp.ID("send")),
-		chromedp.WaitVisible(chromedp.CSS("#messages .reply")),
 	); err != nil {
-		t.Fatalf("send echo hello: %v", err)
+		t.Fatalf("open the page and send: %v", err)
 	}
-	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](replies))
-	if err != nil || len(got) != 1 || strings.TrimSpace(got[0]) != "hello" {
-		t.Errorf("replies %q (%v); want [hello]", got, err)
-	}
-	all, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("messages")))
-	if err != nil || !strings.Contains(all, "echo hello") {
-		t.Errorf("the conversation %q (%v) does not show the sent message", all, err)
-	}
+	waitPage(ctx, t, mineHas, "echo hello", "own bubble with `echo hello`")
+	waitPage(ctx, t, replyHas, "hello", "reply with hello")
 
-	// History survives a reload (the page replays the session's events).
-	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#messages .reply"))); err != nil {
+	// A reload replays the session's history: the reply, and the person's
+	// own message (which the page keeps, as events do not carry it).
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("input"))); err != nil {
 		t.Fatalf("reload: %v", err)
 	}
-	if got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](replies)); err != nil || len(got) != 1 || strings.TrimSpace(got[0]) != "hello" {
-		t.Errorf("after reload, replies %q (%v); want [hello]", got, err)
-	}
+	waitPage(ctx, t, replyHas, "hello", "reply with hello after a reload")
+	waitPage(ctx, t, mineHas, "echo hello", "own bubble with `echo hello` after a reload")
 
-	// A second message: a second bubble, its lines kept.
+	// A second message; its reply keeps both lines.
 	if err := chromedp.Do(ctx,
 		chromedp.SendKeys(chromedp.ID("input"), `printf 'a\nb'`),
 		chromedp.Click(chromedp.ID("send")),
 	); err != nil {
-		t.Fatalf("second message: %v", err)
+		t.Fatalf("send the second message: %v", err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](replies+`.length >= 2`)); err != nil {
-		t.Fatalf("second reply never shown: %v", err)
+	waitPage(ctx, t, `(n) => document.querySelectorAll('#messages .reply').length >= Number(n)`, "2", "second reply")
+	replies, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll('#messages .reply .text')].map(e => e.innerText)`))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](replies)); err != nil || len(got) != 2 || got[1] != "a\nb" {
-		t.Errorf("replies %q (%v); want the second to be %q", got, err, "a\nb")
+	if len(replies) != 2 {
+		t.Fatalf("got %d replies %q; want 2 (history shown once)", len(replies), replies)
+	}
+	if lines := strings.Fields(replies[1]); len(lines) != 2 || lines[0] != "a" || lines[1] != "b" {
+		t.Errorf("second reply %q; want the lines a and b", replies[1])
+	}
+	if state, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("state"))); err != nil || state == "" {
+		t.Errorf("state pill %q (%v); want a state", state, err)
 	}
 
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100: PNG
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
-	_ = os.WriteFile(filepath.Join(os.TempDir(), "textslash-webchat.png"), png, 0o644)
+	shot := filepath.Join(t.TempDir(), "chat.png")
+	if err := os.WriteFile(shot, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A copy outside the test's directories, to look at afterwards.
+	if err := os.WriteFile(filepath.Join(os.TempDir(), "webchat.png"), png, 0o644); err != nil {
+		t.Logf("copy the screenshot: %v", err)
+	}
 }
