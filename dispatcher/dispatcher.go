@@ -372,7 +372,7 @@ func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.Us
 		b.WriteString("Idle: nothing is running.")
 	}
 	if n := d.queueDepth(ctx, u); n > 0 {
-		fmt.Fprintf(&b, "\n%d message%s waiting.", n, map[bool]string{true: "", false: "s"}[n == 1])
+		fmt.Fprintf(&b, "\n%s waiting.", plural(int(n), "message"))
 	}
 	return b.String()
 }

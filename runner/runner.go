@@ -215,14 +215,6 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	log := zerolog.Ctx(ctx).With().Str("user", u.Key()).Str("job_id", job.ID).Logger()
 	done := contract.Event{Kind: contract.KindDone, User: u, JobID: job.ID}
 
-	// A job the person cancelled before it ran (or that a newer one
-	// replaced) is no longer the user's current job: drop it.
-	if current, known, err := r.currentJob(ctx, u); err != nil {
-		return err
-	} else if known && current != job.ID {
-		log.Info().Str("current", current).Msg("job is no longer current (cancelled); not running it")
-		return nil
-	}
 	stopBeat := heartbeat(msg, contract.JobAckWait/3)
 	defer stopBeat()
 	// One run per user in this process, even while a cancelled one is
@@ -234,12 +226,14 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		return err
 	}
 	defer release()
-	// Look again: a cancel sent while this job waited for the slot found
-	// the previous run there, not this one. From here on, a cancel finds it.
+	// A job the person cancelled (before it was taken, or while it waited
+	// for the slot, when a cancel found the previous run there) is no
+	// longer the user's current job: drop it. From here on, a cancel finds
+	// this run in r.running.
 	if current, known, err := r.currentJob(ctx, u); err != nil {
 		return err
 	} else if known && current != job.ID {
-		log.Info().Str("current", current).Msg("job was cancelled while waiting; not running it")
+		log.Info().Str("current", current).Msg("job is no longer current (cancelled); not running it")
 		return nil
 	}
 
