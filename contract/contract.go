@@ -133,6 +133,26 @@ const (
 // is the user's ID on ChannelWeb. Ingress sets it; egress reads it.
 const WebSessionCookie = "ts_web"
 
+// PhoneUser is the user of a phone number on a phone channel (WhatsApp,
+// SMS). The number is E.164 ("+15551234567"), optionally with Twilio's
+// "whatsapp:" prefix; the user's ID is its digits.
+func PhoneUser(channel, number string) (User, error) {
+	n := strings.TrimPrefix(number, "whatsapp:")
+	if !e164RE.MatchString(n) {
+		return User{}, fmt.Errorf("%w: %q is not an E.164 phone number", ErrInvalidUser, number)
+	}
+	return NewUser(channel, n[1:])
+}
+
+// Phone is the E.164 number of a user made by PhoneUser.
+func (u User) Phone() (string, bool) {
+	n := "+" + u.ID
+	return n, e164RE.MatchString(n)
+}
+
+// e164RE: a plus and up to 15 digits, no leading zero.
+var e164RE = regexp.MustCompile(`^\+[1-9][0-9]{1,14}$`)
+
 // MediaPath is the URL path media serves an image at.
 func MediaPath(img Image) string {
 	ext := ".jpeg"

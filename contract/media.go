@@ -28,3 +28,26 @@ func PutImage(ctx context.Context, store jetstream.ObjectStore, contentType stri
 	}
 	return img, nil
 }
+
+// SubjectMediaFetch is the request-reply service that copies a person's
+// attachment from the provider into the media store. Ingress serves it,
+// since it holds the provider's credentials; the runner asks when a job
+// has attachments. The request is a MediaFetch, the reply an Image (or a
+// micro error, in the Nats-Service-Error headers).
+const SubjectMediaFetch = "ts.svc.media.fetch"
+
+// MediaFetch asks for one attachment of a user's message.
+type MediaFetch struct {
+	V     int   `json:"v"`
+	User  User  `json:"user"`
+	Media Media `json:"media"`
+}
+
+func (p *MediaFetch) setVersion()  { p.V = Version }
+func (p *MediaFetch) version() int { return p.V }
+func (p *MediaFetch) validate() error {
+	if p.Media.URL == "" {
+		return fmt.Errorf("no media url")
+	}
+	return p.User.Validate()
+}

@@ -74,6 +74,15 @@ const (
 	// KindMore: the person asked for the next page of the last long reply;
 	// paging is the channel's rule, so egress answers it.
 	KindMore EventKind = "more"
+	// KindDelivery: the provider reported what became of a message sent to
+	// the person (Twilio's status callback): ProviderID names the message,
+	// Status is the provider's status (sent, delivered, read, failed,
+	// undelivered), Code its error code.
+	KindDelivery EventKind = "delivery"
+	// KindUndelivered: egress gave up on a message for the person (Text)
+	// after Attempts tries; Code is the provider's error code. A dead
+	// letter, for people and alerts to look at.
+	KindUndelivered EventKind = "undelivered"
 )
 
 // Run outcomes carried by done events.
@@ -119,6 +128,11 @@ type Event struct {
 	Truncated  bool    `json:"truncated,omitempty"`
 	// Approval: the run left changes for the person to approve or reject.
 	Approval bool `json:"approval,omitempty"`
+
+	// delivery, undelivered
+	ProviderID string `json:"provider_id,omitempty"`
+	Code       int    `json:"code,omitempty"`
+	Attempts   int    `json:"attempts,omitempty"`
 }
 
 // Image describes an object in the media store.

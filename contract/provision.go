@@ -22,7 +22,8 @@ const (
 	ConsumerRunner         = "runner"            // JOBS: every job
 	ConsumerTimers         = "dispatcher-timers" // TIMERS: approval timeouts that fired
 
-	BucketUsers = "users" // KV: UserState per User.Key
+	BucketUsers  = "users"  // KV: UserState per User.Key
+	BucketEgress = "egress" // KV: what egress sent, and the pages still to send
 
 	// PriorityGroup is the pull group of pinned consumers.
 	PriorityGroup = "active"
@@ -44,6 +45,9 @@ const (
 	// JobAckWait is how long the runner may go without a sign of life
 	// (it sends one every third of this) before a job is redelivered.
 	JobAckWait = 15 * time.Second
+	// EgressAckWait is how long egress may hold an event without a sign of
+	// life before it is redelivered.
+	EgressAckWait = 30 * time.Second
 	// PinnedTTL is how long a pinned consumer's client may stop pulling
 	// before another client is pinned.
 	PinnedTTL = 5 * time.Second
@@ -173,7 +177,7 @@ func EgressConsumer(channel string) jetstream.ConsumerConfig {
 		Description:   "egress: deliver " + channel + " users' events",
 		FilterSubject: ChannelEvents(channel),
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
+		AckWait:       EgressAckWait,
 		MaxAckPending: 1000,
 	}
 }
@@ -185,6 +189,21 @@ func UsersBucket(o Options) jetstream.KeyValueConfig {
 		Bucket:      BucketUsers,
 		Description: "dispatcher state per user",
 		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+	}
+}
+
+// EgressBucket remembers, per channel message, what egress already sent
+// (so a redelivered event is not sent twice) and the pages of long replies
+// still to send; entries expire with the events they are about.
+func EgressBucket(o Options) jetstream.KeyValueConfig {
+	o = o.withDefaults()
+	return jetstream.KeyValueConfig{
+		Bucket:      BucketEgress,
+		Description: "egress: sent marks and pending pages",
+		History:     1,
+		TTL:         EventsMaxAge,
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.Replicas,
 	}
@@ -232,8 +251,10 @@ func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
 			}
 		}
 	}
-	if _, err := js.CreateOrUpdateKeyValue(ctx, UsersBucket(o)); err != nil {
-		return fmt.Errorf("provision bucket %s: %w", BucketUsers, err)
+	for _, cfg := range []jetstream.KeyValueConfig{UsersBucket(o), EgressBucket(o)} {
+		if _, err := js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+			return fmt.Errorf("provision bucket %s: %w", cfg.Bucket, err)
+		}
 	}
 	if _, err := js.CreateOrUpdateObjectStore(ctx, MediaBucket(o)); err != nil {
 		return fmt.Errorf("provision object store %s: %w", BucketMedia, err)

@@ -465,20 +465,49 @@ func TestEmptyMessage(t *testing.T) {
 	}
 }
 
-func TestMediaOnlyMessageRuns(t *testing.T) {
-	h := start(t, 1)
-	u := user(t, "alice")
-	in := contract.Inbound{ID: "m1", User: u, Media: []contract.Media{{URL: "https://x/y.jpeg", ContentType: "image/jpeg"}}}
-	data, err := contract.Encode(&in)
-	if err != nil {
-		t.Fatal(err)
+func TestMedia(t *testing.T) {
+	jpeg := contract.Media{URL: "https://x/y.jpeg", ContentType: "image/jpeg"}
+	pdf := contract.Media{URL: "https://x/y.pdf", ContentType: "application/pdf"}
+	tests := []struct {
+		name        string
+		text        string
+		media       []contract.Media
+		wantNotices []string
+		wantMedia   []contract.Media // of the job; no job when nil
+	}{
+		{"image only runs", "", []contract.Media{jpeg}, nil, []contract.Media{jpeg}},
+		{"pdf only is refused", "", []contract.Media{pdf}, []string{"m1: " + dispatcher.MsgUnreadable}, nil},
+		{"text and pdf runs the text", "look", []contract.Media{pdf}, []string{"m1: " + dispatcher.MsgUnreadable}, []contract.Media{}},
+		{"image and pdf runs the image", "", []contract.Media{pdf, jpeg}, []string{"m1: " + dispatcher.MsgUnreadable}, []contract.Media{jpeg}},
 	}
-	if _, err := h.js.Publish(t.Context(), contract.InboundSubject(u), data, jetstream.WithMsgID(contract.MsgID(u, "m1"))); err != nil {
-		t.Fatal(err)
-	}
-	h.waitJobs(u, "m1")
-	if got := h.jobs(u)[0].Media; len(got) != 1 || got[0] != in.Media[0] {
-		t.Errorf("job media: got %+v; want %+v", got, in.Media)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := start(t, 1)
+			u := user(t, "alice")
+			in := contract.Inbound{ID: "m1", User: u, Text: tt.text, Media: tt.media}
+			data, err := contract.Encode(&in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ack, err := h.js.Publish(t.Context(), contract.InboundSubject(u), data, jetstream.WithMsgID(contract.MsgID(u, "m1")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.inboundHandled(ack.Sequence)
+			if got := h.notices(u); !slices.Equal(got, tt.wantNotices) {
+				t.Errorf("notices: got %q; want %q", got, tt.wantNotices)
+			}
+			if tt.wantMedia == nil {
+				if got := h.jobs(u); len(got) != 0 {
+					t.Errorf("jobs: got %+v; want none", got)
+				}
+				return
+			}
+			h.waitJobs(u, "m1")
+			if got := h.jobs(u)[0].Media; !slices.Equal(got, tt.wantMedia) {
+				t.Errorf("job media: got %+v; want %+v", got, tt.wantMedia)
+			}
+		})
 	}
 }
 

@@ -21,6 +21,11 @@ type Run struct {
 	Job contract.Job
 	// Dir is the user's workspace: the program's working directory.
 	Dir string
+	// Attachments are the images the person sent with the message, as
+	// paths relative to Dir; Unfetched counts those that could not be
+	// fetched.
+	Attachments []string
+	Unfetched   int
 	// Command prepares a program to run in Dir as the agent's OS user, in its
 	// own process group, with the agent's environment; cancelling ctx ends
 	// the whole group. Agents must start every program through it, and

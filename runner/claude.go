@@ -58,7 +58,7 @@ func (c *Claude) Run(ctx context.Context, r *Run) (Result, error) {
 		args = append(args, "--append-system-prompt", c.AppendSystemPrompt)
 	}
 	cmd := r.Command(ctx, bin, args...)
-	cmd.Stdin = strings.NewReader(r.Job.Text)
+	cmd.Stdin = strings.NewReader(prompt(r))
 	stderr := &cappedBuffer{max: stderrKeep}
 	cmd.Stderr = stderr
 	st := &claudeStream{dir: r.Dir, progress: r.Progress, cap: r.OutputCap}
@@ -399,4 +399,16 @@ func (w *lineWriter) end() {
 	} else {
 		w.buf = w.buf[:0]
 	}
+}
+
+// prompt is the person's message, plus where their images are.
+func prompt(r *Run) string {
+	p := r.Job.Text
+	if len(r.Attachments) > 0 {
+		p += "\n\n[The person attached these images, in the workspace: " + strings.Join(r.Attachments, ", ") + "]"
+	}
+	if r.Unfetched > 0 {
+		p += fmt.Sprintf("\n\n[%d more attachment(s) could not be fetched.]", r.Unfetched)
+	}
+	return strings.TrimSpace(p)
 }

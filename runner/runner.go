@@ -263,14 +263,18 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		return r.publishDone(ctx, done)
 	}
 
+	attachments, unfetched := r.attach(runCtx, log, job, dir)
+
 	runCtx, cancel := context.WithTimeout(runCtx, r.cfg.Timeout)
 	defer cancel()
 	var progressN int
 	run := &Run{
-		Job:       job,
-		Dir:       dir,
-		Command:   commandFunc(dir, home, r.user, r.cfg.Agent == AgentClaude),
-		OutputCap: r.cfg.OutputCap,
+		Job:         job,
+		Dir:         dir,
+		Attachments: attachments,
+		Unfetched:   unfetched,
+		Command:     commandFunc(dir, home, r.user, r.cfg.Agent == AgentClaude),
+		OutputCap:   r.cfg.OutputCap,
 		Progress: func(line string) {
 			progressN++
 			ev := contract.Event{Kind: contract.KindProgress, User: u, JobID: job.ID, Text: line}

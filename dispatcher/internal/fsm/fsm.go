@@ -48,6 +48,7 @@ const (
 	MsgQueued        = "Got it, I'll process this next."
 	MsgQueueFull     = "Queue full, please wait for current tasks to finish."
 	MsgEmpty         = "I received an empty message."
+	MsgUnreadable    = "I can't read that kind of file yet: send text, or images (JPEG or PNG)."
 	MsgCancelled     = "Cancelled. Nothing is running now."
 	MsgCancelledKept = "Cancelled. The changes stay in your workspace, uncommitted."
 	MsgNothingToStop = "Nothing is running, so there is nothing to cancel."
