@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"github.com/twilio/twilio-go/client"
 
 	"github.com/textslash/textslash/contract"
 )
@@ -24,6 +26,8 @@ type Config struct {
 	PublishTimeout time.Duration
 	// WebChat serves the local web chat page and its message endpoint.
 	WebChat bool
+	// Twilio, when set, serves the Twilio webhooks (WhatsApp and SMS).
+	Twilio *Twilio
 }
 
 func (c *Config) defaults() {
@@ -37,9 +41,11 @@ func (c *Config) defaults() {
 
 // Ingress publishes inbound messages.
 type Ingress struct {
-	cfg Config
-	js  jetstream.JetStream
-	log zerolog.Logger
+	cfg       Config
+	js        jetstream.JetStream
+	log       zerolog.Logger
+	validator *client.RequestValidator
+	allow     map[string]struct{} // E.164 numbers
 }
 
 // New returns an ingress publishing through js.
@@ -48,17 +54,54 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Ingress, erro
 	if js == nil {
 		return nil, errors.New("ingress: no JetStream")
 	}
-	return &Ingress{cfg: cfg, js: js, log: log.With().Str("svc", "ingress").Logger()}, nil
+	i := &Ingress{cfg: cfg, js: js, log: log.With().Str("svc", "ingress").Logger()}
+	if cfg.Twilio != nil {
+		t := *cfg.Twilio
+		t.Allowed = slices.Clone(t.Allowed)
+		if err := t.validate(); err != nil {
+			return nil, err
+		}
+		i.validator = newValidator(t.AuthToken)
+		i.allow = make(map[string]struct{}, len(t.Allowed))
+		for _, n := range t.Allowed {
+			i.allow[n] = struct{}{}
+		}
+		i.cfg.Twilio = &t
+	}
+	return i, nil
 }
 
-// Handler serves every inbound route.
+// Handler serves the provider webhooks, which authenticate themselves
+// (Twilio's signature): they must be reachable by the providers.
 func (i *Ingress) Handler() http.Handler {
 	mux := http.NewServeMux()
-	if i.cfg.WebChat {
-		mux.HandleFunc("GET /{$}", i.webPage)
-		mux.HandleFunc("POST /api/messages", i.webMessage)
+	if i.cfg.Twilio != nil {
+		mux.HandleFunc("POST /webhook", i.twilioWebhook)
+		mux.HandleFunc("POST /sms", i.twilioWebhook)
+		mux.HandleFunc("POST /twilio/status", i.twilioStatus)
 	}
 	return mux
+}
+
+// WebChat serves the web chat's page and message endpoint; nil when the
+// web chat is off. Its users are whoever can reach it: put it behind the
+// web chat's own access check.
+func (i *Ingress) WebChat() http.Handler {
+	if !i.cfg.WebChat {
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", i.webPage)
+	mux.HandleFunc("POST /api/messages", i.webMessage)
+	return mux
+}
+
+// Routes are the paths Handler serves, for mounting it on a shared mux.
+func (i *Ingress) Routes() []string {
+	if i.cfg.Twilio == nil {
+		return nil
+	}
+	return []string{"POST /webhook", "POST /sms", "POST /twilio/status"}
 }
 
 // Publish stores one inbound message in JetStream, deduplicated by the

@@ -1,0 +1,116 @@
+package ingress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// mediaMaxBytes caps an attachment: Twilio passes on up to 5 MB per image.
+const mediaMaxBytes = 16 << 20
+
+// Run serves the media fetch service (contract.SubjectMediaFetch) until ctx
+// ends: the runner asks it for the images people send, which only ingress,
+// holding Twilio's credentials, may download. Webhooks are served by
+// Handler; Run is not needed for them.
+func (i *Ingress) Run(ctx context.Context) error {
+	t := i.cfg.Twilio
+	if t == nil || t.AccountSID == "" {
+		<-ctx.Done()
+		return nil
+	}
+	store, err := i.js.ObjectStore(ctx, contract.BucketMedia)
+	if err != nil {
+		return fmt.Errorf("object store %s: %w", contract.BucketMedia, err)
+	}
+	svc, err := micro.AddService(i.js.Conn(), micro.Config{
+		Name:        "ingress",
+		Version:     "1.0.0",
+		Description: "textslash ingress: copies people's attachments from Twilio into the media store",
+		QueueGroup:  "ingress",
+	})
+	if err != nil {
+		return fmt.Errorf("media fetch service: %w", err)
+	}
+	fetch := func(req micro.Request) {
+		// Downloads may be slow: one at a time would hold up everyone.
+		go i.fetchMedia(ctx, store, req)
+	}
+	if err := svc.AddEndpoint("media-fetch", micro.HandlerFunc(fetch), micro.WithEndpointSubject(contract.SubjectMediaFetch)); err != nil {
+		_ = svc.Stop()
+		return fmt.Errorf("media fetch endpoint: %w", err)
+	}
+	<-ctx.Done()
+	return svc.Stop()
+}
+
+func (i *Ingress) fetchMedia(ctx context.Context, store jetstream.ObjectStore, req micro.Request) {
+	var f contract.MediaFetch
+	if err := contract.Decode(req.Data(), &f); err != nil {
+		_ = req.Error("400", err.Error(), nil)
+		return
+	}
+	log := i.log.With().Str("user", f.User.Key()).Logger()
+	t := i.cfg.Twilio
+	if !strings.HasPrefix(f.Media.URL, t.APIURL+"/2010-04-01/Accounts/"+t.AccountSID+"/") {
+		log.Warn().Str("url", f.Media.URL).Msg("media fetch refused: not a media URL of this Twilio account")
+		_ = req.Error("403", "not a media URL of this Twilio account", nil)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	data, err := i.download(ctx, f.Media.URL)
+	if err != nil {
+		log.Warn().Err(err).Str("url", f.Media.URL).Msg("media fetch failed")
+		_ = req.Error("502", err.Error(), nil)
+		return
+	}
+	ct := http.DetectContentType(data)
+	img, err := contract.PutImage(ctx, store, ct, data)
+	if errors.Is(err, contract.ErrInvalidPayload) {
+		_ = req.Error("415", "not a JPEG or PNG image: "+ct, nil)
+		return
+	}
+	if err != nil {
+		log.Error().Err(err).Msg("media store")
+		_ = req.Error("503", "media store unavailable", nil)
+		return
+	}
+	log.Info().Str("object", img.ID).Int("size", img.Size).Msg("attachment fetched")
+	_ = req.RespondJSON(img)
+}
+
+func (i *Ingress) download(ctx context.Context, url string) ([]byte, error) {
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	// Twilio redirects to its CDN; net/http drops the credentials when
+	// the redirect leaves the host.
+	r.SetBasicAuth(i.cfg.Twilio.AccountSID, i.cfg.Twilio.AuthToken)
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("twilio answered %s", resp.Status)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, mediaMaxBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > mediaMaxBytes {
+		return nil, fmt.Errorf("larger than %d bytes", mediaMaxBytes)
+	}
+	return data, nil
+}

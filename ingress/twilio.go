@@ -1,0 +1,214 @@
+package ingress
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/twilio/twilio-go/client"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// Twilio configures the Twilio webhooks (WhatsApp and SMS).
+type Twilio struct {
+	// AuthToken signs Twilio's requests (TWILIO_AUTH_TOKEN).
+	AuthToken string
+	// PublicURL is where Twilio reaches textslash, scheme and host (and any
+	// path prefix) of the URL Twilio signs; the server behind a proxy sees
+	// another URL, so signatures are checked against this one.
+	PublicURL string
+	// Allowed are the E.164 numbers that may talk to the agent.
+	Allowed []string
+	// AccountSID (TWILIO_ACCOUNT_SID) fetches the images people send;
+	// without it ingress does not serve the media fetch service.
+	AccountSID string
+	// APIURL replaces https://api.twilio.com, where media is fetched from
+	// (TEXTSLASH_TWILIO_API_URL).
+	APIURL string
+}
+
+// twilioMaxMedia is the most attachments Twilio puts in one message.
+const twilioMaxMedia = 10
+
+// sidRE: Twilio's message SIDs (SM…, MM…): letters and digits.
+var sidRE = regexp.MustCompile(`^[A-Za-z0-9]{2,64}$`)
+
+// emptyTwiML answers a webhook without sending anything: replies go out
+// through egress, never in the webhook's answer.
+const emptyTwiML = `<?xml version="1.0" encoding="UTF-8"?><Response/>`
+
+func (t *Twilio) validate() error {
+	if t.AuthToken == "" {
+		return errors.New("twilio: no auth token (TWILIO_AUTH_TOKEN)")
+	}
+	u, err := url.Parse(t.PublicURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
+		return fmt.Errorf("twilio: PUBLIC_URL=%q: want the https://host[/prefix] Twilio calls", t.PublicURL)
+	}
+	t.PublicURL = strings.TrimSuffix(t.PublicURL, "/")
+	if t.APIURL == "" {
+		t.APIURL = "https://api.twilio.com"
+	}
+	t.APIURL = strings.TrimSuffix(t.APIURL, "/")
+	if len(t.Allowed) == 0 {
+		return errors.New("twilio: ALLOWED_PHONE_NUMBERS is empty, so nobody could use textslash; list the E.164 numbers that may")
+	}
+	for i, n := range t.Allowed {
+		n = strings.TrimPrefix(strings.TrimSpace(n), "whatsapp:")
+		if _, err := contract.PhoneUser(contract.ChannelSMS, n); err != nil {
+			return fmt.Errorf("twilio: ALLOWED_PHONE_NUMBERS: %q is not an E.164 number like +15551234567", t.Allowed[i])
+		}
+		t.Allowed[i] = n
+	}
+	return nil
+}
+
+// ParseNumbers splits a comma-separated list of phone numbers, as
+// ALLOWED_PHONE_NUMBERS holds them.
+func ParseNumbers(s string) []string {
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// twilioForm reads and authenticates a Twilio webhook: the form, once its
+// X-Twilio-Signature proved it came from Twilio. On failure it has
+// answered the request and returns nil.
+func (i *Ingress) twilioForm(w http.ResponseWriter, r *http.Request) url.Values {
+	r.Body = http.MaxBytesReader(w, r.Body, i.cfg.MaxBodyBytes)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			http.Error(w, "request too large", http.StatusRequestEntityTooLarge)
+			return nil
+		}
+		http.Error(w, "could not read the request", http.StatusBadRequest)
+		return nil
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		http.Error(w, "malformed form", http.StatusBadRequest)
+		return nil
+	}
+	signed := i.cfg.Twilio.PublicURL + r.URL.RequestURI()
+	if !i.validator.ValidateBody(signed, body, r.Header.Get("X-Twilio-Signature")) {
+		i.log.Warn().Str("remote", r.RemoteAddr).Str("url", signed).Msg("twilio signature invalid; refused (is PUBLIC_URL the URL Twilio calls?)")
+		http.Error(w, "invalid signature", http.StatusForbidden)
+		return nil
+	}
+	return form
+}
+
+// twilioWebhook takes one inbound WhatsApp or SMS message.
+func (i *Ingress) twilioWebhook(w http.ResponseWriter, r *http.Request) {
+	form := i.twilioForm(w, r)
+	if form == nil {
+		return
+	}
+	sid := form.Get("MessageSid")
+	if !sidRE.MatchString(sid) {
+		http.Error(w, "missing or malformed MessageSid", http.StatusBadRequest)
+		return
+	}
+	from := form.Get("From")
+	log := i.log.With().Str("sid", sid).Logger()
+	u, err := twilioUser(from)
+	if err != nil {
+		// Signed by Twilio but from a sender we cannot answer (another
+		// channel's address): tell Twilio it was handled.
+		log.Warn().Str("from", from).Msg("twilio message from an unsupported sender; ignored")
+		twiml(w)
+		return
+	}
+	log = log.With().Str("user", u.Key()).Logger()
+	if !i.allowed(u) {
+		log.Info().Msg("sender not in ALLOWED_PHONE_NUMBERS; ignored")
+		twiml(w)
+		return
+	}
+	in := contract.Inbound{ID: sid, User: u, Text: form.Get("Body")}
+	n, _ := strconv.Atoi(form.Get("NumMedia"))
+	for k := range min(max(n, 0), twilioMaxMedia) {
+		m := contract.Media{URL: form.Get("MediaUrl" + strconv.Itoa(k)), ContentType: form.Get("MediaContentType" + strconv.Itoa(k))}
+		if m.URL == "" {
+			continue
+		}
+		in.Media = append(in.Media, m)
+	}
+	if err := i.Publish(r.Context(), in); err != nil {
+		log.Error().Err(err).Msg("twilio message not stored; Twilio may retry")
+		http.Error(w, "could not take the message", http.StatusServiceUnavailable)
+		return
+	}
+	twiml(w)
+}
+
+// twilioStatus takes a status callback about a message sent to a person
+// and publishes it as a delivery event: egress waits for it to keep a
+// user's messages in order, and it tells why a message did not arrive.
+func (i *Ingress) twilioStatus(w http.ResponseWriter, r *http.Request) {
+	form := i.twilioForm(w, r)
+	if form == nil {
+		return
+	}
+	sid, status := form.Get("MessageSid"), form.Get("MessageStatus")
+	if !sidRE.MatchString(sid) || status == "" {
+		http.Error(w, "missing MessageSid or MessageStatus", http.StatusBadRequest)
+		return
+	}
+	u, err := twilioUser(form.Get("To"))
+	if err != nil {
+		i.log.Warn().Str("sid", sid).Str("to", form.Get("To")).Msg("twilio status for an unsupported recipient; ignored")
+		twiml(w)
+		return
+	}
+	code, _ := strconv.Atoi(form.Get("ErrorCode"))
+	ev := contract.Event{Kind: contract.KindDelivery, User: u, ProviderID: sid, Status: status, Code: code}
+	if err := contract.PublishEvent(r.Context(), i.js, ev, contract.MsgID(u, sid, status)); err != nil {
+		i.log.Error().Err(err).Str("sid", sid).Msg("twilio status not stored")
+		http.Error(w, "could not take the status", http.StatusServiceUnavailable)
+		return
+	}
+	l := i.log.Debug()
+	if code != 0 {
+		l = i.log.Warn()
+	}
+	l.Str("user", u.Key()).Str("sid", sid).Str("status", status).Int("code", code).Msg("twilio delivery status")
+	twiml(w)
+}
+
+// twilioUser is the user behind a Twilio address: "whatsapp:+1…" on
+// WhatsApp, "+1…" on SMS.
+func twilioUser(addr string) (contract.User, error) {
+	if strings.HasPrefix(addr, "whatsapp:") {
+		return contract.PhoneUser(contract.ChannelWhatsApp, addr)
+	}
+	return contract.PhoneUser(contract.ChannelSMS, addr)
+}
+
+func (i *Ingress) allowed(u contract.User) bool {
+	n, _ := u.Phone()
+	_, ok := i.allow[n]
+	return ok
+}
+
+func twiml(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/xml")
+	_, _ = io.WriteString(w, emptyTwiML)
+}
+
+func newValidator(token string) *client.RequestValidator {
+	rv := client.NewRequestValidator(token)
+	return &rv
+}
