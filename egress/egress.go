@@ -6,11 +6,14 @@ package egress
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
 )
 
 // Config of the egress service.
@@ -19,13 +22,16 @@ type Config struct {
 	WebChat bool
 	// KeepAlive is the interval of SSE comments that keep idle streams open.
 	KeepAlive time.Duration
+	// Twilio, when set, delivers to WhatsApp and SMS users.
+	Twilio *Twilio
 }
 
 // Egress runs every enabled channel.
 type Egress struct {
-	cfg Config
-	js  jetstream.JetStream
-	log zerolog.Logger
+	cfg  Config
+	js   jetstream.JetStream
+	log  zerolog.Logger
+	push *pusher // channels that push; nil when none is configured
 }
 
 // New returns an egress reading events through js.
@@ -36,7 +42,28 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = 15 * time.Second
 	}
-	return &Egress{cfg: cfg, js: js, log: log.With().Str("svc", "egress").Logger()}, nil
+	e := &Egress{cfg: cfg, js: js, log: log.With().Str("svc", "egress").Logger()}
+	if cfg.Twilio != nil {
+		t := *cfg.Twilio
+		if err := t.validate(); err != nil {
+			return nil, err
+		}
+		e.cfg.Twilio = &t
+		api := newTwilioAPI(t)
+		e.push = &pusher{
+			js: js, log: e.log, retry: t.Retry,
+			mediaFn: func(img contract.Image) string { return t.PublicURL + contract.MediaPath(img) },
+			channels: map[string]channel{
+				contract.ChannelWhatsApp: {rules: t.WhatsApp, sender: &twilioSender{cfg: t, api: api, prefix: "whatsapp:"}},
+				contract.ChannelSMS:      {rules: t.SMS, sender: &twilioSender{cfg: t, api: api}},
+			},
+			users: map[string]*userQueue{},
+		}
+		if t.StatusCallbacks {
+			e.push.sent = newSentWaiter(t.SentWait)
+		}
+	}
+	return e, nil
 }
 
 // Handler serves the channels that deliver over HTTP (the web chat's event
@@ -49,9 +76,17 @@ func (e *Egress) Handler() http.Handler {
 	return mux
 }
 
-// Run delivers through the channels that push (none yet besides the web
-// chat, which is pulled by browsers) until ctx ends.
+// Run delivers through the channels that push (WhatsApp and SMS; the web
+// chat is pulled by browsers) until ctx ends.
 func (e *Egress) Run(ctx context.Context) error {
-	<-ctx.Done()
-	return nil
+	if e.push == nil {
+		<-ctx.Done()
+		return nil
+	}
+	kv, err := e.js.KeyValue(ctx, contract.BucketEgress)
+	if err != nil {
+		return fmt.Errorf("bucket %s: %w", contract.BucketEgress, err)
+	}
+	e.push.kv = kv
+	return e.push.run(ctx)
 }

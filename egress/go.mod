@@ -9,11 +9,27 @@ require (
 )
 
 require (
+	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
+	github.com/google/go-tpm v0.9.8 // indirect
+	github.com/minio/highwayhash v1.0.4 // indirect
+	github.com/nats-io/jwt/v2 v2.8.2 // indirect
+	github.com/nats-io/nats-server/v2 v2.15.2 // indirect
+	github.com/rivo/uniseg v0.4.7
+	golang.org/x/time v0.16.0 // indirect
+)
+
+require (
+	github.com/golang-jwt/jwt/v5 v5.2.2 // indirect
+	github.com/golang/mock v1.6.0 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
+	github.com/pkg/errors v0.9.1 // indirect
+	github.com/textslash/textslash/natstest v0.0.0
+	github.com/textslash/textslash/twiliotest v0.0.0
+	github.com/twilio/twilio-go v1.31.0
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )
@@ -21,3 +37,5 @@ require (
 replace github.com/textslash/textslash/contract => ../contract
 
 replace github.com/textslash/textslash/natstest => ../natstest
+
+replace github.com/textslash/textslash/twiliotest => ../twiliotest

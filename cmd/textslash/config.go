@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/ingress"
 )
 
 // config is everything `textslash serve` reads from flags and environment.
@@ -33,6 +36,17 @@ type config struct {
 	Replicas    int
 	LogLevel    string
 	LogFormat   string
+
+	TwilioSID       string
+	TwilioToken     string
+	TwilioFrom      string
+	TwilioService   string
+	TwilioAPI       string
+	PublicURL       string
+	Allowed         string
+	StatusCallbacks bool
+	ProgressEvery   time.Duration
+	LongReplies     string
 }
 
 // envFlags defines flags whose defaults come from environment variables,
@@ -91,6 +105,12 @@ in one process, with one HTTP listener:
                       URL with ?token= printed at start)
   POST /api/messages  a web chat message        GET /api/events  its replies (SSE)
   GET  /media/<id>    images of replies         GET /healthz, /readyz
+  POST /webhook       Twilio's WhatsApp and SMS webhook (also /sms), and
+  POST /twilio/status Twilio's status callbacks: on when TWILIO_* are set
+
+WhatsApp and SMS through Twilio need TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN,
+TWILIO_PHONE_NUMBER, PUBLIC_URL and ALLOWED_PHONE_NUMBERS; point the Twilio
+number's (or WhatsApp sender's) incoming-message webhook at PUBLIC_URL/webhook.
 
 Tap what happens with the nats CLI against --nats-listen, for example
   nats -s nats://127.0.0.1:4222 sub 'ts.>'
@@ -124,6 +144,16 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	f.dur(&c.Timeout, "timeout", "TEXTSLASH_TIMEOUT", 300*time.Second, "longest a single run may take")
 	f.dur(&c.Approval, "approval-timeout", "TEXTSLASH_APPROVAL_TIMEOUT", 30*time.Minute, "how long an approval request waits for approve or reject; then the changes stay on disk, uncommitted")
 	f.int(&c.Replicas, "replicas", "TEXTSLASH_REPLICAS", 1, "replicas of each stream and bucket (3 on a NATS cluster)")
+	f.str(&c.TwilioSID, "twilio-account-sid", "TWILIO_ACCOUNT_SID", "", "Twilio account; setting it (with the token) turns WhatsApp and SMS on")
+	f.str(&c.TwilioToken, "twilio-auth-token", "TWILIO_AUTH_TOKEN", "", "Twilio auth token: checks webhook signatures and sends messages")
+	f.str(&c.TwilioFrom, "twilio-phone-number", "TWILIO_PHONE_NUMBER", "", "Twilio number replies come from, E.164 (+15551234567); WhatsApp sends from whatsapp:<it>")
+	f.str(&c.TwilioService, "twilio-messaging-service-sid", "TWILIO_MESSAGING_SERVICE_SID", "", "send through this Messaging Service instead of the phone number")
+	f.str(&c.TwilioAPI, "twilio-api-url", "TEXTSLASH_TWILIO_API_URL", "", "send Twilio API requests to this base URL instead of https://api.twilio.com (tests, proxies)")
+	f.str(&c.PublicURL, "public-url", "PUBLIC_URL", "", "the https URL Twilio reaches this server at (webhook signatures, image links, status callbacks); set Twilio's webhook to <it>/webhook")
+	f.str(&c.Allowed, "allowed-phone-numbers", "ALLOWED_PHONE_NUMBERS", "", "comma-separated E.164 numbers that may use textslash over WhatsApp or SMS; others are ignored")
+	f.bool(&c.StatusCallbacks, "twilio-status-callbacks", "TEXTSLASH_TWILIO_STATUS_CALLBACKS", true, "ask Twilio for delivery status and send a person's next message only after the previous one is sent, so replies arrive in order")
+	f.dur(&c.ProgressEvery, "progress-every", "TEXTSLASH_PROGRESS_EVERY", 10*time.Second, "least time between two progress messages to one WhatsApp or SMS user; the latest progress wins")
+	f.str(&c.LongReplies, "long-replies", "TEXTSLASH_LONG_REPLIES", "page", "replies over 1600 characters on WhatsApp and SMS: page (the person replies MORE) or truncate (at 1500 characters)")
 	f.str(&c.LogLevel, "log-level", "TEXTSLASH_LOG_LEVEL", "info", "debug, info, warn or error")
 	f.str(&c.LogFormat, "log-format", "TEXTSLASH_LOG_FORMAT", "auto", "json, console, or auto (console on a terminal)")
 	if err := f.Parse(args); err != nil {
@@ -168,6 +198,9 @@ func (c *config) validate() error {
 	if c.Web && !loopback(c.Host) && c.WebToken == "" {
 		c.WebToken = newToken()
 	}
+	if err := c.validateTwilio(); err != nil {
+		return err
+	}
 	switch c.LogFormat {
 	case "auto", "json", "console":
 	default:
@@ -183,4 +216,57 @@ func loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// twilio reports whether WhatsApp and SMS are on.
+func (c *config) twilio() bool { return c.TwilioSID != "" || c.TwilioToken != "" }
+
+// validateTwilio checks what the services check again, to name the
+// variables at fault before anything starts.
+func (c *config) validateTwilio() error {
+	if !c.twilio() {
+		return nil
+	}
+	var missing []string
+	for _, v := range []struct{ name, val string }{
+		{"TWILIO_ACCOUNT_SID", c.TwilioSID}, {"TWILIO_AUTH_TOKEN", c.TwilioToken},
+		{"PUBLIC_URL", c.PublicURL}, {"ALLOWED_PHONE_NUMBERS", c.Allowed},
+	} {
+		if v.val == "" {
+			missing = append(missing, v.name)
+		}
+	}
+	if c.TwilioFrom == "" && c.TwilioService == "" {
+		missing = append(missing, "TWILIO_PHONE_NUMBER")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("WhatsApp and SMS need %s too", strings.Join(missing, ", "))
+	}
+	if c.LongReplies != "page" && c.LongReplies != "truncate" {
+		return fmt.Errorf("TEXTSLASH_LONG_REPLIES=%q: want page or truncate", c.LongReplies)
+	}
+	if c.ProgressEvery < 0 {
+		return fmt.Errorf("TEXTSLASH_PROGRESS_EVERY=%s: must not be negative", c.ProgressEvery)
+	}
+	return nil
+}
+
+func (c *config) twilioIngress() *ingress.Twilio {
+	if !c.twilio() {
+		return nil
+	}
+	return &ingress.Twilio{AuthToken: c.TwilioToken, AccountSID: c.TwilioSID, APIURL: c.TwilioAPI,
+		PublicURL: c.PublicURL, Allowed: ingress.ParseNumbers(c.Allowed)}
+}
+
+func (c *config) twilioEgress() *egress.Twilio {
+	if !c.twilio() {
+		return nil
+	}
+	rules := egress.Rules{Truncate: c.LongReplies == "truncate", ProgressEvery: c.ProgressEvery}
+	return &egress.Twilio{
+		AccountSID: c.TwilioSID, AuthToken: c.TwilioToken, From: c.TwilioFrom, MessagingServiceSID: c.TwilioService,
+		APIURL: c.TwilioAPI, PublicURL: c.PublicURL, StatusCallbacks: c.StatusCallbacks,
+		WhatsApp: rules, SMS: rules,
+	}
 }

@@ -87,7 +87,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		return err
 	}
 
-	in, err := ingress.New(ingress.Config{WebChat: cfg.Web}, js, log)
+	in, err := ingress.New(ingress.Config{WebChat: cfg.Web, Twilio: cfg.twilioIngress()}, js, log)
 	if err != nil {
 		return err
 	}
@@ -109,17 +109,22 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	if err := med.Open(ctx); err != nil {
 		return err
 	}
-	out, err := egress.New(egress.Config{WebChat: cfg.Web}, js, log)
+	out, err := egress.New(egress.Config{WebChat: cfg.Web, Twilio: cfg.twilioEgress()}, js, log)
 	if err != nil {
 		return err
 	}
 
 	mux := http.NewServeMux()
 	mux.Handle("/media/", med.Handler())
-	web := http.NewServeMux()
-	web.Handle("GET /api/events", out.Handler())
-	web.Handle("/", in.Handler())
-	mux.Handle("/", webAuth(cfg, log, web))
+	for _, route := range in.Routes() {
+		mux.Handle(route, in.Handler())
+	}
+	if chat := in.WebChat(); chat != nil {
+		web := http.NewServeMux()
+		web.Handle("GET /api/events", out.Handler())
+		web.Handle("/", chat)
+		mux.Handle("/", webAuth(cfg, log, web))
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if nc.Status() != nats.CONNECTED {
@@ -153,6 +158,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		defer cancel()
 		return srv.Shutdown(sctx)
 	})
+	g.Go(func() error { return in.Run(ctx) })
 	g.Go(func() error { return disp.Run(ctx) })
 	g.Go(func() error { return run.Run(ctx) })
 	g.Go(func() error { return out.Run(ctx) })
@@ -167,6 +173,9 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	ev := log.Info().Str("agent", run.AgentName()).Dur("cold_start", time.Since(started))
 	if cfg.Web {
 		ev = ev.Str("web_chat", url)
+	}
+	if cfg.twilio() {
+		ev = ev.Str("twilio_webhook", cfg.PublicURL+"/webhook").Int("allowed_numbers", len(ingress.ParseNumbers(cfg.Allowed)))
 	}
 	if cfg.NATSURL == "" && cfg.NATSListen != "off" {
 		ev = ev.Str("nats", "nats://"+cfg.NATSListen)

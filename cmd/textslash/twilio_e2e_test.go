@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/png"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/textslash/textslash/twiliotest"
+)
+
+const (
+	twilioFrom = "+15550000000"
+	phoneAlice = "+15551230001"
+)
+
+// twilioServe runs the all-in-one with WhatsApp and SMS on, talking to a
+// fake Twilio API; PUBLIC_URL is the instance itself, so the fake's status
+// callbacks reach ingress.
+type twilioServe struct {
+	*instance
+	api *twiliotest.API
+	n   int
+}
+
+func startTwilioServe(t *testing.T, env ...string) *twilioServe {
+	t.Helper()
+	api := twiliotest.NewAPI(t)
+	port := freePort(t)
+	inst := startServe(t, append([]string{
+		"PORT=" + port,
+		"PUBLIC_URL=http://127.0.0.1:" + port,
+		"TWILIO_ACCOUNT_SID=" + api.AccountSID,
+		"TWILIO_AUTH_TOKEN=" + api.AuthToken,
+		"TWILIO_PHONE_NUMBER=" + twilioFrom,
+		"TEXTSLASH_TWILIO_API_URL=" + api.URL,
+		"ALLOWED_PHONE_NUMBERS=" + phoneAlice + ", +15551230002",
+		"TEXTSLASH_AGENT=shell",
+	}, env...)...)
+	return &twilioServe{instance: inst, api: api}
+}
+
+// webhook sends a signed inbound message as Twilio would and returns its
+// MessageSid.
+func (s *twilioServe) webhook(t *testing.T, from, body string, extra url.Values) string {
+	t.Helper()
+	s.n++
+	sid := fmt.Sprintf("SM%032d", s.n)
+	s.webhookSID(t, sid, from, body, extra)
+	return sid
+}
+
+func (s *twilioServe) webhookSID(t *testing.T, sid, from, body string, extra url.Values) {
+	t.Helper()
+	form := twiliotest.InboundParams(from, "whatsapp:"+twilioFrom, body, sid)
+	for k, v := range extra {
+		form[k] = v
+	}
+	req := twiliotest.SignedRequest(s.api.AuthToken, s.URL+"/webhook", s.URL+"/webhook", form)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("webhook: status %d", resp.StatusCode)
+	}
+}
+
+func sentBodies(msgs []twiliotest.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		out = append(out, m.Body)
+	}
+	return out
+}
+
+// A signed "echo hi" from an allowlisted WhatsApp number yields exactly one
+// message to that number, "hi"; a sender not on the list gets nothing.
+func TestWhatsAppEcho(t *testing.T) {
+	s := startTwilioServe(t)
+	s.webhook(t, "whatsapp:+15559990000", "echo intruder", nil)
+	s.webhook(t, "whatsapp:"+phoneAlice, "echo hi", nil)
+	msgs := s.api.WaitMessages(t, 1, 15*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	msgs = s.api.Messages()
+	if len(msgs) != 1 {
+		t.Fatalf("sent %q; want one message", sentBodies(msgs))
+	}
+	if m := msgs[0]; m.To != "whatsapp:"+phoneAlice || m.From != "whatsapp:"+twilioFrom || m.Body != "hi" {
+		t.Errorf("sent %+v; want hi to whatsapp:%s", m, phoneAlice)
+	}
+}
+
+// Twilio's retries carry the same MessageSid: the message runs once.
+func TestWhatsAppRetriedWebhookRunsOnce(t *testing.T) {
+	s := startTwilioServe(t)
+	for range 3 {
+		s.webhookSID(t, "SMdup0000000000000000000000000001", phoneAlice, "echo run >> runs.txt; wc -l < runs.txt", nil)
+	}
+	s.api.WaitMessages(t, 1, 15*time.Second)
+	s.webhook(t, phoneAlice, "wc -l < runs.txt", nil)
+	msgs := s.api.WaitMessages(t, 2, 15*time.Second)
+	if got := sentBodies(msgs); got[0] != "1" || got[1] != "1" {
+		t.Errorf("replies %q; want the message run once", got)
+	}
+	if m := msgs[0]; m.To != phoneAlice || m.From != twilioFrom {
+		t.Errorf("SMS reply %+v; want to %s from %s", m, phoneAlice, twilioFrom)
+	}
+}
+
+// A 4,000-character reply arrives as pages, in order, each after the
+// previous was reported sent; MORE brings the next.
+func TestWhatsAppLongReplyPaged(t *testing.T) {
+	s := startTwilioServe(t)
+	s.webhook(t, "whatsapp:"+phoneAlice, `for i in $(seq 1 130); do echo "line $i: all work and no play"; done`, nil)
+	first := s.api.WaitMessages(t, 1, 15*time.Second)[0]
+	if !strings.HasPrefix(first.Body, "line 1: ") || !strings.HasSuffix(first.Body, "Reply MORE for the rest (page 1/3)") {
+		t.Fatalf("first page: %q", first.Body)
+	}
+	s.webhook(t, "whatsapp:"+phoneAlice, "more", nil)
+	s.webhook(t, "whatsapp:"+phoneAlice, "MORE", nil)
+	msgs := s.api.WaitMessages(t, 3, 15*time.Second)
+	if !strings.HasSuffix(msgs[1].Body, "(page 2/3)") || !strings.HasSuffix(msgs[2].Body, "line 130: all work and no play\n\n(page 3/3)") {
+		t.Errorf("pages: %q", sentBodies(msgs))
+	}
+	var all string
+	for _, m := range msgs {
+		if n := len([]rune(m.Body)); n > 1600 {
+			t.Errorf("page of %d characters", n)
+		}
+		all += m.Body[:strings.LastIndex(m.Body, "\n\n")] + "\n"
+	}
+	for i := 1; i <= 130; i++ {
+		if !strings.Contains(all, fmt.Sprintf("line %d: all work and no play\n", i)) {
+			t.Fatalf("line %d missing from the pages", i)
+		}
+	}
+	for i, m := range msgs {
+		if m.StatusCallback != s.URL+"/twilio/status" {
+			t.Errorf("message %d asks for status callbacks at %q", i+1, m.StatusCallback)
+		}
+	}
+}
+
+// An image the person sends lands in their workspace's inbox, fetched from
+// Twilio by ingress with the account's credentials.
+func TestWhatsAppInboundImage(t *testing.T) {
+	s := startTwilioServe(t)
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewGray(image.Rect(0, 0, 3, 2))); err != nil {
+		t.Fatal(err)
+	}
+	mediaURL := s.api.AddMedia("image/png", buf.Bytes())
+	sid := s.webhook(t, "whatsapp:"+phoneAlice, "ls inbox; wc -c < inbox/*", url.Values{
+		"NumMedia": {"1"}, "MediaUrl0": {mediaURL}, "MediaContentType0": {"image/png"},
+	})
+	reply := s.api.WaitMessages(t, 1, 15*time.Second)[0].Body
+	want := fmt.Sprintf("%s-1.png\n%d", sid[:12], buf.Len())
+	if reply != want {
+		t.Errorf("reply %q; want %q", reply, want)
+	}
+}

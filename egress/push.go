@@ -1,0 +1,649 @@
+package egress
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/egress/internal/pages"
+)
+
+// A Sender delivers messages to the people of one channel (Twilio's
+// WhatsApp and SMS today).
+type Sender interface {
+	// Send delivers one message and returns the provider's id for it.
+	// Failures are *SendError.
+	Send(ctx context.Context, u contract.User, m Message) (string, error)
+}
+
+// Message is one message as a channel sends it: text and image URLs.
+type Message struct {
+	Body  string
+	Media []string
+}
+
+// SendError is a failed send.
+type SendError struct {
+	Err error
+	// Permanent: trying again cannot help (a validation error, a number
+	// that cannot be reached).
+	Permanent bool
+	// Code and Status are the provider's error code and HTTP status.
+	Code   int
+	Status int
+}
+
+func (e *SendError) Error() string {
+	if e.Code != 0 {
+		return fmt.Sprintf("send: code %d: %v", e.Code, e.Err)
+	}
+	return "send: " + e.Err.Error()
+}
+
+func (e *SendError) Unwrap() error { return e.Err }
+
+// Rules are what a channel allows in one message and how replies are cut.
+type Rules struct {
+	// BodyLimit is the most characters (UTF-16 code units) in one message.
+	BodyLimit int
+	// MaxMedia is the most images in one message; the first goes with the
+	// text, the rest follow in messages of their own.
+	MaxMedia int
+	// MaxImageBytes: larger images are left out, with a note.
+	MaxImageBytes int
+	// Truncate cuts long replies at TruncateAt characters instead of paging
+	// them ("Reply MORE").
+	Truncate   bool
+	TruncateAt int
+	// ProgressEvery is the least time between two progress messages to one
+	// person; in between, the latest progress waits and older ones are
+	// dropped. Every event still travels on NATS.
+	ProgressEvery time.Duration
+}
+
+func (r Rules) withDefaults(d Rules) Rules {
+	if r.BodyLimit <= 0 {
+		r.BodyLimit = d.BodyLimit
+	}
+	if r.MaxMedia <= 0 {
+		r.MaxMedia = d.MaxMedia
+	}
+	if r.MaxImageBytes <= 0 {
+		r.MaxImageBytes = d.MaxImageBytes
+	}
+	if r.TruncateAt <= 0 || r.TruncateAt > r.BodyLimit {
+		r.TruncateAt = min(1500, r.BodyLimit)
+	}
+	if r.ProgressEvery <= 0 {
+		r.ProgressEvery = 10 * time.Second
+	}
+	return r
+}
+
+// Retry bounds the tries of a send that failed for a reason that may pass.
+type Retry struct {
+	Attempts int           // tries in all; default 6
+	Base     time.Duration // first delay, doubled each time, with jitter; default 1s
+	Max      time.Duration // longest delay; default 30s
+}
+
+func (r Retry) withDefaults() Retry {
+	if r.Attempts <= 0 {
+		r.Attempts = 6
+	}
+	if r.Base <= 0 {
+		r.Base = time.Second
+	}
+	if r.Max <= 0 {
+		r.Max = 30 * time.Second
+	}
+	return r
+}
+
+// delay before try n+1: exponential with full jitter in its upper half.
+func (r Retry) delay(n int) time.Duration {
+	d := r.Base << min(n-1, 20)
+	if d > r.Max || d <= 0 {
+		d = r.Max
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// Texts of paging.
+const (
+	MsgTruncated = "\n\n[Response truncated]"
+	MsgNoMore    = "There is nothing more: that was the whole reply."
+	msgTooLarge  = "(%d image(s) too large for this channel were left out.)"
+)
+
+// pageFooter ends each page of a long reply.
+func pageFooter(i, n int) string {
+	if i == n {
+		return fmt.Sprintf("\n\n(page %d/%d)", i, n)
+	}
+	return fmt.Sprintf("\n\nReply MORE for the rest (page %d/%d)", i, n)
+}
+
+// compose cuts a reply into the messages a channel sends now, in order,
+// and the pages left for "more".
+func (r Rules) compose(text string, images []contract.Image, mediaURL func(contract.Image) string) (msgs []Message, rest []string) {
+	var urls []string
+	tooLarge := 0
+	for _, img := range images {
+		if img.Size > r.MaxImageBytes {
+			tooLarge++
+			continue
+		}
+		urls = append(urls, mediaURL(img))
+	}
+	if tooLarge > 0 {
+		text += "\n\n" + fmt.Sprintf(msgTooLarge, tooLarge)
+	}
+	first := text
+	switch {
+	case pages.Length(text) <= r.BodyLimit:
+	case r.Truncate:
+		first = pages.Truncate(text, r.TruncateAt, MsgTruncated)
+	default:
+		ps, err := pages.Split(text, r.BodyLimit, pageFooter)
+		if err != nil { // a limit too small for any footer: cut instead
+			first = pages.Truncate(text, r.BodyLimit, "")
+			break
+		}
+		first, rest = ps[0], ps[1:]
+	}
+	msg := Message{Body: first}
+	n := min(len(urls), r.MaxMedia)
+	msg.Media, urls = urls[:n], urls[n:]
+	msgs = append(msgs, msg)
+	for len(urls) > 0 {
+		n := min(len(urls), r.MaxMedia)
+		msgs = append(msgs, Message{Media: urls[:n]})
+		urls = urls[n:]
+	}
+	return msgs, rest
+}
+
+// pagesLeft is what the egress bucket keeps of a user's last long reply.
+type pagesLeft struct {
+	JobID string   `json:"job_id"`
+	Pages []string `json:"pages"`
+	// MoreSeq is the EVENTS sequence of the "more" that took the last
+	// page, so a redelivered "more" does not take another.
+	MoreSeq uint64 `json:"more_seq,omitempty"`
+}
+
+// pusher delivers one or more channels' events through Senders: per user
+// in order, one event at a time, each message once.
+type pusher struct {
+	js      jetstream.JetStream
+	kv      jetstream.KeyValue
+	log     zerolog.Logger
+	retry   Retry
+	sent    *sentWaiter // nil: do not wait for delivery status
+	mediaFn func(contract.Image) string
+
+	channels map[string]channel
+
+	mu    sync.Mutex
+	users map[string]*userQueue // by user key
+}
+
+type channel struct {
+	rules  Rules
+	sender Sender
+}
+
+// item is one event in a user's queue.
+type item struct {
+	msg jetstream.Msg
+	ev  contract.Event
+	seq uint64
+}
+
+type userQueue struct {
+	items []item // waiting, oldest first; guarded by pusher.mu
+	wake  chan struct{}
+	busy  map[uint64]bool // sequences queued or being handled
+}
+
+// run consumes every channel's events until ctx ends.
+func (p *pusher) run(ctx context.Context) error {
+	ccs := make([]jetstream.ConsumeContext, 0, len(p.channels))
+	defer func() {
+		for _, cc := range ccs {
+			cc.Stop()
+		}
+	}()
+	for name := range p.channels {
+		cons, err := p.js.CreateOrUpdateConsumer(ctx, contract.StreamEvents, contract.EgressConsumer(name))
+		if err != nil {
+			return fmt.Errorf("egress consumer %s: %w", name, err)
+		}
+		cc, err := cons.Consume(func(m jetstream.Msg) { p.route(ctx, m) },
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+				if ctx.Err() == nil {
+					p.log.Warn().Err(err).Str("channel", name).Msg("consume")
+				}
+			}))
+		if err != nil {
+			return fmt.Errorf("egress consume %s: %w", name, err)
+		}
+		ccs = append(ccs, cc)
+	}
+	heartbeat := time.NewTicker(contract.EgressAckWait / 3)
+	defer heartbeat.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			p.handBack()
+			return nil
+		case <-heartbeat.C:
+			p.keepAlive()
+		}
+	}
+}
+
+// route files one event: delivery reports settle waits at once; events
+// for the person join the user's queue; the rest is not for egress.
+func (p *pusher) route(ctx context.Context, m jetstream.Msg) {
+	md, err := m.Metadata()
+	if err != nil {
+		_ = m.Term()
+		return
+	}
+	var ev contract.Event
+	if err := contract.Decode(m.Data(), &ev); err != nil {
+		p.log.Error().Err(err).Str("subject", m.Subject()).Msg("undecodable event terminated")
+		_ = m.Term()
+		return
+	}
+	switch ev.Kind {
+	case contract.KindNotice, contract.KindProgress, contract.KindDone, contract.KindMore:
+	case contract.KindDelivery:
+		if p.sent != nil {
+			p.sent.report(ev.ProviderID, ev.Status)
+		}
+		_ = m.Ack()
+		return
+	default:
+		_ = m.Ack()
+		return
+	}
+	if _, ok := p.channels[ev.User.Channel]; !ok {
+		_ = m.Ack()
+		return
+	}
+	key := ev.User.Key()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := p.users[key]
+	if q == nil {
+		q = &userQueue{wake: make(chan struct{}, 1), busy: map[uint64]bool{}}
+		p.users[key] = q
+		go p.work(ctx, ev.User, q)
+	}
+	if q.busy[md.Sequence.Stream] {
+		return // a redelivery of an event already in hand
+	}
+	q.busy[md.Sequence.Stream] = true
+	q.items = append(q.items, item{msg: m, ev: ev, seq: md.Sequence.Stream})
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// keepAlive tells JetStream that queued events are in hand, so it does not
+// redeliver them while an earlier message of the same user is retried.
+func (p *pusher) keepAlive() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, q := range p.users {
+		for _, it := range q.items {
+			_ = it.msg.InProgress()
+		}
+	}
+}
+
+// handBack returns queued events at shutdown, for the next egress.
+func (p *pusher) handBack() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, q := range p.users {
+		for _, it := range q.items {
+			_ = it.msg.Nak()
+		}
+		q.items = nil
+	}
+}
+
+const userIdle = time.Minute
+
+// work delivers one user's events in order. Progress is coalesced: at most
+// one per Rules.ProgressEvery, the latest wins, and a reply makes any
+// waiting progress moot.
+func (p *pusher) work(ctx context.Context, u contract.User, q *userQueue) {
+	ch := p.channels[u.Channel]
+	log := p.log.With().Str("user", u.Key()).Logger()
+	var (
+		pending      *item // progress waiting for its turn
+		lastProgress time.Time
+		timer        = time.NewTimer(time.Hour)
+	)
+	timer.Stop()
+	idle := time.NewTimer(userIdle)
+	defer idle.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			if pending != nil {
+				// Acknowledged when it was put aside: a failure here loses
+				// one progress line, which the next one replaces anyway.
+				if err := p.send(ctx, log, ch, *pending); err != nil {
+					log.Warn().Err(err).Msg("progress not sent")
+				}
+				lastProgress, pending = time.Now(), nil
+			}
+			continue
+		case <-idle.C:
+			p.mu.Lock()
+			if len(q.items) == 0 && pending == nil {
+				delete(p.users, u.Key())
+				p.mu.Unlock()
+				return
+			}
+			p.mu.Unlock()
+			idle.Reset(userIdle)
+			continue
+		case <-q.wake:
+		}
+		for {
+			p.mu.Lock()
+			if len(q.items) == 0 {
+				p.mu.Unlock()
+				break
+			}
+			it := q.items[0]
+			q.items = q.items[1:]
+			p.mu.Unlock()
+
+			switch it.ev.Kind {
+			case contract.KindProgress:
+				if wait := ch.rules.ProgressEvery - time.Since(lastProgress); wait > 0 {
+					_ = it.msg.Ack() // NATS has it; the person gets the latest
+					if pending == nil {
+						timer.Reset(wait)
+					}
+					pending = &it
+				} else {
+					p.deliver(ctx, log, ch, it)
+					lastProgress = time.Now()
+				}
+			case contract.KindDone:
+				if pending != nil {
+					pending = nil
+					timer.Stop()
+				}
+				p.deliver(ctx, log, ch, it)
+			default:
+				p.deliver(ctx, log, ch, it)
+			}
+			p.mu.Lock()
+			delete(q.busy, it.seq)
+			p.mu.Unlock()
+		}
+		idle.Reset(userIdle)
+	}
+}
+
+// deliver sends one event and settles it.
+func (p *pusher) deliver(ctx context.Context, log zerolog.Logger, ch channel, it item) {
+	contract.Settle(ctx, it.msg, func(ctx context.Context, m jetstream.Msg) error {
+		return p.send(ctx, log, ch, it)
+	}, log)
+}
+
+// errUndeliverable: the provider refused a message for good; the dead
+// letter is published and the event is done with.
+var errUndeliverable = errors.New("undeliverable")
+
+func (p *pusher) send(ctx context.Context, log zerolog.Logger, ch channel, it item) error {
+	ev, u := it.ev, it.ev.User
+	var msgs []Message
+	switch ev.Kind {
+	case contract.KindDone:
+		var rest []string
+		msgs, rest = ch.rules.compose(ev.Text, ev.Images, p.mediaFn)
+		if len(rest) > 0 {
+			data, _ := json.Marshal(pagesLeft{JobID: ev.JobID, Pages: rest})
+			if _, err := p.kv.Put(ctx, pagesKey(u), data); err != nil {
+				return fmt.Errorf("store pages: %w", err)
+			}
+		} else if err := p.kv.Delete(ctx, pagesKey(u)); err != nil {
+			return fmt.Errorf("clear pages: %w", err)
+		}
+	case contract.KindMore:
+		return p.more(ctx, log, ch, it)
+	default:
+		msgs = []Message{{Body: pages.Truncate(ev.Text, ch.rules.BodyLimit, "…")}}
+	}
+	for i, m := range msgs {
+		if m.Body == "" && len(m.Media) == 0 {
+			continue
+		}
+		if err := p.sendOnce(ctx, log, ch, it, i, m); err != nil {
+			if errors.Is(err, errUndeliverable) {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// more sends the next page of the user's last long reply.
+func (p *pusher) more(ctx context.Context, log zerolog.Logger, ch channel, it item) error {
+	u := it.ev.User
+	entry, err := p.kv.Get(ctx, pagesKey(u))
+	var left pagesLeft
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
+		return fmt.Errorf("load pages: %w", err)
+	default:
+		if err := json.Unmarshal(entry.Value(), &left); err != nil {
+			log.Warn().Err(err).Msg("pages unreadable; dropped")
+		}
+	}
+	if left.MoreSeq == it.seq {
+		return nil // this "more" took its page before a restart
+	}
+	if len(left.Pages) == 0 {
+		err := p.sendOnce(ctx, log, ch, it, 0, Message{Body: MsgNoMore})
+		if errors.Is(err, errUndeliverable) {
+			return nil
+		}
+		return err
+	}
+	if err := p.sendOnce(ctx, log, ch, it, 0, Message{Body: left.Pages[0]}); err != nil && !errors.Is(err, errUndeliverable) {
+		return err
+	}
+	left.Pages, left.MoreSeq = left.Pages[1:], it.seq
+	data, _ := json.Marshal(left)
+	if _, err := p.kv.Update(ctx, pagesKey(u), data, entry.Revision()); err != nil {
+		return fmt.Errorf("store pages: %w", err)
+	}
+	return nil
+}
+
+func pagesKey(u contract.User) string { return "pages." + u.Key() }
+
+// sendOnce sends part i of an event unless an earlier delivery of the
+// event already did, retrying failures that may pass; then it waits for
+// the provider to report the message sent, if status reports are on.
+func (p *pusher) sendOnce(ctx context.Context, log zerolog.Logger, ch channel, it item, part int, m Message) error {
+	key := "sent." + it.ev.User.Key() + "." + strconv.FormatUint(it.seq, 10) + "." + strconv.Itoa(part)
+	if _, err := p.kv.Get(ctx, key); err == nil {
+		return nil
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("sent mark: %w", err)
+	}
+	log = log.With().Str("kind", string(it.ev.Kind)).Str("job_id", it.ev.JobID).Int("part", part).Logger()
+	for attempt := 1; ; attempt++ {
+		var wait <-chan string
+		id, err := ch.sender.Send(ctx, it.ev.User, m)
+		if err == nil {
+			if p.sent != nil {
+				wait = p.sent.expect(id)
+			}
+			if _, err := p.kv.Put(ctx, key, []byte(id)); err != nil {
+				log.Warn().Err(err).Str("provider_id", id).Msg("sent mark not stored; a redelivery would send again")
+			}
+			log.Info().Str("provider_id", id).Int("body_len", len(m.Body)).Int("media", len(m.Media)).Int("attempt", attempt).Msg("sent")
+			if wait != nil {
+				p.sent.await(ctx, log, it.msg, id, wait)
+			}
+			return nil
+		}
+		var se *SendError
+		if !errors.As(err, &se) {
+			se = &SendError{Err: err}
+		}
+		l := log.With().Err(se.Err).Int("code", se.Code).Int("status", se.Status).Int("attempt", attempt).Logger()
+		if hint := explainTwilio(se.Code); hint != "" {
+			l = l.With().Str("hint", hint).Logger()
+		}
+		if se.Permanent || attempt >= p.retry.Attempts {
+			l.Error().Msg("message not delivered; dead letter published")
+			dead := contract.Event{Kind: contract.KindUndelivered, User: it.ev.User, JobID: it.ev.JobID,
+				Text: m.Body, Code: se.Code, Attempts: attempt}
+			if err := contract.PublishEvent(ctx, p.js, dead, contract.MsgID(it.ev.User, strconv.FormatUint(it.seq, 10), "undelivered", strconv.Itoa(part))); err != nil {
+				return err
+			}
+			return errUndeliverable
+		}
+		d := p.retry.delay(attempt)
+		l.Warn().Dur("retry_in", d).Msg("send failed; will retry")
+		if err := sleep(ctx, it.msg, d); err != nil {
+			return err
+		}
+	}
+}
+
+// sleep waits d, keeping msg alive in JetStream meanwhile.
+func sleep(ctx context.Context, msg jetstream.Msg, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	tick := time.NewTicker(contract.EgressAckWait / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		case <-tick.C:
+			_ = msg.InProgress()
+		}
+	}
+}
+
+// sentWaiter matches delivery reports to the messages waiting for them.
+type sentWaiter struct {
+	timeout time.Duration
+	mu      sync.Mutex
+	waiting map[string]chan string // provider id → status
+	early   map[string]early       // reports that came before their waiter
+}
+
+type early struct {
+	status string
+	at     time.Time
+}
+
+func newSentWaiter(timeout time.Duration) *sentWaiter {
+	return &sentWaiter{timeout: timeout, waiting: map[string]chan string{}, early: map[string]early{}}
+}
+
+// final reports whether a status ends the wait: the message left the
+// provider, or never will.
+func final(status string) bool {
+	switch status {
+	case "sent", "delivered", "read", "failed", "undelivered", "canceled":
+		return true
+	}
+	return false
+}
+
+func (s *sentWaiter) expect(id string) <-chan string {
+	c := make(chan string, 1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.early[id]; ok {
+		delete(s.early, id)
+		c <- e.status
+		return c
+	}
+	s.waiting[id] = c
+	return c
+}
+
+func (s *sentWaiter) report(id, status string) {
+	if !final(status) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.waiting[id]; ok {
+		delete(s.waiting, id)
+		c <- status
+		return
+	}
+	now := time.Now()
+	if len(s.early) > 1000 {
+		for k, e := range s.early {
+			if now.Sub(e.at) > time.Minute {
+				delete(s.early, k)
+			}
+		}
+	}
+	s.early[id] = early{status: status, at: now}
+}
+
+func (s *sentWaiter) await(ctx context.Context, log zerolog.Logger, msg jetstream.Msg, id string, c <-chan string) {
+	t := time.NewTimer(s.timeout)
+	defer t.Stop()
+	tick := time.NewTicker(contract.EgressAckWait / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case st := <-c:
+			if st == "failed" || st == "undelivered" {
+				log.Warn().Str("provider_id", id).Str("status", st).Msg("provider could not deliver the message")
+			}
+			return
+		case <-t.C:
+			s.mu.Lock()
+			delete(s.waiting, id)
+			s.mu.Unlock()
+			log.Warn().Str("provider_id", id).Dur("waited", s.timeout).Msg("no status callback in time; sending on (is PUBLIC_URL reachable by Twilio?)")
+			return
+		case <-tick.C:
+			_ = msg.InProgress()
+		case <-ctx.Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	twilio "github.com/twilio/twilio-go"
+	"github.com/twilio/twilio-go/client"
+	openapi "github.com/twilio/twilio-go/rest/api/v2010"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// Twilio configures delivery to WhatsApp and SMS through Twilio's Messages
+// API.
+type Twilio struct {
+	// AccountSID and AuthToken authenticate (TWILIO_ACCOUNT_SID,
+	// TWILIO_AUTH_TOKEN).
+	AccountSID string
+	AuthToken  string
+	// From is the sending number in E.164 (TWILIO_PHONE_NUMBER); on
+	// WhatsApp it is sent as whatsapp:<From>.
+	From string
+	// MessagingServiceSID sends through a Messaging Service instead of From.
+	MessagingServiceSID string
+	// APIURL replaces https://api.twilio.com (tests, proxies).
+	APIURL string
+	// PublicURL is where Twilio fetches images and posts status callbacks.
+	PublicURL string
+	// StatusCallbacks asks Twilio for status callbacks and sends a person's
+	// next message only once the previous one is sent (Twilio does not
+	// keep consecutive messages in order by itself).
+	StatusCallbacks bool
+	// SentWait bounds the wait for a status callback; then the next
+	// message goes anyway.
+	SentWait time.Duration
+	// Rules of the WhatsApp and SMS channels; zero values take defaults.
+	WhatsApp Rules
+	SMS      Rules
+	// Retry of failed sends.
+	Retry Retry
+}
+
+// Twilio's limits.
+const (
+	twilioBodyLimit      = 1600
+	twilioWhatsAppImage  = 5 << 20
+	twilioMMSImage       = 1 << 20
+	twilioMMSMedia       = 10
+	twilioCodeRateLimit  = 20429
+	twilioCodeOutOfReply = 63016 // outside WhatsApp's 24-hour customer service window
+)
+
+func (t *Twilio) validate() error {
+	if t.AccountSID == "" || t.AuthToken == "" {
+		return errors.New("twilio: TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN are required")
+	}
+	if t.From == "" && t.MessagingServiceSID == "" {
+		return errors.New("twilio: set TWILIO_PHONE_NUMBER (or a Messaging Service SID) to send from")
+	}
+	if t.From != "" {
+		if _, err := contract.PhoneUser(contract.ChannelSMS, t.From); err != nil {
+			return fmt.Errorf("twilio: TWILIO_PHONE_NUMBER=%q: want E.164 like +15551234567", t.From)
+		}
+	}
+	if t.APIURL != "" {
+		if u, err := url.Parse(t.APIURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return fmt.Errorf("twilio: TEXTSLASH_TWILIO_API_URL=%q: want http(s)://host[:port]", t.APIURL)
+		}
+	}
+	if u, err := url.Parse(t.PublicURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("twilio: PUBLIC_URL=%q: want the https://host Twilio reaches textslash at (for images and status callbacks)", t.PublicURL)
+	}
+	t.PublicURL = strings.TrimSuffix(t.PublicURL, "/")
+	if t.SentWait <= 0 {
+		t.SentWait = 15 * time.Second
+	}
+	t.WhatsApp = t.WhatsApp.withDefaults(Rules{BodyLimit: twilioBodyLimit, MaxMedia: 1, MaxImageBytes: twilioWhatsAppImage})
+	t.SMS = t.SMS.withDefaults(Rules{BodyLimit: twilioBodyLimit, MaxMedia: twilioMMSMedia, MaxImageBytes: twilioMMSImage})
+	t.Retry = t.Retry.withDefaults()
+	return nil
+}
+
+// twilioSender sends through Twilio's Messages API with twilio-go.
+type twilioSender struct {
+	cfg Twilio
+	api *openapi.ApiService
+	// prefix of addresses on this channel: "whatsapp:" or "".
+	prefix string
+}
+
+func newTwilioAPI(cfg Twilio) *openapi.ApiService {
+	hc := &http.Client{
+		Timeout:       15 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	if cfg.APIURL != "" {
+		base, _ := url.Parse(cfg.APIURL) // checked by validate
+		hc.Transport = rebase{base: base, next: http.DefaultTransport}
+	}
+	c := &client.Client{Credentials: client.NewCredentials(cfg.AccountSID, cfg.AuthToken), HTTPClient: hc}
+	c.SetAccountSid(cfg.AccountSID)
+	return twilio.NewRestClientWithParams(twilio.ClientParams{Client: c}).Api
+}
+
+// rebase sends requests meant for Twilio's API hosts to another base URL:
+// twilio-go has no setting for it.
+type rebase struct {
+	base *url.URL
+	next http.RoundTripper
+}
+
+func (r rebase) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.URL.Scheme, req.URL.Host = r.base.Scheme, r.base.Host
+	req.URL.Path = strings.TrimSuffix(r.base.Path, "/") + req.URL.Path
+	req.Host = r.base.Host
+	return r.next.RoundTrip(req)
+}
+
+// Send creates one message. twilio-go takes no context: the HTTP client's
+// timeout bounds the call.
+func (s *twilioSender) Send(_ context.Context, u contract.User, m Message) (string, error) {
+	to, ok := u.Phone()
+	if !ok {
+		return "", &SendError{Err: fmt.Errorf("user %s has no phone number", u), Permanent: true}
+	}
+	p := &openapi.CreateMessageParams{}
+	p.SetTo(s.prefix + to)
+	if s.cfg.MessagingServiceSID != "" {
+		p.SetMessagingServiceSid(s.cfg.MessagingServiceSID)
+	} else {
+		p.SetFrom(s.prefix + s.cfg.From)
+	}
+	if m.Body != "" {
+		p.SetBody(m.Body)
+	}
+	if len(m.Media) > 0 {
+		p.SetMediaUrl(m.Media)
+	}
+	if s.cfg.StatusCallbacks {
+		p.SetStatusCallback(s.cfg.PublicURL + StatusCallbackPath)
+	}
+	resp, err := s.api.CreateMessage(p)
+	if err != nil {
+		return "", twilioError(err)
+	}
+	if resp.Sid == nil {
+		return "", &SendError{Err: errors.New("twilio answered without a message sid")}
+	}
+	return *resp.Sid, nil
+}
+
+// StatusCallbackPath is where ingress takes Twilio's status callbacks.
+const StatusCallbackPath = "/twilio/status"
+
+// twilioError classifies a failed create: rate limits, server errors and
+// network failures are worth another try; validation errors are not.
+func twilioError(err error) *SendError {
+	var te *client.TwilioRestError
+	if errors.As(err, &te) {
+		se := &SendError{Err: err, Code: te.Code, Status: te.Status}
+		se.Permanent = !(te.Status == http.StatusTooManyRequests || te.Code == twilioCodeRateLimit || te.Status >= 500)
+		return se
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
+		return &SendError{Err: err}
+	}
+	// twilio-go could not decode an error answer (a proxy's 502 page, say):
+	// transient as far as anyone can tell.
+	return &SendError{Err: err}
+}
+
+// explain turns a Twilio error code into what an operator should know.
+func explainTwilio(code int) string {
+	switch code {
+	case twilioCodeOutOfReply:
+		return "outside WhatsApp's 24-hour window: the person must message first (or send a template)"
+	case 21211:
+		return "invalid To number"
+	case 21408, 21612:
+		return "this number cannot be reached from the sending number"
+	case 21610:
+		return "the person replied STOP"
+	case 21617:
+		return "body too long"
+	case 20003:
+		return "authentication failed: check TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN"
+	}
+	return ""
+}

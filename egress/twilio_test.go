@@ -1,0 +1,342 @@
+package egress_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/twiliotest"
+)
+
+const from = "+15550000000"
+
+var (
+	alice = contract.User{Channel: contract.ChannelWhatsApp, ID: "15551230001"}
+	bob   = contract.User{Channel: contract.ChannelSMS, ID: "15551230002"}
+)
+
+type harness struct {
+	t   *testing.T
+	js  jetstream.JetStream
+	api *twiliotest.API
+	n   int
+}
+
+func testLog(t *testing.T) zerolog.Logger {
+	if testing.Verbose() {
+		return zerolog.New(zerolog.NewTestWriter(t))
+	}
+	return zerolog.New(io.Discard)
+}
+
+// start runs egress against a fake Twilio API; cfg's zero fields get test
+// values (fast retries).
+func start(t *testing.T, cfg egress.Twilio) *harness {
+	t.Helper()
+	ns := natstest.RunJetStream(t)
+	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, js: ns.JS, api: twiliotest.NewAPI(t)}
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = "https://pub.example.com"
+	}
+	cfg.AccountSID, cfg.AuthToken, cfg.APIURL, cfg.From = h.api.AccountSID, h.api.AuthToken, h.api.URL, from
+	if cfg.Retry.Base == 0 {
+		cfg.Retry = egress.Retry{Attempts: 4, Base: 10 * time.Millisecond, Max: 50 * time.Millisecond}
+	}
+	h.run(cfg)
+	return h
+}
+
+func (h *harness) run(cfg egress.Twilio) {
+	h.t.Helper()
+	e, err := egress.New(egress.Config{Twilio: &cfg}, h.js, testLog(h.t))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	h.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			h.t.Errorf("egress: %v", err)
+		}
+	})
+}
+
+// publish puts an event on EVENTS as the dispatcher or runner would.
+func (h *harness) publish(ev contract.Event) {
+	h.t.Helper()
+	h.n++
+	if ev.JobID == "" {
+		ev.JobID = fmt.Sprintf("m%d", h.n)
+	}
+	if err := contract.PublishEvent(h.t.Context(), h.js, ev, fmt.Sprintf("test-%d", h.n)); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func bodies(msgs []twiliotest.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		out = append(out, m.Body)
+	}
+	return out
+}
+
+func TestReply(t *testing.T) {
+	h := start(t, egress.Twilio{})
+	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: "hi", Status: contract.StatusOK})
+	h.publish(contract.Event{Kind: contract.KindNotice, User: bob, Text: "Got it, I'll process this next."})
+	h.publish(contract.Event{Kind: contract.KindState, User: alice, From: "working", To: "idle"})
+	h.publish(contract.Event{Kind: contract.KindStarted, User: alice, Text: "echo hi"})
+	msgs := h.api.WaitMessages(t, 2, 5*time.Second)
+	slices.SortFunc(msgs, func(a, b twiliotest.Message) int { return strings.Compare(a.To, b.To) })
+	if m := msgs[0]; m.To != "+15551230002" || m.From != from || m.Body != "Got it, I'll process this next." {
+		t.Errorf("sms: %+v", m)
+	}
+	if m := msgs[1]; m.To != "whatsapp:+15551230001" || m.From != "whatsapp:"+from || m.Body != "hi" || len(m.MediaURLs) != 0 {
+		t.Errorf("whatsapp: %+v", m)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := len(h.api.Messages()); n != 2 {
+		t.Errorf("%d messages; want 2 (state and started events are not sent)", n)
+	}
+}
+
+func TestImagesOnePerMessage(t *testing.T) {
+	h := start(t, egress.Twilio{})
+	images := []contract.Image{{ID: "a1", ContentType: "image/jpeg", Size: 10}, {ID: "a2", ContentType: "image/png", Size: 10}, {ID: "a3", ContentType: "image/jpeg", Size: 10}}
+	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: "three shots", Images: images, Status: contract.StatusOK})
+	msgs := h.api.WaitMessages(t, 3, 5*time.Second)
+	want := [][]string{
+		{"https://pub.example.com/media/a1.jpeg"}, {"https://pub.example.com/media/a2.png"}, {"https://pub.example.com/media/a3.jpeg"},
+	}
+	for i, m := range msgs {
+		if !slices.Equal(m.MediaURLs, want[i]) {
+			t.Errorf("message %d media %q; want %q", i+1, m.MediaURLs, want[i])
+		}
+	}
+	if got := bodies(msgs); !slices.Equal(got, []string{"three shots", "", ""}) {
+		t.Errorf("bodies %q", got)
+	}
+}
+
+// A long reply arrives as pages, in order; "more" sends the next.
+func TestPagingWithMore(t *testing.T) {
+	h := start(t, egress.Twilio{})
+	var b strings.Builder
+	for i := 0; b.Len() < 4000; i++ {
+		fmt.Fprintf(&b, "line %d of a long reply 👍🏽\n", i)
+	}
+	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: b.String(), Status: contract.StatusOK})
+	got := h.api.WaitMessages(t, 1, 5*time.Second)
+	if !strings.HasSuffix(got[0].Body, "Reply MORE for the rest (page 1/3)") {
+		t.Fatalf("first page ends %q", got[0].Body[len(got[0].Body)-50:])
+	}
+	for range 3 {
+		h.publish(contract.Event{Kind: contract.KindMore, User: alice})
+	}
+	got = h.api.WaitMessages(t, 4, 5*time.Second)
+	if !strings.HasSuffix(got[1].Body, "(page 2/3)") || !strings.HasSuffix(got[2].Body, "(page 3/3)") || got[3].Body != egress.MsgNoMore {
+		t.Errorf("pages: %q", bodies(got))
+	}
+	var joined string
+	for _, m := range got[:3] {
+		body := m.Body[:strings.LastIndex(m.Body, "\n\n")]
+		joined += body + "\n"
+	}
+	if strings.Join(strings.Fields(joined), " ") != strings.Join(strings.Fields(b.String()), " ") {
+		t.Errorf("pages do not add up to the reply")
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	h := start(t, egress.Twilio{WhatsApp: egress.Rules{Truncate: true}})
+	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: strings.Repeat("word ", 1000), Status: contract.StatusOK})
+	m := h.api.WaitMessages(t, 1, 5*time.Second)[0]
+	if len(m.Body) > 1500 || !strings.HasSuffix(m.Body, egress.MsgTruncated) {
+		t.Errorf("body of %d bytes ends %q", len(m.Body), m.Body[len(m.Body)-30:])
+	}
+}
+
+// One user's messages go out one at a time, in order, even when Twilio
+// makes some wait.
+func TestOrderPerUser(t *testing.T) {
+	h := start(t, egress.Twilio{})
+	h.api.FailNext(2, 429, 20429)
+	var want []string
+	for i := range 8 {
+		want = append(want, fmt.Sprintf("notice %d", i))
+		h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: want[i]})
+	}
+	if got := bodies(h.api.WaitMessages(t, 8, 10*time.Second)); !slices.Equal(got, want) {
+		t.Errorf("order: got %q; want %q", got, want)
+	}
+}
+
+func TestRetries(t *testing.T) {
+	tests := []struct {
+		name         string
+		status, code int
+		fails        int
+		wantSent     bool
+		wantAttempts int
+	}{
+		{"rate limited, then sent", 429, 20429, 2, true, 3},
+		{"server error, then sent", 503, 20500, 1, true, 2},
+		{"server errors past the bound", 500, 20500, 4, false, 4},
+		{"validation error: no retry", 400, 21211, 1, false, 1},
+		{"outside the 24-hour window: no retry", 400, 63016, 1, false, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := start(t, egress.Twilio{})
+			h.api.FailNext(tt.fails, tt.status, tt.code)
+			h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: "hello"})
+			h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: "next"})
+			msgs := h.api.WaitMessages(t, map[bool]int{true: 2, false: 1}[tt.wantSent], 10*time.Second)
+			if got := h.api.Attempts(); got != tt.wantAttempts+1 {
+				t.Errorf("attempts: got %d; want %d for the first message and 1 for the next", got, tt.wantAttempts)
+			}
+			if tt.wantSent {
+				return
+			}
+			if msgs[0].Body != "next" {
+				t.Errorf("after the dead letter: got %q; want the next message", msgs[0].Body)
+			}
+			dead := h.undelivered()
+			if len(dead) != 1 || dead[0].Code != tt.code || dead[0].Attempts != tt.wantAttempts || dead[0].Text != "hello" {
+				t.Errorf("dead letters: %+v", dead)
+			}
+		})
+	}
+}
+
+func (h *harness) undelivered() []contract.Event {
+	h.t.Helper()
+	var out []contract.Event
+	natstest.CheckFor(h.t, 5*time.Second, 20*time.Millisecond, func() error {
+		out = nil
+		s, err := h.js.Stream(h.t.Context(), contract.StreamEvents)
+		if err != nil {
+			return err
+		}
+		m, err := s.GetLastMsgForSubject(h.t.Context(), contract.AllEvents(contract.KindUndelivered))
+		if err != nil {
+			return err
+		}
+		var ev contract.Event
+		if err := contract.Decode(m.Data, &ev); err != nil {
+			return err
+		}
+		out = append(out, ev)
+		return nil
+	})
+	return out
+}
+
+// Progress reaches a WhatsApp user at most once per interval, latest first;
+// the reply makes waiting progress moot.
+func TestProgressCoalesced(t *testing.T) {
+	h := start(t, egress.Twilio{WhatsApp: egress.Rules{ProgressEvery: 400 * time.Millisecond}})
+	for i := 1; i <= 10; i++ {
+		h.publish(contract.Event{Kind: contract.KindProgress, User: alice, Text: fmt.Sprintf("step %d", i)})
+	}
+	got := bodies(h.api.WaitMessages(t, 2, 5*time.Second))
+	if !slices.Equal(got, []string{"step 1", "step 10"}) {
+		t.Errorf("progress: got %q; want step 1, then the latest", got)
+	}
+	h.publish(contract.Event{Kind: contract.KindProgress, User: alice, Text: "step 11"})
+	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: "finished", Status: contract.StatusOK})
+	got = bodies(h.api.WaitMessages(t, 3, 5*time.Second))
+	time.Sleep(600 * time.Millisecond)
+	if got = bodies(h.api.Messages()); !slices.Equal(got, []string{"step 1", "step 10", "finished"}) {
+		t.Errorf("after the reply: got %q; want the stale progress dropped", got)
+	}
+}
+
+// A redelivered event is not sent again: egress remembers what it sent.
+func TestRedeliveryNotResent(t *testing.T) {
+	h := start(t, egress.Twilio{})
+	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: "once", Status: contract.StatusOK,
+		Images: []contract.Image{{ID: "a1", ContentType: "image/jpeg", Size: 1}, {ID: "a2", ContentType: "image/jpeg", Size: 1}}})
+	h.api.WaitMessages(t, 2, 5*time.Second)
+	// A fresh consumer delivers every event again, as after a lost ack.
+	name := contract.EgressConsumer(contract.ChannelWhatsApp).Durable
+	natstest.CheckFor(t, 5*time.Second, 50*time.Millisecond, func() error {
+		return h.js.DeleteConsumer(t.Context(), contract.StreamEvents, name)
+	})
+	h.run(egress.Twilio{AccountSID: h.api.AccountSID, AuthToken: h.api.AuthToken, APIURL: h.api.URL, From: from, PublicURL: "https://pub.example.com"})
+	h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: "after"})
+	got := bodies(h.api.WaitMessages(t, 3, 5*time.Second))
+	time.Sleep(300 * time.Millisecond)
+	if got = bodies(h.api.Messages()); !slices.Equal(got, []string{"once", "", "after"}) {
+		t.Errorf("messages: got %q; want each sent once", got)
+	}
+}
+
+// With status callbacks on, a user's next message waits until Twilio says
+// the previous one was sent.
+func TestWaitsForSent(t *testing.T) {
+	ns := natstest.RunJetStream(t)
+	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	api := twiliotest.NewAPI(t)
+	// Stands in for ingress: status callbacks become delivery events.
+	var mu sync.Mutex
+	sentAt := map[string]time.Time{}
+	cb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		u, err := contract.PhoneUser(contract.ChannelWhatsApp, r.Form.Get("To"))
+		if err != nil {
+			t.Errorf("callback To %q", r.Form.Get("To"))
+			return
+		}
+		if r.Form.Get("MessageStatus") == "sent" {
+			mu.Lock()
+			sentAt[r.Form.Get("MessageSid")] = time.Now()
+			mu.Unlock()
+		}
+		ev := contract.Event{Kind: contract.KindDelivery, User: u, ProviderID: r.Form.Get("MessageSid"), Status: r.Form.Get("MessageStatus")}
+		_ = contract.PublishEvent(r.Context(), ns.JS, ev, r.Form.Get("MessageSid")+r.Form.Get("MessageStatus"))
+	}))
+	t.Cleanup(cb.Close)
+	h := &harness{t: t, js: ns.JS, api: api}
+	h.run(egress.Twilio{AccountSID: api.AccountSID, AuthToken: api.AuthToken, APIURL: api.URL, From: from,
+		PublicURL: cb.URL, StatusCallbacks: true, SentWait: 5 * time.Second})
+	for i := range 3 {
+		h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: fmt.Sprint(i)})
+	}
+	msgs := api.WaitMessages(t, 3, 10*time.Second)
+	for i, m := range msgs {
+		if m.StatusCallback != cb.URL+egress.StatusCallbackPath {
+			t.Errorf("message %d status callback %q", i, m.StatusCallback)
+		}
+		mu.Lock()
+		prev, ok := time.Time{}, true
+		if i > 0 {
+			prev, ok = sentAt[msgs[i-1].SID]
+		}
+		mu.Unlock()
+		if !ok || m.At.Before(prev) {
+			t.Errorf("message %d created before message %d was reported sent", i+1, i)
+		}
+	}
+}
