@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
@@ -32,8 +33,17 @@ import (
 	"github.com/textslash/textslash/runner"
 )
 
+// defaultMemoryLimit is the Go heap's soft limit unless GOMEMLIMIT says
+// otherwise: under a burst of messages the heap would otherwise double
+// past 100 MB before collecting; with it the GC runs earlier, at no
+// measurable cost in throughput.
+const defaultMemoryLimit = 80 << 20
+
 func serve(args []string, stdout, stderr io.Writer) int {
 	started := time.Now()
+	if _, ok := os.LookupEnv("GOMEMLIMIT"); !ok {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
 	cfg, err := parseConfig(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
