@@ -44,4 +44,10 @@ type Result struct {
 	CostUSD   float64 // what the model calls cost, when known
 	SessionID string  // the agent's session, when it has one
 	Truncated bool    // output went past OutputCap and was cut
+	// Approval: the agent asked for the person's approval of its changes
+	// (it printed ::approval::).
+	Approval bool
+	// Screenshots are image paths the agent reported
+	// (SCREENSHOT_CAPTURED:<path>), as printed; the runner checks them.
+	Screenshots []string
 }
