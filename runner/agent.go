@@ -26,6 +26,9 @@ type Run struct {
 	// fetched.
 	Attachments []string
 	Unfetched   int
+	// SessionID is the agent session to continue (the user's last), or
+	// empty for a new one.
+	SessionID string
 	// Command prepares a program to run in Dir as the agent's OS user, in its
 	// own process group, with the agent's environment; cancelling ctx ends
 	// the whole group. Agents must start every program through it, and

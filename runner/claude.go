@@ -53,9 +53,29 @@ func (c *Claude) Run(ctx context.Context, r *Run) (Result, error) {
 	if bin == "" {
 		bin = "claude"
 	}
+	res, err := c.run(ctx, r, bin, r.SessionID)
+	if err != nil && r.SessionID != "" && !res.started && ctx.Err() == nil {
+		// The session is gone (another machine, a wiped home): start anew
+		// rather than fail the person's message.
+		res, err = c.run(ctx, r, bin, "")
+	}
+	return res.Result, err
+}
+
+// claudeResult is a Result and whether the CLI got as far as starting a
+// conversation.
+type claudeResult struct {
+	Result
+	started bool
+}
+
+func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeResult, error) {
 	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"}
 	if c.AppendSystemPrompt != "" {
 		args = append(args, "--append-system-prompt", c.AppendSystemPrompt)
+	}
+	if session != "" {
+		args = append(args, "--resume", session)
 	}
 	cmd := r.Command(ctx, bin, args...)
 	cmd.Stdin = strings.NewReader(prompt(r))
@@ -69,13 +89,13 @@ func (c *Claude) Run(ctx context.Context, r *Run) (Result, error) {
 	cmd.Stdout = lines
 
 	if err := cmd.Start(); err != nil {
-		return Result{ExitCode: -1}, fmt.Errorf("claude: %w", err)
+		return claudeResult{Result: Result{ExitCode: -1}}, fmt.Errorf("claude: %w", err)
 	}
 	_ = cmd.Wait() // the exit code is read from cmd.ProcessState
 	endGroup(cmd)
 	lines.flush()
 
-	res := st.result()
+	res := claudeResult{Result: st.result(), started: st.started}
 	res.ExitCode = exitCode(cmd) // also right when something it started kept the output open
 	switch {
 	case ctx.Err() != nil:
@@ -103,6 +123,7 @@ type claudeStream struct {
 	cost      float64
 	sessionID string
 	truncated bool
+	started   bool // the CLI began a conversation (its system init line came)
 }
 
 func (s *claudeStream) handle(line []byte) {
@@ -116,6 +137,8 @@ func (s *claudeStream) handle(line []byte) {
 		}
 	}
 	switch ev.Type {
+	case "system":
+		s.started = true
 	case "assistant":
 		for _, tc := range ev.Tools {
 			if s.progress != nil {

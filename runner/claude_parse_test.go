@@ -188,7 +188,7 @@ func TestStreamResult(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, done, progress := feed(t, tt.cap, tt.lines...)
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("result = %+v; want %+v", got, tt.want)
 			}
 			if done != tt.wantDone {

@@ -173,3 +173,22 @@ func TestClaudeMissingBinary(t *testing.T) {
 		t.Errorf("ExitCode = %d; want -1", res.ExitCode)
 	}
 }
+
+// A session that cannot be resumed (its files are gone) does not fail the
+// person's message: the run starts a new session.
+func TestClaudeLostSessionStartsAnew(t *testing.T) {
+	bin := claudetest.Binary(t)
+	m := claudetest.NewModel(t, claudetest.Text("A fresh start."))
+	claudetest.Setenv(t, m)
+	r, _ := claudeRun(t, "hello again")
+	r.SessionID = "4f1c2b8e-0000-4000-8000-000000000000"
+	ctx, cancel := context.WithTimeout(t.Context(), claudeTimeout)
+	defer cancel()
+	res, err := (&Claude{Bin: bin}).Run(ctx, r)
+	if err != nil {
+		t.Fatalf("Run: %v (result %+v)", err, res)
+	}
+	if res.Text != "A fresh start." || res.SessionID == "" || res.SessionID == r.SessionID {
+		t.Errorf("result %+v; want the reply in a new session", res)
+	}
+}

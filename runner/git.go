@@ -2,7 +2,9 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 
 	"github.com/textslash/textslash/contract"
@@ -59,7 +61,13 @@ func (gitAction) Run(ctx context.Context, r *Run) (Result, error) {
 		if _, err := git("commit", "-q", "-m", "Changes approved from textslash"); err != nil {
 			return Result{}, err
 		}
-		return Result{Text: fmt.Sprintf("Committed the changes to %d file(s) on branch %s.", files, branch)}, nil
+		text := fmt.Sprintf("Committed the changes to %d file(s) on branch %s.", files, branch)
+		if url, err := pullRequest(ctx, r, git, branch); err != nil {
+			text += " No pull request: " + err.Error() + "."
+		} else {
+			text += " Pull request: " + url
+		}
+		return Result{Text: text}, nil
 	}
 	return Result{}, fmt.Errorf("unknown action %q", r.Job.Action)
 }
@@ -69,4 +77,36 @@ func shortID(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+// pullRequest pushes branch to origin and opens a pull request with the
+// GitHub CLI, when it is installed and logged in (as the agent user, in
+// its home: gh auth login). The error says, for the person, why not.
+func pullRequest(ctx context.Context, r *Run, git func(...string) (string, error), branch string) (string, error) {
+	if _, err := exec.LookPath("gh"); err != nil {
+		return "", errors.New("the GitHub CLI (gh) is not installed")
+	}
+	if _, err := git("remote", "get-url", "origin"); err != nil {
+		return "", errors.New("the repository has no origin remote")
+	}
+	gh := func(args ...string) (string, error) {
+		cmd := r.Command(ctx, "gh", args...)
+		out := &cappedBuffer{max: 64 << 10}
+		cmd.Stdout, cmd.Stderr = out, out
+		err := cmd.Run()
+		endGroup(cmd)
+		return strings.TrimSpace(out.buf.String()), err
+	}
+	if _, err := gh("auth", "status"); err != nil {
+		return "", errors.New("gh is not logged in")
+	}
+	if _, err := git("push", "-q", "-u", "origin", branch); err != nil {
+		return "", errors.New("the push to origin failed")
+	}
+	out, err := gh("pr", "create", "--fill", "--head", branch)
+	if err != nil {
+		return "", errors.New("gh pr create failed")
+	}
+	lines := strings.Split(out, "\n")
+	return lines[len(lines)-1], nil
 }

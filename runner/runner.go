@@ -34,12 +34,14 @@ const (
 	MsgInterrupted = "textslash restarted while working on this, so it was stopped. Send it again if you still need it."
 	MsgNoOutput    = "(no output)"
 	MsgCancelled   = "Stopped."
+	MsgApprove     = "Reply approve to keep the changes (committed on a branch), or reject to discard them."
 )
 
 // Config of the runner.
 type Config struct {
-	// Agent is "shell" or "claude"; empty picks claude when its binary is
-	// found, else shell.
+	// Agent is "shell", "claude", or any other command line, run as the
+	// agent with bash -c (see Command); empty picks claude when its binary
+	// is found, else shell.
 	Agent string
 	// ClaudeBin is the Claude Code binary; empty looks up "claude" in PATH.
 	ClaudeBin string
@@ -54,6 +56,9 @@ type Config struct {
 	Timeout time.Duration
 	// OutputCap is the most output kept of one run.
 	OutputCap int
+	// Heartbeat: a run with no progress for this long reports that it is
+	// still going ("Still running `npm test`, 4m12s"). Default 60s.
+	Heartbeat time.Duration
 }
 
 func (c *Config) defaults() {
@@ -71,6 +76,9 @@ func (c *Config) defaults() {
 	}
 	if c.Workspaces == "" {
 		c.Workspaces = "workspaces"
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = time.Minute
 	}
 }
 
@@ -123,11 +131,10 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error
 		if claudeBin != "" && (os.Geteuid() != 0 || r.user != nil) {
 			r.cfg.Agent = AgentClaude
 		}
-	case AgentShell, AgentClaude:
-	default:
-		return nil, fmt.Errorf("TEXTSLASH_AGENT: %q is not an agent (shell or claude)", cfg.Agent)
 	}
 	switch r.cfg.Agent {
+	default:
+		r.agent = Command{Line: r.cfg.Agent}
 	case AgentShell:
 		r.agent = Shell{}
 	case AgentClaude:
@@ -137,12 +144,12 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error
 		if os.Geteuid() == 0 && r.user == nil {
 			return nil, errors.New("TEXTSLASH_AGENT=claude as root: Claude Code refuses to run as root; set TEXTSLASH_AGENT_USER to an unprivileged user")
 		}
-		r.agent = &Claude{Bin: claudeBin}
+		r.agent = &Claude{Bin: claudeBin, AppendSystemPrompt: SystemPrompt}
 	}
 	return r, nil
 }
 
-// AgentName is the agent in use ("shell" or "claude").
+// AgentName is the agent in use: "shell", "claude" or the command line.
 func (r *Runner) AgentName() string { return r.cfg.Agent }
 
 // Run takes jobs until ctx ends. Runs still going then are stopped and
@@ -215,7 +222,10 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	log := zerolog.Ctx(ctx).With().Str("user", u.Key()).Str("job_id", job.ID).Logger()
 	done := contract.Event{Kind: contract.KindDone, User: u, JobID: job.ID}
 
-	stopBeat := heartbeat(msg, contract.JobAckWait/3)
+	// Tell JetStream the job is in hand, so a long run is not redelivered;
+	// a crashed runner stops telling, and the job is redelivered after
+	// the consumer's AckWait.
+	stopBeat := every(contract.JobAckWait/3, func() { _ = msg.InProgress() })
 	defer stopBeat()
 	// One run per user in this process, even while a cancelled one is
 	// still being stopped.
@@ -264,26 +274,58 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	}
 
 	attachments, unfetched := r.attach(runCtx, log, job, dir)
+	session := ""
+	if !job.NewSession && job.Action == "" {
+		session = readSession(home)
+	}
 
 	runCtx, cancel := context.WithTimeout(runCtx, r.cfg.Timeout)
 	defer cancel()
-	var progressN int
+	var (
+		progressMu   sync.Mutex
+		progressN    int
+		lastProgress = time.Now()
+		lastLine     = quote(job)
+	)
+	publishProgress := func(line string) {
+		progressMu.Lock()
+		progressN++
+		n := progressN
+		progressMu.Unlock()
+		ev := contract.Event{Kind: contract.KindProgress, User: u, JobID: job.ID, Text: line}
+		if err := contract.PublishEvent(ctx, r.js, ev, contract.MsgID(u, job.ID, "progress", fmt.Sprint(n))); err != nil {
+			log.Warn().Err(err).Msg("progress event")
+		}
+	}
+	start := time.Now()
+	stopAlive := every(r.cfg.Heartbeat/4, func() {
+		progressMu.Lock()
+		quiet := time.Since(lastProgress) >= r.cfg.Heartbeat
+		if quiet {
+			lastProgress = time.Now()
+		}
+		line := lastLine
+		progressMu.Unlock()
+		if quiet {
+			publishProgress(fmt.Sprintf("Still working (%s): %s", time.Since(start).Round(time.Second), line))
+		}
+	})
+	defer stopAlive()
 	run := &Run{
 		Job:         job,
 		Dir:         dir,
 		Attachments: attachments,
 		Unfetched:   unfetched,
-		Command:     commandFunc(dir, home, r.user, r.cfg.Agent == AgentClaude),
+		SessionID:   session,
+		Command:     commandFunc(dir, home, r.user, r.cfg.Agent != AgentShell),
 		OutputCap:   r.cfg.OutputCap,
 		Progress: func(line string) {
-			progressN++
-			ev := contract.Event{Kind: contract.KindProgress, User: u, JobID: job.ID, Text: line}
-			if err := contract.PublishEvent(ctx, r.js, ev, contract.MsgID(u, job.ID, "progress", fmt.Sprint(progressN))); err != nil {
-				log.Warn().Err(err).Msg("progress event")
-			}
+			progressMu.Lock()
+			lastProgress, lastLine = time.Now(), strings.TrimSuffix(line, "…")
+			progressMu.Unlock()
+			publishProgress(line)
 		},
 	}
-	start := time.Now()
 	agent, name := r.agent, r.cfg.Agent
 	if job.Action != "" {
 		agent, name = gitAction{}, "git "+job.Action
@@ -312,6 +354,21 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		done.Status = contract.StatusOK
 		if done.Text == "" {
 			done.Text = MsgNoOutput
+		}
+	}
+	if res.SessionID != "" && job.Action == "" {
+		if err := writeSession(home, res.SessionID); err != nil {
+			log.Warn().Err(err).Msg("session not saved; the next message starts a new one")
+		}
+	}
+	if job.Action == "" && done.Status == contract.StatusOK {
+		changes, err := pendingChanges(runCtx, run)
+		if err != nil {
+			log.Warn().Err(err).Msg("could not look for changes to approve")
+		}
+		if changes != "" || res.Approval {
+			done.Approval = true
+			done.Text = joinText(done.Text, changes+MsgApprove)
 		}
 	}
 	log.Info().Str("status", done.Status).Int("exit_code", done.ExitCode).Int64("duration_ms", done.DurationMS).
@@ -413,17 +470,15 @@ func (r *Runner) publishDone(ctx context.Context, done contract.Event) error {
 	return contract.PublishEvent(ctx, r.js, done, contract.MsgID(done.User, done.JobID, "done"))
 }
 
-// heartbeat tells JetStream the job is still being worked on, so a long
-// run is not redelivered; a crashed runner stops beating and the job is
-// redelivered after the consumer's AckWait.
-func heartbeat(msg jetstream.Msg, every time.Duration) (stop func()) {
-	t := time.NewTicker(every)
+// every calls f every d until stop is called.
+func every(d time.Duration, f func()) (stop func()) {
+	t := time.NewTicker(d)
 	quit := make(chan struct{})
 	go func() {
 		for {
 			select {
 			case <-t.C:
-				_ = msg.InProgress()
+				f()
 			case <-quit:
 				return
 			}

@@ -493,3 +493,74 @@ func TestRunnerAsAgentUser(t *testing.T) {
 		})
 	}
 }
+
+// events returns u's events of kind, in order.
+func (e *runnerEnv) events(u contract.User, kind contract.EventKind) []contract.Event {
+	e.t.Helper()
+	ctx := e.t.Context()
+	st, err := e.js.Stream(ctx, contract.StreamEvents)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []contract.Event
+	for seq := uint64(1); ; {
+		m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(contract.EventSubject(u, kind)))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return out
+		}
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		seq = m.Sequence + 1
+		var ev contract.Event
+		if err := contract.Decode(m.Data, &ev); err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, ev)
+	}
+}
+
+// A run with nothing to report still says, every Heartbeat, that it is
+// alive and for how long.
+func TestRunnerHeartbeatProgress(t *testing.T) {
+	e := newRunnerEnv(t)
+	e.start(Config{Heartbeat: 300 * time.Millisecond})
+	u := e.user(contract.ChannelWhatsApp, "15551234567")
+	e.job(u, "m1", "sleep 1.3")
+	e.waitDone(u, "m1", runnerWait)
+	var beats []string
+	for _, ev := range e.events(u, contract.KindProgress) {
+		if strings.HasPrefix(ev.Text, "Still working (") && strings.HasSuffix(ev.Text, "): “sleep 1.3”") {
+			beats = append(beats, ev.Text)
+		}
+	}
+	if len(beats) < 2 || len(beats) > 5 {
+		t.Errorf("heartbeats %q; want about one per 300ms of a 1.3s run", beats)
+	}
+}
+
+// A run that leaves uncommitted changes in a git workspace asks for
+// approval, with what changed; a clean one does not.
+func TestRunnerApprovalRequest(t *testing.T) {
+	e := newRunnerEnv(t)
+	e.start(Config{})
+	u := e.user(contract.ChannelWeb, "alice")
+	e.job(u, "m1", "git init -q && git -c user.name=a -c user.email=a@b commit -q --allow-empty -m init && echo ok")
+	if ev := e.waitDone(u, "m1", runnerWait); ev.Approval || ev.Text != "ok" {
+		t.Errorf("clean repository: approval %t, text %q; want none, ok", ev.Approval, ev.Text)
+	}
+	e.job(u, "m2", "printf 'a\\nb\\n' > notes.txt && echo wrote")
+	ev := e.waitDone(u, "m2", runnerWait)
+	if !ev.Approval {
+		t.Fatalf("changes left: no approval request (%q)", ev.Text)
+	}
+	for _, want := range []string{"wrote\n\nChanges waiting for your approval: 1 file(s), +2 −0", "A notes.txt (+2 −0)", MsgApprove} {
+		if !strings.Contains(ev.Text, want) {
+			t.Errorf("approval text lacks %q:\n%s", want, ev.Text)
+		}
+	}
+	e.job(u, "m3", "echo outside git > /dev/null; cd / && echo done")
+	if ev := e.waitDone(u, "m3", runnerWait); !ev.Approval {
+		t.Errorf("changes still there: approval %t; want the request again", ev.Approval)
+	}
+}

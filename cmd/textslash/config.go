@@ -136,7 +136,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	f.int(&c.Port, "port", "PORT", 3000, "HTTP port")
 	f.bool(&c.Web, "web", "TEXTSLASH_WEB", true, "serve the local web chat")
 	f.str(&c.WebToken, "web-token", "TEXTSLASH_WEB_TOKEN", "", "token the web chat requires when not bound to loopback; generated and logged when empty")
-	f.str(&c.Agent, "agent", "TEXTSLASH_AGENT", "", "agent: shell (bash in the workspace) or claude (Claude Code headless); default claude when installed and runnable (not as root without --agent-user), else shell")
+	f.str(&c.Agent, "agent", "TEXTSLASH_AGENT", "", "agent: shell (bash in the workspace), claude (Claude Code headless), or any command line (run with bash -c; the message on stdin, the reply on stdout, lines ::progress:: <text> and ::approval:: as markers); default claude when installed and runnable (not as root without --agent-user), else shell")
 	f.str(&c.ClaudeBin, "claude-bin", "TEXTSLASH_CLAUDE_BIN", "", "Claude Code binary; default claude from PATH")
 	f.str(&c.Workspaces, "workspaces", "TEXTSLASH_WORKSPACES", "", "directory with one workspace per user; default <data>/workspaces")
 	f.str(&c.AgentUser, "agent-user", "TEXTSLASH_AGENT_USER", "", "unprivileged OS user agents run as when textslash runs as root (required for claude as root)")

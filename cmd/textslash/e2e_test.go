@@ -321,3 +321,28 @@ func containsAll(have, want []string) bool {
 	}
 	return true
 }
+
+// Any command line is an agent: the message on its stdin, its stdout the
+// reply, its marker lines progress and an approval request.
+func TestCommandAgent(t *testing.T) {
+	script := `read -r msg; echo "::progress:: thinking about $msg"; echo "you said: $msg"; echo "::approval::"`
+	inst := startServe(t, "TEXTSLASH_AGENT="+script)
+	c := inst.newChat(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := c.events(ctx)
+	id := c.send("hello")
+	var progress []string
+	done := waitFor(t, events, 30*time.Second, func(ev sseEvent) bool {
+		if ev.Kind == "progress" {
+			progress = append(progress, ev.Event.Text)
+		}
+		return ev.Kind == "done" && ev.Event.JobID == id
+	}).Event
+	if !strings.HasPrefix(done.Text, "you said: hello\n\n") || !done.Approval || !strings.Contains(done.Text, "Reply approve") {
+		t.Errorf("done %q, approval %t; want the reply and an approval request", done.Text, done.Approval)
+	}
+	if !slices.Contains(progress, "thinking about hello") {
+		t.Errorf("progress %q", progress)
+	}
+}

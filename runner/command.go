@@ -1,0 +1,171 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+)
+
+const (
+	// maxMarkerLine is the longest line read as a marker; a longer line is
+	// reply text.
+	maxMarkerLine = 1 << 20
+	// commandProgressRunes is the longest progress line a command reports.
+	commandProgressRunes = 200
+)
+
+// Command runs any program as the agent: TEXTSLASH_AGENT set to a command
+// line. This is the whole contract such a program has to meet.
+//
+// It runs once per message as bash -c Line in the person's workspace, as
+// the agent user, in its own process group, with the agents' environment
+// (HOME is the person's home).
+//
+// Its stdin is the person's message and a newline; when they sent images, a
+// last bracketed paragraph names them, as paths relative to the workspace
+// (and says how many could not be fetched).
+//
+// Its stdout is the reply, cut at the runner's output cap, except for these
+// marker lines, which are acted on and left out of it. A marker counts only
+// at the very start of a line:
+//
+//	::progress:: <text>         send <text> to the person as progress (cut at 200 characters)
+//	::approval::                ask the person to approve the changes (the whole line, spaces around it allowed)
+//	SCREENSHOT_CAPTURED:<path>  an image for the reply, at <path> relative to the workspace
+//	                            (collected; the runner does not deliver these images yet)
+//
+// Its stderr is never shown to the person: its end goes into the error
+// logged when the program fails.
+//
+// Exit code 0 means it answered; any other code is a failure, and the reply
+// so far is still kept. When the run is cancelled or times out, its process
+// group gets SIGTERM, then SIGKILL; whatever is still running in the group
+// once the program has exited is killed.
+type Command struct {
+	// Line is the command line, run by bash -c in the workspace.
+	Line string
+}
+
+// Run implements Agent. A non-zero exit or an ended ctx returns an error
+// wrapping ErrAgentFailed (and ctx's error) with the reply so far.
+func (c Command) Run(ctx context.Context, r *Run) (Result, error) {
+	cmd := r.Command(ctx, "bash", "-c", c.Line)
+	cmd.Stdin = strings.NewReader(prompt(r) + "\n")
+	stderr := &cappedBuffer{max: stderrKeep}
+	cmd.Stderr = stderr
+	out := &commandOutput{reply: cappedBuffer{max: r.OutputCap}, progress: r.Progress}
+	if out.reply.max <= 0 {
+		out.reply.max = defaultOutputCap
+	}
+	cmd.Stdout = out
+
+	if err := cmd.Start(); err != nil {
+		return Result{ExitCode: -1}, fmt.Errorf("command: %w", err)
+	}
+	_ = cmd.Wait() // the exit code is read from cmd.ProcessState
+	endGroup(cmd)
+	out.flush()
+
+	res := Result{
+		Text:        out.reply.buf.String(),
+		ExitCode:    exitCode(cmd),
+		Truncated:   out.reply.truncated,
+		Approval:    out.approval,
+		Screenshots: out.screenshots,
+	}
+	if res.Truncated {
+		res.Text += "\n[output truncated]"
+	}
+	switch {
+	case ctx.Err() != nil:
+		return res, fmt.Errorf("command: %w: %w", ErrAgentFailed, ctx.Err())
+	case res.ExitCode != 0:
+		return res, fmt.Errorf("command: %w: exit code %d: %s", ErrAgentFailed, res.ExitCode, stderrEnd(stderr.buf.Bytes()))
+	}
+	return res, nil
+}
+
+// commandOutput reads a command's stdout: it acts on the marker lines and
+// keeps every other line, as written, as the reply. Unlike lineWriter it
+// keeps blank lines, and a line too long to be a marker goes to the reply
+// whole.
+type commandOutput struct {
+	reply       cappedBuffer
+	progress    func(string)
+	approval    bool
+	screenshots []string
+
+	line []byte // the current line so far, while it may be a marker
+	long bool   // the current line is past maxMarkerLine: already reply text
+}
+
+func (o *commandOutput) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		part := p
+		if i >= 0 {
+			part = p[:i]
+		}
+		switch {
+		case o.long:
+			o.reply.Write(part)
+		case len(o.line)+len(part) > maxMarkerLine:
+			o.long = true
+			o.reply.Write(o.line)
+			o.reply.Write(part)
+			o.line = o.line[:0]
+		default:
+			o.line = append(o.line, part...)
+		}
+		if i < 0 {
+			break
+		}
+		o.end("\n")
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// flush handles a last line that had no newline.
+func (o *commandOutput) flush() {
+	if len(o.line) > 0 {
+		o.end("")
+	}
+}
+
+// end handles the current line, which ended with nl.
+func (o *commandOutput) end(nl string) {
+	if o.long {
+		o.long = false
+		o.reply.Write([]byte(nl))
+		return
+	}
+	line := string(o.line)
+	o.line = o.line[:0]
+	if !o.marker(line) {
+		o.reply.Write([]byte(line + nl))
+	}
+}
+
+// marker acts on line if it is a marker and says whether it was.
+func (o *commandOutput) marker(line string) bool {
+	if text, ok := strings.CutPrefix(line, "::progress::"); ok {
+		if text = cutRunes(strings.TrimSpace(text), commandProgressRunes); text != "" && o.progress != nil {
+			o.progress(text)
+		}
+		return true
+	}
+	if path, ok := strings.CutPrefix(line, "SCREENSHOT_CAPTURED:"); ok {
+		if path = strings.TrimSpace(path); path != "" {
+			o.screenshots = append(o.screenshots, path)
+		}
+		return true
+	}
+	if strings.TrimSpace(line) == "::approval::" {
+		o.approval = true
+		return true
+	}
+	return false
+}

@@ -1,0 +1,114 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// SystemPrompt is appended to Claude Code's: how its answers reach the
+// person and how changes are approved.
+const SystemPrompt = `You work for a person who talks to you from their phone through textslash (WhatsApp, SMS or a web chat). Your final answer is sent to them as a text message: keep it short and plain, without Markdown tables or headings. The current directory is their workspace.
+Do not commit or push. When you leave uncommitted changes in a git repository, textslash shows the person a summary and they reply approve (textslash commits them on a branch and opens a pull request when it can) or reject (textslash discards them). To ask for approval of changes outside git, print a line that is exactly ::approval:: in your final answer.`
+
+// sessionFile keeps the user's last agent session id in the agent's home,
+// next to the sessions the CLI itself keeps there.
+const sessionFile = ".textslash-session"
+
+// sessionRE: the ids Claude Code uses (UUIDs), and nothing that could be
+// read as a flag.
+var sessionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+
+func readSession(home string) string {
+	b, err := os.ReadFile(filepath.Join(home, sessionFile))
+	if err != nil {
+		return ""
+	}
+	id := strings.TrimSpace(string(b))
+	if !sessionRE.MatchString(id) {
+		return ""
+	}
+	return id
+}
+
+func writeSession(home, id string) error {
+	if !sessionRE.MatchString(id) {
+		return fmt.Errorf("session id %q", id)
+	}
+	return os.WriteFile(filepath.Join(home, sessionFile), []byte(id+"\n"), 0o600)
+}
+
+// diffKeep is how much of the diff an approval request quotes.
+const diffKeep = 3000
+
+// pendingChanges describes the uncommitted changes in the workspace's git
+// repository for an approval request: files with lines added and removed,
+// then the diff itself, cut at diffKeep. Empty when the workspace is not a
+// repository or has no changes.
+func pendingChanges(ctx context.Context, r *Run) (string, error) {
+	git := func(args ...string) (string, error) {
+		cmd := r.Command(ctx, "git", args...)
+		out := &cappedBuffer{max: 1 << 20}
+		cmd.Stdout = out
+		err := cmd.Run()
+		endGroup(cmd)
+		return out.buf.String(), err
+	}
+	if _, err := git("rev-parse", "--is-inside-work-tree"); err != nil {
+		return "", nil // not a repository: nothing to approve
+	}
+	status, err := git("status", "--porcelain", "--untracked-files=all")
+	if err != nil {
+		return "", fmt.Errorf("git status: %w", err)
+	}
+	if strings.TrimSpace(status) == "" {
+		return "", nil
+	}
+	// Lines added and removed per tracked file; a repository without
+	// commits diffs against the empty tree.
+	base := "HEAD"
+	if _, err := git("rev-parse", "--verify", "-q", "HEAD"); err != nil {
+		base = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+	}
+	numstat, _ := git("diff", "--numstat", base)
+	counts := map[string][2]string{}
+	for _, line := range strings.Split(strings.TrimSpace(numstat), "\n") {
+		if f := strings.SplitN(line, "\t", 3); len(f) == 3 {
+			counts[f[2]] = [2]string{f[0], f[1]}
+		}
+	}
+	var b strings.Builder
+	var files, added, removed int
+	for _, line := range strings.Split(strings.TrimRight(status, "\n"), "\n") {
+		if len(line) < 4 {
+			continue
+		}
+		code, path := strings.TrimSpace(line[:2]), line[3:]
+		files++
+		if code == "??" { // untracked: git diff does not count it
+			code = "A"
+			if data, err := os.ReadFile(filepath.Join(r.Dir, path)); err == nil {
+				counts[path] = [2]string{strconv.Itoa(strings.Count(string(data), "\n")), "0"}
+			}
+		}
+		c := counts[path]
+		a, _ := strconv.Atoi(c[0]) // "-" for binary files: 0
+		d, _ := strconv.Atoi(c[1])
+		added, removed = added+a, removed+d
+		fmt.Fprintf(&b, "  %s %s (+%d −%d)\n", code, path, a, d)
+	}
+	diff, _ := git("diff", base)
+	if len(diff) > diffKeep {
+		diff = strings.ToValidUTF8(diff[:diffKeep], "") + "\n[…]"
+	}
+	head := fmt.Sprintf("Changes waiting for your approval: %d file(s), +%d −%d\n", files, added, removed)
+	out := head + b.String()
+	if diff != "" {
+		out += "\n" + strings.TrimSpace(diff) + "\n"
+	}
+	return out + "\n", nil
+}
