@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
 )
 
@@ -191,4 +195,72 @@ func TestClaudeLostSessionStartsAnew(t *testing.T) {
 	if res.Text != "A fresh start." || res.SessionID == "" || res.SessionID == r.SessionID {
 		t.Errorf("result %+v; want the reply in a new session", res)
 	}
+}
+
+// Cancelling a run while Claude Code's Bash tool runs `sleep 600` ends
+// every process of the run: the CLI and the tool's shell and sleep, even
+// if the CLI puts the tool in a process group of its own.
+func TestClaudeCancelDuringTool(t *testing.T) {
+	bin := claudetest.Binary(t)
+	m := claudetest.NewModel(t,
+		claudetest.ToolUse("Bash", map[string]string{"command": "echo $$ > tool.pid; sleep 600", "description": "wait"}),
+		claudetest.Text("never"),
+	)
+	claudetest.Setenv(t, m)
+	r, _ := claudeRun(t, "wait a long time")
+	ctx, cancel := context.WithCancel(t.Context())
+	type ran struct {
+		res Result
+		err error
+	}
+	ended := make(chan ran, 1)
+	go func() {
+		res, err := (&Claude{Bin: bin}).Run(ctx, r)
+		ended <- ran{res, err}
+	}()
+	toolPID := readPIDWithin(t, filepath.Join(r.Dir, "tool.pid"), claudeTimeout)
+	pgid, err := syscall.Getpgid(toolPID)
+	if err != nil {
+		t.Fatalf("the tool's shell: %v", err)
+	}
+	killGroupAtEnd(t, pgid)
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", toolPID)); err == nil {
+		t.Logf("tool shell stat: %s", stat)
+	}
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pgid)); err == nil {
+		t.Logf("group leader stat: %s", stat)
+	}
+	cancel()
+	sent := time.Now()
+	got := <-ended
+	t.Logf("Run returned %v after cancel", time.Since(sent))
+	if !errors.Is(got.err, context.Canceled) {
+		t.Errorf("Run: %v; want it to wrap context.Canceled", got.err)
+	}
+	for {
+		left := groupAlive(t, pgid)
+		gone := syscall.Kill(toolPID, 0) != nil && len(left) == 0
+		if gone && time.Since(sent) <= time.Second {
+			t.Logf("every process of the run was gone %v after cancel", time.Since(sent).Round(time.Millisecond))
+			break
+		}
+		if time.Since(sent) > time.Second {
+			t.Fatalf("1s after cancel: the tool's shell (%d) or its group still alive: %q", toolPID, left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func readPIDWithin(t *testing.T, file string, within time.Duration) int {
+	t.Helper()
+	var pid int
+	natstest.CheckFor(t, within, 20*time.Millisecond, func() error {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(data)))
+		return err
+	})
+	return pid
 }

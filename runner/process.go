@@ -3,6 +3,8 @@ package runner
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -87,7 +89,10 @@ func commandFunc(dir, home string, u *agentUser, model bool) func(ctx context.Co
 	return func(ctx context.Context, name string, args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, name, args...)
 		cmd.Dir = dir
-		cmd.Env = env
+		// A mark every process of this program inherits, so endGroup finds
+		// the ones that left its process group (Claude Code starts its
+		// tools in sessions of their own).
+		cmd.Env = append(slices.Clip(env), runMarkVar+"="+newRunMark())
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if u != nil {
 			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.uid, Gid: u.gid}
@@ -153,13 +158,69 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
-// endGroup ends whatever a finished program left running in its process
-// group, so nothing an agent starts outlives its run or escapes the
-// timeout and the concurrency limit.
+// endGroup ends whatever a finished program left running: its process
+// group, and every process carrying its run mark wherever it went (another
+// process group or session), so nothing an agent starts outlives its run
+// or escapes the timeout and the concurrency limit.
 func endGroup(cmd *exec.Cmd) {
-	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if cmd.Process == nil {
+		return
 	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	var mark string
+	for _, kv := range cmd.Env {
+		if v, ok := strings.CutPrefix(kv, runMarkVar+"="); ok {
+			mark = v
+		}
+	}
+	if mark == "" {
+		return
+	}
+	// Twice: a process may fork between the scan and the kill.
+	for range 2 {
+		for _, pid := range markedProcesses(runMarkVar + "=" + mark) {
+			_ = syscall.Kill(-pid, syscall.SIGKILL) // its group, if it leads one
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// runMarkVar names the environment variable carrying a program's run mark.
+const runMarkVar = "TEXTSLASH_RUN"
+
+func newRunMark() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// markedProcesses lists the processes whose environment holds mark
+// ("NAME=value"), read from /proc (readable for the agent user's processes
+// when textslash runs as root or as that user).
+func markedProcesses(mark string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	want := []byte(mark)
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if bytes.Equal(kv, want) {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
 }
 
 // exitCode is a finished program's exit code: 128+signal when a signal

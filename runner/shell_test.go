@@ -272,6 +272,24 @@ func TestShellBackgroundChildAfterScriptEnds(t *testing.T) {
 	})
 }
 
+// A program that leaves its process group and session (setsid, as Claude
+// Code does for its tools) still ends with the run.
+func TestShellEscapedChildEnds(t *testing.T) {
+	r, _ := shellRun(t, `setsid sleep 300 & echo $! > child; echo started`, nil)
+	res, err := Shell{}.Run(t.Context(), r)
+	child := readPID(t, filepath.Join(r.Dir, "child"))
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("Run: %v, exit %d", err, res.ExitCode)
+	}
+	natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child)); err == nil && !strings.Contains(string(stat), ") Z ") {
+			return fmt.Errorf("the child in a session of its own (%d) still runs", child)
+		}
+		return nil
+	})
+}
+
 func readEnv(t *testing.T, text string) map[string]string {
 	t.Helper()
 	env := map[string]string{}
