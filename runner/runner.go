@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -57,8 +58,12 @@ type Config struct {
 	// OutputCap is the most output kept of one run.
 	OutputCap int
 	// Heartbeat: a run with no progress for this long reports that it is
-	// still going ("Still running `npm test`, 4m12s"). Default 60s.
+	// still going ("Still working (4m12s): Running `npm test`"). Default 60s.
 	Heartbeat time.Duration
+	// IdleExit ends Run after this long without a job (seed 003's idle
+	// shutdown of a standalone runner; JetStream keeps what arrives
+	// meanwhile for the next start). Zero never ends it (the all-in-one).
+	IdleExit time.Duration
 }
 
 func (c *Config) defaults() {
@@ -175,7 +180,14 @@ func (r *Runner) Run(ctx context.Context) error {
 	defer stopRuns()
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, r.cfg.Concurrency)
+	var lastWork atomic.Int64 // when the last job started or ended, unix nanoseconds
+	lastWork.Store(time.Now().UnixNano())
+	idle := func() time.Duration { return time.Since(time.Unix(0, lastWork.Load())) }
 	for {
+		if r.cfg.IdleExit > 0 && len(slots) == 0 && idle() >= r.cfg.IdleExit {
+			r.log.Info().Dur("idle", r.cfg.IdleExit).Msg("no work for a while; the runner exits (jobs wait in JetStream)")
+			break
+		}
 		// Take a job only when a slot is free, so no job waits
 		// unacknowledged in this process while others run.
 		select {
@@ -185,7 +197,11 @@ func (r *Runner) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
-		fetchCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		wait := 30 * time.Second
+		if r.cfg.IdleExit > 0 {
+			wait = min(wait, max(r.cfg.IdleExit-idle(), 100*time.Millisecond))
+		}
+		fetchCtx, cancel := context.WithTimeout(ctx, wait)
 		msg, err := cons.Next(jetstream.FetchContext(fetchCtx))
 		cancel()
 		if err != nil {
@@ -198,9 +214,10 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		wg.Add(1)
 		go func() {
-			defer func() { <-slots; wg.Done() }()
+			defer func() { lastWork.Store(time.Now().UnixNano()); <-slots; wg.Done() }()
 			contract.Settle(runs, msg, r.handle, r.log)
 		}()
+		lastWork.Store(time.Now().UnixNano())
 	}
 	stopRuns()
 	wg.Wait()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -562,5 +563,30 @@ func TestRunnerApprovalRequest(t *testing.T) {
 	e.job(u, "m3", "echo outside git > /dev/null; cd / && echo done")
 	if ev := e.waitDone(u, "m3", runnerWait); !ev.Approval {
 		t.Errorf("changes still there: approval %t; want the request again", ev.Approval)
+	}
+}
+
+// A standalone runner with IdleExit ends Run by itself once no job came
+// for that long, but never while a run is going.
+func TestRunnerIdleExit(t *testing.T) {
+	e := newRunnerEnv(t)
+	r, err := New(Config{Agent: AgentShell, Workspaces: e.workspaces, IdleExit: 700 * time.Millisecond}, e.js, zerolog.New(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- r.Run(context.Background()) }()
+	u := e.user(contract.ChannelWeb, "alice")
+	e.job(u, "m1", "sleep 1.5; echo slow")
+	if ev := e.waitDone(u, "m1", runnerWait); ev.Text != "slow" || ev.Status != contract.StatusOK {
+		t.Fatalf("the run longer than IdleExit: %q (%s)", ev.Text, ev.Status)
+	}
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run still going 10s after the last job; want it ended after 700ms idle")
 	}
 }
