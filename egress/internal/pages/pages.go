@@ -1,173 +1,314 @@
 // Package pages cuts long replies to fit a channel's body limit: into pages
-// for "more", or truncated. Cuts fall between grapheme clusters (never
-// inside an emoji, a flag or a letter with its accents), preferably at a
-// paragraph, line or word break.
+// read one after another ("Reply MORE"), or truncated.
+//
+// Cuts fall between grapheme clusters (Unicode UAX #29), so never inside an
+// emoji sequence, a flag or a letter with its accents, and preferably at a
+// paragraph, line or word break. The whitespace at a cut is dropped.
 package pages
 
 import (
-	"errors"
-	"slices"
-	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/rivo/uniseg"
 )
 
 // Length is how channels count characters: UTF-16 code units. Twilio's
-// 1,600 and Telegram's 4,096 limits count this way; 👍 counts 2.
+// 1,600 and Telegram's 4,096 limits count this way; 👍 counts 2. A byte
+// that is not UTF-8 counts 1, as U+FFFD would.
 func Length(s string) int {
+	if len(s) == 1 { // most grapheme clusters
+		return 1
+	}
 	n := 0
 	for _, r := range s {
-		n++
 		if r >= 0x10000 {
+			n += 2
+		} else {
 			n++
 		}
 	}
 	return n
 }
 
-// ErrLimit: the limit leaves no room for text beside the footer.
-var ErrLimit = errors.New("pages: limit too small for the footer")
-
 // Split cuts text into pages of at most limit characters (by Length), each
-// ending with footer(i, n) for page i of n. Text within the limit is one
-// page without a footer.
+// ending with footer(i, n) for page i of n (1 ≤ i ≤ n; the footer may be
+// "", say for the last page). Footers may grow with n ("page 10/10" is
+// longer than "page 9/9"): n is the final count.
+//
+// Text within the limit is one page as it is, without a footer; so is text
+// within the limit once the whitespace around it is dropped (text of
+// nothing but whitespace is one page "", never no pages). Otherwise each
+// page ends, preferably, at the last paragraph break (a blank line) in its
+// last fifth, else the last line break there, else the last space in its
+// second half, else after the last grapheme cluster that fits. A cluster
+// wider than a page (thousands of accents on one letter) is cut between
+// runes. Pages never start or end with whitespace; a no-break space is not
+// whitespace here.
+//
+// Split fails with ErrLimit if limit leaves fewer than 2 characters beside
+// a footer, and with ErrUnsettled if no page count agrees with the footers
+// (footers that get shorter as n grows can do that).
 func Split(text string, limit int, footer func(i, n int) string) ([]string, error) {
 	if Length(text) <= limit {
 		return []string{text}, nil
 	}
-	cl := clusters(text)
-	// The footers' length may depend on the page count ("page 10/10" is
-	// longer than "page 9/9"): cut again until the count holds.
-	n := 2
-	for range 8 {
-		budget := func(i int) int { return limit - Length(footer(i, n)) }
-		bodies, err := cut(text, slices.Clone(cl), budget)
+	t := segment(text)
+	start := t.skipSpace(pos{})
+	if start.c == len(t.ends) {
+		return []string{""}, nil
+	}
+	if content := text[start.off:t.contentEnd()]; Length(content) <= limit {
+		return []string{content}, nil
+	}
+	// Cut with room for the footers of n pages until that makes n pages.
+	// With footers that do not get shorter as n grows, n only grows, and
+	// settles in 2 or 3 tries.
+	for n, tries := 2, 0; tries < 64; tries++ {
+		bodies, err := t.cut(start, limit, n, footer)
 		if err != nil {
 			return nil, err
 		}
-		if len(bodies) == 0 { // nothing but whitespace
-			return []string{""}, nil
+		if len(bodies) != n {
+			n = len(bodies)
+			continue
 		}
-		if len(bodies) == n {
-			for i := range bodies {
-				bodies[i] += footer(i+1, n)
-			}
+		for i := range bodies {
+			bodies[i] += footer(i+1, n)
+		}
+		if within(bodies, limit) {
 			return bodies, nil
 		}
-		n = len(bodies)
+		n++ // the rest fitted page n only without its footer
 	}
-	return nil, errors.New("pages: page count does not settle")
+	return nil, ErrUnsettled
 }
 
-// Truncate cuts text so that it and suffix fit limit, and appends suffix.
-// Text within the limit is returned as it is.
+// Truncate cuts text so that it and suffix fit limit, where Split would
+// end a page, and appends suffix. Text within the limit is returned as it
+// is; so is text within the limit once the whitespace around it is
+// dropped. If the suffix leaves fewer than 2 characters for text, it is
+// left out (and under 2, text is cut between runes).
 func Truncate(text string, limit int, suffix string) string {
 	if Length(text) <= limit {
 		return text
 	}
 	budget := limit - Length(suffix)
 	if budget < 2 {
-		return cutRunes(suffix, limit)
+		suffix, budget = "", limit
 	}
-	end, _ := page(text, clusters(text), 0, budget)
-	return strings.TrimRightFunc(text[:end], unicode.IsSpace) + suffix
+	if budget < 2 { // no room for an emoji: cut between runes
+		return text[:fit(text, budget)]
+	}
+	t := segment(text)
+	start := t.skipSpace(pos{})
+	if start.c == len(t.ends) {
+		return ""
+	}
+	if content := text[start.off:t.contentEnd()]; Length(content) <= limit {
+		return content
+	}
+	end, _ := t.page(start, budget)
+	return text[start.off:end] + suffix
 }
 
-// cluster is a grapheme cluster: where it is in the text, its Length.
-type cluster struct {
-	start, end, width int
+// clusters is a text cut into grapheme clusters.
+type clusters struct {
+	s    string
+	ends []int // the byte offset where each cluster ends
 }
 
-func clusters(s string) []cluster {
-	var out []cluster
-	state, pos := -1, 0
-	for len(s) > 0 {
+// pos is a place in a text: in cluster c, at byte off, the start of the
+// cluster unless a cluster wider than a page was cut.
+type pos struct{ c, off int }
+
+// segment cuts s into grapheme clusters.
+func segment(s string) *clusters {
+	t := &clusters{s: s, ends: make([]int, 0, len(s))}
+	for i, state := 0, -1; i < len(s); {
 		var c string
-		c, s, _, state = uniseg.FirstGraphemeClusterInString(s, state)
-		pos += len(c)
-		out = append(out, cluster{start: pos - len(c), end: pos, width: Length(c)})
+		c, _, _, state = uniseg.FirstGraphemeClusterInString(s[i:], state)
+		i += len(c)
+		t.ends = append(t.ends, i)
 	}
-	return out
+	return t
 }
 
-// cut makes pages (without footers) of at most budget(i) characters.
-func cut(text string, cl []cluster, budget func(i int) int) ([]string, error) {
+// cluster is the part of cluster c from byte off on.
+func (t *clusters) cluster(c, off int) string { return t.s[off:t.ends[c]] }
+
+// start is where cluster c starts.
+func (t *clusters) start(c int) int {
+	if c == 0 {
+		return 0
+	}
+	return t.ends[c-1]
+}
+
+// space reports whether s is nothing but whitespace where a line may
+// break: not a no-break space.
+func space(s string) bool {
+	if len(s) == 1 { // ASCII, or a byte that is not UTF-8
+		c := s[0]
+		return c == ' ' || '\t' <= c && c <= '\r'
+	}
+	for _, r := range s {
+		if !unicode.IsSpace(r) || r == '\u00a0' || r == '\u2007' || r == '\u202f' {
+			return false
+		}
+	}
+	return true
+}
+
+// skipSpace is the first place from p on that is not whitespace.
+func (t *clusters) skipSpace(p pos) pos {
+	for p.c < len(t.ends) && space(t.cluster(p.c, p.off)) {
+		p = pos{p.c + 1, t.ends[p.c]}
+	}
+	return p
+}
+
+// contentEnd is where the text ends but for whitespace.
+func (t *clusters) contentEnd() int {
+	c := len(t.ends)
+	for c > 0 && space(t.cluster(c-1, t.start(c-1))) {
+		c--
+	}
+	return t.start(c)
+}
+
+// cut makes the pages without footers from start on, with room for the
+// footers of n pages: footer(i, n) on page i < n, then footer(n, n) on a
+// page that holds the rest, and on one that does not (n is too small) a
+// footer like footer(n-1, n).
+func (t *clusters) cut(start pos, limit, n int, footer func(i, n int) string) ([]string, error) {
 	var out []string
-	k := 0 // the first cluster of the page
-	for {
-		// Whitespace at a break belongs to no page.
-		for k < len(cl) && isSpace(text, cl[k]) {
-			k++
+	last := limit - Length(footer(n, n))
+	more := limit - Length(footer(max(n-1, 1), n))
+	for p := start; p.c < len(t.ends); {
+		i := len(out) + 1
+		budget := more
+		if i < n {
+			budget = limit - Length(footer(i, n))
+		} else if last < 2 {
+			return nil, ErrLimit
+		} else if end, next := t.page(p, last); next.c == len(t.ends) {
+			out = append(out, t.s[p.off:end])
+			break
 		}
-		if k == len(cl) {
-			return out, nil
-		}
-		start := cl[k].start
-		b := budget(len(out) + 1)
-		if b < 2 {
+		if budget < 2 {
 			return nil, ErrLimit
 		}
-		end, next := page(text, cl, k, b)
-		out = append(out, strings.TrimRightFunc(text[start:end], unicode.IsSpace))
-		k = next
+		end, next := t.page(p, budget)
+		out = append(out, t.s[p.off:end])
+		p = t.skipSpace(next)
 	}
+	return out, nil
 }
 
-// page finds the end of a page starting at cluster k: the byte offset
-// where it ends and the index of the first cluster after it. It breaks at
-// the latest paragraph, else line, else word break in the page's last
-// 40%, else after the last cluster that fits; a cluster wider than the
-// whole budget is cut between runes.
-func page(text string, cl []cluster, k, budget int) (end, next int) {
-	start := cl[k].start
-	w, i := 0, k
-	best := [3]int{-1, -1, -1} // cluster index after a paragraph, line, word break
-	for i < len(cl) && w+cl[i].width <= budget {
-		w += cl[i].width
-		if w*5 >= budget*3 {
-			c := text[cl[i].start:cl[i].end]
-			switch {
-			case c == "\n" && i > k && text[cl[i-1].start:cl[i-1].end] == "\n":
-				best[0] = i + 1
-			case c == "\n" || c == "\r\n":
-				best[1] = i + 1
-			case isSpace(text, cl[i]):
-				best[2] = i + 1
+// page finds the end (in bytes) of the page of at most budget characters
+// that starts at p, where no whitespace is, and where the text goes on:
+// maybe whitespace, to skip. budget is at least 2.
+func (t *clusters) page(p pos, budget int) (end int, next pos) {
+	// The latest breaks of each kind: the cluster where their whitespace
+	// starts, and the width of the page if it ended there.
+	type brk struct{ c, w int }
+	para, line, ws := brk{-1, 0}, brk{-1, 0}, brk{-1, 0}
+	run, nl := brk{-1, 0}, 0 // the whitespace being read, its newlines
+	mark := func() {
+		switch {
+		case nl >= 2:
+			para = run
+		case nl == 1:
+			line = run
+		}
+		ws = run
+	}
+	w, c, from, inSpace := 0, p.c, p.off, false
+	for ; c < len(t.ends); c++ {
+		s := t.s[from:t.ends[c]]
+		sp := space(s)
+		if sp {
+			if !inSpace {
+				run, nl = brk{c, w}, 0
+			}
+			if s[len(s)-1] == '\n' { // "\n" or "\r\n"
+				nl++
+			}
+		} else if inSpace {
+			mark()
+		}
+		inSpace = sp
+		// No character (UTF-16 unit) takes more than 3 bytes: a long
+		// cluster (a letter with thousands of accents) is not read to
+		// its end on every page it is cut for.
+		if len(s) > 3*(budget-w) {
+			break
+		}
+		n := Length(s)
+		if w+n > budget {
+			break
+		}
+		w += n
+		from = t.ends[c]
+	}
+	if c == len(t.ends) { // the rest fits
+		if inSpace {
+			return t.start(run.c), pos{c, len(t.s)}
+		}
+		return len(t.s), pos{c, len(t.s)}
+	}
+	// Whether the clusters that fit end with whitespace.
+	fitSpace := c-1 > p.c && space(t.cluster(c-1, t.start(c-1)))
+	if inSpace { // cluster c is whitespace: read it all
+		e := c + 1
+		for ; e < len(t.ends); e++ {
+			s := t.cluster(e, t.start(e))
+			if !space(s) {
+				break
+			}
+			if s[len(s)-1] == '\n' {
+				nl++
 			}
 		}
-		i++
-	}
-	if i == len(cl) {
-		return len(text), i
-	}
-	if i == k { // one cluster wider than the page: cut it between runes
-		piece := cutRunes(text[start:cl[k].end], budget)
-		if piece == "" { // one rune wider than the page (budget 1)
-			_, size := utf8.DecodeRuneInString(text[start:])
-			piece = text[start : start+size]
+		if e == len(t.ends) { // the rest is whitespace
+			return t.start(run.c), pos{e, len(t.s)}
 		}
-		// The rest of the cluster starts the next page.
-		cl[k].start += len(piece)
-		cl[k].width -= Length(piece)
-		return cl[k].start, k
+		mark()
 	}
-	for _, b := range best {
-		if b > 0 {
-			return cl[b-1].end, b
-		}
+	at := func(b brk) (int, pos) {
+		off := t.start(b.c)
+		return off, pos{b.c, off}
 	}
-	return cl[i-1].end, i
+	last := budget - budget/5
+	switch {
+	case para.c >= 0 && para.w >= last:
+		return at(para)
+	case line.c >= 0 && line.w >= last:
+		return at(line)
+	case ws.c >= 0 && (ws.w >= budget/2 || fitSpace || inSpace):
+		// fitSpace, inSpace: the page is full up to whitespace.
+		return at(ws)
+	case c > p.c:
+		return t.ends[c-1], pos{c, t.ends[c-1]}
+	}
+	// Not even cluster p.c fits: cut it between runes.
+	end = p.off + fit(t.cluster(p.c, p.off), budget)
+	return end, pos{p.c, end}
 }
 
-func isSpace(text string, c cluster) bool {
-	return strings.TrimFunc(text[c.start:c.end], unicode.IsSpace) == ""
+// within reports whether all pages are within limit.
+func within(pages []string, limit int) bool {
+	for _, p := range pages {
+		if Length(p) > limit {
+			return false
+		}
+	}
+	return true
 }
 
-// cutRunes is the longest prefix of s, whole runes, of at most limit
-// characters.
-func cutRunes(s string, limit int) string {
+// fit is the length in bytes of the longest prefix of s, in whole runes,
+// of at most limit characters.
+func fit(s string, limit int) int {
 	n := 0
 	for i, r := range s {
 		w := 1
@@ -175,9 +316,9 @@ func cutRunes(s string, limit int) string {
 			w = 2
 		}
 		if n+w > limit {
-			return s[:i]
+			return i
 		}
 		n += w
 	}
-	return s
+	return len(s)
 }
