@@ -159,5 +159,5 @@ func MediaPath(img Image) string {
 	if img.ContentType == "image/png" {
 		ext = ".png"
 	}
-	return "/media/" + img.ID + ext
+	return "/images/" + img.ID + ext
 }

@@ -10,7 +10,9 @@ import (
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -299,20 +301,65 @@ func TestBackoff(t *testing.T) {
 
 // mediaNameRE is the name media serves (media.nameRE): a path MediaPath
 // builds must match it, or images are unreachable.
-var mediaNameRE = regexp.MustCompile(`^/media/[A-Za-z0-9]{16,64}\.(jpeg|png)$`)
+var mediaNameRE = regexp.MustCompile(`^/images/[A-Za-z0-9]{16,64}\.(jpeg|png)$`)
 
 func TestMediaPath(t *testing.T) {
 	tests := []struct {
 		img  contract.Image
 		want string
 	}{
-		{contract.Image{ID: "ABCDEFGHIJKLMNOPQRSTUV", ContentType: "image/jpeg"}, "/media/ABCDEFGHIJKLMNOPQRSTUV.jpeg"},
-		{contract.Image{ID: "ABCDEFGHIJKLMNOPQRSTUV", ContentType: "image/png"}, "/media/ABCDEFGHIJKLMNOPQRSTUV.png"},
+		{contract.Image{ID: "ABCDEFGHIJKLMNOPQRSTUV", ContentType: "image/jpeg"}, "/images/ABCDEFGHIJKLMNOPQRSTUV.jpeg"},
+		{contract.Image{ID: "ABCDEFGHIJKLMNOPQRSTUV", ContentType: "image/png"}, "/images/ABCDEFGHIJKLMNOPQRSTUV.png"},
 	}
 	for _, tt := range tests {
 		if got := contract.MediaPath(tt.img); got != tt.want {
 			t.Errorf("MediaPath(%+v): got %q; want %q", tt.img, got, tt.want)
 		}
+	}
+}
+
+func TestMediaSigner(t *testing.T) {
+	s, err := contract.NewMediaSigner([]byte("0123456789abcdef"), 30*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := contract.NewMediaSigner([]byte("fedcba9876543210"), 30*time.Minute)
+	img := contract.Image{ID: "ABCDEFGHIJKLMNOPQRSTUV", ContentType: "image/jpeg"}
+	now := time.Unix(1_800_000_000, 0)
+	signed := s.URL(img, now)
+	path, query, _ := strings.Cut(signed, "?")
+	q, err := url.ParseQuery(query)
+	if err != nil || path != contract.MediaPath(img) {
+		t.Fatalf("URL %q", signed)
+	}
+	e, sig := q.Get("e"), q.Get("s")
+	flip := []byte(sig)
+	flip[3] ^= 1
+	tests := []struct {
+		name         string
+		signer       contract.MediaSigner
+		path, e, sig string
+		at           time.Time
+		ok           bool
+	}{
+		{"as signed", s, path, e, sig, now, true},
+		{"just before expiry", s, path, e, sig, now.Add(30 * time.Minute), true},
+		{"expired", s, path, e, sig, now.Add(30*time.Minute + time.Second), false},
+		{"expiry moved", s, path, strconv.FormatInt(now.Add(time.Hour).Unix(), 10), sig, now, false},
+		{"another image", s, "/images/ABCDEFGHIJKLMNOPQRSTUW.jpeg", e, sig, now, false},
+		{"another type", s, "/images/ABCDEFGHIJKLMNOPQRSTUV.png", e, sig, now, false},
+		{"signature changed", s, path, e, string(flip), now, false},
+		{"another key", other, path, e, sig, now, false},
+		{"no signature", s, path, e, "", now, false},
+		{"no expiry", s, path, "", sig, now, false},
+	}
+	for _, tt := range tests {
+		if err := tt.signer.Check(tt.path, tt.e, tt.sig, tt.at); (err == nil) != tt.ok {
+			t.Errorf("%s: Check = %v; want ok %t", tt.name, err, tt.ok)
+		}
+	}
+	if _, err := contract.NewMediaSigner([]byte("short"), 0); err == nil {
+		t.Error("a 5-byte key was accepted")
 	}
 }
 

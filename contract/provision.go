@@ -38,6 +38,8 @@ const (
 	DedupWindow = 10 * time.Minute
 	// MediaTTL is how long an image stays retrievable.
 	MediaTTL = 30 * time.Minute
+	// MediaKeep is how many images the media store keeps at most.
+	MediaKeep = 100
 	// EventsMaxAge is how long events stay in EVENTS (web chat history).
 	EventsMaxAge = 24 * time.Hour
 	// ApprovalTimeout ends an unanswered approval request.

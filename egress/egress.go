@@ -24,6 +24,8 @@ type Config struct {
 	KeepAlive time.Duration
 	// Twilio, when set, delivers to WhatsApp and SMS users.
 	Twilio *Twilio
+	// Signer signs the image links egress hands out (media checks them).
+	Signer contract.MediaSigner
 }
 
 // Egress runs every enabled channel.
@@ -52,7 +54,7 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error
 		api := newTwilioAPI(t)
 		e.push = &pusher{
 			js: js, log: e.log, retry: t.Retry,
-			mediaFn: func(img contract.Image) string { return t.PublicURL + contract.MediaPath(img) },
+			mediaFn: func(img contract.Image) string { return t.PublicURL + cfg.Signer.URL(img, time.Now()) },
 			channels: map[string]channel{
 				contract.ChannelWhatsApp: {rules: t.WhatsApp, sender: &twilioSender{cfg: t, api: api, prefix: "whatsapp:"}},
 				contract.ChannelSMS:      {rules: t.SMS, sender: &twilioSender{cfg: t, api: api}},

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +23,8 @@ import (
 )
 
 const from = "+15550000000"
+
+var signer, _ = contract.NewMediaSigner([]byte("egress test key 0123"), contract.MediaTTL)
 
 var (
 	alice = contract.User{Channel: contract.ChannelWhatsApp, ID: "15551230001"}
@@ -64,7 +67,7 @@ func start(t *testing.T, cfg egress.Twilio) *harness {
 
 func (h *harness) run(cfg egress.Twilio) {
 	h.t.Helper()
-	e, err := egress.New(egress.Config{Twilio: &cfg}, h.js, testLog(h.t))
+	e, err := egress.New(egress.Config{Twilio: &cfg, Signer: signer}, h.js, testLog(h.t))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -124,12 +127,16 @@ func TestImagesOnePerMessage(t *testing.T) {
 	images := []contract.Image{{ID: "a1", ContentType: "image/jpeg", Size: 10}, {ID: "a2", ContentType: "image/png", Size: 10}, {ID: "a3", ContentType: "image/jpeg", Size: 10}}
 	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: "three shots", Images: images, Status: contract.StatusOK})
 	msgs := h.api.WaitMessages(t, 3, 5*time.Second)
-	want := [][]string{
-		{"https://pub.example.com/media/a1.jpeg"}, {"https://pub.example.com/media/a2.png"}, {"https://pub.example.com/media/a3.jpeg"},
-	}
+	want := []string{"https://pub.example.com/images/a1.jpeg?e=", "https://pub.example.com/images/a2.png?e=", "https://pub.example.com/images/a3.jpeg?e="}
 	for i, m := range msgs {
-		if !slices.Equal(m.MediaURLs, want[i]) {
-			t.Errorf("message %d media %q; want %q", i+1, m.MediaURLs, want[i])
+		if len(m.MediaURLs) != 1 || !strings.HasPrefix(m.MediaURLs[0], want[i]) {
+			t.Errorf("message %d media %q; want one signed link %s…", i+1, m.MediaURLs, want[i])
+			continue
+		}
+		path, q, _ := strings.Cut(strings.TrimPrefix(m.MediaURLs[0], "https://pub.example.com"), "?")
+		v, _ := url.ParseQuery(q)
+		if err := signer.Check(path, v.Get("e"), v.Get("s"), time.Now()); err != nil {
+			t.Errorf("message %d: link not valid for media: %v", i+1, err)
 		}
 	}
 	if got := bodies(msgs); !slices.Equal(got, []string{"three shots", "", ""}) {

@@ -104,10 +104,10 @@ func (e *Egress) webEvents(w http.ResponseWriter, r *http.Request) {
 			}
 			out := webEvent{Event: ev}
 			if ev.Image != nil {
-				out.ImageURL = contract.MediaPath(*ev.Image)
+				out.ImageURL = e.cfg.Signer.URL(*ev.Image, time.Now())
 			}
 			for _, img := range ev.Images {
-				out.ImageURLs = append(out.ImageURLs, contract.MediaPath(img))
+				out.ImageURLs = append(out.ImageURLs, e.cfg.Signer.URL(img, time.Now()))
 			}
 			data, _ := json.Marshal(out)
 			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", md.Sequence.Stream, ev.Kind, data)

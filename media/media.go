@@ -10,7 +10,9 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -19,21 +21,31 @@ import (
 )
 
 // Config of the media service.
-type Config struct{}
+type Config struct {
+	// Signer checks the signature and expiry every image URL carries.
+	Signer contract.MediaSigner
+	// Keep is the most images kept; beyond it the oldest are deleted
+	// (the bucket's TTL ends the rest). Default 100.
+	Keep int
+}
 
 // Media serves the object store.
 type Media struct {
+	cfg   Config
 	js    jetstream.JetStream
 	log   zerolog.Logger
 	store jetstream.ObjectStore
 }
 
 // New returns a media server reading through js.
-func New(_ Config, js jetstream.JetStream, log zerolog.Logger) (*Media, error) {
+func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Media, error) {
 	if js == nil {
 		return nil, errors.New("media: no JetStream")
 	}
-	return &Media{js: js, log: log.With().Str("svc", "media").Logger()}, nil
+	if cfg.Keep <= 0 {
+		cfg.Keep = contract.MediaKeep
+	}
+	return &Media{cfg: cfg, js: js, log: log.With().Str("svc", "media").Logger()}, nil
 }
 
 // Open binds the object store; call it before serving.
@@ -46,10 +58,11 @@ func (m *Media) Open(ctx context.Context) error {
 	return nil
 }
 
-// Handler serves GET and HEAD /media/<id>.jpeg (or .png).
+// Handler serves GET and HEAD /images/<id>.jpeg (or .png) with a valid
+// signature (?e=<expiry>&s=<signature>, made by contract.MediaSigner).
 func (m *Media) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /media/{name}", m.serve) // GET routes answer HEAD too
+	mux.HandleFunc("GET /images/{name}", m.serve) // GET routes answer HEAD too
 	return mux
 }
 
@@ -63,6 +76,11 @@ func (m *Media) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, ext := parts[1], parts[2]
+	q := r.URL.Query()
+	if err := m.cfg.Signer.Check("/images/"+parts[0], q.Get("e"), q.Get("s"), time.Now()); err != nil {
+		http.Error(w, "image link invalid or expired", http.StatusForbidden)
+		return
+	}
 	obj, err := m.store.Get(r.Context(), id)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		http.Error(w, "no such image (images expire)", http.StatusNotFound)
@@ -100,5 +118,44 @@ func (m *Media) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, err := io.Copy(w, obj); err != nil {
 		m.log.Warn().Err(err).Str("object", id).Msg("send image")
+	}
+}
+
+// Run keeps at most Config.Keep images, deleting the oldest, until ctx
+// ends.
+func (m *Media) Run(ctx context.Context) error {
+	w, err := m.store.Watch(ctx, jetstream.IgnoreDeletes(), jetstream.UpdatesOnly())
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", contract.BucketMedia, err)
+	}
+	defer func() { _ = w.Stop() }()
+	m.cull(ctx) // what came while no media service ran
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case info, ok := <-w.Updates():
+			if !ok {
+				return nil
+			}
+			if info != nil {
+				m.cull(ctx)
+			}
+		}
+	}
+}
+
+func (m *Media) cull(ctx context.Context) {
+	infos, err := m.store.List(ctx)
+	if err != nil || len(infos) <= m.cfg.Keep {
+		return
+	}
+	slices.SortFunc(infos, func(a, b *jetstream.ObjectInfo) int { return a.ModTime.Compare(b.ModTime) })
+	for _, info := range infos[:len(infos)-m.cfg.Keep] {
+		if err := m.store.Delete(ctx, info.Name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			m.log.Warn().Err(err).Str("object", info.Name).Msg("cull image")
+			continue
+		}
+		m.log.Debug().Str("object", info.Name).Int("keep", m.cfg.Keep).Msg("oldest image culled")
 	}
 }

@@ -2,6 +2,8 @@ package media_test
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -9,9 +11,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,6 +26,11 @@ import (
 	"github.com/textslash/textslash/natstest"
 )
 
+var signer, _ = contract.NewMediaSigner([]byte("test key 0123456789"), contract.MediaTTL)
+
+// signed is path with a valid signature.
+func signed(path string) string { return signer.SignPath(path, time.Now()) }
+
 // serve provisions an embedded server, opens media on it and serves its
 // handler.
 func serve(t *testing.T) (jetstream.ObjectStore, *httptest.Server) {
@@ -31,7 +40,7 @@ func serve(t *testing.T) (jetstream.ObjectStore, *httptest.Server) {
 	if err := contract.Provision(ctx, s.JS, contract.Options{}); err != nil {
 		t.Fatalf("Provision: %v", err)
 	}
-	m, err := media.New(media.Config{}, s.JS, zerolog.New(zerolog.NewTestWriter(t)))
+	m, err := media.New(media.Config{Signer: signer}, s.JS, zerolog.New(zerolog.NewTestWriter(t)))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -104,8 +113,8 @@ func TestServeImage(t *testing.T) {
 			if err != nil {
 				t.Fatalf("PutImage: %v", err)
 			}
-			url := srv.URL + contract.MediaPath(img)
-			if want := "/media/" + img.ID + "." + tt.format; contract.MediaPath(img) != want {
+			url := srv.URL + signer.URL(img, time.Now())
+			if want := "/images/" + img.ID + "." + tt.format; contract.MediaPath(img) != want {
 				t.Fatalf("MediaPath: got %q; want %q", contract.MediaPath(img), want)
 			}
 
@@ -196,14 +205,14 @@ func TestServeNotFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{
-		"/media/" + jpg.ID + ".png",     // a jpeg asked for as png
-		"/media/" + pngImg.ID + ".jpeg", // a png asked for as jpeg
-		"/media/" + strings.Repeat("Z", 22) + ".jpeg",
-		"/media/" + bare + ".jpeg",
-		"/media/" + svg + ".png",
-		"/media/" + svg + ".jpeg",
+		"/images/" + jpg.ID + ".png",     // a jpeg asked for as png
+		"/images/" + pngImg.ID + ".jpeg", // a png asked for as jpeg
+		"/images/" + strings.Repeat("Z", 22) + ".jpeg",
+		"/images/" + bare + ".jpeg",
+		"/images/" + svg + ".png",
+		"/images/" + svg + ".jpeg",
 	} {
-		resp, body := do(t, http.MethodGet, srv.URL+path, nil)
+		resp, body := do(t, http.MethodGet, srv.URL+signed(path), nil)
 		if resp.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s: got %d %q; want 404", path, resp.StatusCode, body)
 		}
@@ -217,26 +226,26 @@ func TestServeMalformedNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{
-		"/media/../x",
-		"/media/..%2fx",
-		"/media/%2e%2e%2f",
-		"/media/%2e%2e%2f" + img.ID + ".jpeg",
-		"/media/" + img.ID + "%2f..%2f" + img.ID + ".jpeg",
-		"/media/" + img.ID + ".gif",
-		"/media/" + img.ID + ".JPEG",
-		"/media/" + img.ID + ".jpg",
-		"/media/" + img.ID,
-		"/media/" + img.ID + ".jpeg.png",
-		"/media/" + img.ID + ".jpeg%00",
-		"/media/" + img.ID + "%20.jpeg",
-		"/media/" + img.ID + "/x.jpeg",
-		"/media/.jpeg",
-		"/media/",
+		"/images/../x",
+		"/images/..%2fx",
+		"/images/%2e%2e%2f",
+		"/images/%2e%2e%2f" + img.ID + ".jpeg",
+		"/images/" + img.ID + "%2f..%2f" + img.ID + ".jpeg",
+		"/images/" + img.ID + ".gif",
+		"/images/" + img.ID + ".JPEG",
+		"/images/" + img.ID + ".jpg",
+		"/images/" + img.ID,
+		"/images/" + img.ID + ".jpeg.png",
+		"/images/" + img.ID + ".jpeg%00",
+		"/images/" + img.ID + "%20.jpeg",
+		"/images/" + img.ID + "/x.jpeg",
+		"/images/.jpeg",
+		"/images/",
 		"/media",
-		"/media/abc.jpeg",                             // too short
-		"/media/" + strings.Repeat("a", 65) + ".jpeg", // too long
-		"/media/" + img.ID[:15] + ".jpeg",
-		"/media/" + img.ID + "-.jpeg",
+		"/images/abc.jpeg",                             // too short
+		"/images/" + strings.Repeat("a", 65) + ".jpeg", // too long
+		"/images/" + img.ID[:15] + ".jpeg",
+		"/images/" + img.ID + "-.jpeg",
 	} {
 		resp, body := do(t, http.MethodGet, srv.URL+path, nil)
 		if resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusNotFound {
@@ -253,7 +262,7 @@ func FuzzServeName(f *testing.F) {
 	if err := contract.Provision(f.Context(), s.JS, contract.Options{}); err != nil {
 		f.Fatal(err)
 	}
-	m, err := media.New(media.Config{}, s.JS, zerolog.Nop())
+	m, err := media.New(media.Config{Signer: signer}, s.JS, zerolog.Nop())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -262,8 +271,8 @@ func FuzzServeName(f *testing.F) {
 	}
 	h := m.Handler()
 	f.Fuzz(func(t *testing.T, name string) {
-		req := httptest.NewRequest(http.MethodGet, "/media/x", nil)
-		req.URL.Path = "/media/" + name
+		req := httptest.NewRequest(http.MethodGet, signed("/images/x"), nil)
+		req.URL.Path = "/images/" + name
 		req.SetPathValue("name", name)
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
@@ -271,5 +280,112 @@ func FuzzServeName(f *testing.F) {
 		if w.Code == http.StatusOK {
 			t.Fatalf("GET /media/%q: got 200; want an error", name)
 		}
+	})
+}
+
+// Only a signed, unexpired link serves an image: a guessed id, a changed
+// signature or an expired link get 403 even while the image exists.
+func TestServeNeedsSignature(t *testing.T) {
+	store, srv := serve(t)
+	img, err := contract.PutImage(t.Context(), store, "image/jpeg", encodeImage(t, "jpeg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := signer.URL(img, time.Now())
+	expired := signer.URL(img, time.Now().Add(-contract.MediaTTL-time.Minute))
+	other, _ := contract.NewMediaSigner([]byte("another key 0123456789"), contract.MediaTTL)
+	for _, tt := range []struct {
+		name, path string
+		status     int
+	}{
+		{"signed", good, 200},
+		{"unsigned", contract.MediaPath(img), 403},
+		{"signature changed", good[:len(good)-2] + "AA", 403},
+		{"expiry changed", strings.Replace(good, "e=", "e=9", 1), 403},
+		{"expired", expired, 403},
+		{"another key", other.URL(img, time.Now()), 403},
+	} {
+		if resp, body := do(t, http.MethodGet, srv.URL+tt.path, nil); resp.StatusCode != tt.status {
+			t.Errorf("%s: GET %s: got %d %q; want %d", tt.name, tt.path, resp.StatusCode, body, tt.status)
+		}
+	}
+}
+
+// The bucket's TTL ends an image: then its link, though signed, gets 404.
+func TestServeAfterTTL(t *testing.T) {
+	s := natstest.RunJetStream(t)
+	ctx := t.Context()
+	if err := contract.Provision(ctx, s.JS, contract.Options{MediaTTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := media.New(media.Config{Signer: signer}, s.JS, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(m.Handler())
+	t.Cleanup(srv.Close)
+	store, _ := s.JS.ObjectStore(ctx, contract.BucketMedia)
+	img, err := contract.PutImage(ctx, store, "image/png", encodeImage(t, "png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := srv.URL + signer.URL(img, time.Now())
+	if resp, _ := do(t, http.MethodGet, url, nil); resp.StatusCode != 200 {
+		t.Fatalf("fresh image: %d", resp.StatusCode)
+	}
+	natstest.CheckFor(t, 10*time.Second, 100*time.Millisecond, func() error {
+		if resp, _ := do(t, http.MethodGet, url, nil); resp.StatusCode != http.StatusNotFound {
+			return fmt.Errorf("after the TTL: got %d; want 404", resp.StatusCode)
+		}
+		return nil
+	})
+}
+
+// Beyond Keep images, the oldest are deleted.
+func TestCullOldest(t *testing.T) {
+	s := natstest.RunJetStream(t)
+	ctx := t.Context()
+	if err := contract.Provision(ctx, s.JS, contract.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := media.New(media.Config{Signer: signer, Keep: 3}, s.JS, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- m.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	store, _ := s.JS.ObjectStore(ctx, contract.BucketMedia)
+	var ids []string
+	for range 5 {
+		img, err := contract.PutImage(ctx, store, "image/png", encodeImage(t, "png"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, img.ID)
+		time.Sleep(20 * time.Millisecond) // distinct modification times
+	}
+	natstest.CheckFor(t, 5*time.Second, 50*time.Millisecond, func() error {
+		infos, err := store.List(ctx)
+		if err != nil {
+			return err
+		}
+		var kept []string
+		for _, i := range infos {
+			kept = append(kept, i.Name)
+		}
+		slices.Sort(kept)
+		want := slices.Sorted(slices.Values(ids[2:]))
+		if !slices.Equal(kept, want) {
+			return fmt.Errorf("kept %q; want the newest 3 %q", kept, want)
+		}
+		return nil
 	})
 }

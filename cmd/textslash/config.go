@@ -47,6 +47,10 @@ type config struct {
 	StatusCallbacks bool
 	ProgressEvery   time.Duration
 	LongReplies     string
+
+	MediaKey  string
+	MediaTTL  time.Duration
+	MediaKeep int
 }
 
 // envFlags defines flags whose defaults come from environment variables,
@@ -104,7 +108,7 @@ in one process, with one HTTP listener:
   GET  /              the web chat (no login on 127.0.0.1; elsewhere open the
                       URL with ?token= printed at start)
   POST /api/messages  a web chat message        GET /api/events  its replies (SSE)
-  GET  /media/<id>    images of replies         GET /healthz, /readyz
+  GET  /images/<id>   images of replies (signed links)        GET /healthz, /readyz
   POST /webhook       Twilio's WhatsApp and SMS webhook (also /sms), and
   POST /twilio/status Twilio's status callbacks: on when TWILIO_* are set
 
@@ -154,6 +158,9 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	f.bool(&c.StatusCallbacks, "twilio-status-callbacks", "TEXTSLASH_TWILIO_STATUS_CALLBACKS", true, "ask Twilio for delivery status and send a person's next message only after the previous one is sent, so replies arrive in order")
 	f.dur(&c.ProgressEvery, "progress-every", "TEXTSLASH_PROGRESS_EVERY", 10*time.Second, "least time between two progress messages to one WhatsApp or SMS user; the latest progress wins")
 	f.str(&c.LongReplies, "long-replies", "TEXTSLASH_LONG_REPLIES", "page", "replies over 1600 characters on WhatsApp and SMS: page (the person replies MORE) or truncate (at 1500 characters)")
+	f.str(&c.MediaKey, "media-key", "TEXTSLASH_MEDIA_KEY", "", "secret (16+ characters) that signs image links; generated at each start when empty (set it when media and egress run as separate processes)")
+	f.dur(&c.MediaTTL, "media-ttl", "TEXTSLASH_MEDIA_TTL", 30*time.Minute, "how long images (and their links) last")
+	f.int(&c.MediaKeep, "media-keep", "TEXTSLASH_MEDIA_KEEP", 100, "most images kept; the oldest go first")
 	f.str(&c.LogLevel, "log-level", "TEXTSLASH_LOG_LEVEL", "info", "debug, info, warn or error")
 	f.str(&c.LogFormat, "log-format", "TEXTSLASH_LOG_FORMAT", "auto", "json, console, or auto (console on a terminal)")
 	if err := f.Parse(args); err != nil {
@@ -197,6 +204,18 @@ func (c *config) validate() error {
 	}
 	if c.Web && !loopback(c.Host) && c.WebToken == "" {
 		c.WebToken = newToken()
+	}
+	if c.MediaKey == "" {
+		c.MediaKey = newToken()
+	}
+	if len(c.MediaKey) < 16 {
+		return errors.New("TEXTSLASH_MEDIA_KEY: at least 16 characters")
+	}
+	if c.MediaTTL < time.Minute {
+		return fmt.Errorf("TEXTSLASH_MEDIA_TTL=%s: at least 1m", c.MediaTTL)
+	}
+	if c.MediaKeep < 1 {
+		return fmt.Errorf("TEXTSLASH_MEDIA_KEEP=%d: at least 1", c.MediaKeep)
 	}
 	if err := c.validateTwilio(); err != nil {
 		return err

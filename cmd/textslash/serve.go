@@ -93,7 +93,11 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	if err := contract.Provision(ctx, js, contract.Options{Replicas: cfg.Replicas}); err != nil {
+	if err := contract.Provision(ctx, js, contract.Options{Replicas: cfg.Replicas, MediaTTL: cfg.MediaTTL}); err != nil {
+		return err
+	}
+	signer, err := contract.NewMediaSigner([]byte(cfg.MediaKey), cfg.MediaTTL)
+	if err != nil {
 		return err
 	}
 
@@ -112,20 +116,20 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	if err != nil {
 		return err
 	}
-	med, err := media.New(media.Config{}, js, log)
+	med, err := media.New(media.Config{Signer: signer, Keep: cfg.MediaKeep}, js, log)
 	if err != nil {
 		return err
 	}
 	if err := med.Open(ctx); err != nil {
 		return err
 	}
-	out, err := egress.New(egress.Config{WebChat: cfg.Web, Twilio: cfg.twilioEgress()}, js, log)
+	out, err := egress.New(egress.Config{WebChat: cfg.Web, Twilio: cfg.twilioEgress(), Signer: signer}, js, log)
 	if err != nil {
 		return err
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("/media/", med.Handler())
+	mux.Handle("/images/", med.Handler())
 	for _, route := range in.Routes() {
 		mux.Handle(route, in.Handler())
 	}
@@ -172,6 +176,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	g.Go(func() error { return disp.Run(ctx) })
 	g.Go(func() error { return run.Run(ctx) })
 	g.Go(func() error { return out.Run(ctx) })
+	g.Go(func() error { return med.Run(ctx) })
 
 	url := "http://" + ln.Addr().String()
 	if cfg.Host == "127.0.0.1" || cfg.Host == "localhost" {
