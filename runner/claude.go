@@ -59,7 +59,31 @@ func (c *Claude) Run(ctx context.Context, r *Run) (Result, error) {
 		// rather than fail the person's message.
 		res, err = c.run(ctx, r, bin, "")
 	}
+	res.Text, res.Approval, res.Screenshots = markerLines(res.Text)
 	return res.Result, err
+}
+
+// markerLines takes the marker lines out of an agent's reply: ::approval::
+// and SCREENSHOT_CAPTURED:<path> (see Command), alone on their lines.
+func markerLines(text string) (reply string, approval bool, shots []string) {
+	if !strings.Contains(text, "::approval::") && !strings.Contains(text, "SCREENSHOT_CAPTURED:") {
+		return text, false, nil
+	}
+	var keep []string
+	for _, line := range strings.Split(text, "\n") {
+		t := strings.TrimSpace(line)
+		switch {
+		case t == "::approval::":
+			approval = true
+		case strings.HasPrefix(t, "SCREENSHOT_CAPTURED:"):
+			if p := strings.TrimSpace(strings.TrimPrefix(t, "SCREENSHOT_CAPTURED:")); p != "" {
+				shots = append(shots, p)
+			}
+		default:
+			keep = append(keep, line)
+		}
+	}
+	return strings.TrimSpace(strings.Join(keep, "\n")), approval, shots
 }
 
 // claudeResult is a Result and whether the CLI got as far as starting a

@@ -373,6 +373,11 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 			done.Text = MsgNoOutput
 		}
 	}
+	// Images come with the reply however the run ended (partial results):
+	// only a runner shutting down leaves them.
+	if ctx.Err() == nil && job.Action == "" {
+		done.Images = r.collectScreenshots(ctx, log, job, dir, res.Screenshots)
+	}
 	if res.SessionID != "" && job.Action == "" {
 		if err := writeSession(home, res.SessionID); err != nil {
 			log.Warn().Err(err).Msg("session not saved; the next message starts a new one")

@@ -13,7 +13,8 @@ import (
 // SystemPrompt is appended to Claude Code's: how its answers reach the
 // person and how changes are approved.
 const SystemPrompt = `You work for a person who talks to you from their phone through textslash (WhatsApp, SMS or a web chat). Your final answer is sent to them as a text message: keep it short and plain, without Markdown tables or headings. The current directory is their workspace.
-Do not commit or push. When you leave uncommitted changes in a git repository, textslash shows the person a summary and they reply approve (textslash commits them on a branch and opens a pull request when it can) or reject (textslash discards them). To ask for approval of changes outside git, print a line that is exactly ::approval:: in your final answer.`
+Do not commit or push. When you leave uncommitted changes in a git repository, textslash shows the person a summary and they reply approve (textslash commits them on a branch and opens a pull request when it can) or reject (textslash discards them). To ask for approval of changes outside git, put a line that is exactly ::approval:: in your final answer.
+To show the person an image (a screenshot of the app you are working on, say), save it as a PNG or JPEG file inside the workspace and put a line SCREENSHOT_CAPTURED:<path of the file> in your final answer; or save it in tmp/ai_screenshots/ in the workspace. The image is sent with your answer.`
 
 // sessionFile keeps the user's last agent session id in the agent's home,
 // next to the sessions the CLI itself keeps there.

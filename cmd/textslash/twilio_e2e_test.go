@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"image"
+	_ "image/jpeg"
 	"image/png"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,5 +168,57 @@ func TestWhatsAppInboundImage(t *testing.T) {
 	want := fmt.Sprintf("%s-1.png\n%d", sid[:12], buf.Len())
 	if reply != want {
 		t.Errorf("reply %q; want %q", reply, want)
+	}
+}
+
+// Images an agent hands over reach WhatsApp one per message, in order,
+// each by a signed link Twilio can fetch (HEAD and GET) from PUBLIC_URL.
+func TestWhatsAppImagesFromAgent(t *testing.T) {
+	src := t.TempDir()
+	if err := os.Chmod(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"a.png", "b.png", "c.png"} {
+		var buf bytes.Buffer
+		img := image.NewGray(image.Rect(0, 0, 40+i, 30))
+		if err := png.Encode(&buf, img); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, name), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two reported on stdout, the third dropped in tmp/ai_screenshots.
+	agent := fmt.Sprintf(`cat > /dev/null; mkdir -p shots tmp/ai_screenshots
+cp %[1]s/a.png %[1]s/b.png shots/ && cp %[1]s/c.png tmp/ai_screenshots/
+echo "SCREENSHOT_CAPTURED:shots/a.png"; echo "SCREENSHOT_CAPTURED:shots/b.png"; echo "three shots"`, src)
+	s := startTwilioServe(t, "TEXTSLASH_AGENT="+agent)
+	s.webhook(t, "whatsapp:"+phoneAlice, "show me", nil)
+	msgs := s.api.WaitMessages(t, 3, 15*time.Second)
+	if got := sentBodies(msgs); !slices.Equal(got, []string{"three shots", "", ""}) {
+		t.Errorf("bodies %q; want the text with the first image, then two image-only messages", got)
+	}
+	widths := []int{40, 41, 42}
+	for i, m := range msgs {
+		if len(m.MediaURLs) != 1 || !strings.HasPrefix(m.MediaURLs[0], s.URL+"/images/") {
+			t.Fatalf("message %d media %q; want one link under PUBLIC_URL/images/", i+1, m.MediaURLs)
+		}
+		head, err := http.Head(m.MediaURLs[0])
+		if err != nil || head.StatusCode != 200 || head.Header.Get("Content-Type") != "image/jpeg" {
+			t.Fatalf("HEAD %s: %v %v", m.MediaURLs[0], err, head)
+		}
+		resp, err := http.Get(m.MediaURLs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, format, err := image.DecodeConfig(resp.Body)
+		resp.Body.Close()
+		if err != nil || format != "jpeg" || cfg.Width != widths[i] {
+			t.Errorf("image %d: %s %dx%d, %v; want a jpeg %d wide (in order)", i+1, format, cfg.Width, cfg.Height, err, widths[i])
+		}
+		u, _ := url.Parse(m.MediaURLs[0])
+		if resp, _ := http.Get(s.URL + u.Path); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("unsigned %s: %d; want 403", u.Path, resp.StatusCode)
+		}
 	}
 }
