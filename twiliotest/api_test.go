@@ -313,6 +313,11 @@ func TestAPIStatusCallbacks(t *testing.T) {
 			t.Errorf("callbacks for %s: %v; want %v", to, statuses[to], w)
 		}
 	}
+	// The fake records a callback once its POST returned, just after the
+	// sink saw it.
+	for deadline := time.Now().Add(5 * time.Second); len(a.Callbacks()) < 5 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if n := len(a.Callbacks()); n != 5 {
 		t.Errorf("Callbacks() has %d; want 5", n)
 	}
