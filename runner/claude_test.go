@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
 )
 
@@ -249,18 +247,4 @@ func TestClaudeCancelDuringTool(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-func readPIDWithin(t *testing.T, file string, within time.Duration) int {
-	t.Helper()
-	var pid int
-	natstest.CheckFor(t, within, 20*time.Millisecond, func() error {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return err
-		}
-		pid, err = strconv.Atoi(strings.TrimSpace(string(data)))
-		return err
-	})
-	return pid
 }

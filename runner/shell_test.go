@@ -174,8 +174,14 @@ func groupAlive(t *testing.T, pgid int) []string {
 // readPID waits for the script to write a pid into file.
 func readPID(t *testing.T, file string) int {
 	t.Helper()
+	return readPIDWithin(t, file, 10*time.Second)
+}
+
+// readPIDWithin waits up to within for file to hold a pid.
+func readPIDWithin(t *testing.T, file string, within time.Duration) int {
+	t.Helper()
 	var pid int
-	natstest.CheckFor(t, 10*time.Second, 5*time.Millisecond, func() error {
+	natstest.CheckFor(t, within, 5*time.Millisecond, func() error {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			return err
