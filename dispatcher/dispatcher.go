@@ -70,6 +70,14 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Dispatcher, e
 // Run consumes inbound messages, done events and approval timeouts until
 // ctx ends.
 func (d *Dispatcher) Run(ctx context.Context) error {
+	err := d.run(ctx)
+	if err != nil && ctx.Err() != nil {
+		return nil // stopped while starting: not a failure
+	}
+	return err
+}
+
+func (d *Dispatcher) run(ctx context.Context) error {
 	var err error
 	if d.users, err = d.js.KeyValue(ctx, contract.BucketUsers); err != nil {
 		return fmt.Errorf("bucket %s: %w", contract.BucketUsers, err)
@@ -82,7 +90,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			return fmt.Errorf("stream %s: %w", s.name, err)
 		}
 	}
-	g, ctx := errgroup.WithContext(ctx)
+	type consumer struct {
+		cons jetstream.Consumer
+		h    contract.Handler
+	}
+	var consumers []consumer
 	for _, c := range []struct {
 		stream, name string
 		h            contract.Handler
@@ -95,7 +107,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("consumer %s: %w", c.name, err)
 		}
-		g.Go(func() error { return contract.Consume(ctx, d.js, cons, c.h, d.log) })
+		consumers = append(consumers, consumer{cons, c.h})
+	}
+	// Every consumer is found before any consumes, so a failed start
+	// leaves nothing running.
+	g, ctx := errgroup.WithContext(ctx)
+	for _, c := range consumers {
+		g.Go(func() error { return contract.Consume(ctx, d.js, c.cons, c.h, d.log) })
 	}
 	return g.Wait()
 }
