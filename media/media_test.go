@@ -33,7 +33,7 @@ func signed(path string) string { return signer.SignPath(path, time.Now()) }
 
 // serve provisions an embedded server, opens media on it and serves its
 // handler.
-func serve(t *testing.T) (jetstream.ObjectStore, *httptest.Server) {
+func serve(t testing.TB) (jetstream.ObjectStore, *httptest.Server) {
 	t.Helper()
 	s := natstest.RunJetStream(t)
 	ctx := t.Context()

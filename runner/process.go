@@ -83,9 +83,10 @@ func agentEnv(home string, u *agentUser, model bool) []string {
 }
 
 // commandFunc returns Run.Command for one workspace; model says whether
-// the agent gets the model variables (modelEnv).
-func commandFunc(dir, home string, u *agentUser, model bool) func(ctx context.Context, name string, args ...string) *exec.Cmd {
-	env := agentEnv(home, u, model)
+// the agent gets the model variables (modelEnv); extra variables come last
+// and win over the same names before them.
+func commandFunc(dir, home string, u *agentUser, model bool, extra ...string) func(ctx context.Context, name string, args ...string) *exec.Cmd {
+	env := append(agentEnv(home, u, model), extra...)
 	return func(ctx context.Context, name string, args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, name, args...)
 		cmd.Dir = dir

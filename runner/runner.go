@@ -64,6 +64,18 @@ type Config struct {
 	// shutdown of a standalone runner; JetStream keeps what arrives
 	// meanwhile for the next start). Zero never ends it (the all-in-one).
 	IdleExit time.Duration
+	// Chromium is the browser for screenshots; empty looks for Debian's
+	// headless shell, then chromium, chromium-browser or google-chrome in
+	// PATH when the first shot is asked for.
+	Chromium string
+	// ShotAddr is where the screenshot endpoint listens; default
+	// 127.0.0.1:0 (a free port on loopback, given to each run in its
+	// environment). Agents run on the runner's host.
+	ShotAddr string
+	// ShotCommand is the textslash binary: copied to <Workspaces>/.bin and
+	// put first in the agents' PATH, so they can run `textslash shot`.
+	// Empty: agents use the endpoint with curl.
+	ShotCommand string
 }
 
 func (c *Config) defaults() {
@@ -85,6 +97,9 @@ func (c *Config) defaults() {
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = time.Minute
 	}
+	if c.ShotAddr == "" {
+		c.ShotAddr = "127.0.0.1:0"
+	}
 }
 
 // Runner takes jobs from JOBS and runs them.
@@ -95,6 +110,8 @@ type Runner struct {
 	agent Agent
 	user  *agentUser
 	users jetstream.KeyValue // the dispatcher's state, read to skip cancelled jobs
+	shots *shotServer        // the screenshot endpoint, while Run runs
+	bin   string             // the directory of the agents' textslash command, or ""
 
 	mu      sync.Mutex
 	running map[string]*running // by user key
@@ -124,6 +141,11 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error
 	r := &Runner{cfg: cfg, js: js, log: log.With().Str("svc", "runner").Logger(), running: map[string]*running{}}
 	if r.user, err = lookupAgentUser(cfg.AgentUser); err != nil {
 		return nil, fmt.Errorf("TEXTSLASH_AGENT_USER: %w", err)
+	}
+	if cfg.ShotCommand != "" {
+		if r.bin, err = installShotCommand(ws, cfg.ShotCommand); err != nil {
+			return nil, fmt.Errorf("textslash command for agents: %w", err)
+		}
 	}
 	claudeBin := cfg.ClaudeBin
 	if claudeBin == "" {
@@ -172,6 +194,10 @@ func (r *Runner) Run(ctx context.Context) error {
 		return fmt.Errorf("subscribe %s: %w", contract.AllCancels, err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
+	if r.shots, err = r.startShots(r.cfg.ShotAddr); err != nil {
+		return err
+	}
+	defer r.shots.stop()
 	if os.Geteuid() == 0 && r.user == nil {
 		r.log.Warn().Str("agent", r.cfg.Agent).Msg("agents run as root: set TEXTSLASH_AGENT_USER to run them as an unprivileged user")
 	}
@@ -328,13 +354,23 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		}
 	})
 	defer stopAlive()
+	var extraEnv []string
+	if r.bin != "" {
+		extraEnv = append(extraEnv, "PATH="+r.bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	var shotToken string
+	if r.shots != nil {
+		var env []string
+		shotToken, env = r.shots.open(job, log)
+		extraEnv = append(extraEnv, env...)
+	}
 	run := &Run{
 		Job:         job,
 		Dir:         dir,
 		Attachments: attachments,
 		Unfetched:   unfetched,
 		SessionID:   session,
-		Command:     commandFunc(dir, home, r.user, r.cfg.Agent != AgentShell),
+		Command:     commandFunc(dir, home, r.user, r.cfg.Agent != AgentShell, extraEnv...),
 		OutputCap:   r.cfg.OutputCap,
 		Progress: func(line string) {
 			progressMu.Lock()
@@ -349,6 +385,10 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	}
 	log.Info().Str("agent", name).Msg("run started")
 	res, err := agent.Run(runCtx, run)
+	var shots []contract.Image
+	if r.shots != nil {
+		shots = r.shots.close(shotToken)
+	}
 	done.DurationMS = time.Since(start).Milliseconds()
 	done.ExitCode, done.CostUSD, done.Truncated = res.ExitCode, res.CostUSD, res.Truncated
 	done.Text = strings.TrimSpace(res.Text)
@@ -375,8 +415,9 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	}
 	// Images come with the reply however the run ended (partial results):
 	// only a runner shutting down leaves them.
+	done.Images = shots
 	if ctx.Err() == nil && job.Action == "" {
-		done.Images = r.collectScreenshots(ctx, log, job, dir, res.Screenshots)
+		done.Images = append(done.Images, r.collectScreenshots(ctx, log, job, dir, res.Screenshots, screenshotsPerRun-len(shots))...)
 	}
 	if res.SessionID != "" && job.Action == "" {
 		if err := writeSession(home, res.SessionID); err != nil {
@@ -384,13 +425,24 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		}
 	}
 	if job.Action == "" && done.Status == contract.StatusOK {
-		changes, err := pendingChanges(runCtx, run)
+		ch, err := pendingChanges(runCtx, run)
 		if err != nil {
 			log.Warn().Err(err).Msg("could not look for changes to approve")
 		}
-		if changes != "" || res.Approval {
+		if ch.summary != "" || res.Approval {
 			done.Approval = true
-			done.Text = joinText(done.Text, changes+MsgApprove)
+			text := ch.text()
+			if ch.diff != "" && r.shots != nil {
+				// The diff as a picture a phone shows well; the text
+				// keeps the summary.
+				if img, err := r.diffImage(ctx, log, job, ch.diff); err != nil {
+					log.Warn().Err(err).Msg("diff not drawn; quoted as text")
+				} else {
+					done.Images = append(done.Images, img)
+					text = ch.summary + "\n"
+				}
+			}
+			done.Text = joinText(done.Text, text+MsgApprove)
 		}
 	}
 	log.Info().Str("status", done.Status).Int("exit_code", done.ExitCode).Int64("duration_ms", done.DurationMS).

@@ -1,14 +1,9 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"image"
-	"image/color"
-	"image/jpeg"
-	_ "image/png" // screenshots are often PNG
 	"io"
 	"net/http"
 	"os"
@@ -20,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/shot"
 )
 
 // DropDir is where, inside a workspace, an agent may drop images for the
@@ -31,7 +27,7 @@ const (
 	screenshotMaxFile = 32 << 20
 	// screenshotMaxBytes is the ceiling of a stored image: it fits every
 	// channel (MMS takes 1 MB, WhatsApp 5 MB).
-	screenshotMaxBytes = 600 << 10
+	screenshotMaxBytes = shot.DefaultMaxBytes
 	// screenshotsPerRun caps the images one run may send.
 	screenshotsPerRun = 10
 )
@@ -112,19 +108,11 @@ func dropped(dir string) []string {
 
 // collectScreenshots stores the images a run reported (its
 // SCREENSHOT_CAPTURED lines, then the files in DropDir, which are removed)
-// as compressed JPEGs, publishes an image event for each, and returns
-// them. Paths outside the workspace, non-images and unreadable files are
-// refused and logged.
-func (r *Runner) collectScreenshots(ctx context.Context, log zerolog.Logger, job contract.Job, dir string, reported []string) []contract.Image {
+// as compressed JPEGs, at most room of them, publishes an image event for
+// each, and returns them. Paths outside the workspace, non-images and
+// unreadable files are refused and logged.
+func (r *Runner) collectScreenshots(ctx context.Context, log zerolog.Logger, job contract.Job, dir string, reported []string, room int) []contract.Image {
 	paths := append(slices.Clone(reported), dropped(dir)...)
-	if len(paths) == 0 {
-		return nil
-	}
-	store, err := r.js.ObjectStore(ctx, contract.BucketMedia)
-	if err != nil {
-		log.Error().Err(err).Msg("media store; screenshots dropped")
-		return nil
-	}
 	var images []contract.Image
 	seen := map[string]bool{}
 	for _, p := range paths {
@@ -135,7 +123,7 @@ func (r *Runner) collectScreenshots(ctx context.Context, log zerolog.Logger, job
 		if strings.HasPrefix(filepath.Clean(p), DropDir+"/") {
 			defer os.Remove(filepath.Join(dir, p))
 		}
-		if len(images) == screenshotsPerRun {
+		if len(images) >= room {
 			log.Warn().Str("path", p).Int("max", screenshotsPerRun).Msg("screenshot skipped: too many in one run")
 			continue
 		}
@@ -144,71 +132,19 @@ func (r *Runner) collectScreenshots(ctx context.Context, log zerolog.Logger, job
 			log.Warn().Err(err).Str("path", p).Msg("screenshot refused")
 			continue
 		}
-		s, err := compress(data, screenshotMaxBytes)
+		s, err := shot.Compress(data, screenshotMaxBytes)
 		if err != nil {
 			log.Warn().Err(err).Str("path", p).Msg("screenshot not compressed")
 			continue
 		}
-		img, err := contract.PutImage(ctx, store, "image/jpeg", s.jpeg)
+		img, err := r.storeImage(ctx, s)
 		if err != nil {
 			log.Error().Err(err).Msg("screenshot not stored")
 			continue
 		}
-		img.Width, img.Height = s.width, s.height
-		ev := contract.Event{Kind: contract.KindImage, User: job.User, JobID: job.ID, Image: &img}
-		if err := contract.PublishEvent(ctx, r.js, ev, contract.MsgID(job.User, job.ID, "image", strconv.Itoa(len(images)+1))); err != nil {
-			log.Warn().Err(err).Msg("image event")
-		}
+		r.publishImage(ctx, log, job, img, strconv.Itoa(len(images)+1))
 		log.Info().Str("path", p).Str("object", img.ID).Int("size", img.Size).Int("width", img.Width).Int("height", img.Height).Msg("screenshot stored")
 		images = append(images, img)
 	}
 	return images
-}
-
-// compressed is an image re-encoded as JPEG.
-type compressed struct {
-	jpeg          []byte
-	width, height int
-}
-
-// compress re-encodes a PNG or JPEG as a JPEG of at most maxBytes: quality
-// 75, then 50, then at half the size, and so on.
-func compress(data []byte, maxBytes int) (compressed, error) {
-	src, _, err := image.Decode(bytes.NewReader(data))
-	if err != nil {
-		return compressed{}, fmt.Errorf("decode image: %w", err)
-	}
-	for {
-		b := src.Bounds()
-		for _, q := range []int{75, 50} {
-			var buf bytes.Buffer
-			if err := jpeg.Encode(&buf, src, &jpeg.Options{Quality: q}); err != nil {
-				return compressed{}, err
-			}
-			if buf.Len() <= maxBytes {
-				return compressed{jpeg: buf.Bytes(), width: b.Dx(), height: b.Dy()}, nil
-			}
-		}
-		if b.Dx() < 32 || b.Dy() < 32 {
-			return compressed{}, fmt.Errorf("cannot get a %dx%d image under %d bytes", b.Dx(), b.Dy(), maxBytes)
-		}
-		src = half(src)
-	}
-}
-
-// half scales img to half its width and height, averaging 2×2 pixels.
-func half(img image.Image) image.Image {
-	b := img.Bounds()
-	dst := image.NewRGBA(image.Rect(0, 0, b.Dx()/2, b.Dy()/2))
-	for y := range dst.Rect.Dy() {
-		for x := range dst.Rect.Dx() {
-			var r, g, bl, a uint32
-			for _, d := range [4][2]int{{0, 0}, {1, 0}, {0, 1}, {1, 1}} {
-				cr, cg, cb, ca := img.At(b.Min.X+2*x+d[0], b.Min.Y+2*y+d[1]).RGBA()
-				r, g, bl, a = r+cr, g+cg, bl+cb, a+ca
-			}
-			dst.SetRGBA(x, y, color.RGBA{uint8(r / 4 >> 8), uint8(g / 4 >> 8), uint8(bl / 4 >> 8), uint8(a / 4 >> 8)})
-		}
-	}
-	return dst
 }

@@ -14,7 +14,8 @@ import (
 // person and how changes are approved.
 const SystemPrompt = `You work for a person who talks to you from their phone through textslash (WhatsApp, SMS or a web chat). Your final answer is sent to them as a text message: keep it short and plain, without Markdown tables or headings. The current directory is their workspace.
 Do not commit or push. When you leave uncommitted changes in a git repository, textslash shows the person a summary and they reply approve (textslash commits them on a branch and opens a pull request when it can) or reject (textslash discards them). To ask for approval of changes outside git, put a line that is exactly ::approval:: in your final answer.
-To show the person an image (a screenshot of the app you are working on, say), save it as a PNG or JPEG file inside the workspace and put a line SCREENSHOT_CAPTURED:<path of the file> in your final answer; or save it in tmp/ai_screenshots/ in the workspace. The image is sent with your answer.`
+To show the person a web page (the app you are working on, running on localhost, say), run: textslash shot [--desktop] [--full] URL — it prints an image id and the screenshot is sent with your answer (phone-sized unless --desktop; --full for the whole page). Without the textslash command: curl -s -X POST -H "Authorization: Bearer $TEXTSLASH_SHOT_TOKEN" --data-urlencode url=URL -d desktop=1 -d full=1 "$TEXTSLASH_SHOT_URL" (desktop and full are optional). Only http and https URLs.
+To show any other image, save it as a PNG or JPEG file inside the workspace and put a line SCREENSHOT_CAPTURED:<path of the file> in your final answer; or save it in tmp/ai_screenshots/ in the workspace. The image is sent with your answer.`
 
 // sessionFile keeps the user's last agent session id in the agent's home,
 // next to the sessions the CLI itself keeps there.
@@ -43,14 +44,41 @@ func writeSession(home, id string) error {
 	return os.WriteFile(filepath.Join(home, sessionFile), []byte(id+"\n"), 0o600)
 }
 
-// diffKeep is how much of the diff an approval request quotes.
+// diffKeep is how much of the diff an approval request quotes as text
+// (when it cannot be shown as an image).
 const diffKeep = 3000
 
-// pendingChanges describes the uncommitted changes in the workspace's git
-// repository for an approval request: files with lines added and removed,
-// then the diff itself, cut at diffKeep. Empty when the workspace is not a
-// repository or has no changes.
-func pendingChanges(ctx context.Context, r *Run) (string, error) {
+// untrackedDiffs is how many new files the diff shows in full.
+const untrackedDiffs = 20
+
+// changes are the uncommitted changes in a workspace's git repository.
+type changes struct {
+	// summary heads an approval request: files with lines added and
+	// removed. Empty when the workspace is not a repository or has no
+	// changes.
+	summary string
+	// diff is the unified diff (at most 1 MB), new files included.
+	diff string
+}
+
+// text is the summary with the diff quoted, cut at diffKeep.
+func (c changes) text() string {
+	if c.summary == "" {
+		return ""
+	}
+	diff := c.diff
+	if len(diff) > diffKeep {
+		diff = strings.ToValidUTF8(diff[:diffKeep], "") + "\n[…]"
+	}
+	if diff = strings.TrimSpace(diff); diff != "" {
+		return c.summary + "\n" + diff + "\n\n"
+	}
+	return c.summary + "\n"
+}
+
+// pendingChanges looks for uncommitted changes in the workspace's git
+// repository, for an approval request.
+func pendingChanges(ctx context.Context, r *Run) (changes, error) {
 	git := func(args ...string) (string, error) {
 		cmd := r.Command(ctx, "git", args...)
 		out := &cappedBuffer{max: 1 << 20}
@@ -60,14 +88,14 @@ func pendingChanges(ctx context.Context, r *Run) (string, error) {
 		return out.buf.String(), err
 	}
 	if _, err := git("rev-parse", "--is-inside-work-tree"); err != nil {
-		return "", nil // not a repository: nothing to approve
+		return changes{}, nil // not a repository: nothing to approve
 	}
 	status, err := git("status", "--porcelain", "--untracked-files=all")
 	if err != nil {
-		return "", fmt.Errorf("git status: %w", err)
+		return changes{}, fmt.Errorf("git status: %w", err)
 	}
 	if strings.TrimSpace(status) == "" {
-		return "", nil
+		return changes{}, nil
 	}
 	// Lines added and removed per tracked file; a repository without
 	// commits diffs against the empty tree.
@@ -84,6 +112,7 @@ func pendingChanges(ctx context.Context, r *Run) (string, error) {
 	}
 	var b strings.Builder
 	var files, added, removed int
+	var untracked []string
 	for _, line := range strings.Split(strings.TrimRight(status, "\n"), "\n") {
 		if len(line) < 4 {
 			continue
@@ -92,6 +121,7 @@ func pendingChanges(ctx context.Context, r *Run) (string, error) {
 		files++
 		if code == "??" { // untracked: git diff does not count it
 			code = "A"
+			untracked = append(untracked, path)
 			if data, err := os.ReadFile(filepath.Join(r.Dir, path)); err == nil {
 				counts[path] = [2]string{strconv.Itoa(strings.Count(string(data), "\n")), "0"}
 			}
@@ -103,13 +133,11 @@ func pendingChanges(ctx context.Context, r *Run) (string, error) {
 		fmt.Fprintf(&b, "  %s %s (+%d −%d)\n", code, path, a, d)
 	}
 	diff, _ := git("diff", base)
-	if len(diff) > diffKeep {
-		diff = strings.ToValidUTF8(diff[:diffKeep], "") + "\n[…]"
+	for _, path := range untracked[:min(len(untracked), untrackedDiffs)] {
+		// Exits 1 when the files differ, which they do.
+		d, _ := git("diff", "--no-index", "--", "/dev/null", path)
+		diff += d
 	}
 	head := fmt.Sprintf("Changes waiting for your approval: %d file(s), +%d −%d\n", files, added, removed)
-	out := head + b.String()
-	if diff != "" {
-		out += "\n" + strings.TrimSpace(diff) + "\n"
-	}
-	return out + "\n", nil
+	return changes{summary: head + b.String(), diff: diff}, nil
 }

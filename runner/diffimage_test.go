@@ -1,0 +1,102 @@
+package runner
+
+import (
+	"bytes"
+	"image"
+	"strings"
+	"testing"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/shot/shottest"
+)
+
+func TestDiffHTML(t *testing.T) {
+	diff := `diff --git a/app.js b/app.js
+index 1111111..2222222 100644
+--- a/app.js
++++ b/app.js
+@@ -1,2 +1,2 @@
+ const a = 1;
+-if (a < 2) {}
++if (a > 2) { alert("<b>") }
+diff --git a/dev/null b/new.txt
+new file mode 100644
+--- /dev/null
++++ b/new.txt
+@@ -0,0 +1 @@
++hello
+`
+	page := diffHTML(diff, 100)
+	for _, want := range []string{
+		"<div class=f>app.js</div>", "<div class=h>@@ -1,2 +1,2 @@</div>", "<div> const a = 1;</div>",
+		"<div class=d>-if (a &lt; 2) {}</div>", `<div class=a>+if (a &gt; 2) { alert(&#34;&lt;b&gt;&#34;) }</div>`,
+		"<div class=f>new.txt</div>", "<div class=a>+hello</div>",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	for _, gone := range []string{"index 1111111", "+++ b/app.js", "--- /dev/null", "new file mode", "more line"} {
+		if strings.Contains(page, gone) {
+			t.Errorf("page shows %q", gone)
+		}
+	}
+	// Of the 8 lines shown in full, 3 and the count of the rest.
+	short := diffHTML(diff, 3)
+	if !strings.Contains(short, "… and 5 more line(s)") || !strings.Contains(short, "const a") || strings.Contains(short, "-if") {
+		t.Errorf("cut at 3 lines:\n%s", short)
+	}
+}
+
+// An approval request in a git workspace comes with the diff drawn as an
+// image (added lines green, removed red); the text keeps the summary only.
+func TestRunnerApprovalDiffImage(t *testing.T) {
+	e := newRunnerEnv(t)
+	e.start(Config{Chromium: shottest.Chromium(t)})
+	u := e.user(contract.ChannelWeb, "alice")
+	e.job(u, "m1", `git init -q && printf 'one\ntwo\n' > a.txt && git add a.txt && git -c user.name=a -c user.email=a@b commit -q -m init &&
+printf 'one\nTWO\n' > a.txt && printf 'new\n' > b.txt && echo changed`)
+	ev := e.waitDone(u, "m1", runnerWait)
+	if !ev.Approval || len(ev.Images) != 1 {
+		t.Fatalf("approval %t with %d images; want an approval request with the diff image:\n%s", ev.Approval, len(ev.Images), ev.Text)
+	}
+	for _, want := range []string{"Changes waiting for your approval: 2 file(s), +2 −1", "M a.txt (+1 −1)", "A b.txt (+1 −0)", MsgApprove} {
+		if !strings.Contains(ev.Text, want) {
+			t.Errorf("text lacks %q:\n%s", want, ev.Text)
+		}
+	}
+	if strings.Contains(ev.Text, "+TWO") {
+		t.Errorf("text quotes the diff beside its image:\n%s", ev.Text)
+	}
+	store, err := e.js.ObjectStore(t.Context(), contract.BucketMedia)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := store.GetBytes(t.Context(), ev.Images[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := image.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Backgrounds of added (#e6ffec) and removed (#ffebe9) lines.
+	var green, red int
+	b := m.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			r, g, bl, _ := m.At(x, y).RGBA()
+			r, g, bl = r>>8, g>>8, bl>>8
+			switch {
+			case g > 240 && r > 215 && r < 240 && bl > 225 && bl < 245:
+				green++
+			case r > 245 && g > 225 && g < 245 && bl > 220 && bl < 240:
+				red++
+			}
+		}
+	}
+	t.Logf("%d×%d image, %d bytes: %d green and %d red samples", b.Dx(), b.Dy(), len(data), green, red)
+	if green < 500 || red < 200 {
+		t.Errorf("%d green and %d red samples; want the added lines green and the removed red", green, red)
+	}
+}

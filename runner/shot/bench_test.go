@@ -1,0 +1,151 @@
+package shot
+
+import (
+	"bytes"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/textslash/textslash/runner/shot/shottest"
+)
+
+// How CPU is counted. Chromium is a tree of processes (browser, zygotes,
+// renderers, GPU and network services), and the renderer of each tab exits
+// with the tab. treeCPU sums utime+stime+cutime+cstime of every live process
+// under the browser's pid from /proc/<pid>/stat: cutime/cstime carry the
+// time of children that exited and were reaped inside the tree (the zygote
+// reaps renderers), so closed tabs still count. The browser is not our child
+// until it exits, so RUSAGE_CHILDREN does not see it while it runs; and when
+// it is killed its children are orphaned and reaped by init, so
+// RUSAGE_CHILDREN misses them even then. Warm: treeCPU before and after the
+// loop. Cold: treeCPU of each new browser right after its shot (launch and
+// shot, not the shutdown). The Go side (CDP, base64 and JSON of the image)
+// is RUSAGE_SELF, reported apart.
+
+// clockTicks is USER_HZ, 100 on every Linux that Go runs on.
+const clockTicks = 100
+
+// treeCPU is the CPU time, in seconds, of root and every live process under it.
+func treeCPU(root int) float64 {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	parent := map[int]int{}
+	ticks := map[int]float64{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after "(comm)": state ppid … utime(14) stime cutime cstime.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 15 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		parent[pid] = ppid
+		for _, v := range f[11:15] {
+			n, _ := strconv.ParseFloat(v, 64)
+			ticks[pid] += n
+		}
+	}
+	var sum float64
+	for pid, t := range ticks {
+		for p := pid; p > 1; p = parent[p] {
+			if p == root {
+				sum += t
+				break
+			}
+		}
+	}
+	return sum / clockTicks
+}
+
+func rusage(who int) float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// report adds p50/p90 of the shot times and per-shot CPU and bytes.
+func report(b *testing.B, times []time.Duration, chromeCPU, goCPU float64, bytes int) {
+	slices.Sort(times)
+	n := float64(len(times))
+	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(times[len(times)*9/10].Microseconds())/1000, "p90-ms")
+	b.ReportMetric(chromeCPU/n, "chrome-cpu-s/shot")
+	b.ReportMetric(goCPU/n, "go-cpu-s/shot")
+	b.ReportMetric(float64(bytes)/n, "jpeg-B/shot")
+}
+
+// BenchmarkCaptureWarm: shots in one warm browser, a new tab per shot;
+// "mobile" (a mobile viewport) is the one with targets (p50 ≤ 200 ms,
+// ≤ 0.3 CPU-s per shot on 2 cores).
+func BenchmarkCaptureWarm(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		o    Options
+	}{
+		{"mobile", Options{URL: "/"}},
+		{"desktop", Options{URL: "/", Desktop: true}},
+		{"mobile-tall-viewport", Options{URL: "/tall"}},
+		{"mobile-tall-fullpage", Options{URL: "/tall", FullPage: true}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			br := newBrowser(b, 20*time.Second)
+			o := bc.o
+			o.URL = pages(b).URL + o.URL
+			if _, err := br.Capture(b.Context(), o); err != nil {
+				b.Fatal(err)
+			}
+			pid := br.pid()
+			var times []time.Duration
+			size := 0
+			chrome0, go0 := treeCPU(pid), rusage(syscall.RUSAGE_SELF)
+			for b.Loop() {
+				start := time.Now()
+				s, err := br.Capture(b.Context(), o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				times = append(times, time.Since(start))
+				size += len(s.JPEG)
+			}
+			report(b, times, treeCPU(pid)-chrome0, rusage(syscall.RUSAGE_SELF)-go0, size)
+		})
+	}
+}
+
+// BenchmarkCaptureCold: the same shot in a browser launched for it.
+func BenchmarkCaptureCold(b *testing.B) {
+	bin := shottest.Chromium(b)
+	srv := pages(b)
+	o := Options{URL: srv.URL + "/"}
+	var times []time.Duration
+	size := 0
+	chrome, go0 := 0.0, rusage(syscall.RUSAGE_SELF)
+	for b.Loop() {
+		br := New(Config{Bin: bin, NoSandbox: os.Geteuid() == 0})
+		start := time.Now()
+		s, err := br.Capture(b.Context(), o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		times = append(times, time.Since(start))
+		size += len(s.JPEG)
+		chrome += treeCPU(br.pid())
+		br.Close()
+	}
+	report(b, times, chrome, rusage(syscall.RUSAGE_SELF)-go0, size)
+}

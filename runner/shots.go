@@ -1,0 +1,315 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/shot"
+)
+
+// The variables that tell an agent's programs where the runner's screenshot
+// endpoint is; `textslash shot` reads them.
+const (
+	ShotURLVar   = "TEXTSLASH_SHOT_URL"
+	ShotTokenVar = "TEXTSLASH_SHOT_TOKEN"
+)
+
+// ShotRequest asks for one screenshot (POST $TEXTSLASH_SHOT_URL, form
+// fields url, desktop=1, full=1).
+type ShotRequest struct {
+	URL      string
+	Desktop  bool
+	FullPage bool
+}
+
+// ShotReply is the endpoint's answer: the image joins the run's reply.
+type ShotReply struct {
+	ID     string `json:"id"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+	Size   int    `json:"size"`
+	// Error says why there is no image (any status but 200).
+	Error string `json:"error,omitempty"`
+}
+
+// shotServer is the runner's screenshot endpoint on loopback. Each run
+// gets a token of its own in its agent's environment; only that run can
+// attach images to its reply, and only while it runs.
+type shotServer struct {
+	r       *Runner
+	browser *shot.Browser
+	url     string
+	srv     *http.Server
+
+	mu   sync.Mutex
+	runs map[string]*shotRun // by token
+}
+
+// shotRun is one run's share of the endpoint.
+type shotRun struct {
+	job contract.Job
+	log zerolog.Logger
+
+	mu     sync.Mutex
+	taken  int // shots asked for, counting failed ones
+	images []contract.Image
+}
+
+// startShots listens on addr and serves the endpoint until stop.
+func (r *Runner) startShots(addr string) (*shotServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("screenshot endpoint: %w", err)
+	}
+	s := &shotServer{
+		r:       r,
+		browser: shot.New(shot.Config{Bin: r.cfg.Chromium, NoSandbox: os.Geteuid() == 0}),
+		url:     "http://" + ln.Addr().String() + "/shot",
+		runs:    map[string]*shotRun{},
+	}
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// stop closes the endpoint and the browser.
+func (s *shotServer) stop() {
+	_ = s.srv.Close()
+	_ = s.browser.Close()
+}
+
+// open gives a run its token and the environment that carries it.
+func (s *shotServer) open(job contract.Job, log zerolog.Logger) (token string, env []string) {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	token = hex.EncodeToString(b[:])
+	s.mu.Lock()
+	s.runs[token] = &shotRun{job: job, log: log}
+	s.mu.Unlock()
+	return token, []string{ShotURLVar + "=" + s.url, ShotTokenVar + "=" + token}
+}
+
+// close ends a run's share and returns the images it took.
+func (s *shotServer) close(token string) []contract.Image {
+	s.mu.Lock()
+	run := s.runs[token]
+	delete(s.runs, token)
+	s.mu.Unlock()
+	if run == nil {
+		return nil
+	}
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	return run.images
+}
+
+func (s *shotServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	reply := func(code int, rep ShotReply) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(rep)
+	}
+	fail := func(code int, format string, args ...any) {
+		reply(code, ShotReply{Error: fmt.Sprintf(format, args...)})
+	}
+	if req.URL.Path != "/shot" {
+		fail(http.StatusNotFound, "not found: POST /shot")
+		return
+	}
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		fail(http.StatusMethodNotAllowed, "use POST")
+		return
+	}
+	token, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+	s.mu.Lock()
+	run := s.runs[token]
+	s.mu.Unlock()
+	if token == "" || run == nil {
+		fail(http.StatusUnauthorized, "no run of yours is going on: send $%s as a bearer token", ShotTokenVar)
+		return
+	}
+	req.Body = http.MaxBytesReader(w, req.Body, 16<<10)
+	if err := req.ParseForm(); err != nil {
+		fail(http.StatusBadRequest, "bad form: %v", err)
+		return
+	}
+	sr := ShotRequest{URL: req.Form.Get("url"), Desktop: formBool(req.Form, "desktop"), FullPage: formBool(req.Form, "full")}
+	if err := checkShotURL(sr.URL); err != nil {
+		fail(http.StatusBadRequest, "%v", err)
+		return
+	}
+	run.mu.Lock()
+	room := run.taken < screenshotsPerRun
+	run.taken++
+	run.mu.Unlock()
+	if !room {
+		fail(http.StatusTooManyRequests, "at most %d images per reply", screenshotsPerRun)
+		return
+	}
+	log := run.log.With().Str("url", sr.URL).Bool("desktop", sr.Desktop).Bool("full", sr.FullPage).Logger()
+	start := time.Now()
+	img, err := s.r.capture(req.Context(), s.browser, sr, run.job)
+	if err != nil {
+		log.Warn().Err(err).Dur("took", time.Since(start)).Msg("screenshot failed")
+		code := http.StatusBadGateway
+		if errors.Is(err, shot.ErrNoChromium) {
+			code = http.StatusServiceUnavailable
+		}
+		fail(code, "%v", err)
+		return
+	}
+	run.mu.Lock()
+	run.images = append(run.images, img)
+	n := len(run.images)
+	run.mu.Unlock()
+	s.r.publishImage(req.Context(), log, run.job, img, "shot"+strconv.Itoa(n))
+	log.Info().Str("object", img.ID).Int("size", img.Size).Int("width", img.Width).Int("height", img.Height).
+		Dur("took", time.Since(start)).Msg("screenshot taken")
+	reply(http.StatusOK, ShotReply{ID: img.ID, Width: img.Width, Height: img.Height, Size: img.Size})
+}
+
+func formBool(f url.Values, key string) bool {
+	b, _ := strconv.ParseBool(f.Get(key))
+	return b || f.Get(key) == "yes" || f.Get(key) == "on"
+}
+
+// checkShotURL allows web pages only: the browser runs as textslash, so a
+// file: URL would show the agent files it cannot read itself.
+func checkShotURL(raw string) error {
+	if raw == "" {
+		return errors.New("no url")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("url: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("url %q: only http:// and https:// pages", raw)
+	}
+	return nil
+}
+
+// capture takes the shot and stores it in the media bucket.
+func (r *Runner) capture(ctx context.Context, b *shot.Browser, sr ShotRequest, job contract.Job) (contract.Image, error) {
+	s, err := b.Capture(ctx, shot.Options{URL: sr.URL, Desktop: sr.Desktop, FullPage: sr.FullPage, MaxBytes: screenshotMaxBytes})
+	if err != nil {
+		return contract.Image{}, err
+	}
+	return r.storeImage(ctx, s)
+}
+
+// storeImage puts a JPEG in the media bucket.
+func (r *Runner) storeImage(ctx context.Context, s shot.Shot) (contract.Image, error) {
+	store, err := r.js.ObjectStore(ctx, contract.BucketMedia)
+	if err != nil {
+		return contract.Image{}, fmt.Errorf("media store: %w", err)
+	}
+	img, err := contract.PutImage(ctx, store, "image/jpeg", s.JPEG)
+	if err != nil {
+		return contract.Image{}, fmt.Errorf("store image: %w", err)
+	}
+	img.Width, img.Height = s.Width, s.Height
+	return img, nil
+}
+
+// Shoot asks the runner's endpoint (as given by the environment of an
+// agent's program) for a screenshot; what `textslash shot` does.
+func Shoot(ctx context.Context, endpoint, token string, sr ShotRequest) (ShotReply, error) {
+	if endpoint == "" || token == "" {
+		return ShotReply{}, fmt.Errorf("%s and %s are not set: textslash shot works inside an agent's run", ShotURLVar, ShotTokenVar)
+	}
+	form := url.Values{"url": {sr.URL}}
+	if sr.Desktop {
+		form.Set("desktop", "1")
+	}
+	if sr.FullPage {
+		form.Set("full", "1")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return ShotReply{}, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ShotReply{}, err
+	}
+	defer resp.Body.Close()
+	var rep ShotReply
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return ShotReply{}, err
+	}
+	if err := json.Unmarshal(body, &rep); err != nil {
+		return ShotReply{}, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	if resp.StatusCode != http.StatusOK {
+		return rep, fmt.Errorf("%s: %s", resp.Status, rep.Error)
+	}
+	return rep, nil
+}
+
+// installShotCommand copies the textslash binary to <workspaces>/.bin, a
+// place the agent user can run it from, and returns that directory for the
+// agents' PATH. The copy is made again when the binary changed.
+func installShotCommand(workspaces, bin string) (string, error) {
+	src, err := os.Open(bin)
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	fi, err := src.Stat()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(workspaces, ".bin")
+	dst := filepath.Join(dir, "textslash")
+	if have, err := os.Stat(dst); err == nil && have.Size() == fi.Size() && have.ModTime().Equal(fi.ModTime()) {
+		return dir, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, ".textslash-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, src); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Chmod(0o755); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Chtimes(tmp.Name(), fi.ModTime(), fi.ModTime()); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", err
+	}
+	return dir, os.Rename(tmp.Name(), dst)
+}
