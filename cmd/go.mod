@@ -12,11 +12,13 @@ require (
 	github.com/textslash/textslash/egress v0.0.0
 	github.com/textslash/textslash/ingress v0.0.0
 	github.com/textslash/textslash/media v0.0.0
+	github.com/textslash/textslash/natstest v0.0.0
 	github.com/textslash/textslash/runner v0.0.0
 	golang.org/x/sync v0.24.0
 )
 
 require (
+	github.com/go-telegram/bot v1.19.0 // indirect
 	github.com/golang-jwt/jwt/v5 v5.2.2 // indirect
 	github.com/golang/mock v1.6.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
@@ -36,6 +38,7 @@ require (
 	github.com/nats-io/jwt/v2 v2.8.2 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
+	github.com/textslash/textslash/telegramtest v0.0.0
 	github.com/textslash/textslash/twiliotest v0.0.0
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
@@ -57,3 +60,5 @@ replace github.com/textslash/textslash/runner => ../runner
 replace github.com/textslash/textslash/natstest => ../natstest
 
 replace github.com/textslash/textslash/twiliotest => ../twiliotest
+
+replace github.com/textslash/textslash/telegramtest => ../telegramtest

@@ -24,6 +24,8 @@ type Config struct {
 	KeepAlive time.Duration
 	// Twilio, when set, delivers to WhatsApp and SMS users.
 	Twilio *Twilio
+	// Telegram, when set, delivers to Telegram users.
+	Telegram *Telegram
 	// Signer signs the image links egress hands out (media checks them).
 	Signer contract.MediaSigner
 }
@@ -52,20 +54,38 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error
 		}
 		e.cfg.Twilio = &t
 		api := newTwilioAPI(t)
-		e.push = &pusher{
-			js: js, log: e.log, retry: t.Retry,
-			mediaFn: func(img contract.Image) string { return t.PublicURL + cfg.Signer.URL(img, time.Now()) },
-			channels: map[string]channel{
-				contract.ChannelWhatsApp: {rules: t.WhatsApp, sender: &twilioSender{cfg: t, api: api, prefix: "whatsapp:"}},
-				contract.ChannelSMS:      {rules: t.SMS, sender: &twilioSender{cfg: t, api: api}},
-			},
-			users: map[string]*userQueue{},
-		}
+		media := func(img contract.Image) string { return t.PublicURL + cfg.Signer.URL(img, time.Now()) }
+		p := e.pusher(t.Retry)
+		p.channels[contract.ChannelWhatsApp] = channel{rules: t.WhatsApp, sender: &twilioSender{cfg: t, api: api, prefix: "whatsapp:"}, mediaURL: media, waitSent: t.StatusCallbacks}
+		p.channels[contract.ChannelSMS] = channel{rules: t.SMS, sender: &twilioSender{cfg: t, api: api}, mediaURL: media, waitSent: t.StatusCallbacks}
 		if t.StatusCallbacks {
-			e.push.sent = newSentWaiter(t.SentWait)
+			p.sent = newSentWaiter(t.SentWait)
 		}
 	}
+	if cfg.Telegram != nil {
+		t := *cfg.Telegram
+		if err := t.validate(); err != nil {
+			return nil, err
+		}
+		e.cfg.Telegram = &t
+		s, err := newTelegramSender(t, e.log)
+		if err != nil {
+			return nil, err
+		}
+		p := e.pusher(t.Retry)
+		p.channels[contract.ChannelTelegram] = channel{rules: t.Rules, sender: s,
+			mediaURL: func(img contract.Image) string { return t.mediaBase() + cfg.Signer.URL(img, time.Now()) }}
+	}
 	return e, nil
+}
+
+// pusher returns the pusher of the channels that push, made at the first
+// call; the retry bounds of the first channel apply to all.
+func (e *Egress) pusher(r Retry) *pusher {
+	if e.push == nil {
+		e.push = &pusher{js: e.js, log: e.log, retry: r.withDefaults(), channels: map[string]channel{}, users: map[string]*userQueue{}}
+	}
+	return e.push
 }
 
 // Handler serves the channels that deliver over HTTP (the web chat's event

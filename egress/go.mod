@@ -8,6 +8,8 @@ require (
 	github.com/textslash/textslash/contract v0.0.0
 )
 
+require github.com/go-telegram/bot v1.19.0
+
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
@@ -28,6 +30,7 @@ require (
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/textslash/textslash/natstest v0.0.0
+	github.com/textslash/textslash/telegramtest v0.0.0
 	github.com/textslash/textslash/twiliotest v0.0.0
 	github.com/twilio/twilio-go v1.31.0
 	golang.org/x/crypto v0.58.0 // indirect
@@ -39,3 +42,5 @@ replace github.com/textslash/textslash/contract => ../contract
 replace github.com/textslash/textslash/natstest => ../natstest
 
 replace github.com/textslash/textslash/twiliotest => ../twiliotest
+
+replace github.com/textslash/textslash/telegramtest => ../telegramtest

@@ -29,6 +29,10 @@ type Sender interface {
 type Message struct {
 	Body  string
 	Media []string
+	// Progress: a line about the run in progress (JobID), which a channel
+	// that can edit messages shows in one status message.
+	Progress bool
+	JobID    string
 }
 
 // SendError is a failed send.
@@ -40,6 +44,9 @@ type SendError struct {
 	// Code and Status are the provider's error code and HTTP status.
 	Code   int
 	Status int
+	// RetryAfter is the least wait the provider asked for before the
+	// next try.
+	RetryAfter time.Duration
 }
 
 func (e *SendError) Error() string {
@@ -60,6 +67,9 @@ type Rules struct {
 	MaxMedia int
 	// MaxImageBytes: larger images are left out, with a note.
 	MaxImageBytes int
+	// CaptionLimit, when set, is the most characters that go with images
+	// in one message; a longer text is sent on its own before them.
+	CaptionLimit int
 	// Truncate cuts long replies at TruncateAt characters instead of paging
 	// them ("Reply MORE").
 	Truncate   bool
@@ -161,6 +171,10 @@ func (r Rules) compose(text string, images []contract.Image, mediaURL func(contr
 		}
 		first, rest = ps[0], ps[1:]
 	}
+	if r.CaptionLimit > 0 && len(urls) > 0 && pages.Length(first) > r.CaptionLimit {
+		msgs = append(msgs, Message{Body: first})
+		first = ""
+	}
 	msg := Message{Body: first}
 	n := min(len(urls), r.MaxMedia)
 	msg.Media, urls = urls[:n], urls[n:]
@@ -185,12 +199,11 @@ type pagesLeft struct {
 // pusher delivers one or more channels' events through Senders: per user
 // in order, one event at a time, each message once.
 type pusher struct {
-	js      jetstream.JetStream
-	kv      jetstream.KeyValue
-	log     zerolog.Logger
-	retry   Retry
-	sent    *sentWaiter // nil: do not wait for delivery status
-	mediaFn func(contract.Image) string
+	js    jetstream.JetStream
+	kv    jetstream.KeyValue
+	log   zerolog.Logger
+	retry Retry
+	sent  *sentWaiter // nil: do not wait for delivery status
 
 	channels map[string]channel
 
@@ -201,6 +214,11 @@ type pusher struct {
 type channel struct {
 	rules  Rules
 	sender Sender
+	// mediaURL is the link to an image that the channel's messages carry.
+	mediaURL func(contract.Image) string
+	// waitSent: the provider reports delivery status (Twilio), and a
+	// user's next message waits for "sent".
+	waitSent bool
 }
 
 // item is one event in a user's queue.
@@ -227,6 +245,9 @@ func (p *pusher) run(ctx context.Context) error {
 	for name := range p.channels {
 		cons, err := p.js.CreateOrUpdateConsumer(ctx, contract.StreamEvents, contract.EgressConsumer(name))
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while starting
+			}
 			return fmt.Errorf("egress consumer %s: %w", name, err)
 		}
 		cc, err := cons.Consume(func(m jetstream.Msg) { p.route(ctx, m) },
@@ -425,7 +446,7 @@ func (p *pusher) send(ctx context.Context, log zerolog.Logger, ch channel, it it
 	switch ev.Kind {
 	case contract.KindDone:
 		var rest []string
-		msgs, rest = ch.rules.compose(ev.Text, ev.Images, p.mediaFn)
+		msgs, rest = ch.rules.compose(ev.Text, ev.Images, ch.mediaURL)
 		if len(rest) > 0 {
 			data, _ := json.Marshal(pagesLeft{JobID: ev.JobID, Pages: rest})
 			if _, err := p.kv.Put(ctx, pagesKey(u), data); err != nil {
@@ -437,7 +458,7 @@ func (p *pusher) send(ctx context.Context, log zerolog.Logger, ch channel, it it
 	case contract.KindMore:
 		return p.more(ctx, log, ch, it)
 	default:
-		msgs = []Message{{Body: pages.Truncate(ev.Text, ch.rules.BodyLimit, "…")}}
+		msgs = []Message{{Body: pages.Truncate(ev.Text, ch.rules.BodyLimit, "…"), Progress: ev.Kind == contract.KindProgress, JobID: ev.JobID}}
 	}
 	for i, m := range msgs {
 		if m.Body == "" && len(m.Media) == 0 {
@@ -505,7 +526,7 @@ func (p *pusher) sendOnce(ctx context.Context, log zerolog.Logger, ch channel, i
 		var wait <-chan string
 		id, err := ch.sender.Send(ctx, it.ev.User, m)
 		if err == nil {
-			if p.sent != nil {
+			if p.sent != nil && ch.waitSent {
 				wait = p.sent.expect(id)
 			}
 			if _, err := p.kv.Put(ctx, key, []byte(id)); err != nil {
@@ -534,7 +555,7 @@ func (p *pusher) sendOnce(ctx context.Context, log zerolog.Logger, ch channel, i
 			}
 			return errUndeliverable
 		}
-		d := p.retry.delay(attempt)
+		d := max(p.retry.delay(attempt), se.RetryAfter)
 		l.Warn().Dur("retry_in", d).Msg("send failed; will retry")
 		if err := sleep(ctx, it.msg, d); err != nil {
 			return err

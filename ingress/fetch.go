@@ -15,16 +15,16 @@ import (
 	"github.com/textslash/textslash/contract"
 )
 
-// mediaMaxBytes caps an attachment: Twilio passes on up to 5 MB per image.
+// mediaMaxBytes caps an attachment: Twilio passes on up to 5 MB per image,
+// Telegram 20 MB per file to bots.
 const mediaMaxBytes = 16 << 20
 
 // Run serves the media fetch service (contract.SubjectMediaFetch) until ctx
 // ends: the runner asks it for the images people send, which only ingress,
-// holding Twilio's credentials, may download. Webhooks are served by
-// Handler; Run is not needed for them.
+// holding Twilio's and Telegram's credentials, may download. Webhooks are
+// served by Handler; Run is not needed for them.
 func (i *Ingress) Run(ctx context.Context) error {
-	t := i.cfg.Twilio
-	if t == nil || t.AccountSID == "" {
+	if (i.cfg.Twilio == nil || i.cfg.Twilio.AccountSID == "") && i.cfg.Telegram == nil {
 		<-ctx.Done()
 		return nil
 	}
@@ -35,7 +35,7 @@ func (i *Ingress) Run(ctx context.Context) error {
 	svc, err := micro.AddService(i.js.Conn(), micro.Config{
 		Name:        "ingress",
 		Version:     "1.0.0",
-		Description: "textslash ingress: copies people's attachments from Twilio into the media store",
+		Description: "textslash ingress: copies people's attachments from Twilio and Telegram into the media store",
 		QueueGroup:  "ingress",
 	})
 	if err != nil {
@@ -60,15 +60,21 @@ func (i *Ingress) fetchMedia(ctx context.Context, store jetstream.ObjectStore, r
 		return
 	}
 	log := i.log.With().Str("user", f.User.Key()).Logger()
-	t := i.cfg.Twilio
-	if !strings.HasPrefix(f.Media.URL, t.APIURL+"/2010-04-01/Accounts/"+t.AccountSID+"/") {
-		log.Warn().Str("url", f.Media.URL).Msg("media fetch refused: not a media URL of this Twilio account")
-		_ = req.Error("403", "not a media URL of this Twilio account", nil)
-		return
-	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	data, err := i.download(ctx, f.Media.URL)
+	var data []byte
+	var err error
+	t := i.cfg.Twilio
+	switch {
+	case strings.HasPrefix(f.Media.URL, telegramFile) && i.cfg.Telegram != nil && f.User.Channel == contract.ChannelTelegram:
+		data, err = i.telegramDownload(ctx, strings.TrimPrefix(f.Media.URL, telegramFile))
+	case t != nil && t.AccountSID != "" && strings.HasPrefix(f.Media.URL, t.APIURL+"/2010-04-01/Accounts/"+t.AccountSID+"/"):
+		data, err = i.download(ctx, f.Media.URL, func(r *http.Request) { r.SetBasicAuth(t.AccountSID, t.AuthToken) })
+	default:
+		log.Warn().Str("url", f.Media.URL).Msg("media fetch refused: not a media URL of this Twilio account or Telegram bot")
+		_ = req.Error("403", "not a media URL of this Twilio account or Telegram bot", nil)
+		return
+	}
 	if err != nil {
 		log.Warn().Err(err).Str("url", f.Media.URL).Msg("media fetch failed")
 		_ = req.Error("502", err.Error(), nil)
@@ -89,21 +95,24 @@ func (i *Ingress) fetchMedia(ctx context.Context, store jetstream.ObjectStore, r
 	_ = req.RespondJSON(img)
 }
 
-func (i *Ingress) download(ctx context.Context, url string) ([]byte, error) {
+// download GETs url, with auth adding the credentials.
+func (i *Ingress) download(ctx context.Context, url string, auth func(*http.Request)) ([]byte, error) {
 	r, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	// Twilio redirects to its CDN; net/http drops the credentials when
-	// the redirect leaves the host.
-	r.SetBasicAuth(i.cfg.Twilio.AccountSID, i.cfg.Twilio.AuthToken)
+	if auth != nil {
+		// Twilio redirects to its CDN; net/http drops the credentials
+		// when the redirect leaves the host.
+		auth(r)
+	}
 	resp, err := http.DefaultClient.Do(r)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("twilio answered %s", resp.Status)
+		return nil, fmt.Errorf("answered %s", resp.Status)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, mediaMaxBytes+1))
 	if err != nil {

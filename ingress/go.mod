@@ -3,6 +3,7 @@ module github.com/textslash/textslash/ingress
 go 1.26.0
 
 require (
+	github.com/go-telegram/bot v1.19.0
 	github.com/nats-io/nats.go v1.55.0
 	github.com/rs/zerolog v1.35.1
 	github.com/textslash/textslash/contract v0.0.0
@@ -26,6 +27,7 @@ require (
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/textslash/textslash/natstest v0.0.0
+	github.com/textslash/textslash/telegramtest v0.0.0
 	github.com/textslash/textslash/twiliotest v0.0.0
 	github.com/twilio/twilio-go v1.31.0
 	golang.org/x/crypto v0.58.0 // indirect
@@ -37,3 +39,5 @@ replace github.com/textslash/textslash/contract => ../contract
 replace github.com/textslash/textslash/natstest => ../natstest
 
 replace github.com/textslash/textslash/twiliotest => ../twiliotest
+
+replace github.com/textslash/textslash/telegramtest => ../telegramtest

@@ -28,6 +28,8 @@ type Config struct {
 	WebChat bool
 	// Twilio, when set, serves the Twilio webhooks (WhatsApp and SMS).
 	Twilio *Twilio
+	// Telegram, when set, serves the Telegram bot's webhook.
+	Telegram *Telegram
 }
 
 func (c *Config) defaults() {
@@ -46,6 +48,7 @@ type Ingress struct {
 	log       zerolog.Logger
 	validator *client.RequestValidator
 	allow     map[string]struct{} // E.164 numbers
+	chats     map[string]struct{} // Telegram chat ids
 }
 
 // New returns an ingress publishing through js.
@@ -68,17 +71,32 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Ingress, erro
 		}
 		i.cfg.Twilio = &t
 	}
+	if cfg.Telegram != nil {
+		t := *cfg.Telegram
+		if err := t.validate(); err != nil {
+			return nil, err
+		}
+		i.chats = make(map[string]struct{}, len(t.Allowed))
+		for _, id := range t.Allowed {
+			i.chats[id] = struct{}{}
+		}
+		i.cfg.Telegram = &t
+	}
 	return i, nil
 }
 
 // Handler serves the provider webhooks, which authenticate themselves
-// (Twilio's signature): they must be reachable by the providers.
+// (Twilio's signature, Telegram's secret token): they must be reachable by
+// the providers.
 func (i *Ingress) Handler() http.Handler {
 	mux := http.NewServeMux()
 	if i.cfg.Twilio != nil {
 		mux.HandleFunc("POST /webhook", i.twilioWebhook)
 		mux.HandleFunc("POST /sms", i.twilioWebhook)
 		mux.HandleFunc("POST /twilio/status", i.twilioStatus)
+	}
+	if i.cfg.Telegram != nil {
+		mux.HandleFunc("POST "+TelegramPath, i.telegramWebhook)
 	}
 	return mux
 }
@@ -98,10 +116,14 @@ func (i *Ingress) WebChat() http.Handler {
 
 // Routes are the paths Handler serves, for mounting it on a shared mux.
 func (i *Ingress) Routes() []string {
-	if i.cfg.Twilio == nil {
-		return nil
+	var routes []string
+	if i.cfg.Twilio != nil {
+		routes = append(routes, "POST /webhook", "POST /sms", "POST /twilio/status")
 	}
-	return []string{"POST /webhook", "POST /sms", "POST /twilio/status"}
+	if i.cfg.Telegram != nil {
+		routes = append(routes, "POST "+TelegramPath)
+	}
+	return routes
 }
 
 // Publish stores one inbound message in JetStream, deduplicated by the

@@ -69,18 +69,6 @@ func (t *Twilio) validate() error {
 	return nil
 }
 
-// ParseNumbers splits a comma-separated list of phone numbers, as
-// ALLOWED_PHONE_NUMBERS holds them.
-func ParseNumbers(s string) []string {
-	var out []string
-	for _, n := range strings.Split(s, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // twilioForm reads and authenticates a Twilio webhook: the form, once its
 // X-Twilio-Signature proved it came from Twilio. On failure it has
 // answered the request and returns nil.

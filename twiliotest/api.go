@@ -332,9 +332,12 @@ func (a *API) create(ctx context.Context, w http.ResponseWriter, r *http.Request
 	at := attempt{at: time.Now()}
 	_ = r.ParseForm()
 	at.form = r.PostForm
+	recorded := false // an accepted message's attempt is recorded with it
 	defer func() {
 		a.mu.Lock()
-		a.attempts = append(a.attempts, at)
+		if !recorded {
+			a.attempts = append(a.attempts, at)
+		}
 		a.mu.Unlock()
 		line := fmt.Sprintf("twiliotest: create to=%q body=%q media=%d: %d", at.form.Get("To"),
 			prefix(at.form.Get("Body"), 40), len(at.form["MediaUrl"]), at.status)
@@ -386,7 +389,8 @@ func (a *API) create(ctx context.Context, w http.ResponseWriter, r *http.Request
 	}
 	at.status, at.sid = http.StatusCreated, m.SID
 	a.mu.Lock()
-	a.msgs = append(a.msgs, m)
+	// Together, so that who sees the message also counts its attempt.
+	a.msgs, a.attempts, recorded = append(a.msgs, m), append(a.attempts, at), true
 	df, failDelivery := a.failDelivery[m.To]
 	if m.StatusCallback != "" && !a.opts.noCallbacks {
 		a.scheduled++

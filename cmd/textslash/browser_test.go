@@ -3,38 +3,22 @@ package main
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-)
 
-// chromium is the browser for tests: $TEXTSLASH_TEST_CHROMIUM or Debian's.
-// Without one the test fails on CI and is skipped elsewhere.
-func chromium(t *testing.T) string {
-	t.Helper()
-	path := os.Getenv("TEXTSLASH_TEST_CHROMIUM")
-	if path == "" {
-		path = "/usr/bin/chromium"
-	}
-	if _, err := exec.LookPath(path); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no Chromium at %s: %v", path, err)
-		}
-		t.Skipf("no Chromium at %s; scripts/test installs it", path)
-	}
-	return path
-}
+	"github.com/textslash/textslash/runner/shot/shottest"
+)
 
 // browser starts headless Chromium (as root, so without its sandbox) with a
 // fresh profile and returns a tab that ends after timeout.
 func browser(t *testing.T, timeout time.Duration) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium(t)),
+		chromedp.ExecPath(shottest.Chromium(t)),
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.Headless,
 		chromedp.NoSandbox,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/claudetest"
+	"github.com/textslash/textslash/runner/shot/shottest"
 )
 
 // The real Claude Code CLI, run by textslash as an unprivileged user,
@@ -157,7 +158,7 @@ func TestClaudeApproval(t *testing.T) {
 		claudetest.ToolUse("Bash", map[string]any{"command": "echo three >> kept.txt", "description": "edit again"}),
 		claudetest.Text("Edited again."),
 	)
-	inst := startClaude(t, model)
+	inst := startClaude(t, model, "TEXTSLASH_CHROMIUM="+shottest.Chromium(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := inst.newChat(t)
@@ -187,10 +188,13 @@ func TestClaudeApproval(t *testing.T) {
 		t.Fatalf("reply %q without approval; want an approval request", got.Text)
 	}
 	awaiting()
-	for _, want := range []string{"Edited.", "Changes waiting for your approval: 2 file(s), +2 −0", "M kept.txt (+1 −0)", "A new.txt (+1 −0)", "+two", "Reply approve"} {
+	for _, want := range []string{"Edited.", "Changes waiting for your approval: 2 file(s), +2 −0", "M kept.txt (+1 −0)", "A new.txt (+1 −0)", "Reply approve"} {
 		if !strings.Contains(got.Text, want) {
 			t.Errorf("approval request lacks %q:\n%s", want, got.Text)
 		}
+	}
+	if len(got.Images) != 1 {
+		t.Errorf("approval request with %d images; want the diff drawn as one", len(got.Images))
 	}
 	if r := c.ask(events, "reject"); !strings.Contains(r.Text, "Discarded") {
 		t.Errorf("reject: %q", r.Text)

@@ -30,6 +30,8 @@ type config struct {
 	ClaudeBin   string
 	Workspaces  string
 	AgentUser   string
+	Chromium    string
+	ShotAddr    string
 	Concurrency int
 	Timeout     time.Duration
 	Approval    time.Duration
@@ -47,6 +49,11 @@ type config struct {
 	StatusCallbacks bool
 	ProgressEvery   time.Duration
 	LongReplies     string
+
+	TelegramToken   string
+	TelegramSecret  string
+	TelegramAllowed string
+	TelegramAPI     string
 
 	MediaKey  string
 	MediaTTL  time.Duration
@@ -144,6 +151,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	f.str(&c.ClaudeBin, "claude-bin", "TEXTSLASH_CLAUDE_BIN", "", "Claude Code binary; default claude from PATH")
 	f.str(&c.Workspaces, "workspaces", "TEXTSLASH_WORKSPACES", "", "directory with one workspace per user; default <data>/workspaces")
 	f.str(&c.AgentUser, "agent-user", "TEXTSLASH_AGENT_USER", "", "unprivileged OS user agents run as when textslash runs as root (required for claude as root)")
+	f.str(&c.Chromium, "chromium", "TEXTSLASH_CHROMIUM", "", "Chromium binary for screenshots (textslash shot, approval diffs); default Debian's chromium-headless-shell (the lightest), else chromium, chromium-browser or google-chrome from PATH")
+	f.str(&c.ShotAddr, "shot-addr", "TEXTSLASH_SHOT_ADDR", "127.0.0.1:0", "host:port of the runner's screenshot endpoint, which agents reach with textslash shot or curl ($TEXTSLASH_SHOT_URL); default a free loopback port")
 	f.int(&c.Concurrency, "concurrency", "TEXTSLASH_CONCURRENCY", 4, "how many users' messages run at once")
 	f.dur(&c.Timeout, "timeout", "TEXTSLASH_TIMEOUT", 300*time.Second, "longest a single run may take")
 	f.dur(&c.Approval, "approval-timeout", "TEXTSLASH_APPROVAL_TIMEOUT", 30*time.Minute, "how long an approval request waits for approve or reject; then the changes stay on disk, uncommitted")
@@ -158,6 +167,10 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	f.bool(&c.StatusCallbacks, "twilio-status-callbacks", "TEXTSLASH_TWILIO_STATUS_CALLBACKS", true, "ask Twilio for delivery status and send a person's next message only after the previous one is sent, so replies arrive in order")
 	f.dur(&c.ProgressEvery, "progress-every", "TEXTSLASH_PROGRESS_EVERY", 10*time.Second, "least time between two progress messages to one WhatsApp or SMS user; the latest progress wins")
 	f.str(&c.LongReplies, "long-replies", "TEXTSLASH_LONG_REPLIES", "page", "replies over 1600 characters on WhatsApp and SMS: page (the person replies MORE) or truncate (at 1500 characters)")
+	f.str(&c.TelegramToken, "telegram-bot-token", "TELEGRAM_BOT_TOKEN", "", "Telegram bot token (from @BotFather); setting it turns Telegram on (set the bot's webhook to <PUBLIC_URL>/telegram/webhook)")
+	f.str(&c.TelegramSecret, "telegram-webhook-secret", "TELEGRAM_WEBHOOK_SECRET", "", "secret_token given to setWebhook (16+ characters): updates without it are refused")
+	f.str(&c.TelegramAllowed, "telegram-allowed-chats", "TELEGRAM_ALLOWED_CHATS", "", "comma-separated Telegram chat ids that may use textslash; others are ignored")
+	f.str(&c.TelegramAPI, "telegram-api-url", "TEXTSLASH_TELEGRAM_API_URL", "", "send Telegram Bot API requests to this base URL instead of https://api.telegram.org (tests, a local Bot API server)")
 	f.str(&c.MediaKey, "media-key", "TEXTSLASH_MEDIA_KEY", "", "secret (16+ characters) that signs image links; generated at each start when empty (set it when media and egress run as separate processes)")
 	f.dur(&c.MediaTTL, "media-ttl", "TEXTSLASH_MEDIA_TTL", 30*time.Minute, "how long images (and their links) last")
 	f.int(&c.MediaKeep, "media-keep", "TEXTSLASH_MEDIA_KEEP", 100, "most images kept; the oldest go first")
@@ -220,6 +233,9 @@ func (c *config) validate() error {
 	if err := c.validateTwilio(); err != nil {
 		return err
 	}
+	if err := c.validateTelegram(); err != nil {
+		return err
+	}
 	switch c.LogFormat {
 	case "auto", "json", "console":
 	default:
@@ -275,7 +291,7 @@ func (c *config) twilioIngress() *ingress.Twilio {
 		return nil
 	}
 	return &ingress.Twilio{AuthToken: c.TwilioToken, AccountSID: c.TwilioSID, APIURL: c.TwilioAPI,
-		PublicURL: c.PublicURL, Allowed: ingress.ParseNumbers(c.Allowed)}
+		PublicURL: c.PublicURL, Allowed: ingress.ParseList(c.Allowed)}
 }
 
 func (c *config) twilioEgress() *egress.Twilio {
@@ -288,4 +304,40 @@ func (c *config) twilioEgress() *egress.Twilio {
 		APIURL: c.TwilioAPI, PublicURL: c.PublicURL, StatusCallbacks: c.StatusCallbacks,
 		WhatsApp: rules, SMS: rules,
 	}
+}
+
+// telegram reports whether Telegram is on.
+func (c *config) telegram() bool { return c.TelegramToken != "" }
+
+func (c *config) validateTelegram() error {
+	if !c.telegram() {
+		return nil
+	}
+	if c.TelegramSecret == "" || c.TelegramAllowed == "" {
+		return errors.New("Telegram needs TELEGRAM_WEBHOOK_SECRET and TELEGRAM_ALLOWED_CHATS too")
+	}
+	return nil
+}
+
+func (c *config) telegramIngress() *ingress.Telegram {
+	if !c.telegram() {
+		return nil
+	}
+	return &ingress.Telegram{BotToken: c.TelegramToken, Secret: c.TelegramSecret,
+		Allowed: ingress.ParseList(c.TelegramAllowed), APIURL: c.TelegramAPI}
+}
+
+// telegramEgress: Telegram fetches images from PUBLIC_URL when there is
+// one; else egress uploads them, read from this process's own listener.
+func (c *config) telegramEgress() *egress.Telegram {
+	if !c.telegram() {
+		return nil
+	}
+	host := c.Host
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return &egress.Telegram{BotToken: c.TelegramToken, APIURL: c.TelegramAPI, PublicURL: c.PublicURL,
+		LocalURL: "http://" + net.JoinHostPort(host, strconv.Itoa(c.Port)),
+		Rules:    egress.Rules{Truncate: c.LongReplies == "truncate"}}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/natstest"
 )
 
 // TestCrashLoop SIGKILLs the all-in-one again and again while messages
@@ -160,14 +161,18 @@ func TestCrashLoop(t *testing.T) {
 			t.Errorf("%s left %s (job %s)", c.User, st.State, st.JobID)
 		}
 	}
+	// Acknowledgements trail the replies a little.
 	for _, name := range []string{contract.StreamQueue, contract.StreamJobs, contract.StreamIn} {
 		s, err := js.Stream(t.Context(), name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info, err := s.Info(t.Context()); err != nil || info.State.Msgs != 0 {
-			t.Errorf("stream %s holds %d messages at the end (%v)", name, info.State.Msgs, err)
-		}
+		natstest.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+			if info, err := s.Info(t.Context()); err != nil || info.State.Msgs != 0 {
+				return fmt.Errorf("stream %s holds %d messages at the end (%v)", name, info.State.Msgs, err)
+			}
+			return nil
+		})
 	}
 }
 

@@ -15,6 +15,8 @@ or from a local web chat. Messages travel over NATS JetStream.
 
 Usage:
   textslash serve [flags]   run everything in one process (see textslash serve --help)
+  textslash shot [--desktop] [--full] URL
+                            inside an agent's run: screenshot a page for the reply
   textslash version         print the version
   textslash help            show this help
 
@@ -40,6 +42,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stdout, stderr)
+	case "shot":
+		return shootPage(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "textslash", version)
 		return 0

@@ -101,7 +101,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		return err
 	}
 
-	in, err := ingress.New(ingress.Config{WebChat: cfg.Web, Twilio: cfg.twilioIngress()}, js, log)
+	in, err := ingress.New(ingress.Config{WebChat: cfg.Web, Twilio: cfg.twilioIngress(), Telegram: cfg.telegramIngress()}, js, log)
 	if err != nil {
 		return err
 	}
@@ -109,9 +109,14 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	if err != nil {
 		return err
 	}
+	self, err := os.Executable()
+	if err != nil {
+		log.Warn().Err(err).Msg("own binary not found: agents cannot run textslash shot (curl $TEXTSLASH_SHOT_URL still works)")
+	}
 	run, err := runner.New(runner.Config{
 		Agent: cfg.Agent, ClaudeBin: cfg.ClaudeBin, Workspaces: cfg.Workspaces, AgentUser: cfg.AgentUser,
 		Concurrency: cfg.Concurrency, Timeout: cfg.Timeout,
+		Chromium: cfg.Chromium, ShotAddr: cfg.ShotAddr, ShotCommand: self,
 	}, js, log)
 	if err != nil {
 		return err
@@ -123,7 +128,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	if err := med.Open(ctx); err != nil {
 		return err
 	}
-	out, err := egress.New(egress.Config{WebChat: cfg.Web, Twilio: cfg.twilioEgress(), Signer: signer}, js, log)
+	out, err := egress.New(egress.Config{WebChat: cfg.Web, Twilio: cfg.twilioEgress(), Telegram: cfg.telegramEgress(), Signer: signer}, js, log)
 	if err != nil {
 		return err
 	}
@@ -190,7 +195,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		ev = ev.Str("web_chat", url)
 	}
 	if cfg.twilio() {
-		ev = ev.Str("twilio_webhook", cfg.PublicURL+"/webhook").Int("allowed_numbers", len(ingress.ParseNumbers(cfg.Allowed)))
+		ev = ev.Str("twilio_webhook", cfg.PublicURL+"/webhook").Int("allowed_numbers", len(ingress.ParseList(cfg.Allowed)))
 	}
 	if cfg.NATSURL == "" && cfg.NATSListen != "off" {
 		ev = ev.Str("nats", "nats://"+cfg.NATSListen)

@@ -1,0 +1,255 @@
+package egress
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// Telegram configures delivery to Telegram through the Bot API.
+type Telegram struct {
+	// BotToken authenticates (TELEGRAM_BOT_TOKEN).
+	BotToken string
+	// APIURL replaces https://api.telegram.org (TEXTSLASH_TELEGRAM_API_URL).
+	APIURL string
+	// PublicURL is where Telegram fetches images (PUBLIC_URL). Empty:
+	// images are uploaded, read from LocalURL.
+	PublicURL string
+	// LocalURL is where egress itself reaches the media service.
+	LocalURL string
+	// Rules of the channel; zero values take defaults (4,096 characters,
+	// media groups of 10, captions of 1,024, progress edits every 3 s).
+	Rules Rules
+	// Retry of failed sends.
+	Retry Retry
+}
+
+// Telegram's limits.
+const (
+	telegramBodyLimit    = 4096
+	telegramCaptionLimit = 1024
+	telegramMediaGroup   = 10
+	telegramPhotoBytes   = 10 << 20
+)
+
+func (t *Telegram) validate() error {
+	if t.BotToken == "" {
+		return errors.New("telegram: TELEGRAM_BOT_TOKEN is required")
+	}
+	if t.APIURL == "" {
+		t.APIURL = "https://api.telegram.org"
+	}
+	for name, raw := range map[string]*string{"TEXTSLASH_TELEGRAM_API_URL": &t.APIURL, "PUBLIC_URL": &t.PublicURL, "the media service's URL": &t.LocalURL} {
+		if *raw == "" {
+			continue
+		}
+		if u, err := url.Parse(*raw); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return fmt.Errorf("telegram: %s=%q: want http(s)://host[:port]", name, *raw)
+		}
+		*raw = strings.TrimSuffix(*raw, "/")
+	}
+	if t.PublicURL == "" && t.LocalURL == "" {
+		return errors.New("telegram: images need PUBLIC_URL (Telegram fetches them) or the media service's local URL (egress uploads them)")
+	}
+	if t.Rules.ProgressEvery <= 0 {
+		t.Rules.ProgressEvery = 3 * time.Second
+	}
+	t.Rules = t.Rules.withDefaults(Rules{BodyLimit: telegramBodyLimit, MaxMedia: telegramMediaGroup, MaxImageBytes: telegramPhotoBytes})
+	if t.Rules.CaptionLimit <= 0 {
+		t.Rules.CaptionLimit = telegramCaptionLimit
+	}
+	t.Retry = t.Retry.withDefaults()
+	return nil
+}
+
+// mediaBase is the base of image links: public when Telegram can fetch
+// them, else local (egress uploads the images).
+func (t Telegram) mediaBase() string {
+	if t.PublicURL != "" {
+		return t.PublicURL
+	}
+	return t.LocalURL
+}
+
+// telegramSender sends through the Bot API with go-telegram/bot. Progress
+// edits one status message per run.
+type telegramSender struct {
+	cfg    Telegram
+	bot    *bot.Bot
+	upload bool // images are uploaded, not given by URL
+
+	mu     sync.Mutex
+	status map[string]statusMessage // by chat
+}
+
+// statusMessage is the message showing a run's progress.
+type statusMessage struct {
+	job  string
+	id   int
+	text string
+}
+
+func newTelegramSender(t Telegram, log zerolog.Logger) (*telegramSender, error) {
+	b, err := bot.New(t.BotToken, bot.WithServerURL(t.APIURL), bot.WithSkipGetMe(),
+		bot.WithHTTPClient(time.Minute, &http.Client{Timeout: time.Minute}),
+		bot.WithErrorsHandler(func(err error) { log.Warn().Err(err).Str("channel", contract.ChannelTelegram).Msg("telegram client") }))
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %w", err)
+	}
+	return &telegramSender{cfg: t, bot: b, upload: t.PublicURL == "", status: map[string]statusMessage{}}, nil
+}
+
+// Send implements Sender with one Bot API call: a text, a photo with its
+// caption, a media group (caption on the first), or the edit of the run's
+// status message.
+func (s *telegramSender) Send(ctx context.Context, u contract.User, m Message) (string, error) {
+	chat := u.ID
+	var sent *models.Message
+	var err error
+	switch {
+	case m.Progress:
+		return s.progress(ctx, chat, m)
+	case len(m.Media) == 0:
+		sent, err = s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: m.Body})
+	case len(m.Media) == 1:
+		var photo models.InputFile
+		if photo, err = s.photo(ctx, m.Media[0]); err == nil {
+			sent, err = s.bot.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Photo: photo, Caption: m.Body})
+		}
+	default:
+		var group []models.InputMedia
+		for i, link := range m.Media {
+			p := &models.InputMediaPhoto{Media: link}
+			if i == 0 {
+				p.Caption = m.Body
+			}
+			if s.upload {
+				data, ferr := s.fetch(ctx, link)
+				if ferr != nil {
+					return "", ferr
+				}
+				p.Media, p.MediaAttachment = "attach://photo"+strconv.Itoa(i), bytes.NewReader(data)
+			}
+			group = append(group, p)
+		}
+		var msgs []*models.Message
+		if msgs, err = s.bot.SendMediaGroup(ctx, &bot.SendMediaGroupParams{ChatID: chat, Media: group}); err == nil && len(msgs) > 0 {
+			sent = msgs[0]
+		}
+	}
+	if err != nil {
+		return "", telegramError(err, s.cfg.BotToken)
+	}
+	if sent == nil {
+		return "", &SendError{Err: errors.New("telegram: no message in the answer")}
+	}
+	return strconv.Itoa(sent.ID), nil
+}
+
+// progress shows a progress line in the run's status message: sent for the
+// run's first line, edited for the next ones.
+func (s *telegramSender) progress(ctx context.Context, chat string, m Message) (string, error) {
+	s.mu.Lock()
+	st, ok := s.status[chat]
+	s.mu.Unlock()
+	if ok && st.job == m.JobID {
+		if st.text == m.Body {
+			return strconv.Itoa(st.id), nil
+		}
+		_, err := s.bot.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: chat, MessageID: st.id, Text: m.Body})
+		if err == nil || strings.Contains(err.Error(), "message is not modified") {
+			s.remember(chat, statusMessage{job: m.JobID, id: st.id, text: m.Body})
+			return strconv.Itoa(st.id), nil
+		}
+		if !errors.Is(err, bot.ErrorBadRequest) {
+			return "", telegramError(err, s.cfg.BotToken)
+		}
+		// The status message is gone (deleted by the person): a new one.
+	}
+	sent, err := s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: m.Body})
+	if err != nil {
+		return "", telegramError(err, s.cfg.BotToken)
+	}
+	s.remember(chat, statusMessage{job: m.JobID, id: sent.ID, text: m.Body})
+	return strconv.Itoa(sent.ID), nil
+}
+
+func (s *telegramSender) remember(chat string, st statusMessage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status[chat] = st
+}
+
+// photo is an image for sendPhoto: its link, or its bytes to upload.
+func (s *telegramSender) photo(ctx context.Context, link string) (models.InputFile, error) {
+	if !s.upload {
+		return &models.InputFileString{Data: link}, nil
+	}
+	data, err := s.fetch(ctx, link)
+	if err != nil {
+		return nil, err
+	}
+	return &models.InputFileUpload{Filename: "image.jpeg", Data: bytes.NewReader(data)}, nil
+}
+
+// fetch reads an image from the media service, for an upload.
+func (s *telegramSender) fetch(ctx context.Context, link string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link, nil)
+	if err != nil {
+		return nil, &SendError{Err: err, Permanent: true}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, &SendError{Err: fmt.Errorf("image for upload: %w", err)}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		// Gone (expired) or refused: another try cannot help.
+		return nil, &SendError{Err: fmt.Errorf("image for upload: %s", resp.Status), Permanent: resp.StatusCode < 500, Status: resp.StatusCode}
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, telegramPhotoBytes+1))
+	if err != nil {
+		return nil, &SendError{Err: fmt.Errorf("image for upload: %w", err)}
+	}
+	return data, nil
+}
+
+// telegramError classifies a failed Bot API call: 429 waits retry_after,
+// requests Telegram refused (400, 401, 403, 404) are not tried again,
+// anything else (5xx, the network) is. The token never shows.
+func telegramError(err error, token string) error {
+	var se *SendError
+	if errors.As(err, &se) {
+		return se
+	}
+	clean := errors.New(strings.ReplaceAll(err.Error(), token, "<token>"))
+	var tooMany *bot.TooManyRequestsError
+	switch {
+	case errors.As(err, &tooMany):
+		return &SendError{Err: clean, Code: http.StatusTooManyRequests, Status: http.StatusTooManyRequests,
+			RetryAfter: time.Duration(tooMany.RetryAfter) * time.Second}
+	case errors.Is(err, bot.ErrorBadRequest):
+		return &SendError{Err: clean, Permanent: true, Code: http.StatusBadRequest, Status: http.StatusBadRequest}
+	case errors.Is(err, bot.ErrorForbidden): // the person blocked the bot
+		return &SendError{Err: clean, Permanent: true, Code: http.StatusForbidden, Status: http.StatusForbidden}
+	case errors.Is(err, bot.ErrorUnauthorized):
+		return &SendError{Err: clean, Permanent: true, Code: http.StatusUnauthorized, Status: http.StatusUnauthorized}
+	case errors.Is(err, bot.ErrorNotFound):
+		return &SendError{Err: clean, Permanent: true, Code: http.StatusNotFound, Status: http.StatusNotFound}
+	}
+	return &SendError{Err: clean}
+}

@@ -1,0 +1,188 @@
+package egress_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/telegramtest"
+)
+
+var carol = contract.User{Channel: contract.ChannelTelegram, ID: "4242"}
+
+type tgHarness struct {
+	t   *testing.T
+	js  jetstream.JetStream
+	api *telegramtest.API
+	n   int
+}
+
+// startTelegram runs egress for Telegram against the fake Bot API. Images
+// are served by a stand-in for the media service, which checks their
+// signature: public when upload is false (the fake fetches them as
+// Telegram does), local otherwise (egress uploads them).
+func startTelegram(t *testing.T, upload bool) *tgHarness {
+	t.Helper()
+	ns := natstest.RunJetStream(t)
+	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	media := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := signer.Check(r.URL.Path, r.URL.Query().Get("e"), r.URL.Query().Get("s"), time.Now()); err != nil {
+			http.Error(w, err.Error(), http.StatusForbidden)
+			return
+		}
+		w.Header().Set("Content-Type", "image/jpeg")
+		fmt.Fprint(w, "\xff\xd8\xff\xe0 a jpeg")
+	}))
+	t.Cleanup(media.Close)
+	h := &tgHarness{t: t, js: ns.JS, api: telegramtest.NewAPI(t)}
+	cfg := egress.Telegram{BotToken: telegramtest.Token, APIURL: h.api.URL,
+		Retry: egress.Retry{Attempts: 4, Base: 10 * time.Millisecond, Max: 50 * time.Millisecond},
+		Rules: egress.Rules{ProgressEvery: 100 * time.Millisecond}}
+	if upload {
+		cfg.LocalURL = media.URL
+	} else {
+		cfg.PublicURL = media.URL
+	}
+	e, err := egress.New(egress.Config{Telegram: &cfg, Signer: signer}, h.js, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("egress: %v", err)
+		}
+	})
+	return h
+}
+
+func (h *tgHarness) publish(ev contract.Event) {
+	h.t.Helper()
+	h.n++
+	if ev.User == (contract.User{}) {
+		ev.User = carol
+	}
+	if ev.JobID == "" {
+		ev.JobID = fmt.Sprintf("m%d", h.n)
+	}
+	if err := contract.PublishEvent(h.t.Context(), h.js, ev, fmt.Sprintf("test-%d", h.n)); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func methods(calls []telegramtest.Call) []string {
+	var out []string
+	for _, c := range calls {
+		out = append(out, c.Method)
+	}
+	return out
+}
+
+var images = []contract.Image{{ID: "a1", ContentType: "image/jpeg", Size: 10}, {ID: "a2", ContentType: "image/jpeg", Size: 10}, {ID: "a3", ContentType: "image/jpeg", Size: 10}}
+
+// A reply with one image is a photo with its caption; with three, a media
+// group; by link (Telegram fetches the signed link) or uploaded.
+func TestTelegramReplies(t *testing.T) {
+	for _, upload := range []bool{false, true} {
+		t.Run(fmt.Sprintf("upload=%t", upload), func(t *testing.T) {
+			h := startTelegram(t, upload)
+			h.publish(contract.Event{Kind: contract.KindDone, Text: "hi", Status: contract.StatusOK})
+			h.publish(contract.Event{Kind: contract.KindDone, Text: "one shot", Images: images[:1], Status: contract.StatusOK})
+			h.publish(contract.Event{Kind: contract.KindDone, Text: "three shots", Images: images, Status: contract.StatusOK})
+			calls := h.api.WaitCalls(t, 3, 5*time.Second)
+			if got := methods(calls); !slices.Equal(got, []string{"sendMessage", "sendPhoto", "sendMediaGroup"}) {
+				t.Fatalf("methods %q", got)
+			}
+			for i, want := range []struct {
+				text   string
+				photos int
+			}{{"hi", 0}, {"one shot", 1}, {"three shots", 3}} {
+				c := calls[i]
+				if c.ChatID != carol.ID || c.Text != want.text || len(c.Photos) != want.photos {
+					t.Errorf("call %d: %+v; want chat %s, text %q, %d photos", i, c, carol.ID, want.text, want.photos)
+				}
+				for _, p := range c.Photos {
+					if upload != strings.HasPrefix(p, "upload:") {
+						t.Errorf("call %d: photo %q; want it uploaded: %t", i, p, upload)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A long reply is paged at 4,096 characters; "more" sends the next page. A
+// caption too long for a photo goes first, on its own.
+func TestTelegramPaging(t *testing.T) {
+	h := startTelegram(t, false)
+	long := strings.Repeat("Ünïcödé line 👍🏽\n", 400) // ~7,200 characters
+	h.publish(contract.Event{Kind: contract.KindDone, Text: long, Status: contract.StatusOK})
+	first := h.api.WaitCalls(t, 1, 5*time.Second)[0]
+	if !strings.HasSuffix(first.Text, "Reply MORE for the rest (page 1/2)") {
+		t.Fatalf("first page ends %q", first.Text[max(0, len(first.Text)-60):])
+	}
+	h.publish(contract.Event{Kind: contract.KindMore})
+	if c := h.api.WaitCalls(t, 2, 5*time.Second)[1]; !strings.HasSuffix(c.Text, "(page 2/2)") {
+		t.Errorf("second page ends %q", c.Text[max(0, len(c.Text)-30):])
+	}
+	h.publish(contract.Event{Kind: contract.KindDone, Text: strings.Repeat("x", 1500), Images: images[:1], Status: contract.StatusOK})
+	calls := h.api.WaitCalls(t, 4, 5*time.Second)
+	if got := methods(calls[2:]); !slices.Equal(got, []string{"sendMessage", "sendPhoto"}) || calls[3].Text != "" {
+		t.Errorf("1,500-character caption: %q, photo caption %q; want the text, then the photo alone", got, calls[3].Text)
+	}
+}
+
+// Progress edits one status message per run.
+func TestTelegramProgressEdits(t *testing.T) {
+	h := startTelegram(t, false)
+	for _, line := range []string{"Running npm test", "Editing src/app.ts", "Editing src/app.ts", "Running git diff"} {
+		h.publish(contract.Event{Kind: contract.KindProgress, JobID: "job1", Text: line})
+		time.Sleep(300 * time.Millisecond) // one progress message per 100 ms
+	}
+	h.publish(contract.Event{Kind: contract.KindProgress, JobID: "job2", Text: "Running ls"})
+	calls := h.api.WaitCalls(t, 4, 10*time.Second)
+	if got := methods(calls); !slices.Equal(got, []string{"sendMessage", "editMessageText", "editMessageText", "sendMessage"}) {
+		t.Fatalf("methods %q", got)
+	}
+	if calls[1].MessageID != calls[0].MessageID || calls[2].MessageID != calls[0].MessageID || calls[2].Text != "Running git diff" {
+		t.Errorf("edits %+v; want the first message edited to the latest line", calls[1:3])
+	}
+	if calls[3].MessageID == calls[0].MessageID {
+		t.Errorf("the next run edited the last run's status message")
+	}
+}
+
+// 429 waits the retry_after Telegram asks for; a request Telegram refuses
+// (403: the person blocked the bot) becomes a dead letter at once.
+func TestTelegramFailures(t *testing.T) {
+	h := startTelegram(t, false)
+	h.api.FailNext(1, http.StatusTooManyRequests, 1)
+	start := time.Now()
+	h.publish(contract.Event{Kind: contract.KindDone, Text: "after the wait", Status: contract.StatusOK})
+	c := h.api.WaitCalls(t, 1, 5*time.Second)[0]
+	if waited := c.At.Sub(start); c.Text != "after the wait" || waited < time.Second {
+		t.Errorf("sent %q after %v; want it after retry_after (1 s)", c.Text, waited)
+	}
+	h.api.FailNext(1, http.StatusForbidden, 0)
+	h.publish(contract.Event{Kind: contract.KindDone, Text: "blocked", Status: contract.StatusOK})
+	h.publish(contract.Event{Kind: contract.KindDone, Text: "next", Status: contract.StatusOK})
+	calls := h.api.WaitCalls(t, 2, 5*time.Second)
+	if calls[1].Text != "next" || h.api.Attempts() != 4 {
+		t.Errorf("after a 403: %q, %d attempts; want the next message, 4 attempts (no retry)", calls[1].Text, h.api.Attempts())
+	}
+}
