@@ -177,11 +177,17 @@ func endGroup(cmd *exec.Cmd) {
 	if mark == "" {
 		return
 	}
-	// Twice: a process may fork between the scan and the kill.
-	for range 2 {
-		for _, pid := range markedProcesses(runMarkVar + "=" + mark) {
+	// Again after a scan that found some: one may have forked between the
+	// scan and the kill. A scan reads every process's environment, so the
+	// usual run, which left nothing behind, pays for one.
+	for range 3 {
+		pids := markedProcesses(runMarkVar+"="+mark, owner(cmd))
+		for _, pid := range pids {
 			_ = syscall.Kill(-pid, syscall.SIGKILL) // its group, if it leads one
 			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if len(pids) == 0 {
+			return
 		}
 	}
 }
@@ -195,10 +201,20 @@ func newRunMark() string {
 	return hex.EncodeToString(b[:])
 }
 
-// markedProcesses lists the processes whose environment holds mark
-// ("NAME=value"), read from /proc (readable for the agent user's processes
-// when textslash runs as root or as that user).
-func markedProcesses(mark string) []int {
+// owner is the user id cmd runs as.
+func owner(cmd *exec.Cmd) uint32 {
+	if a := cmd.SysProcAttr; a != nil && a.Credential != nil {
+		return a.Credential.Uid
+	}
+	return uint32(os.Geteuid())
+}
+
+// markedProcesses lists the processes of user uid whose environment holds
+// mark ("NAME=value"), read from /proc (readable for the agent user's
+// processes when textslash runs as root or as that user). Other users'
+// processes are passed over unread: reading a process's environment is
+// what a scan spends its time on.
+func markedProcesses(mark string, uid uint32) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -208,6 +224,11 @@ func markedProcesses(mark string) []int {
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if fi, err := os.Stat("/proc/" + e.Name()); err != nil {
+			continue
+		} else if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != uid {
 			continue
 		}
 		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")

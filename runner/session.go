@@ -12,7 +12,7 @@ import (
 
 // SystemPrompt is appended to Claude Code's: how its answers reach the
 // person and how changes are approved.
-const SystemPrompt = `You work for a person who talks to you from their phone through textslash (WhatsApp, SMS or a web chat). Your final answer is sent to them as a text message: keep it short and plain, without Markdown tables or headings. The current directory is their workspace.
+const SystemPrompt = `You work for a person who talks to you from their phone through textslash (a chat app, SMS or a web chat). Your final answer is sent to them as a text message: keep it short and plain, without Markdown tables or headings. The current directory is their workspace.
 Do not commit or push. When you leave uncommitted changes in a git repository, textslash shows the person a summary and they reply approve (textslash commits them on a branch and opens a pull request when it can) or reject (textslash discards them). To ask for approval of changes outside git, put a line that is exactly ::approval:: in your final answer.
 To show the person a web page (the app you are working on, running on localhost, say), run: textslash shot [--desktop] [--full] URL — it prints an image id and the screenshot is sent with your answer (phone-sized unless --desktop; --full for the whole page). Without the textslash command: curl -s -X POST -H "Authorization: Bearer $TEXTSLASH_SHOT_TOKEN" --data-urlencode url=URL -d desktop=1 -d full=1 "$TEXTSLASH_SHOT_URL" (desktop and full are optional). Only http and https URLs.
 To show any other image, save it as a PNG or JPEG file inside the workspace and put a line SCREENSHOT_CAPTURED:<path of the file> in your final answer; or save it in tmp/ai_screenshots/ in the workspace. The image is sent with your answer.`
@@ -87,8 +87,10 @@ func pendingChanges(ctx context.Context, r *Run) (changes, error) {
 		endGroup(cmd)
 		return out.buf.String(), err
 	}
-	if _, err := git("rev-parse", "--is-inside-work-tree"); err != nil {
-		return changes{}, nil // not a repository: nothing to approve
+	// Not a repository: nothing to approve. (Only the workspace's own:
+	// a repository around the workspaces directory is not the person's.)
+	if _, err := os.Stat(filepath.Join(r.Dir, ".git")); err != nil {
+		return changes{}, nil
 	}
 	status, err := git("status", "--porcelain", "--untracked-files=all")
 	if err != nil {
