@@ -817,3 +817,24 @@ func fmtEffects(effs []Effect) string {
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
+
+// FuzzParseKeyword: whatever a person sends, a keyword is only ever one of
+// the keywords, recognised in any case and with any surrounding space, and
+// everything else is a message for the agent.
+func FuzzParseKeyword(f *testing.F) {
+	for _, s := range []string{"cancel", " APPROVE\n", "Reject", "status?", "more more", "new\u00a0", "help", "", "\u212aancel"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		k, ok := ParseKeyword(text)
+		want := strings.ToLower(strings.TrimSpace(text))
+		switch {
+		case ok && !slices.Contains(keywords, k):
+			t.Fatalf("ParseKeyword(%q) = %q: not a keyword", text, k)
+		case ok && k != want:
+			t.Fatalf("ParseKeyword(%q) = %q; want %q", text, k, want)
+		case !ok && slices.Contains(keywords, want):
+			t.Fatalf("ParseKeyword(%q) missed keyword %q", text, want)
+		}
+	})
+}
