@@ -37,6 +37,7 @@ type config struct {
 	Approval    time.Duration
 	Replicas    int
 	LogLevel    string
+	PprofAddr   string
 	LogFormat   string
 
 	TwilioSID       string
@@ -166,7 +167,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	f.str(&c.Allowed, "allowed-phone-numbers", "ALLOWED_PHONE_NUMBERS", "", "comma-separated E.164 numbers that may use textslash over WhatsApp or SMS; others are ignored")
 	f.bool(&c.StatusCallbacks, "twilio-status-callbacks", "TEXTSLASH_TWILIO_STATUS_CALLBACKS", true, "ask Twilio for delivery status and send a person's next message only after the previous one is sent, so replies arrive in order")
 	f.dur(&c.ProgressEvery, "progress-every", "TEXTSLASH_PROGRESS_EVERY", 10*time.Second, "least time between two progress messages to one WhatsApp or SMS user; the latest progress wins")
-	f.str(&c.LongReplies, "long-replies", "TEXTSLASH_LONG_REPLIES", "page", "replies over 1600 characters on WhatsApp and SMS: page (the person replies MORE) or truncate (at 1500 characters)")
+	f.str(&c.LongReplies, "long-replies", "TEXTSLASH_LONG_REPLIES", "page", "replies over a channel's limit (1600 characters on WhatsApp and SMS, 4096 on Telegram): page (the person replies MORE) or truncate (at 1500 characters)")
 	f.str(&c.TelegramToken, "telegram-bot-token", "TELEGRAM_BOT_TOKEN", "", "Telegram bot token (from @BotFather); setting it turns Telegram on (set the bot's webhook to <PUBLIC_URL>/telegram/webhook)")
 	f.str(&c.TelegramSecret, "telegram-webhook-secret", "TELEGRAM_WEBHOOK_SECRET", "", "secret_token given to setWebhook (16+ characters): updates without it are refused")
 	f.str(&c.TelegramAllowed, "telegram-allowed-chats", "TELEGRAM_ALLOWED_CHATS", "", "comma-separated Telegram chat ids that may use textslash; others are ignored")
@@ -175,6 +176,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	f.dur(&c.MediaTTL, "media-ttl", "TEXTSLASH_MEDIA_TTL", 30*time.Minute, "how long images (and their links) last")
 	f.int(&c.MediaKeep, "media-keep", "TEXTSLASH_MEDIA_KEEP", 100, "most images kept; the oldest go first")
 	f.str(&c.LogLevel, "log-level", "TEXTSLASH_LOG_LEVEL", "info", "debug, info, warn or error")
+	f.str(&c.PprofAddr, "pprof-addr", "TEXTSLASH_PPROF_ADDR", "", "host:port serving Go's profiles at /debug/pprof/ (CPU, heap, goroutines) for debugging; off when empty, keep it on loopback")
 	f.str(&c.LogFormat, "log-format", "TEXTSLASH_LOG_FORMAT", "auto", "json, console, or auto (console on a terminal)")
 	if err := f.Parse(args); err != nil {
 		return c, err

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -177,6 +178,11 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		defer cancel()
 		return srv.Shutdown(sctx)
 	})
+	if cfg.PprofAddr != "" {
+		if err := servePprof(ctx, g, cfg.PprofAddr, log); err != nil {
+			return err
+		}
+	}
 	g.Go(func() error { return in.Run(ctx) })
 	g.Go(func() error { return disp.Run(ctx) })
 	g.Go(func() error { return run.Run(ctx) })
@@ -311,3 +317,31 @@ func (n natsLogger) Fatalf(format string, v ...any)  { n.l.Error().Msgf(format, 
 func (n natsLogger) Errorf(format string, v ...any)  { n.l.Error().Msgf(format, v...) }
 func (n natsLogger) Debugf(format string, v ...any)  { n.l.Trace().Msgf(format, v...) }
 func (n natsLogger) Tracef(format string, v ...any)  { n.l.Trace().Msgf(format, v...) }
+
+// servePprof serves net/http/pprof's handlers on their own listener, apart
+// from the public mux, until ctx ends.
+func servePprof(ctx context.Context, g *errgroup.Group, addr string, log zerolog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s (TEXTSLASH_PPROF_ADDR): %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	log.Warn().Str("addr", "http://"+ln.Addr().String()+"/debug/pprof/").Msg("profiles served")
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("pprof: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		return srv.Close()
+	})
+	return nil
+}
