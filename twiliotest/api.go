@@ -84,6 +84,7 @@ type options struct {
 	sid, token    string
 	callbackDelay time.Duration
 	noCallbacks   bool
+	quiet         bool
 }
 
 // WithCredentials makes the fake accept accountSID ("AC" and 32 hex digits)
@@ -101,6 +102,12 @@ func WithCallbackDelay(d time.Duration) Option {
 // WithoutCallbacks turns status callbacks off.
 func WithoutCallbacks() Option {
 	return func(o *options) { o.noCallbacks = true }
+}
+
+// Quiet leaves requests out of the test log (benchmarks, whose logs are
+// always printed).
+func Quiet() Option {
+	return func(o *options) { o.quiet = true }
 }
 
 // API is a fake Twilio REST API for the Messages resource. It answers
@@ -347,7 +354,9 @@ func (a *API) create(ctx context.Context, w http.ResponseWriter, r *http.Request
 		if at.sid != "" {
 			line += " " + at.sid
 		}
-		a.t.Log(line)
+		if !a.opts.quiet {
+			a.t.Log(line)
+		}
 	}()
 	if r.Method != http.MethodPost {
 		at.status, at.code = http.StatusMethodNotAllowed, 20004

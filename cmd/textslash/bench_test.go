@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -58,86 +59,195 @@ func BenchmarkColdStart(b *testing.B) {
 	b.ReportMetric(float64(rss[len(rss)/2])/1024, "idle-RSS-MB")
 }
 
-// BenchmarkWhatsAppWebhooks: signed WhatsApp webhooks from 64 concurrent
-// senders (1,000 users) into the all-in-one, every service running: each
-// message is stored, routed, run by the shell agent and answered through a
-// fake Twilio API meanwhile. Reports webhooks/s, ack latency and the
-// process's peak RSS; then waits for every reply.
-//
-//	go test -run x -bench WhatsAppWebhooks -benchtime 5000x ./cmd/textslash/
-func BenchmarkWhatsAppWebhooks(b *testing.B) {
-	const c = 64
-	api := twiliotest.NewAPI(b, twiliotest.WithoutCallbacks())
+// benchSeconds is how long each load of the Twilio benchmarks lasts after
+// its warm-up: $TEXTSLASH_BENCH_SECONDS, 5 s unless set (scripts/bench
+// sets 30).
+func benchSeconds(b *testing.B) time.Duration {
+	s := os.Getenv("TEXTSLASH_BENCH_SECONDS")
+	if s == "" {
+		return 5 * time.Second
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil || n <= 0 {
+		b.Fatalf("TEXTSLASH_BENCH_SECONDS=%q: want a number of seconds", s)
+	}
+	return time.Duration(n * float64(time.Second))
+}
+
+// twilioBench is the all-in-one on WhatsApp with a fake Twilio API, users
+// allowlisted numbers, and the shell agent as the instant agent (each
+// message "echo <token>" is answered "<token>").
+type twilioBench struct {
+	api     *twiliotest.API
+	inst    *instance
+	numbers []string
+	client  *http.Client
+}
+
+func startTwilioBench(b *testing.B, users int, env ...string) *twilioBench {
+	api := twiliotest.NewAPI(b, twiliotest.WithoutCallbacks(), twiliotest.Quiet())
 	port := freePort(b)
-	numbers := make([]string, 1000)
+	numbers := make([]string, users)
 	for i := range numbers {
-		numbers[i] = fmt.Sprintf("+1555123%04d", i)
+		numbers[i] = fmt.Sprintf("+1555%07d", i)
 	}
-	inst := startServe(b, "PORT="+port, "PUBLIC_URL=http://127.0.0.1:"+port,
-		"TWILIO_ACCOUNT_SID="+api.AccountSID, "TWILIO_AUTH_TOKEN="+api.AuthToken, "TWILIO_PHONE_NUMBER="+twilioFrom,
-		"TEXTSLASH_TWILIO_API_URL="+api.URL, "ALLOWED_PHONE_NUMBERS="+strings.Join(numbers, ","),
-		"TEXTSLASH_TWILIO_STATUS_CALLBACKS=false", "TEXTSLASH_AGENT=shell", "TEXTSLASH_LOG_LEVEL=warn")
-	reqs := make([]*http.Request, b.N)
-	for i := range reqs {
-		form := twiliotest.InboundParams("whatsapp:"+numbers[i%len(numbers)], "whatsapp:"+twilioFrom, "echo ok", fmt.Sprintf("SMb%030d", i))
-		reqs[i] = twiliotest.SignedRequest(api.AuthToken, inst.URL+"/webhook", inst.URL+"/webhook", form)
+	inst := startServe(b, append([]string{"PORT=" + port, "PUBLIC_URL=http://127.0.0.1:" + port,
+		"TWILIO_ACCOUNT_SID=" + api.AccountSID, "TWILIO_AUTH_TOKEN=" + api.AuthToken, "TWILIO_PHONE_NUMBER=" + twilioFrom,
+		"TEXTSLASH_TWILIO_API_URL=" + api.URL, "ALLOWED_PHONE_NUMBERS=" + strings.Join(numbers, ","),
+		"TEXTSLASH_TWILIO_STATUS_CALLBACKS=false", "TEXTSLASH_AGENT=shell", "TEXTSLASH_LOG_LEVEL=warn"}, env...)...)
+	return &twilioBench{api: api, inst: inst, numbers: numbers,
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+}
+
+// webhook posts one signed WhatsApp message from user i; it reports the
+// HTTP status (0 on a transport error).
+func (tb *twilioBench) webhook(user int, body, sid string) int {
+	form := twiliotest.InboundParams("whatsapp:"+tb.numbers[user], "whatsapp:"+twilioFrom, body, sid)
+	req := twiliotest.SignedRequest(tb.api.AuthToken, tb.inst.URL+"/webhook", tb.inst.URL+"/webhook", form)
+	resp, err := tb.client.Do(req)
+	if err != nil {
+		return 0
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c}}
-	lat := make([]time.Duration, b.N)
-	var next, failed atomic.Int64
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	start := time.Now()
-	for range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < b.N; i = int(next.Add(1)) - 1 {
-				t0 := time.Now()
-				resp, err := client.Do(reqs[i])
-				if err != nil {
-					failed.Add(1)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// BenchmarkWebhooks: signed WhatsApp webhooks from c concurrent senders (1,000
+// users) into the all-in-one with every service running: each message is
+// stored, routed, run by the instant agent (or refused with "Queue full"
+// when its user already has 5 waiting) and answered through the fake
+// Twilio meanwhile. A 200 means JetStream acknowledged the message. Each
+// level has a fresh instance, 2 s of warm-up, then benchSeconds of load.
+// Reports webhooks/s, ack p50/p99/max and the process's peak RSS.
+//
+//	go test -run '^$' -bench Webhooks ./cmd/textslash/
+func BenchmarkWebhooks(b *testing.B) {
+	for _, c := range []int{1, 16, 64} {
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+			tb := startTwilioBench(b, 1000)
+			var seq atomic.Int64
+			load := func(d time.Duration) (lat []time.Duration, failed int) {
+				var mu sync.Mutex
+				var wg sync.WaitGroup
+				stop := time.Now().Add(d)
+				for range c {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						var mine []time.Duration
+						bad := 0
+						for time.Now().Before(stop) {
+							i := seq.Add(1)
+							t0 := time.Now()
+							if tb.webhook(int(i)%len(tb.numbers), "echo ok", fmt.Sprintf("SMb%030d", i)) != http.StatusOK {
+								bad++
+							}
+							mine = append(mine, time.Since(t0))
+						}
+						mu.Lock()
+						lat, failed = append(lat, mine...), failed+bad
+						mu.Unlock()
+					}()
+				}
+				wg.Wait()
+				return lat, failed
+			}
+			load(2 * time.Second)
+			d := benchSeconds(b)
+			b.ResetTimer()
+			start := time.Now()
+			lat, failed := load(d)
+			elapsed := time.Since(start)
+			b.StopTimer()
+			if failed > 0 {
+				b.Fatalf("%d of %d webhooks failed", failed, len(lat))
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "webhooks/s")
+			b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
+			b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
+			b.ReportMetric(ms(lat[len(lat)-1]), "max-ms")
+			b.ReportMetric(float64(peakRSSKB(b, tb.inst.cmd.Process.Pid))/1024, "peak-RSS-MB")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkEndToEnd: the overhead textslash adds to an instant agent, from
+// a signed webhook sent to the reply's request at the fake Twilio, under an
+// open-loop load of rate messages/s for benchSeconds from 5,000 users in
+// turn (a user's messages are seconds apart: nobody waits behind their own
+// earlier message).
+// Reports p50/p99 and, to tell whether textslash kept up, the rate replies
+// arrived at and how long the last one trailed the load.
+//
+//	go test -run '^$' -bench EndToEnd ./cmd/textslash/
+func BenchmarkEndToEnd(b *testing.B) {
+	for _, rate := range []int{200, 500} {
+		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) {
+			d := benchSeconds(b)
+			n := int(float64(rate) * d.Seconds())
+			const users = 5000
+			tb := startTwilioBench(b, users, "TEXTSLASH_CONCURRENCY=8")
+			// Warm up: one round trip.
+			if tb.webhook(users-1, "echo warm", "SMwarm") != http.StatusOK {
+				b.Fatal("warm-up webhook refused")
+			}
+			tb.api.WaitMessages(b, 1, 30*time.Second)
+			sent := make([]time.Time, n)
+			var failed atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for i := range n {
+				if wait := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); wait > 0 {
+					time.Sleep(wait)
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					sent[i] = time.Now()
+					if tb.webhook(i%users, fmt.Sprintf("echo t%d", i), fmt.Sprintf("SMe%030d", i)) != http.StatusOK {
+						failed.Add(1)
+					}
+				}()
+			}
+			wg.Wait()
+			loadEnd := time.Now()
+			if f := failed.Load(); f > 0 {
+				b.Fatalf("%d of %d webhooks failed", f, n)
+			}
+			msgs := tb.api.WaitMessages(b, n+1, d+2*time.Minute)
+			b.StopTimer()
+			var lat []time.Duration
+			var last time.Time
+			for _, m := range msgs {
+				var i int
+				if _, err := fmt.Sscanf(m.Body, "t%d", &i); err != nil || i < 0 || i >= n {
 					continue
 				}
-				resp.Body.Close()
-				lat[i] = time.Since(t0)
-				if resp.StatusCode != http.StatusOK {
-					failed.Add(1)
+				lat = append(lat, m.At.Sub(sent[i]))
+				if m.At.After(last) {
+					last = m.At
 				}
 			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d webhooks failed", n)
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "webhooks/s")
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-	// Every message gets its reply (and queued ones a "Got it" first).
-	replies := func() int {
-		n := 0
-		for _, m := range api.Messages() {
-			if m.Body == "ok" {
-				n++
+			if len(lat) != n {
+				b.Fatalf("%d replies; want %d", len(lat), n)
 			}
-		}
-		return n
+			slices.Sort(lat)
+			b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
+			b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
+			b.ReportMetric(ms(lat[len(lat)-1]), "max-ms")
+			b.ReportMetric(float64(n)/last.Sub(start).Seconds(), "replies/s")
+			b.ReportMetric(ms(max(0, last.Sub(loadEnd))), "tail-ms")
+			b.ReportMetric(float64(peakRSSKB(b, tb.inst.cmd.Process.Pid))/1024, "peak-RSS-MB")
+			b.ReportMetric(0, "ns/op")
+		})
 	}
-	drain := time.Now()
-	for replies() < b.N {
-		if time.Since(drain) > 5*time.Minute {
-			b.Fatalf("%d of %d replies after 5 minutes", replies(), b.N)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	b.ReportMetric(time.Since(start).Seconds(), "all-replied-s")
-	b.ReportMetric(float64(peakRSSKB(b, inst.cmd.Process.Pid))/1024, "peak-RSS-MB")
-	b.ReportMetric(0, "ns/op")
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // peakRSSKB is the process's high-water resident memory.
 func peakRSSKB(b testing.TB, pid int) int { return procStatus(b, pid, "VmHWM:") }
