@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/rs/zerolog"
 
@@ -48,7 +49,9 @@ func readScreenshot(dir, p string) ([]byte, error) {
 	if !filepath.IsAbs(full) {
 		full = filepath.Join(dir, full)
 	}
-	f, err := os.Open(full)
+	// Non-blocking: opening a FIFO an agent left (or linked) must not
+	// wait for a writer. Anything but a regular file is refused below.
+	f, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, err
 	}

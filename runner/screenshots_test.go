@@ -2,13 +2,20 @@ package runner
 
 import (
 	"bytes"
+	"encoding/base64"
+	"fmt"
 	"image"
 	"image/png"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/natstest"
 )
 
 func pngBytes(t *testing.T) []byte {
@@ -51,6 +58,10 @@ func TestReadScreenshot(t *testing.T) {
 	link("shots/app.png", "inside-link.png")
 	link("/etc/passwd", "passwd.png")
 	link(filepath.Join(ws, "shots"), "dirlink")
+	if err := syscall.Mkfifo(filepath.Join(ws, DropDir, "pipe.png"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link(filepath.Join(ws, DropDir, "pipe.png"), "pipelink.png")
 
 	tests := []struct {
 		path string
@@ -73,6 +84,8 @@ func TestReadScreenshot(t *testing.T) {
 		{".", false},
 		{"missing.png", false},
 		{"/proc/self/environ", false},
+		{filepath.Join(DropDir, "pipe.png"), false}, // a FIFO: refused, never waited on
+		{"pipelink.png", false},
 	}
 	for _, tt := range tests {
 		data, err := readScreenshot(ws, tt.path)
@@ -105,5 +118,52 @@ func TestDroppedOldestFirst(t *testing.T) {
 	want := []string{DropDir + "/b.png", DropDir + "/a.png", DropDir + "/c.jpeg"}
 	if !slices.Equal(got, want) {
 		t.Errorf("dropped %q; want %q", got, want)
+	}
+}
+
+// Images a run handed over come with its reply however the run ended:
+// cut by the timeout, cancelled, or failed (seed 000's partial results).
+func TestRunnerImagesOfCutRuns(t *testing.T) {
+	e := newRunnerEnv(t)
+	e.start(Config{Timeout: 2 * time.Second})
+	drop := "mkdir -p " + DropDir + " && echo " + base64.StdEncoding.EncodeToString(pngBytes(t)) +
+		" | base64 -d > " + DropDir + "/app.png && echo shot taken && "
+	tests := []struct {
+		name, text string
+		cancel     bool
+		want       string // status
+	}{
+		{"timeout", drop + "sleep 30", false, contract.StatusTimeout},
+		{"cancel", drop + "sleep 30", true, contract.StatusCanceled},
+		{"failure", drop + "exit 3", false, contract.StatusOK},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := e.user(contract.ChannelWhatsApp, fmt.Sprint("1555000000", i))
+			e.job(u, "m1", tt.text)
+			if tt.cancel {
+				// Cancel once the image is in place.
+				png := filepath.Join(e.workspaces, u.Key(), DropDir, "app.png")
+				natstest.CheckFor(t, runnerWait, runnerPoll, func() error {
+					if fi, err := os.Stat(png); err != nil || fi.Size() != int64(len(pngBytes(t))) {
+						return fmt.Errorf("no image dropped yet (%v)", err)
+					}
+					return nil
+				})
+				if err := e.js.Conn().Publish(contract.CancelSubject(u), []byte("m1")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ev := e.waitDone(u, "m1", runnerWait)
+			if ev.Status != tt.want {
+				t.Errorf("status %q (%q); want %q", ev.Status, ev.Text, tt.want)
+			}
+			if !strings.Contains(ev.Text, "shot taken") {
+				t.Errorf("text %q; want the output so far", ev.Text)
+			}
+			if len(ev.Images) != 1 || ev.Images[0].ContentType != "image/jpeg" || ev.Images[0].Width != 4 {
+				t.Errorf("images %+v; want the dropped PNG as one 4×3 JPEG", ev.Images)
+			}
+		})
 	}
 }

@@ -89,7 +89,7 @@ func report(b *testing.B, times []time.Duration, chromeCPU, goCPU float64, bytes
 	b.ReportMetric(float64(bytes)/n, "jpeg-B/shot")
 }
 
-// BenchmarkCaptureWarm: shots in one warm browser, a new tab per shot;
+// BenchmarkCaptureWarm: shots in one warm browser and its kept tab;
 // "mobile" (a mobile viewport) is the one with targets (p50 ≤ 200 ms,
 // ≤ 0.3 CPU-s per shot on 2 cores).
 func BenchmarkCaptureWarm(b *testing.B) {

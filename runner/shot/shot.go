@@ -204,7 +204,8 @@ func (b *Browser) Close() error {
 	return nil
 }
 
-// Capture loads o.URL in a new tab, waits for the load event and returns a
+// Capture loads o.URL in the browser's tab (kept between shots, replaced
+// after a failed one), waits for the load event and returns a
 // JPEG of the viewport (or the full page) under o.MaxBytes. It waits for its
 // turn while another shot runs (bounded by ctx only); then Config.Timeout
 // bounds the shot. It fails when the page does not load in time (the error
