@@ -178,10 +178,10 @@ func endGroup(cmd *exec.Cmd) {
 		return
 	}
 	// Again after a scan that found some: one may have forked between the
-	// scan and the kill. A scan reads every process's environment, so the
-	// usual run, which left nothing behind, pays for one.
+	// scan and the kill. The usual run, which left nothing behind, pays
+	// for one scan.
 	for range 3 {
-		pids := markedProcesses(runMarkVar+"="+mark, owner(cmd))
+		pids := markedProcesses(runMarkVar+"="+mark, owner(cmd), cmd.Process.Pid)
 		for _, pid := range pids {
 			_ = syscall.Kill(-pid, syscall.SIGKILL) // its group, if it leads one
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -211,10 +211,24 @@ func owner(cmd *exec.Cmd) uint32 {
 
 // markedProcesses lists the processes of user uid whose environment holds
 // mark ("NAME=value"), read from /proc (readable for the agent user's
-// processes when textslash runs as root or as that user). Other users'
-// processes are passed over unread: reading a process's environment is
-// what a scan spends its time on.
-func markedProcesses(mark string, uid uint32) []int {
+// processes when textslash runs as root or as that user). Only processes
+// started since first (the program the mark was given to) can carry it:
+// Linux hands out process ids in rising order, wrapping at pid_max, and
+// /proc/loadavg names the last one, so older processes and other users'
+// are passed over unread. Reading environments is what a scan spends its
+// time on, and a busy runner scans after every program it ran.
+func markedProcesses(mark string, uid uint32, first int) []int {
+	last := lastPID()
+	since := func(pid int) bool {
+		switch {
+		case last == 0: // unknown: every process
+			return true
+		case last >= first:
+			return pid >= first && pid <= last
+		default: // the ids wrapped around since first
+			return pid >= first || pid <= last
+		}
+	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -223,7 +237,7 @@ func markedProcesses(mark string, uid uint32) []int {
 	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
+		if err != nil || pid == os.Getpid() || !since(pid) {
 			continue
 		}
 		if fi, err := os.Stat("/proc/" + e.Name()); err != nil {
@@ -256,4 +270,20 @@ func exitCode(cmd *exec.Cmd) int {
 		return 128 + int(ws.Signal())
 	}
 	return ps.ExitCode()
+}
+
+// lastPID is the id of the process created last on this machine (in this
+// process id namespace), or 0 when /proc does not say.
+func lastPID() int {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	// "0.20 0.18 0.12 1/80 11206": the fifth field.
+	f := strings.Fields(string(data))
+	if len(f) < 5 {
+		return 0
+	}
+	pid, _ := strconv.Atoi(f[4])
+	return pid
 }
