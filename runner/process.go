@@ -229,23 +229,35 @@ func markedProcesses(mark string, uid uint32, first int) []int {
 			return pid >= first || pid <= last
 		}
 	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
+	var names []string
+	if last >= first && last-first < 128 {
+		// Few ids were handed out since: look them up rather than list
+		// /proc, which costs more.
+		for pid := first; pid <= last; pid++ {
+			names = append(names, strconv.Itoa(pid))
+		}
+	} else {
+		entries, err := os.ReadDir("/proc")
+		if err != nil {
+			return nil
+		}
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
 	}
 	want := []byte(mark)
 	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
 		if err != nil || pid == os.Getpid() || !since(pid) {
 			continue
 		}
-		if fi, err := os.Stat("/proc/" + e.Name()); err != nil {
+		if fi, err := os.Stat("/proc/" + name); err != nil {
 			continue
 		} else if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != uid {
 			continue
 		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		env, err := os.ReadFile("/proc/" + name + "/environ")
 		if err != nil {
 			continue
 		}
