@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +34,15 @@ type Message struct {
 	// that can edit messages shows in one status message.
 	Progress bool
 	JobID    string
+}
+
+// Finder is a Sender that can tell whether a message reached the provider:
+// after a crash between a send and its record, egress asks it rather than
+// sending again. Without one, such a message may go out twice.
+type Finder interface {
+	// Find returns the provider's id of a message like m to u created
+	// since then, or "" when there is none.
+	Find(ctx context.Context, u contract.User, m Message, since time.Time) (id string, err error)
 }
 
 // SendError is a failed send.
@@ -515,15 +525,49 @@ func pagesKey(u contract.User) string { return "pages." + u.Key() }
 // event already did, retrying failures that may pass; then it waits for
 // the provider to report the message sent, if status reports are on.
 func (p *pusher) sendOnce(ctx context.Context, log zerolog.Logger, ch channel, it item, part int, m Message) error {
+	// The key holds the provider's id once sent; before the first try it
+	// is marked with the time, so that a crash between a send and its
+	// record can be told from a send never tried.
 	key := "sent." + it.ev.User.Key() + "." + strconv.FormatUint(it.seq, 10) + "." + strconv.Itoa(part)
-	if _, err := p.kv.Get(ctx, key); err == nil {
-		return nil
+	log = log.With().Str("kind", string(it.ev.Kind)).Str("job_id", it.ev.JobID).Int("part", part).Logger()
+	if e, err := p.kv.Get(ctx, key); err == nil {
+		at, tried := strings.CutPrefix(string(e.Value()), triedMark)
+		if !tried {
+			return nil // sent before
+		}
+		if f, ok := ch.sender.(Finder); ok {
+			since, _ := time.Parse(time.RFC3339Nano, at)
+			id, err := f.Find(ctx, it.ev.User, m, since)
+			if err != nil {
+				return fmt.Errorf("look for an unrecorded send: %w", err)
+			}
+			if id != "" {
+				log.Info().Str("provider_id", id).Msg("sent before a restart; not sending again")
+				if _, err := p.kv.Put(ctx, key, []byte(id)); err != nil {
+					return fmt.Errorf("sent mark: %w", err)
+				}
+				return nil
+			}
+		}
+		log.Info().Str("tried_at", at).Msg("tried before a restart and not known to the provider; sending")
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("sent mark: %w", err)
+	} else if _, err := p.kv.Put(ctx, key, []byte(triedMark+time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+		return fmt.Errorf("tried mark: %w", err)
 	}
-	log = log.With().Str("kind", string(it.ev.Kind)).Str("job_id", it.ev.JobID).Int("part", part).Logger()
+	var unanswered bool // the last try failed without the provider's answer
+	var tried time.Time
 	for attempt := 1; ; attempt++ {
+		if f, ok := ch.sender.(Finder); ok && unanswered {
+			// A try that timed out may still have been taken.
+			if id, err := f.Find(ctx, it.ev.User, m, tried); err == nil && id != "" {
+				log.Info().Str("provider_id", id).Msg("a try that got no answer was sent; not sending again")
+				_, _ = p.kv.Put(ctx, key, []byte(id))
+				return nil
+			}
+		}
 		var wait <-chan string
+		tried = time.Now()
 		id, err := ch.sender.Send(ctx, it.ev.User, m)
 		if err == nil {
 			if p.sent != nil && ch.waitSent {
@@ -542,6 +586,7 @@ func (p *pusher) sendOnce(ctx context.Context, log zerolog.Logger, ch channel, i
 		if !errors.As(err, &se) {
 			se = &SendError{Err: err}
 		}
+		unanswered = se.Status == 0 && se.Code == 0
 		l := log.With().Err(se.Err).Int("code", se.Code).Int("status", se.Status).Int("attempt", attempt).Logger()
 		if hint := explainTwilio(se.Code); hint != "" {
 			l = l.With().Str("hint", hint).Logger()
@@ -562,6 +607,10 @@ func (p *pusher) sendOnce(ctx context.Context, log zerolog.Logger, ch channel, i
 		}
 	}
 }
+
+// triedMark starts the value of a send's key until the provider's id
+// replaces it.
+const triedMark = "tried "
 
 // sleep waits d, keeping msg alive in JetStream meanwhile.
 func sleep(ctx context.Context, msg jetstream.Msg, d time.Duration) error {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -155,6 +156,48 @@ func (s *twilioSender) Send(_ context.Context, u contract.User, m Message) (stri
 		return "", &SendError{Err: errors.New("twilio answered without a message sid")}
 	}
 	return *resp.Sid, nil
+}
+
+// Find looks among the person's latest messages for m created since then:
+// the send a crash left unrecorded. Twilio keeps no idempotency keys, so
+// the body, the media count and the time are the match; the person's
+// messages go out one at a time, so the newest match is the one.
+func (s *twilioSender) Find(_ context.Context, u contract.User, m Message, since time.Time) (string, error) {
+	to, ok := u.Phone()
+	if !ok {
+		return "", nil
+	}
+	p := &openapi.ListMessageParams{}
+	p.SetTo(s.prefix + to)
+	p.SetPageSize(20)
+	page, err := s.api.PageMessage(p, "", "")
+	if err != nil {
+		return "", twilioError(err)
+	}
+	// Twilio's clock and ours may differ, and it keeps whole seconds.
+	since = since.Add(-findSlack)
+	for _, msg := range page.Messages {
+		if msg.Sid == nil || msg.Body == nil || *msg.Body != m.Body || deref(msg.NumMedia) != strconv.Itoa(len(m.Media)) {
+			continue
+		}
+		if msg.DateCreated != nil {
+			if at, err := time.Parse(time.RFC1123Z, *msg.DateCreated); err == nil && at.Before(since) {
+				continue
+			}
+		}
+		return *msg.Sid, nil // newest first
+	}
+	return "", nil
+}
+
+// findSlack is how much earlier than our record of a send Twilio's may be.
+const findSlack = 5 * time.Second
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // StatusCallbackPath is where ingress takes Twilio's status callbacks.

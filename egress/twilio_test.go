@@ -49,6 +49,14 @@ func testLog(t *testing.T) zerolog.Logger {
 // values (fast retries).
 func start(t *testing.T, cfg egress.Twilio) *harness {
 	t.Helper()
+	h, cfg := prepare(t, cfg)
+	h.run(cfg)
+	return h
+}
+
+// prepare is start without running egress: cfg as egress would get it.
+func prepare(t *testing.T, cfg egress.Twilio) (*harness, egress.Twilio) {
+	t.Helper()
 	ns := natstest.RunJetStream(t)
 	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
 		t.Fatal(err)
@@ -61,8 +69,7 @@ func start(t *testing.T, cfg egress.Twilio) *harness {
 	if cfg.Retry.Base == 0 {
 		cfg.Retry = egress.Retry{Attempts: 4, Base: 10 * time.Millisecond, Max: 50 * time.Millisecond}
 	}
-	h.run(cfg)
-	return h
+	return h, cfg
 }
 
 func (h *harness) run(cfg egress.Twilio) {
@@ -345,5 +352,63 @@ func TestWaitsForSent(t *testing.T) {
 		if !ok || m.At.Before(prev) {
 			t.Errorf("message %d created before message %d was reported sent", i+1, i)
 		}
+	}
+}
+
+// A crash between Twilio taking a message and egress recording it leaves
+// the send marked as tried: after the restart egress asks Twilio for the
+// message and sends it only if Twilio does not have it.
+func TestUnrecordedSend(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		atTwilio  bool // the crashed try reached Twilio
+		wantSends int  // by egress, after the restart
+	}{
+		{"reached Twilio", true, 0},
+		{"never reached Twilio", false, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h, cfg := prepare(t, egress.Twilio{})
+			h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: "exactly once", Status: contract.StatusOK})
+			st, err := h.js.Stream(t.Context(), contract.StreamEvents)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := st.Info(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			kv, err := h.js.KeyValue(t.Context(), contract.BucketEgress)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := fmt.Sprintf("sent.%s.%d.0", alice.Key(), info.State.LastSeq)
+			if _, err := kv.Put(t.Context(), key, []byte("tried "+time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+				t.Fatal(err)
+			}
+			before := 0
+			if tt.atTwilio {
+				form := url.Values{"To": {"whatsapp:+15551230001"}, "From": {"whatsapp:" + from}, "Body": {"exactly once"}}
+				req, _ := http.NewRequest(http.MethodPost, h.api.URL+"/2010-04-01/Accounts/"+h.api.AccountSID+"/Messages.json", strings.NewReader(form.Encode()))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.SetBasicAuth(h.api.AccountSID, h.api.AuthToken)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil || resp.StatusCode != http.StatusCreated {
+					t.Fatalf("create at the fake: %v %v", resp, err)
+				}
+				resp.Body.Close()
+				before = 1
+			}
+			h.run(cfg)
+			h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: "next"})
+			msgs := h.api.WaitMessages(t, before+tt.wantSends+1, 5*time.Second)
+			if got, want := bodies(msgs), []string{"exactly once", "next"}; !slices.Equal(got, want) {
+				t.Errorf("messages: got %q; want %q", got, want)
+			}
+			e, err := kv.Get(t.Context(), key)
+			if err != nil || e.Value()[0] != 'S' || string(e.Value()) != msgs[0].SID {
+				t.Errorf("sent mark %q (%v); want the message's sid %s", e.Value(), err, msgs[0].SID)
+			}
+		})
 	}
 }

@@ -180,6 +180,10 @@ func NewAPI(t testing.TB, opts ...Option) *API {
 	ctx, cancel := context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	mux.HandleFunc("/2010-04-01/Accounts/{sid}/Messages.json", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			a.list(w, r)
+			return
+		}
 		a.create(ctx, w, r)
 	})
 	mux.HandleFunc("/2010-04-01/Accounts/{sid}/Messages/{msg}/Media/{media}", a.serveMedia)
@@ -439,6 +443,34 @@ func validate(form url.Values) failure {
 }
 
 // resource is m as Twilio's Message resource JSON.
+// list answers Twilio's message list: the account's messages, newest
+// first, filtered by To and From, one page of PageSize (50 unless set).
+func (a *API) list(w http.ResponseWriter, r *http.Request) {
+	if !a.authorized(w, r) {
+		return
+	}
+	q := r.URL.Query()
+	size, err := strconv.Atoi(q.Get("PageSize"))
+	if err != nil || size <= 0 {
+		size = 50
+	}
+	a.mu.Lock()
+	page := []map[string]any{}
+	for i := len(a.msgs) - 1; i >= 0 && len(page) < size; i-- {
+		m := a.msgs[i]
+		if (q.Get("To") == "" || m.To == q.Get("To")) && (q.Get("From") == "" || m.From == q.Get("From")) {
+			page = append(page, a.resource(m))
+		}
+	}
+	a.mu.Unlock()
+	uri := r.URL.RequestURI()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"messages": page, "page": 0, "page_size": size, "start": 0, "end": max(len(page)-1, 0),
+		"uri": uri, "first_page_uri": uri, "next_page_uri": nil, "previous_page_uri": nil,
+	})
+}
+
 func (a *API) resource(m Message) map[string]any {
 	date := m.At.UTC().Format(time.RFC1123Z)
 	uri := fmt.Sprintf("/2010-04-01/Accounts/%s/Messages/%s", a.AccountSID, m.SID)

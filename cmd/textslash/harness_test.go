@@ -99,10 +99,11 @@ func (inst *instance) start(t testing.TB) {
 	exited := make(chan struct{})
 	inst.exited = exited
 	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
+	logPath := inst.Log // a restart gives inst another log
 	t.Cleanup(func() {
 		inst.stop()
 		if t.Failed() {
-			out, _ := os.ReadFile(inst.Log)
+			out, _ := os.ReadFile(logPath)
 			t.Logf("textslash log:\n%s", tail(string(out), 6000))
 		}
 	})
