@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -137,8 +138,21 @@ func TestTelegramPaging(t *testing.T) {
 		t.Fatalf("first page ends %q", first.Text[max(0, len(first.Text)-60):])
 	}
 	h.publish(contract.Event{Kind: contract.KindMore})
-	if c := h.api.WaitCalls(t, 2, 5*time.Second)[1]; !strings.HasSuffix(c.Text, "(page 2/2)") {
-		t.Errorf("second page ends %q", c.Text[max(0, len(c.Text)-30):])
+	second := h.api.WaitCalls(t, 2, 5*time.Second)[1]
+	if !strings.HasSuffix(second.Text, "(page 2/2)") {
+		t.Errorf("second page ends %q", second.Text[max(0, len(second.Text)-30):])
+	}
+	var whole strings.Builder
+	for _, page := range []string{first.Text, second.Text} {
+		if n := utf8.RuneCountInString(page); n > 4096 || !utf8.ValidString(page) {
+			t.Errorf("page of %d characters (valid UTF-8: %t); want at most 4,096", n, utf8.ValidString(page))
+		}
+		body, _, _ := strings.Cut(page, "Reply MORE")
+		body, _, _ = strings.Cut(body, "(page 2/2)")
+		whole.WriteString(body)
+	}
+	if got, want := strings.Join(strings.Fields(whole.String()), " "), strings.Join(strings.Fields(long), " "); got != want {
+		t.Errorf("pages put together differ from the reply (%d characters; want %d)", utf8.RuneCountInString(got), utf8.RuneCountInString(want))
 	}
 	h.publish(contract.Event{Kind: contract.KindDone, Text: strings.Repeat("x", 1500), Images: images[:1], Status: contract.StatusOK})
 	calls := h.api.WaitCalls(t, 4, 5*time.Second)
@@ -184,5 +198,26 @@ func TestTelegramFailures(t *testing.T) {
 	calls := h.api.WaitCalls(t, 2, 5*time.Second)
 	if calls[1].Text != "next" || h.api.Attempts() != 4 {
 		t.Errorf("after a 403: %q, %d attempts; want the next message, 4 attempts (no retry)", calls[1].Text, h.api.Attempts())
+	}
+}
+
+// Eleven images: an album of ten with the text, then the eleventh alone.
+func TestTelegramElevenImages(t *testing.T) {
+	h := startTelegram(t, false)
+	var eleven []contract.Image
+	for i := range 11 {
+		eleven = append(eleven, contract.Image{ID: fmt.Sprintf("b%d", i), ContentType: "image/jpeg", Size: 10})
+	}
+	h.publish(contract.Event{Kind: contract.KindDone, Text: "eleven shots", Images: eleven, Status: contract.StatusOK})
+	calls := h.api.WaitCalls(t, 2, 5*time.Second)
+	if got := methods(calls); !slices.Equal(got, []string{"sendMediaGroup", "sendPhoto"}) {
+		t.Fatalf("methods %q; want an album, then a photo", got)
+	}
+	if len(calls[0].Photos) != 10 || calls[0].Text != "eleven shots" || len(calls[1].Photos) != 1 {
+		t.Errorf("album of %d with %q, then %d photo(s); want 10 with the text, then 1", len(calls[0].Photos), calls[0].Text, len(calls[1].Photos))
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := len(h.api.Calls()); n != 2 {
+		t.Errorf("%d calls; want 2", n)
 	}
 }
