@@ -187,7 +187,7 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 		}
 		var head *queued
 		if needsHead(st, input) {
-			if head, err = d.head(ctx, u); err != nil {
+			if head, err = d.head(ctx, u, st); err != nil {
 				return err
 			}
 			if head != nil {
@@ -465,8 +465,11 @@ type queued struct {
 	seq uint64
 }
 
-// head is the oldest waiting message of u, or nil.
-func (d *Dispatcher) head(ctx context.Context, u contract.User) (*queued, error) {
+// head is the oldest waiting message of u, or nil. A message that already
+// started (the current job, or one that ended) is removed on the way: a
+// crash between publishing its job and dequeuing it left it there, and
+// starting it again would wait forever for a run JetStream deduplicates.
+func (d *Dispatcher) head(ctx context.Context, u contract.User, st contract.UserState) (*queued, error) {
 	for {
 		raw, err := d.queue.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(contract.QueueSubject(u)))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -476,11 +479,16 @@ func (d *Dispatcher) head(ctx context.Context, u contract.User) (*queued, error)
 			return nil, fmt.Errorf("queue head: %w", err)
 		}
 		var in contract.Inbound
-		if err := contract.Decode(raw.Data, &in); err == nil {
+		err = contract.Decode(raw.Data, &in)
+		switch {
+		case err != nil:
+			// A message nobody can read must not block the queue forever.
+			d.log.Error().Err(err).Str("user", u.Key()).Uint64("seq", raw.Sequence).Msg("dropping unreadable queued message")
+		case in.ID == st.JobID || slices.Contains(st.Finished, in.ID):
+			d.log.Info().Str("user", u.Key()).Str("job_id", in.ID).Msg("dropping a queued message that already started")
+		default:
 			return &queued{in: in, seq: raw.Sequence}, nil
 		}
-		// A message nobody can read must not block the queue forever.
-		d.log.Error().Err(err).Str("user", u.Key()).Uint64("seq", raw.Sequence).Msg("dropping unreadable queued message")
 		if err := d.queue.DeleteMsg(ctx, raw.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil, fmt.Errorf("dequeue: %w", err)
 		}

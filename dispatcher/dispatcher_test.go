@@ -897,3 +897,36 @@ func TestMessageAsRunEndsIsNotStranded(t *testing.T) {
 		h.waitState(u, contract.StateWorking, "m2")
 	}
 }
+
+// A crash between starting a queued message (its job published, the state
+// saved) and removing it from the queue leaves it at the queue's head. When
+// its run ends, the next message starts; the one that ran is not started
+// again, which would leave the person working forever on a run that
+// JetStream deduplicates away.
+func TestStartedMessageLeftInQueue(t *testing.T) {
+	h := start(t, 1)
+	u := user(t, "alice")
+	h.inboundHandled(h.send(u, "m1", "first"))
+	h.send(u, "m2", "second")
+	h.inboundHandled(h.send(u, "m3", "third"))
+	if got := h.queued(u); !slices.Equal(got, []string{"m2", "m3"}) {
+		t.Fatalf("queue %q; want m2, m3", got)
+	}
+	// What the crashed dispatcher left: m2 started, still queued.
+	st, rev := h.state(u)
+	st.JobID, st.Finished = "m2", append(st.Finished, "m1")
+	data, err := contract.Encode(&st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.users.Update(t.Context(), u.Key(), data, rev); err != nil {
+		t.Fatal(err)
+	}
+
+	h.doneHandled(h.done(u, "m2"))
+	h.waitState(u, contract.StateWorking, "m3")
+	h.waitJobs(u, "m1", "m3")
+	if got := h.queued(u); len(got) != 0 {
+		t.Errorf("queue %q; want empty", got)
+	}
+}
