@@ -19,6 +19,13 @@ type Handler func(ctx context.Context, msg jetstream.Msg) error
 // until ctx ends; then it drains the subscription and returns. It alone
 // acknowledges messages, so handlers never call Ack themselves.
 //
+// A message whose handler fails is tried again in place, with the messages
+// behind it waiting, for up to RetryInPlace: handed back for redelivery at
+// once, it would come back after the ones behind it, and a user's messages
+// would be routed out of order. (The usual failure is a moment without a
+// stream leader on a cluster; an error that outlasts RetryInPlace is
+// handed back.)
+//
 // On a pinned consumer (one active client at a time) it pulls in the
 // consumer's priority group, and on the way out it unpins itself so the
 // next client takes over at once instead of after the pin's TTL.
@@ -37,7 +44,7 @@ func Consume(ctx context.Context, js jetstream.JetStream, cons jetstream.Consume
 		opts = append(opts, jetstream.PullPriorityGroup(info.Config.PriorityGroups[0]), jetstream.PullExpiry(2*time.Second))
 	}
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
-		Settle(ctx, msg, h, log)
+		settle(ctx, msg, h, log, RetryInPlace)
 	}, opts...)
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", name, err)
@@ -61,17 +68,41 @@ func Consume(ctx context.Context, js jetstream.JetStream, cons jetstream.Consume
 	return nil
 }
 
+// RetryInPlace is how long Consume keeps trying a failing message before
+// it hands it back for redelivery.
+const RetryInPlace = 20 * time.Second
+
 // Settle runs h on msg and acknowledges according to its result.
 func Settle(ctx context.Context, msg jetstream.Msg, h Handler, log zerolog.Logger) {
+	settle(ctx, msg, h, log, 0)
+}
+
+// settle is Settle trying h again for up to retryFor (the message kept in
+// hand meanwhile) before asking for redelivery.
+func settle(ctx context.Context, msg jetstream.Msg, h Handler, log zerolog.Logger, retryFor time.Duration) {
 	l := log.With().Str("subject", msg.Subject()).Logger()
-	err := func() (err error) {
+	run := func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {
 				err = fmt.Errorf("panic: %v", p)
 			}
 		}()
 		return h(l.WithContext(ctx), msg)
-	}()
+	}
+	err := run()
+	giveUp := time.Now().Add(retryFor)
+	for wait := 100 * time.Millisecond; err != nil && !IsPermanent(err) && time.Now().Add(wait).Before(giveUp); wait = min(2*wait, 2*time.Second) {
+		l.Warn().Err(err).Dur("retry_in", wait).Msg("message failed; trying it again in place")
+		_ = msg.InProgress()
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		err = run()
+	}
 	switch {
 	case err == nil:
 		if err := msg.Ack(); err != nil {

@@ -245,7 +245,8 @@ func MsgID(u User, id string, parts ...string) string {
 }
 
 // PublishEvent stamps and publishes ev on its subject, deduplicated by
-// msgID (build it with MsgID), and waits for JetStream's acknowledgement.
+// msgID (build it with MsgID), and waits for JetStream's acknowledgement
+// (see Publish).
 func PublishEvent(ctx context.Context, js jetstream.JetStream, ev Event, msgID string) error {
 	if ev.At.IsZero() {
 		ev.At = time.Now().UTC()
@@ -254,7 +255,7 @@ func PublishEvent(ctx context.Context, js jetstream.JetStream, ev Event, msgID s
 	if err != nil {
 		return err
 	}
-	if _, err := js.Publish(ctx, EventSubject(ev.User, ev.Kind), data, jetstream.WithMsgID(msgID)); err != nil {
+	if _, err := Publish(ctx, js, EventSubject(ev.User, ev.Kind), data, msgID); err != nil {
 		return fmt.Errorf("publish %s event: %w", ev.Kind, err)
 	}
 	return nil

@@ -330,7 +330,7 @@ func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.U
 	if err != nil {
 		return err
 	}
-	if _, err := d.js.Publish(ctx, contract.JobSubject(u), data, jetstream.WithMsgID(contract.MsgID(u, e.ID, "job"))); err != nil {
+	if _, err := contract.Publish(ctx, d.js, contract.JobSubject(u), data, contract.MsgID(u, e.ID, "job")); err != nil {
 		return fmt.Errorf("publish job: %w", err)
 	}
 	log.Info().Str("started", e.ID).Str("action", e.Action).Bool("from_queue", fromQueue).Msg("job published")
@@ -352,7 +352,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, log zerolog.Logger, u contract
 	if err != nil {
 		return false, err
 	}
-	ack, err := d.js.Publish(ctx, contract.QueueSubject(u), data, jetstream.WithMsgID(contract.MsgID(u, in.ID)))
+	ack, err := contract.Publish(ctx, d.js, contract.QueueSubject(u), data, contract.MsgID(u, in.ID))
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) && apiErr.ErrorCode == errMaxMsgsPerSubject {
 		log.Info().Msg("queue full")
