@@ -201,6 +201,11 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 		if st.State == contract.StateWorking && (snap.State != st.State || snap.Job != st.JobID) {
 			next.Finished = appendFinished(st.Finished, st.JobID) // ended or cancelled
 		}
+		if input.Kind == fsm.Done && input.ID != "" && input.ID != st.JobID && !slices.Contains(next.Finished, input.ID) {
+			// A run that ended while the state (behind after a crash) did not
+			// know it yet: its message must not start again from the queue.
+			next.Finished = appendFinished(next.Finished, input.ID)
+		}
 		if next.State != st.State || next.JobID != st.JobID {
 			next.Since = time.Now().UTC()
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -280,13 +281,16 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	}
 	defer release()
 	// A job the person cancelled (before it was taken, or while it waited
-	// for the slot, when a cancel found the previous run there) is no
-	// longer the user's current job: drop it. From here on, a cancel finds
-	// this run in r.running.
-	if current, known, err := r.currentJob(ctx, u); err != nil {
+	// for the slot, when a cancel found the previous run there) is among
+	// the user's finished jobs: drop it. A job the state does not know yet
+	// runs: after a crash the state can lag behind the jobs it published
+	// (its write lost, the job's kept), and the dispatcher publishes the
+	// job again only as a duplicate, which would never be delivered. From
+	// here on, a cancel finds this run in r.running.
+	if finished, err := r.finished(ctx, u, job.ID); err != nil {
 		return err
-	} else if known && current != job.ID {
-		log.Info().Str("current", current).Msg("job is no longer current (cancelled); not running it")
+	} else if finished {
+		log.Info().Msg("job already finished or cancelled; not running it")
 		return nil
 	}
 
@@ -450,21 +454,21 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	return r.publishDone(context.WithoutCancel(ctx), done)
 }
 
-// currentJob is the job the dispatcher is running for u now; known is
-// false when the dispatcher has no state for u.
-func (r *Runner) currentJob(ctx context.Context, u contract.User) (job string, known bool, err error) {
+// finished reports whether the dispatcher counts job among u's finished
+// (ended or cancelled) jobs.
+func (r *Runner) finished(ctx context.Context, u contract.User, job string) (bool, error) {
 	e, err := r.users.Get(ctx, u.Key())
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return "", false, nil
+		return false, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("user state: %w", err)
+		return false, fmt.Errorf("user state: %w", err)
 	}
 	var st contract.UserState
 	if err := contract.Decode(e.Value(), &st); err != nil {
-		return "", false, err
+		return false, err
 	}
-	return st.JobID, true, nil
+	return slices.Contains(st.Finished, job) && st.JobID != job, nil
 }
 
 // claim makes job the user's run in this process, waiting for a previous
@@ -516,8 +520,8 @@ func (r *Runner) markStarted(ctx context.Context, ev contract.Event) (bool, erro
 	if err != nil {
 		return false, err
 	}
-	ack, err := r.js.Publish(ctx, contract.EventSubject(ev.User, ev.Kind), data,
-		jetstream.WithMsgID(contract.MsgID(ev.User, ev.JobID, string(ev.Kind))))
+	ack, err := contract.Publish(ctx, r.js, contract.EventSubject(ev.User, ev.Kind), data,
+		contract.MsgID(ev.User, ev.JobID, string(ev.Kind)))
 	if err != nil {
 		return false, fmt.Errorf("publish started event: %w", err)
 	}

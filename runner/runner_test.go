@@ -590,3 +590,36 @@ func TestRunnerIdleExit(t *testing.T) {
 		t.Fatal("Run still going 10s after the last job; want it ended after 700ms idle")
 	}
 }
+
+// The runner drops a job the dispatcher counts finished (cancelled before
+// it ran) and runs one the dispatcher's state does not know yet: after a
+// crash the state can lag behind the jobs it published.
+func TestRunnerDropsOnlyFinishedJobs(t *testing.T) {
+	e := newRunnerEnv(t)
+	u := e.user(contract.ChannelTelegram, "123456")
+	users, err := e.js.KeyValue(t.Context(), contract.BucketUsers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := contract.UserState{State: contract.StateWorking, JobID: "m1", Finished: []string{"m0"}}
+	data, err := contract.Encode(&st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := users.Put(t.Context(), u.Key(), data); err != nil {
+		t.Fatal(err)
+	}
+	e.job(u, "m0", "touch cancelled")
+	e.job(u, "m2", "echo ahead")
+	e.start(Config{Timeout: time.Minute})
+	if ev := e.waitDone(u, "m2", runnerWait); ev.Status != contract.StatusOK || ev.Text != "ahead" {
+		t.Errorf("job ahead of the state: got status %q text %q; want ok %q", ev.Status, ev.Text, "ahead")
+	}
+	e.jobsAcked()
+	if _, _, ok := e.doneEvent(u, "m0"); ok {
+		t.Error("the finished job m0 has a done event")
+	}
+	if _, err := os.Stat(filepath.Join(e.workspaces, u.Key(), "cancelled")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the finished job m0 ran: stat: %v", err)
+	}
+}
