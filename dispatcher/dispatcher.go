@@ -187,7 +187,10 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 		}
 		var head *queued
 		if needsHead(st, input) {
-			if head, err = d.head(ctx, u, st); err != nil {
+			// Only a done of the running job ends it; any other input that
+			// looks at the queue while a job runs may repeat its start.
+			keepCurrent := st.State == contract.StateWorking && (input.Kind != fsm.Done || input.ID != st.JobID)
+			if head, err = d.head(ctx, u, st, keepCurrent); err != nil {
 				return err
 			}
 			if head != nil {
@@ -471,10 +474,13 @@ type queued struct {
 }
 
 // head is the oldest waiting message of u, or nil. A message that already
-// started (the current job, or one that ended) is removed on the way: a
-// crash between publishing its job and dequeuing it left it there, and
-// starting it again would wait forever for a run JetStream deduplicates.
-func (d *Dispatcher) head(ctx context.Context, u contract.User, st contract.UserState) (*queued, error) {
+// ran (one that ended, or the current job when it is ending) is removed
+// on the way: a crash between publishing its job and dequeuing it left it
+// there, and starting it again would wait forever for a run JetStream
+// deduplicates. With keepCurrent the current job stays: its start is being
+// repeated, and a crash between storing the state and publishing the job
+// left its only copy in the queue.
+func (d *Dispatcher) head(ctx context.Context, u contract.User, st contract.UserState, keepCurrent bool) (*queued, error) {
 	for {
 		raw, err := d.queue.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(contract.QueueSubject(u)))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -489,7 +495,7 @@ func (d *Dispatcher) head(ctx context.Context, u contract.User, st contract.User
 		case err != nil:
 			// A message nobody can read must not block the queue forever.
 			d.log.Error().Err(err).Str("user", u.Key()).Uint64("seq", raw.Sequence).Msg("dropping unreadable queued message")
-		case in.ID == st.JobID || slices.Contains(st.Finished, in.ID):
+		case (in.ID == st.JobID && !keepCurrent) || slices.Contains(st.Finished, in.ID):
 			d.log.Info().Str("user", u.Key()).Str("job_id", in.ID).Msg("dropping a queued message that already started")
 		default:
 			return &queued{in: in, seq: raw.Sequence}, nil

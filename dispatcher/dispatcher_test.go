@@ -965,3 +965,33 @@ func TestDoneAheadOfState(t *testing.T) {
 		t.Errorf("queue %q; want empty", got)
 	}
 }
+
+// A crash between storing "working on m2" and publishing m2's job leaves
+// m2's only copy in the queue. When m1's done comes again, m2's start is
+// repeated from the queue, not dropped as already started.
+func TestStartCutShortIsRepeatedFromQueue(t *testing.T) {
+	h := start(t, 1)
+	u := user(t, "alice")
+	h.inboundHandled(h.send(u, "m1", "first"))
+	h.inboundHandled(h.send(u, "m2", "second"))
+	// What the crashed dispatcher left: m1 ended, m2 current, no job yet.
+	st, rev := h.state(u)
+	st.JobID, st.Finished = "m2", append(st.Finished, "m1")
+	data, err := contract.Encode(&st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.users.Update(t.Context(), u.Key(), data, rev); err != nil {
+		t.Fatal(err)
+	}
+
+	h.doneHandled(h.done(u, "m1"))
+	h.waitJobs(u, "m1", "m2")
+	if job := h.jobs(u)[1]; job.Text != "second" {
+		t.Errorf("m2's job text %q; want %q", job.Text, "second")
+	}
+	h.waitState(u, contract.StateWorking, "m2")
+	if got := h.queued(u); len(got) != 0 {
+		t.Errorf("queue %q; want empty", got)
+	}
+}
