@@ -50,11 +50,19 @@ type instance struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has exited
 	env     []string
+	argv    []string // the program and its arguments; textslash serve when empty
 }
 
 // startServe starts `textslash serve` with fresh data and free ports, and
 // waits until it is ready. env entries (NAME=value) override the defaults.
 func startServe(t testing.TB, env ...string) *instance {
+	t.Helper()
+	return startProgram(t, nil, env...)
+}
+
+// startProgram is startServe for any of textslash's programs: argv is the
+// program and its arguments (nil: textslash serve).
+func startProgram(t testing.TB, argv []string, env ...string) *instance {
 	t.Helper()
 	data := t.TempDir()
 	// t.TempDir and its parent are 0700: agent users must reach their workspaces.
@@ -65,6 +73,7 @@ func startServe(t testing.TB, env ...string) *instance {
 	}
 	inst := &instance{
 		Data: data,
+		argv: argv,
 		env: append([]string{
 			"TEXTSLASH_DATA=" + data,
 			"PORT=" + freePort(t),
@@ -89,7 +98,11 @@ func (inst *instance) start(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary, "serve")
+	argv := inst.argv
+	if len(argv) == 0 {
+		argv = []string{binary, "serve"}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), inst.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -104,7 +117,7 @@ func (inst *instance) start(t testing.TB) {
 		inst.stop()
 		if t.Failed() {
 			out, _ := os.ReadFile(logPath)
-			t.Logf("textslash log:\n%s", tail(string(out), 6000))
+			t.Logf("%s log:\n%s", filepath.Base(argv[0]), tail(string(out), 6000))
 		}
 	})
 	inst.URL = "http://127.0.0.1:" + envValue(inst.env, "PORT")

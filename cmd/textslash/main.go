@@ -8,13 +8,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/textslash/textslash/cmd/internal/app"
 )
 
 const usage = `textslash drives a coding agent from your phone (WhatsApp, SMS, Telegram)
 or from a local web chat. Messages travel over NATS JetStream.
 
 Usage:
-  textslash serve [flags]   run everything in one process (see textslash serve --help)
+  textslash serve [flags]   run everything in one process (see textslash serve --help);
+                            --services picks some (the rest run elsewhere, as
+                            ingress, dispatcher, runner, media and egress)
   textslash shot [--desktop] [--full] URL
                             inside an agent's run: screenshot a page for the reply
   textslash version         print the version
@@ -27,9 +31,6 @@ Every flag of serve can also be set by the environment variable named in
 its help; a flag given on the command line wins.
 `
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -41,11 +42,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "serve":
-		return serve(args[1:], stdout, stderr)
+		return app.Serve("textslash serve", nil, args[1:], stdout, stderr)
 	case "shot":
-		return shootPage(args[1:], stdout, stderr)
+		return app.Shot(args[1:], stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "textslash", version)
+		fmt.Fprintln(stdout, "textslash", app.Version)
 		return 0
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)

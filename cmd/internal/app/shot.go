@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -22,8 +22,9 @@ The phone viewport (390×844) is the default.
 Flags:
 `
 
-// shootPage is `textslash shot`.
-func shootPage(args []string, stdout, stderr io.Writer) int {
+// Shot is `textslash shot` (and `runner shot`): what an agent runs to
+// screenshot a page into its reply.
+func Shot(args []string, stdout, stderr io.Writer) int {
 	f := flag.NewFlagSet("shot", flag.ContinueOnError)
 	f.SetOutput(stderr)
 	f.Usage = func() {

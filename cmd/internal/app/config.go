@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,8 +17,21 @@ import (
 	"github.com/textslash/textslash/ingress"
 )
 
+// The services a process can run.
+const (
+	Ingress    = "ingress"
+	Dispatcher = "dispatcher"
+	Runner     = "runner"
+	Media      = "media"
+	Egress     = "egress"
+)
+
+// All is every service, in the order they start.
+var All = []string{Ingress, Dispatcher, Runner, Media, Egress}
+
 // config is everything `textslash serve` reads from flags and environment.
 type config struct {
+	Services    []string
 	Data        string
 	NATSListen  string
 	NATSURL     string
@@ -131,14 +145,45 @@ Tap what happens with the nats CLI against --nats-listen, for example
 Flags (each also read from the environment variable in brackets):
 `
 
-// parseConfig reads flags over environment over defaults.
-func parseConfig(args []string, stderr io.Writer) (config, error) {
+const serviceUsage = `Usage: %[1]s [flags]
+
+Runs textslash's %[1]s service alone against the NATS server at NATS_URL
+(required). Its HTTP port serves GET /healthz and /readyz%[2]s.
+The other services run as processes of their own (cmd/ingress,
+cmd/dispatcher, cmd/runner, cmd/media, cmd/egress), or all together in
+textslash serve.
+
+Flags (each also read from the environment variable in brackets; those of
+other services are accepted and ignored, so every service can share one
+environment file):
+`
+
+// serviceRoutes is what a single service serves besides its health.
+var serviceRoutes = map[string]string{
+	Ingress: ",\nPOST /webhook, /sms, /twilio/status and /telegram/webhook",
+	Media:   ",\nGET /images/<id>.jpeg",
+	Runner:  ";\nagents reach the screenshot endpoint on TEXTSLASH_SHOT_ADDR",
+}
+
+// parseConfig reads flags over environment over defaults, for a process
+// running services (nil: all of them, `textslash serve`).
+func parseConfig(name string, services []string, args []string, stderr io.Writer) (config, error) {
 	var c config
-	f := &envFlags{FlagSet: flag.NewFlagSet("serve", flag.ContinueOnError)}
+	f := &envFlags{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
 	f.SetOutput(stderr)
 	f.Usage = func() {
-		fmt.Fprint(stderr, serveUsage)
+		if len(services) == 1 {
+			fmt.Fprintf(stderr, serviceUsage, services[0], serviceRoutes[services[0]])
+		} else {
+			fmt.Fprint(stderr, serveUsage)
+		}
 		f.PrintDefaults()
+	}
+	var svcList string
+	if services == nil {
+		f.str(&svcList, "services", "TEXTSLASH_SERVICES", strings.Join(All, ","), "the services this process runs, comma-separated (the others run elsewhere against the same NATS_URL)")
+	} else {
+		svcList = strings.Join(services, ",")
 	}
 	f.str(&c.Data, "data", "TEXTSLASH_DATA", "./data", "directory for JetStream's files and, by default, the workspaces")
 	f.str(&c.NATSListen, "nats-listen", "TEXTSLASH_NATS_LISTEN", "127.0.0.1:4222", "host:port where the embedded NATS takes clients such as the nats CLI; off for none")
@@ -146,7 +191,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	f.bool(&c.NATSSync, "nats-sync", "TEXTSLASH_NATS_SYNC", false, "the embedded NATS writes every message through to disk before acknowledging it; the server dies with this process, so without it a crash loses the last milliseconds of acknowledged messages")
 	f.str(&c.Host, "host", "TEXTSLASH_HOST", "127.0.0.1", "address the HTTP listener binds; anything but loopback requires the web chat token")
 	f.int(&c.Port, "port", "PORT", 3000, "HTTP port")
-	f.bool(&c.Web, "web", "TEXTSLASH_WEB", true, "serve the local web chat")
+	f.bool(&c.Web, "web", "TEXTSLASH_WEB", true, "serve the local web chat (needs ingress and egress in this process)")
 	f.str(&c.WebToken, "web-token", "TEXTSLASH_WEB_TOKEN", "", "token the web chat requires when not bound to loopback; generated and logged when empty")
 	f.str(&c.Agent, "agent", "TEXTSLASH_AGENT", "", "agent: shell (bash in the workspace), claude (Claude Code headless), or any command line (run with bash -c; the message on stdin, the reply on stdout, lines ::progress:: <text> and ::approval:: as markers); default claude when installed and runnable (not as root without --agent-user), else shell")
 	f.str(&c.ClaudeBin, "claude-bin", "TEXTSLASH_CLAUDE_BIN", "", "Claude Code binary; default claude from PATH")
@@ -187,8 +232,57 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	if len(f.errs) > 0 {
 		return c, errors.Join(f.errs...)
 	}
+	webSet := false
+	f.Visit(func(fl *flag.Flag) { webSet = webSet || fl.Name == "web" })
+	if _, ok := os.LookupEnv("TEXTSLASH_WEB"); ok {
+		webSet = true
+	}
+	if err := c.setServices(svcList, webSet); err != nil {
+		return c, err
+	}
 	return c, c.validate()
 }
+
+// setServices checks the list of services and what running only some of
+// them asks for.
+func (c *config) setServices(list string, webSet bool) error {
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !slices.Contains(All, s) {
+			return fmt.Errorf("TEXTSLASH_SERVICES: unknown service %q (want some of %s)", s, strings.Join(All, ", "))
+		}
+		if !slices.Contains(c.Services, s) {
+			c.Services = append(c.Services, s)
+		}
+	}
+	if len(c.Services) == 0 {
+		return errors.New("TEXTSLASH_SERVICES: no service to run")
+	}
+	if c.Web && !(c.runs(Ingress) && c.runs(Egress)) {
+		if webSet {
+			return errors.New("TEXTSLASH_WEB: the web chat needs ingress and egress in one process (set TEXTSLASH_WEB=false)")
+		}
+		c.Web = false
+	}
+	if len(c.Services) < len(All) {
+		if c.NATSURL == "" {
+			return errors.New("NATS_URL: required when a process runs only some of the services (they meet on that NATS)")
+		}
+		if c.TelegramToken != "" && c.runs(Egress) && !c.runs(Media) && c.PublicURL == "" {
+			return errors.New("PUBLIC_URL: Telegram fetches images from it when media runs in another process")
+		}
+		if c.MediaKey == "" && (c.runs(Media) != c.runs(Egress)) {
+			return errors.New("TEXTSLASH_MEDIA_KEY: required when media and egress run in different processes (egress signs image links, media checks them)")
+		}
+	}
+	return nil
+}
+
+// runs reports whether this process runs service s.
+func (c *config) runs(s string) bool { return slices.Contains(c.Services, s) }
 
 func (c *config) validate() error {
 	if c.Data == "" {

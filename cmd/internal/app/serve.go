@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -40,17 +40,20 @@ import (
 // measurable cost in throughput.
 const defaultMemoryLimit = 80 << 20
 
-func serve(args []string, stdout, stderr io.Writer) int {
+// Serve runs the given services (ingress, dispatcher, runner, media,
+// egress; nil for all of them) until SIGINT or SIGTERM: `textslash serve`
+// and each single-service binary. name is the command, for --help.
+func Serve(name string, services []string, args []string, stdout, stderr io.Writer) int {
 	started := time.Now()
 	if _, ok := os.LookupEnv("GOMEMLIMIT"); !ok {
 		debug.SetMemoryLimit(defaultMemoryLimit)
 	}
-	cfg, err := parseConfig(args, stderr)
+	cfg, err := parseConfig(name, services, args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "textslash serve: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 2
 	}
 	log := newLogger(cfg, stderr)
@@ -102,47 +105,65 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		return err
 	}
 
-	in, err := ingress.New(ingress.Config{WebChat: cfg.Web, Twilio: cfg.twilioIngress(), Telegram: cfg.telegramIngress()}, js, log)
-	if err != nil {
-		return err
-	}
-	disp, err := dispatcher.New(dispatcher.Config{ApprovalTimeout: cfg.Approval}, js, log)
-	if err != nil {
-		return err
-	}
-	self, err := os.Executable()
-	if err != nil {
-		log.Warn().Err(err).Msg("own binary not found: agents cannot run textslash shot (curl $TEXTSLASH_SHOT_URL still works)")
-	}
-	run, err := runner.New(runner.Config{
-		Agent: cfg.Agent, ClaudeBin: cfg.ClaudeBin, Workspaces: cfg.Workspaces, AgentUser: cfg.AgentUser,
-		Concurrency: cfg.Concurrency, Timeout: cfg.Timeout,
-		Chromium: cfg.Chromium, ShotAddr: cfg.ShotAddr, ShotCommand: self,
-	}, js, log)
-	if err != nil {
-		return err
-	}
-	med, err := media.New(media.Config{Signer: signer, Keep: cfg.MediaKeep}, js, log)
-	if err != nil {
-		return err
-	}
-	if err := med.Open(ctx); err != nil {
-		return err
-	}
-	out, err := egress.New(egress.Config{WebChat: cfg.Web, Twilio: cfg.twilioEgress(), Telegram: cfg.telegramEgress(), Signer: signer}, js, log)
-	if err != nil {
-		return err
-	}
-
+	// Each service of this process, and what it serves over HTTP.
 	mux := http.NewServeMux()
-	mux.Handle("/images/", med.Handler())
-	for _, route := range in.Routes() {
-		mux.Handle(route, in.Handler())
+	var svcs []interface{ Run(context.Context) error }
+	var in *ingress.Ingress
+	if cfg.runs(Ingress) {
+		if in, err = ingress.New(ingress.Config{WebChat: cfg.Web, Twilio: cfg.twilioIngress(), Telegram: cfg.telegramIngress()}, js, log); err != nil {
+			return err
+		}
+		for _, route := range in.Routes() {
+			mux.Handle(route, in.Handler())
+		}
+		svcs = append(svcs, in)
 	}
-	if chat := in.WebChat(); chat != nil {
+	if cfg.runs(Dispatcher) {
+		disp, err := dispatcher.New(dispatcher.Config{ApprovalTimeout: cfg.Approval}, js, log)
+		if err != nil {
+			return err
+		}
+		svcs = append(svcs, disp)
+	}
+	agent := ""
+	if cfg.runs(Runner) {
+		self, err := os.Executable()
+		if err != nil {
+			log.Warn().Err(err).Msg("own binary not found: agents cannot run textslash shot (curl $TEXTSLASH_SHOT_URL still works)")
+		}
+		run, err := runner.New(runner.Config{
+			Agent: cfg.Agent, ClaudeBin: cfg.ClaudeBin, Workspaces: cfg.Workspaces, AgentUser: cfg.AgentUser,
+			Concurrency: cfg.Concurrency, Timeout: cfg.Timeout,
+			Chromium: cfg.Chromium, ShotAddr: cfg.ShotAddr, ShotCommand: self,
+		}, js, log)
+		if err != nil {
+			return err
+		}
+		agent = run.AgentName()
+		svcs = append(svcs, run)
+	}
+	if cfg.runs(Media) {
+		med, err := media.New(media.Config{Signer: signer, Keep: cfg.MediaKeep}, js, log)
+		if err != nil {
+			return err
+		}
+		if err := med.Open(ctx); err != nil {
+			return err
+		}
+		mux.Handle("/images/", med.Handler())
+		svcs = append(svcs, med)
+	}
+	var out *egress.Egress
+	if cfg.runs(Egress) {
+		if out, err = egress.New(egress.Config{WebChat: cfg.Web, Twilio: cfg.twilioEgress(), Telegram: cfg.telegramEgress(), Signer: signer}, js, log); err != nil {
+			return err
+		}
+		svcs = append(svcs, out)
+	}
+	if cfg.Web { // validated: ingress and egress are both here
 		web := http.NewServeMux()
 		web.Handle("GET /api/events", out.Handler())
-		web.Handle("/", chat)
+		web.Handle("/", in.WebChat())
 		mux.Handle("/", webAuth(cfg, log, web))
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
@@ -183,11 +204,9 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 			return err
 		}
 	}
-	g.Go(func() error { return in.Run(ctx) })
-	g.Go(func() error { return disp.Run(ctx) })
-	g.Go(func() error { return run.Run(ctx) })
-	g.Go(func() error { return out.Run(ctx) })
-	g.Go(func() error { return med.Run(ctx) })
+	for _, svc := range svcs {
+		g.Go(func() error { return svc.Run(ctx) })
+	}
 
 	url := "http://" + ln.Addr().String()
 	if cfg.Host == "127.0.0.1" || cfg.Host == "localhost" {
@@ -196,11 +215,14 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	if !loopback(cfg.Host) && cfg.Web {
 		url += "/?token=" + cfg.WebToken
 	}
-	ev := log.Info().Str("agent", run.AgentName()).Dur("cold_start", time.Since(started))
+	ev := log.Info().Strs("services", cfg.Services).Dur("cold_start", time.Since(started))
+	if agent != "" {
+		ev = ev.Str("agent", agent)
+	}
 	if cfg.Web {
 		ev = ev.Str("web_chat", url)
 	}
-	if cfg.twilio() {
+	if cfg.twilio() && cfg.runs(Ingress) {
 		ev = ev.Str("twilio_webhook", cfg.PublicURL+"/webhook").Int("allowed_numbers", len(ingress.ParseList(cfg.Allowed)))
 	}
 	if cfg.NATSURL == "" && cfg.NATSListen != "off" {

@@ -1,0 +1,14 @@
+// Command runner runs textslash's runner service alone against the NATS server
+// at NATS_URL; see runner --help. textslash serve runs it together with the
+// other services, from the same code.
+package main
+
+import (
+	"os"
+
+	"github.com/textslash/textslash/cmd/internal/app"
+)
+
+func main() {
+	os.Exit(app.Main(app.Runner, os.Args[1:], os.Stdout, os.Stderr))
+}

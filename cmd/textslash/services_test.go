@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/textslash/textslash/cmd/internal/app"
+	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/twiliotest"
+)
+
+var (
+	serviceBins     string // directory of the single-service binaries
+	serviceBinsOnce sync.Once
+	serviceBinsErr  error
+)
+
+// buildServices builds cmd/ingress, cmd/dispatcher, … once per test binary.
+func buildServices(t *testing.T) string {
+	t.Helper()
+	serviceBinsOnce.Do(func() {
+		serviceBins = filepath.Join(filepath.Dir(binary), "services")
+		args := []string{"build", "-o", serviceBins + "/"}
+		for _, s := range app.All {
+			args = append(args, "../"+s)
+		}
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			serviceBinsErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if serviceBinsErr != nil {
+		t.Fatal(serviceBinsErr)
+	}
+	return serviceBins
+}
+
+// startService runs one service's binary as startServe runs textslash.
+func startService(t *testing.T, service string, env ...string) *instance {
+	t.Helper()
+	return startProgram(t, []string{filepath.Join(buildServices(t), service)}, env...)
+}
+
+// The five services as processes of their own on one NATS server: a
+// signed WhatsApp webhook to ingress is answered through egress. With the
+// dispatcher and the runner down, ingress still takes messages, and they
+// are answered once those two are back; each process serves only its own
+// routes.
+func TestSeparateServices(t *testing.T) {
+	ns := natstest.RunJetStream(t)
+	api := twiliotest.NewAPI(t)
+	ingressPort := freePort(t)
+	public := "http://127.0.0.1:" + ingressPort
+	env := []string{
+		"NATS_URL=" + ns.ClientURL(),
+		"TEXTSLASH_MEDIA_KEY=a-key-shared-by-media-and-egress",
+		"PUBLIC_URL=" + public,
+		"TWILIO_ACCOUNT_SID=" + api.AccountSID,
+		"TWILIO_AUTH_TOKEN=" + api.AuthToken,
+		"TWILIO_PHONE_NUMBER=" + twilioFrom,
+		"TEXTSLASH_TWILIO_API_URL=" + api.URL,
+		"ALLOWED_PHONE_NUMBERS=" + phoneAlice,
+		"TEXTSLASH_AGENT=shell",
+	}
+	procs := map[string]*instance{}
+	for _, s := range app.All {
+		e := env
+		if s == app.Ingress {
+			e = append(slices.Clone(env), "PORT="+ingressPort)
+		}
+		procs[s] = startService(t, s, e...)
+	}
+	s := &twilioServe{instance: procs[app.Ingress], api: api}
+
+	s.webhook(t, "whatsapp:"+phoneAlice, "echo hi", nil)
+	if msgs := api.WaitMessages(t, 1, 20*time.Second); msgs[0].Body != "hi" || msgs[0].To != "whatsapp:"+phoneAlice {
+		t.Fatalf("sent %+v; want hi to %s", msgs[0], phoneAlice)
+	}
+
+	// Each serves its health, and only its own routes.
+	for _, tt := range []struct {
+		service, path string
+		want          int
+	}{
+		{app.Ingress, "/images/x.jpeg", http.StatusNotFound},
+		{app.Media, "/images/x.jpeg", http.StatusBadRequest},
+		{app.Dispatcher, "/", http.StatusNotFound},
+		{app.Egress, "/api/events", http.StatusNotFound},
+	} {
+		if got := status(t, procs[tt.service].URL+tt.path); got != tt.want {
+			t.Errorf("%s GET %s: %d; want %d", tt.service, tt.path, got, tt.want)
+		}
+	}
+	for name, p := range procs {
+		for _, path := range []string{"/healthz", "/readyz"} {
+			if got := status(t, p.URL+path); got != http.StatusOK {
+				t.Errorf("%s GET %s: %d; want 200", name, path, got)
+			}
+		}
+	}
+
+	// Dispatcher and runner down: the webhook is still taken and stored.
+	procs[app.Dispatcher].kill()
+	procs[app.Runner].kill()
+	s.webhook(t, "whatsapp:"+phoneAlice, "echo again", nil)
+	time.Sleep(300 * time.Millisecond)
+	if msgs := api.Messages(); len(msgs) != 1 {
+		t.Fatalf("sent %q with dispatcher and runner down; want only the first reply", sentBodies(msgs))
+	}
+	procs[app.Dispatcher].start(t)
+	procs[app.Runner].start(t)
+	msgs := api.WaitMessages(t, 2, 30*time.Second)
+	if got := sentBodies(msgs); !slices.Equal(got, []string{"hi", "again"}) {
+		t.Errorf("sent %q; want hi, again", got)
+	}
+}
+
+func status(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
