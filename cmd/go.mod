@@ -14,6 +14,7 @@ require (
 	github.com/textslash/textslash/media v0.0.0
 	github.com/textslash/textslash/natstest v0.0.0
 	github.com/textslash/textslash/runner v0.0.0
+	go.yaml.in/yaml/v3 v3.0.4
 	golang.org/x/sync v0.24.0
 )
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -102,6 +103,20 @@ func TestSeparateServices(t *testing.T) {
 				t.Errorf("%s GET %s: %d; want 200", name, path, got)
 			}
 		}
+	}
+
+	// `<service> healthcheck` (compose.yaml's) asks the one on its PORT.
+	for name, p := range procs {
+		cmd := exec.Command(p.argv[0], "healthcheck")
+		cmd.Env = append(os.Environ(), "PORT="+envValue(p.env, "PORT"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s healthcheck: %v\n%s", name, err, out)
+		}
+	}
+	cmd := exec.Command(procs[app.Media].argv[0], "healthcheck")
+	cmd.Env = append(os.Environ(), "PORT="+freePort(t))
+	if err := cmd.Run(); err == nil {
+		t.Error("healthcheck of a port nobody listens on passed")
 	}
 
 	// Dispatcher and runner down: the webhook is still taken and stored.

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/textslash/textslash/cmd/internal/app"
+	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/runner/claudetest"
+)
+
+// composeFile is the part of compose.yaml the test checks.
+type composeFile struct {
+	Services map[string]struct {
+		Build       struct{ Target string } `yaml:"build"`
+		Command     []string                `yaml:"command"`
+		Environment map[string]string       `yaml:"environment"`
+		Healthcheck struct{ Test []string } `yaml:"healthcheck"`
+	} `yaml:"services"`
+}
+
+// readVars lists the environment variables a service's --help names.
+func readVars(t *testing.T, service string) []string {
+	t.Helper()
+	out, _ := exec.Command(filepath.Join(buildServices(t), service), "--help").CombinedOutput()
+	var vars []string
+	for _, m := range regexp.MustCompile(`\(\$([A-Z_]+)\)(?: \(default .*\))?\n`).FindAllSubmatch(out, -1) {
+		vars = append(vars, string(m[1]))
+	}
+	if len(vars) < 30 {
+		t.Fatalf("%s --help names %d variables:\n%s", service, len(vars), out)
+	}
+	return vars
+}
+
+// agentVar is a variable the runner passes to agents rather than reads.
+func agentVar(name string) bool {
+	return strings.HasPrefix(name, "ANTHROPIC_") || strings.HasPrefix(name, "CLAUDE_CODE_")
+}
+
+// compose.yaml runs each service's binary from an image the Dockerfile
+// builds, with a healthcheck the binary answers, and sets only variables
+// the service reads; .env.example lists every variable and nothing else.
+// With compose.yaml's and .env.example's settings each service starts and
+// is ready (against a test NATS instead of the nats service).
+func TestComposeFile(t *testing.T) {
+	data, err := os.ReadFile("../../compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cf composeFile
+	if err := yaml.Unmarshal(data, &cf); err != nil {
+		t.Fatalf("compose.yaml: %v", err)
+	}
+	dockerfile, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example := readEnvExample(t)
+	ns := natstest.RunJetStream(t)
+	for _, name := range app.All {
+		t.Run(name, func(t *testing.T) {
+			svc, ok := cf.Services[name]
+			if !ok {
+				t.Fatalf("compose.yaml has no service %s", name)
+			}
+			vars := readVars(t, name)
+			if !slices.Equal(svc.Command, []string{name}) {
+				t.Errorf("command %q; want [%s]", svc.Command, name)
+			}
+			if want := []string{"CMD", name, "healthcheck"}; !slices.Equal(svc.Healthcheck.Test, want) {
+				t.Errorf("healthcheck %q; want %q", svc.Healthcheck.Test, want)
+			}
+			if !regexp.MustCompile(`(?m)^FROM .* AS ` + regexp.QuoteMeta(svc.Build.Target) + `$`).Match(dockerfile) {
+				t.Errorf("build target %q is not a stage of the Dockerfile", svc.Build.Target)
+			}
+			if svc.Environment["NATS_URL"] == "" {
+				t.Error("no NATS_URL")
+			}
+			for k := range svc.Environment {
+				if !slices.Contains(vars, k) && !agentVar(k) {
+					t.Errorf("environment sets %s, which %s does not read", k, name)
+				}
+			}
+			for k := range example.set {
+				if !slices.Contains(vars, k) && !agentVar(k) {
+					t.Errorf(".env.example sets %s, which %s does not read", k, name)
+				}
+			}
+			for _, v := range vars {
+				if !example.named[v] {
+					t.Errorf(".env.example does not name %s", v)
+				}
+			}
+
+			// Start it as compose would, on this machine's paths.
+			env := []string{"NATS_URL=" + ns.ClientURL()}
+			for k, v := range example.set {
+				env = append(env, k+"="+v)
+			}
+			for k, v := range svc.Environment {
+				switch k {
+				case "NATS_URL", "PORT", "TEXTSLASH_DATA":
+				case "TEXTSLASH_CHROMIUM", "TEXTSLASH_AGENT":
+					// the image's browser and agent: checked to exist where
+					// this machine has them
+					if k == "TEXTSLASH_AGENT" && v == "claude" {
+						env = append(env, k+"="+v, "TEXTSLASH_CLAUDE_BIN="+claudetest.Binary(t))
+						if u := claudetest.AgentUser(t); u != "" {
+							env = append(env, "TEXTSLASH_AGENT_USER="+u)
+						}
+					}
+				default:
+					env = append(env, k+"="+v)
+				}
+			}
+			startService(t, name, env...)
+		})
+	}
+}
+
+type envExample struct {
+	set   map[string]string // uncommented NAME=value lines
+	named map[string]bool   // every NAME= line, commented or not
+}
+
+func readEnvExample(t *testing.T) envExample {
+	t.Helper()
+	f, err := os.Open("../../.env.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	e := envExample{set: map[string]string{}, named: map[string]bool{}}
+	line := regexp.MustCompile(`^(# )?([A-Z][A-Z0-9_]*)=(.*)$`)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		m := line.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		e.named[m[2]] = true
+		if m[1] == "" {
+			e.set[m[2]] = m[3]
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
