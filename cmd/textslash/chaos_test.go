@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -18,8 +19,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/textslash/textslash/cmd/internal/app"
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/dispatcher"
+	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner"
 	"github.com/textslash/textslash/runner/claudetest"
 	"github.com/textslash/textslash/twiliotest"
@@ -51,6 +54,20 @@ func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos takes ~30 s")
 	}
+	chaos(t, false)
+}
+
+// TestChaosServices is TestChaos with the five services as processes of
+// their own on a NATS server that stays up (as compose.yaml runs them):
+// each kill SIGKILLs one service chosen at random and starts it again.
+func TestChaosServices(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos takes ~30 s")
+	}
+	chaos(t, true)
+}
+
+func chaos(t *testing.T, separate bool) {
 	users := chaosEnv(t, "TEXTSLASH_CHAOS_USERS", 20)
 	perUser := chaosEnv(t, "TEXTSLASH_CHAOS_MESSAGES", 5)
 	kills := chaosEnv(t, "TEXTSLASH_CHAOS_KILLS", 4)
@@ -95,7 +112,26 @@ func TestChaos(t *testing.T) {
 		env = append(env, "TEXTSLASH_AGENT_USER="+u)
 	}
 	start := time.Now()
-	inst := startServe(t, env...)
+	var inst *instance
+	victims := map[string]*instance{}
+	if separate {
+		ns := natstest.RunJetStream(t)
+		env = append(env, "NATS_URL="+ns.ClientURL(), "TEXTSLASH_MEDIA_KEY=a-key-shared-by-media-and-egress")
+		for _, s := range app.All {
+			e := env
+			if s != app.Ingress {
+				e = append(slices.Clone(env), "PORT="+freePort(t)) // the last PORT wins
+			}
+			victims[s] = startService(t, s, e...)
+		}
+		inst = victims[app.Ingress]
+		inst.NATSURL = ns.ClientURL()
+	} else {
+		inst = startServe(t, env...)
+		victims["textslash"] = inst
+	}
+	names := slices.Sorted(maps.Keys(victims))
+	killedOf := map[string]int{}
 	webhookURL := inst.URL + "/webhook"
 
 	// The watcher follows the fake Twilio's log and counts each user's
@@ -169,10 +205,13 @@ kill:
 			}
 		}
 		time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
+		name := names[rand.IntN(len(names))]
+		victim := victims[name]
 		t0 := time.Now()
-		inst.kill()
+		victim.kill()
 		killed++
-		inst.start(t)
+		killedOf[name]++
+		victim.start(t)
 		down += time.Since(t0)
 	}
 	<-sendersDone
@@ -308,8 +347,16 @@ kill:
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "chaos: %d users × %d messages = %d signed WhatsApp webhooks (%d POSTs with retries), %d SIGKILLs of textslash serve (down %s in all); flow %s, settled %s\n",
-		users, perUser, total, posts.Load(), killed, down.Round(time.Millisecond), flowed.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	what := "textslash serve"
+	if separate {
+		var parts []string
+		for _, n := range names {
+			parts = append(parts, fmt.Sprintf("%s %d", n, killedOf[n]))
+		}
+		what = "a service (" + strings.Join(parts, ", ") + ")"
+	}
+	fmt.Fprintf(&b, "chaos: %d users × %d messages = %d signed WhatsApp webhooks (%d POSTs with retries), %d SIGKILLs of %s (down %s in all); flow %s, settled %s\n",
+		users, perUser, total, posts.Load(), killed, what, down.Round(time.Millisecond), flowed.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	fmt.Fprintf(&b, "%-14s %10s %10s %10s\n", "", "0 replies", "1 reply", "2+ replies")
 	for n, label := range []string{"ran 0 times", "ran 1 time", "ran 2+ times"} {
 		fmt.Fprintf(&b, "%-14s %10d %10d %10d\n", label, table[n][0], table[n][1], table[n][2])
