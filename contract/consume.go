@@ -81,6 +81,9 @@ func Settle(ctx context.Context, msg jetstream.Msg, h Handler, log zerolog.Logge
 // hand meanwhile) before asking for redelivery.
 func settle(ctx context.Context, msg jetstream.Msg, h Handler, log zerolog.Logger, retryFor time.Duration) {
 	l := log.With().Str("subject", msg.Subject()).Logger()
+	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 1 {
+		Redeliveries.WithLabelValues(md.Consumer).Inc()
+	}
 	run := func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {

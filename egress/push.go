@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
@@ -576,6 +578,7 @@ func (p *pusher) sendOnce(ctx context.Context, log zerolog.Logger, ch channel, i
 			if _, err := p.kv.Put(ctx, key, []byte(id)); err != nil {
 				log.Warn().Err(err).Str("provider_id", id).Msg("sent mark not stored; a redelivery would send again")
 			}
+			messagesOut.WithLabelValues(it.ev.User.Channel, string(it.ev.Kind)).Inc()
 			log.Info().Str("provider_id", id).Int("body_len", len(m.Body)).Int("media", len(m.Media)).Int("attempt", attempt).Msg("sent")
 			if wait != nil {
 				p.sent.await(ctx, log, it.msg, id, wait)
@@ -587,6 +590,7 @@ func (p *pusher) sendOnce(ctx context.Context, log zerolog.Logger, ch channel, i
 			se = &SendError{Err: err}
 		}
 		unanswered = se.Status == 0 && se.Code == 0
+		sendErrors.WithLabelValues(it.ev.User.Channel, strconv.Itoa(se.Code)).Inc()
 		l := log.With().Err(se.Err).Int("code", se.Code).Int("status", se.Status).Int("attempt", attempt).Logger()
 		if hint := explainTwilio(se.Code); hint != "" {
 			l = l.With().Str("hint", hint).Logger()
@@ -717,3 +721,14 @@ func (s *sentWaiter) await(ctx context.Context, log zerolog.Logger, msg jetstrea
 		}
 	}
 }
+
+var (
+	messagesOut = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "textslash_messages_out_total",
+		Help: "Messages sent to people through a provider, by channel and the kind of event they carry.",
+	}, []string{"channel", "kind"})
+	sendErrors = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "textslash_send_errors_total",
+		Help: "Failed send attempts, by channel and the provider's error code (Twilio's 20429, 63016, ...; 0: none given, e.g. a network error).",
+	}, []string{"channel", "code"})
+)

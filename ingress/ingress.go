@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/rs/zerolog"
 	"github.com/twilio/twilio-go/client"
 
@@ -149,7 +151,16 @@ func (i *Ingress) Publish(ctx context.Context, in contract.Inbound) error {
 	if err != nil {
 		return fmt.Errorf("publish inbound: %w", err)
 	}
+	if !ack.Duplicate {
+		messagesIn.WithLabelValues(in.User.Channel).Inc()
+	}
 	i.log.Info().Str("user", in.User.Key()).Str("job_id", in.ID).Uint64("seq", ack.Sequence).
 		Bool("duplicate", ack.Duplicate).Int("text_len", len(in.Text)).Msg("inbound")
 	return nil
 }
+
+// messagesIn counts the people's messages stored in IN, by channel.
+var messagesIn = promauto.NewCounterVec(prometheus.CounterOpts{
+	Name: "textslash_messages_in_total",
+	Help: "Messages from people stored for processing, by channel (retried webhooks counted once).",
+}, []string{"channel"})

@@ -18,6 +18,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
@@ -449,6 +451,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 			done.Text = joinText(done.Text, text+MsgApprove)
 		}
 	}
+	runSeconds.WithLabelValues(done.Status).Observe(float64(done.DurationMS) / 1000)
 	log.Info().Str("status", done.Status).Int("exit_code", done.ExitCode).Int64("duration_ms", done.DurationMS).
 		Int("reply_len", len(done.Text)).Msg("run ended")
 	return r.publishDone(context.WithoutCancel(ctx), done)
@@ -574,3 +577,16 @@ func joinText(a, b string) string {
 	}
 	return a + "\n\n" + b
 }
+
+var (
+	runSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "textslash_run_duration_seconds",
+		Help:    "How long agent runs took, by how they ended (ok, error, timeout, canceled, interrupted).",
+		Buckets: []float64{0.01, 0.1, 1, 5, 15, 30, 60, 120, 300, 600},
+	}, []string{"status"})
+	shotSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "textslash_screenshot_duration_seconds",
+		Help:    "How long screenshots took in the runner's browser, by result (ok, error).",
+		Buckets: []float64{0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30},
+	}, []string{"result"})
+)

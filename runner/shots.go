@@ -209,10 +209,13 @@ func checkShotURL(raw string) error {
 
 // capture takes the shot and stores it in the media bucket.
 func (r *Runner) capture(ctx context.Context, b *shot.Browser, sr ShotRequest, job contract.Job) (contract.Image, error) {
+	start := time.Now()
 	s, err := b.Capture(ctx, shot.Options{URL: sr.URL, Desktop: sr.Desktop, FullPage: sr.FullPage, MaxBytes: screenshotMaxBytes})
 	if err != nil {
+		shotSeconds.WithLabelValues("error").Observe(time.Since(start).Seconds())
 		return contract.Image{}, err
 	}
+	shotSeconds.WithLabelValues("ok").Observe(time.Since(start).Seconds())
 	return r.storeImage(ctx, s)
 }
 

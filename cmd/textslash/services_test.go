@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -132,6 +134,27 @@ func TestSeparateServices(t *testing.T) {
 	msgs := api.WaitMessages(t, 2, 30*time.Second)
 	if got := sentBodies(msgs); !slices.Equal(got, []string{"hi", "again"}) {
 		t.Errorf("sent %q; want hi, again", got)
+	}
+
+	// Each counts what it did in Prometheus' format at /metrics.
+	for _, tt := range []struct{ service, line string }{
+		{app.Ingress, `textslash_messages_in_total{channel="whatsapp"} 2`},
+		{app.Egress, `textslash_messages_out_total{channel="whatsapp",kind="done"} 2`},
+		{app.Runner, `textslash_run_duration_seconds_count{status="ok"} 1`}, // since its restart
+		{app.Dispatcher, `textslash_queued_messages 0`},
+	} {
+		natstest.CheckFor(t, 5*time.Second, 50*time.Millisecond, func() error {
+			resp, err := http.Get(procs[tt.service].URL + "/metrics")
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if !slices.Contains(strings.Split(string(body), "\n"), tt.line) {
+				return fmt.Errorf("%s /metrics has no line %q", tt.service, tt.line)
+			}
+			return nil
+		})
 	}
 }
 

@@ -130,7 +130,8 @@ in one process, with one HTTP listener:
   GET  /              the web chat (no login on 127.0.0.1; elsewhere open the
                       URL with ?token= printed at start)
   POST /api/messages  a web chat message        GET /api/events  its replies (SSE)
-  GET  /images/<id>   images of replies (signed links)        GET /healthz, /readyz
+  GET  /images/<id>   images of replies (signed links)
+  GET  /healthz, /readyz, /metrics (Prometheus)
   POST /webhook       Twilio's WhatsApp and SMS webhook (also /sms), and
   POST /twilio/status Twilio's status callbacks: on when TWILIO_* are set
 
@@ -148,7 +149,7 @@ Flags (each also read from the environment variable in brackets):
 const serviceUsage = `Usage: %[1]s [flags]
 
 Runs textslash's %[1]s service alone against the NATS server at NATS_URL
-(required). Its HTTP port serves GET /healthz and /readyz%[2]s.
+(required). Its HTTP port serves GET /healthz, /readyz, /metrics%[2]s.
 The other services run as processes of their own (cmd/ingress,
 cmd/dispatcher, cmd/runner, cmd/media, cmd/egress), or all together in
 textslash serve.

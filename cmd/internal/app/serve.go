@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -23,6 +24,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
@@ -165,6 +168,10 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		web.Handle("GET /api/events", out.Handler())
 		web.Handle("/", in.WebChat())
 		mux.Handle("/", webAuth(cfg, log, web))
+	}
+	mux.Handle("GET /metrics", promhttp.Handler())
+	if cfg.runs(Dispatcher) {
+		registerQueueGauge(js)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -366,4 +373,30 @@ func servePprof(ctx context.Context, g *errgroup.Group, addr string, log zerolog
 		return srv.Close()
 	})
 	return nil
+}
+
+// registerQueueGauge reports, at each scrape, how many messages wait in
+// users' queues (the QUEUE stream) and in IN for the dispatcher.
+func registerQueueGauge(js jetstream.JetStream) {
+	count := func(stream string) func() float64 {
+		return func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			s, err := js.Stream(ctx, stream)
+			if err != nil {
+				return math.NaN()
+			}
+			info, err := s.Info(ctx)
+			if err != nil {
+				return math.NaN()
+			}
+			return float64(info.State.Msgs)
+		}
+	}
+	prometheus.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "textslash_queued_messages",
+			Help: "Messages waiting behind a user's current run (the QUEUE stream)."}, count(contract.StreamQueue)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "textslash_inbound_messages",
+			Help: "Messages in IN not yet routed and acknowledged by the dispatcher."}, count(contract.StreamIn)),
+	)
 }
