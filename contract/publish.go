@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -57,6 +58,9 @@ func Publish(ctx context.Context, js jetstream.JetStream, subject string, data [
 // answer, no leader yet, a duplicate still being stored) from one the
 // stream refused (a full queue, a wrong subject, a full disk).
 func retryable(err error) bool {
+	if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject) {
+		return false // asking again cannot help
+	}
 	var apiErr *jetstream.APIError
 	if !errors.As(err, &apiErr) {
 		return true

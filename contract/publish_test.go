@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
@@ -104,5 +105,20 @@ func TestPublishRefusalIsFinal(t *testing.T) {
 	var apiErr *jetstream.APIError
 	if !errors.As(err, &apiErr) {
 		t.Fatalf("second message on a full subject: %v; want JetStream's refusal", err)
+	}
+}
+
+// On a closed connection Publish gives up at once rather than asking again
+// until ctx's end.
+func TestPublishClosedConnection(t *testing.T) {
+	s := natstest.RunJetStream(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if _, err := s.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "T", Subjects: []string{"t.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.NC.Close()
+	if _, err := contract.Publish(ctx, s.JS, "t.x", []byte("a"), "a"); !errors.Is(err, nats.ErrConnectionClosed) {
+		t.Fatalf("Publish on a closed connection: %v; want %v", err, nats.ErrConnectionClosed)
 	}
 }
