@@ -125,7 +125,6 @@ func chaos(t *testing.T, separate bool) {
 			victims[s] = startService(t, s, e...)
 		}
 		inst = victims[app.Ingress]
-		inst.NATSURL = ns.ClientURL()
 	} else {
 		inst = startServe(t, env...)
 		victims["textslash"] = inst

@@ -121,7 +121,10 @@ func (inst *instance) start(t testing.TB) {
 		}
 	})
 	inst.URL = "http://127.0.0.1:" + envValue(inst.env, "PORT")
-	inst.NATSURL = "nats://" + envValue(inst.env, "TEXTSLASH_NATS_LISTEN")
+	inst.NATSURL = envValue(inst.env, "NATS_URL")
+	if inst.NATSURL == "" {
+		inst.NATSURL = "nats://" + envValue(inst.env, "TEXTSLASH_NATS_LISTEN")
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(inst.URL + "/readyz")
