@@ -167,3 +167,22 @@ func status(t *testing.T, url string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// The runner binary alone exits after TEXTSLASH_IDLE_EXIT without a job,
+// with status 0 (seed 003's idle shutdown); jobs wait in JetStream.
+func TestRunnerIdleExit(t *testing.T) {
+	ns := natstest.RunJetStream(t)
+	r := startService(t, app.Runner, "NATS_URL="+ns.ClientURL(), "TEXTSLASH_AGENT=shell", "TEXTSLASH_IDLE_EXIT=1s")
+	select {
+	case <-r.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the idle runner did not exit")
+	}
+	if code := r.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit status %d; want 0", code)
+	}
+	log, _ := os.ReadFile(r.Log)
+	if !strings.Contains(string(log), "no work for a while") {
+		t.Errorf("log does not say why it exited:\n%s", tail(string(log), 2000))
+	}
+}

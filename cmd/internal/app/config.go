@@ -47,6 +47,7 @@ type config struct {
 	Chromium    string
 	ShotAddr    string
 	Concurrency int
+	IdleExit    time.Duration
 	Timeout     time.Duration
 	Approval    time.Duration
 	Replicas    int
@@ -202,6 +203,11 @@ func parseConfig(name string, services []string, args []string, stderr io.Writer
 	f.str(&c.ShotAddr, "shot-addr", "TEXTSLASH_SHOT_ADDR", "127.0.0.1:0", "host:port of the runner's screenshot endpoint, which agents reach with textslash shot or curl ($TEXTSLASH_SHOT_URL); default a free loopback port")
 	f.int(&c.Concurrency, "concurrency", "TEXTSLASH_CONCURRENCY", 4, "how many users' messages run at once")
 	f.dur(&c.Timeout, "timeout", "TEXTSLASH_TIMEOUT", 300*time.Second, "longest a single run may take")
+	idleExit := time.Duration(0)
+	if slices.Equal(services, []string{Runner}) {
+		idleExit = 30 * time.Minute
+	}
+	f.dur(&c.IdleExit, "idle-exit", "TEXTSLASH_IDLE_EXIT", idleExit, "a process running the runner exits after this long without a job (0: never; default 30m for the runner binary alone, 0 elsewhere); jobs wait in JetStream for the next start")
 	f.dur(&c.Approval, "approval-timeout", "TEXTSLASH_APPROVAL_TIMEOUT", 30*time.Minute, "how long an approval request waits for approve or reject; then the changes stay on disk, uncommitted")
 	f.int(&c.Replicas, "replicas", "TEXTSLASH_REPLICAS", 1, "replicas of each stream and bucket (3 on a NATS cluster)")
 	f.str(&c.TwilioSID, "twilio-account-sid", "TWILIO_ACCOUNT_SID", "", "Twilio account; setting it (with the token) turns WhatsApp and SMS on")
@@ -305,6 +311,9 @@ func (c *config) validate() error {
 	}
 	if c.Timeout < time.Second || c.Timeout > 9*time.Minute {
 		return fmt.Errorf("TEXTSLASH_TIMEOUT=%s: must be between 1s and 9m", c.Timeout)
+	}
+	if c.IdleExit < 0 {
+		return fmt.Errorf("TEXTSLASH_IDLE_EXIT=%s: must not be negative", c.IdleExit)
 	}
 	if c.Approval < time.Second {
 		return fmt.Errorf("TEXTSLASH_APPROVAL_TIMEOUT=%s: must be at least 1s", c.Approval)

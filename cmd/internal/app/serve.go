@@ -136,7 +136,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		}
 		run, err := runner.New(runner.Config{
 			Agent: cfg.Agent, ClaudeBin: cfg.ClaudeBin, Workspaces: cfg.Workspaces, AgentUser: cfg.AgentUser,
-			Concurrency: cfg.Concurrency, Timeout: cfg.Timeout,
+			Concurrency: cfg.Concurrency, Timeout: cfg.Timeout, IdleExit: cfg.IdleExit,
 			Chromium: cfg.Chromium, ShotAddr: cfg.ShotAddr, ShotCommand: self,
 		}, js, log)
 		if err != nil {
@@ -193,6 +193,9 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
+	// A runner that exits for want of work ends the whole process.
+	ctx, idleStop := context.WithCancel(ctx)
+	defer idleStop()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -212,7 +215,13 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		}
 	}
 	for _, svc := range svcs {
-		g.Go(func() error { return svc.Run(ctx) })
+		g.Go(func() error {
+			err := svc.Run(ctx)
+			if _, ok := svc.(*runner.Runner); ok && err == nil && ctx.Err() == nil {
+				idleStop()
+			}
+			return err
+		})
 	}
 
 	url := "http://" + ln.Addr().String()
