@@ -81,7 +81,8 @@ func Settle(ctx context.Context, msg jetstream.Msg, h Handler, log zerolog.Logge
 // hand meanwhile) before asking for redelivery.
 func settle(ctx context.Context, msg jetstream.Msg, h Handler, log zerolog.Logger, retryFor time.Duration) {
 	l := log.With().Str("subject", msg.Subject()).Logger()
-	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 1 {
+	md, mdErr := msg.Metadata()
+	if mdErr == nil && md.NumDelivered > 1 {
 		Redeliveries.WithLabelValues(md.Consumer).Inc()
 	}
 	run := func() (err error) {
@@ -116,7 +117,7 @@ func settle(ctx context.Context, msg jetstream.Msg, h Handler, log zerolog.Logge
 		_ = msg.Term()
 	default:
 		delay := time.Second
-		if md, mdErr := msg.Metadata(); mdErr == nil {
+		if mdErr == nil {
 			delay = Backoff(md.NumDelivered)
 		}
 		l.Warn().Err(err).Dur("retry_in", delay).Msg("message will be redelivered")

@@ -250,6 +250,26 @@ func (h *harness) state(u contract.User) (contract.UserState, uint64) {
 	return st, e.Revision()
 }
 
+// setState changes u's stored state with change, as a crashed dispatcher
+// may have left it.
+func (h *harness) setState(u contract.User, change func(*contract.UserState)) {
+	h.t.Helper()
+	st, rev := h.state(u)
+	change(&st)
+	data, err := contract.Encode(&st)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if rev == 0 {
+		_, err = h.users.Create(h.t.Context(), u.Key(), data)
+	} else {
+		_, err = h.users.Update(h.t.Context(), u.Key(), data, rev)
+	}
+	if err != nil {
+		h.t.Fatalf("set state of %s: %v", u, err)
+	}
+}
+
 func jobIDs(jobs []contract.Job) []string {
 	var out []string
 	for _, j := range jobs {
@@ -567,14 +587,9 @@ func TestRedeliveredInboundRepublishesJob(t *testing.T) {
 			h.waitState(u, contract.StateWorking, "m1")
 		}},
 		{"crashed before publishing the job", func(h *harness, u contract.User) {
-			st := contract.UserState{State: contract.StateWorking, JobID: "m1", Since: time.Now().UTC()}
-			data, err := contract.Encode(&st)
-			if err != nil {
-				h.t.Fatal(err)
-			}
-			if _, err := h.users.Create(h.t.Context(), u.Key(), data); err != nil {
-				h.t.Fatal(err)
-			}
+			h.setState(u, func(st *contract.UserState) {
+				*st = contract.UserState{State: contract.StateWorking, JobID: "m1", Since: time.Now().UTC()}
+			})
 		}},
 	}
 	for _, tt := range tests {
@@ -923,15 +938,9 @@ func TestStartedMessageLeftInQueue(t *testing.T) {
 		t.Fatalf("queue %q; want m2, m3", got)
 	}
 	// What the crashed dispatcher left: m2 started, still queued.
-	st, rev := h.state(u)
-	st.JobID, st.Finished = "m2", append(st.Finished, "m1")
-	data, err := contract.Encode(&st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.users.Update(t.Context(), u.Key(), data, rev); err != nil {
-		t.Fatal(err)
-	}
+	h.setState(u, func(st *contract.UserState) {
+		st.JobID, st.Finished = "m2", append(st.Finished, "m1")
+	})
 
 	h.doneHandled(h.done(u, "m2"))
 	h.waitState(u, contract.StateWorking, "m3")
@@ -975,15 +984,9 @@ func TestStartCutShortIsRepeatedFromQueue(t *testing.T) {
 	h.inboundHandled(h.send(u, "m1", "first"))
 	h.inboundHandled(h.send(u, "m2", "second"))
 	// What the crashed dispatcher left: m1 ended, m2 current, no job yet.
-	st, rev := h.state(u)
-	st.JobID, st.Finished = "m2", append(st.Finished, "m1")
-	data, err := contract.Encode(&st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.users.Update(t.Context(), u.Key(), data, rev); err != nil {
-		t.Fatal(err)
-	}
+	h.setState(u, func(st *contract.UserState) {
+		st.JobID, st.Finished = "m2", append(st.Finished, "m1")
+	})
 
 	h.doneHandled(h.done(u, "m1"))
 	h.waitJobs(u, "m1", "m2")

@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -161,13 +159,7 @@ func TestClusterLeaderLoss(t *testing.T) {
 	})
 	var leader string
 	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		s, err := js.Stream(rctx, contract.StreamIn)
-		if err != nil {
-			return err
-		}
-		info, err := s.Info(rctx)
+		info, err := streamInfo(ctx, js, contract.StreamIn)
 		if err != nil {
 			return err
 		}
@@ -195,7 +187,7 @@ func TestClusterLeaderLoss(t *testing.T) {
 	// Every message gets its reply.
 	var dones map[string][]contract.Event
 	natstest.CheckFor(t, 40*time.Second, 50*time.Millisecond, func() error {
-		dones, err = clusterDones(ctx, js)
+		dones, err = doneEvents(ctx, js)
 		if err != nil {
 			return err
 		}
@@ -209,21 +201,7 @@ func TestClusterLeaderLoss(t *testing.T) {
 
 	// Exactly one reply each, with the message's own output; each ran
 	// once, in the order its user sent it.
-	runsOf := map[string]int{}
-	order := map[string][]string{}
-	data, err := os.ReadFile(runlog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			t.Errorf("run log line %q", line)
-			continue
-		}
-		runsOf[f[0]+" "+f[1]]++
-		order[f[0]] = append(order[f[0]], f[1])
-	}
+	runsOf, order := readRunLog(t, runlog)
 	after := 0
 	for _, c := range chats {
 		for i := range perUser {
@@ -280,13 +258,11 @@ func TestClusterLeaderLoss(t *testing.T) {
 	// IN has a new leader among the survivors, still on three replicas
 	// (one offline), and textslash is still running.
 	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		s, err := js.Stream(rctx, contract.StreamIn)
+		info, err := streamInfo(ctx, js, contract.StreamIn)
 		if err != nil {
 			return err
 		}
-		if info := s.CachedInfo(); info.Cluster == nil || info.Cluster.Leader == "" || info.Cluster.Leader == leader || info.Config.Replicas != 3 {
+		if info.Cluster == nil || info.Cluster.Leader == "" || info.Cluster.Leader == leader || info.Config.Replicas != 3 {
 			return fmt.Errorf("IN after the kill: replicas %d, cluster %+v; want a new leader", info.Config.Replicas, info.Cluster)
 		}
 		return nil
@@ -331,13 +307,7 @@ func TestClusterLeaderLoss(t *testing.T) {
 	}
 	for _, name := range []string{contract.StreamQueue, contract.StreamJobs, contract.StreamIn} {
 		natstest.CheckFor(t, max(time.Until(killedAt.Add(ackWait+10*time.Second)), 5*time.Second), 50*time.Millisecond, func() error {
-			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			defer cancel()
-			s, err := js.Stream(rctx, name)
-			if err != nil {
-				return err
-			}
-			info, err := s.Info(rctx)
+			info, err := streamInfo(ctx, js, name)
 			if err != nil {
 				return err
 			}
@@ -363,40 +333,6 @@ func textslashConnected(t *testing.T, ns *server.Server) bool {
 		}
 	}
 	return false
-}
-
-// clusterDones reads every done event in EVENTS, by "<user id> <job id>".
-func clusterDones(ctx context.Context, js jetstream.JetStream) (map[string][]contract.Event, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	cons, err := js.OrderedConsumer(ctx, contract.StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{contract.AllEvents(contract.KindDone)},
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := map[string][]contract.Event{}
-	for {
-		batch, err := cons.FetchNoWait(500)
-		if err != nil {
-			return nil, err
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			var ev contract.Event
-			if err := contract.Decode(m.Data(), &ev); err == nil {
-				key := ev.User.ID + " " + ev.JobID
-				out[key] = append(out[key], ev)
-			}
-		}
-		if err := batch.Error(); err != nil {
-			return nil, err
-		}
-		if n == 0 {
-			return out, nil
-		}
-	}
 }
 
 // sseFollower reads a web chat session's events the way the page does:
@@ -445,4 +381,16 @@ func (f *sseFollower) replies() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.done)
+}
+
+// streamInfo asks for a stream's info, within 2 s: a request in flight to
+// a server that goes down is never answered.
+func streamInfo(ctx context.Context, js jetstream.JetStream, name string) (*jetstream.StreamInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return s.Info(ctx)
 }

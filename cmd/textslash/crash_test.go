@@ -94,21 +94,7 @@ func TestCrashLoop(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
-	runsOf := map[string]int{}
-	order := map[string][]string{}
-	data, err := os.ReadFile(runlog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			t.Errorf("run log line %q", line)
-			continue
-		}
-		runsOf[f[0]+" "+f[1]]++
-		order[f[0]] = append(order[f[0]], f[1])
-	}
+	runsOf, order := readRunLog(t, runlog)
 
 	var ran, interrupted, interruptedUnrun int
 	for _, c := range chats {
@@ -185,19 +171,28 @@ func readDones(t *testing.T, inst *instance) map[string][]contract.Event {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	out, err := doneEvents(t.Context(), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// doneEvents reads every done event in EVENTS, by "<user id> <job id>".
+func doneEvents(ctx context.Context, js jetstream.JetStream) (map[string][]contract.Event, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cons, err := js.OrderedConsumer(ctx, contract.StreamEvents, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{contract.AllEvents(contract.KindDone)},
 	})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	out := map[string][]contract.Event{}
 	for {
 		batch, err := cons.FetchNoWait(500)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		n := 0
 		for m := range batch.Messages() {
@@ -208,8 +203,32 @@ func readDones(t *testing.T, inst *instance) map[string][]contract.Event {
 				out[key] = append(out[key], ev)
 			}
 		}
+		if err := batch.Error(); err != nil {
+			return nil, err
+		}
 		if n == 0 {
-			return out
+			return out, nil
 		}
 	}
+}
+
+// readRunLog reads a run log of "<user id> <message id>" lines: how many
+// times each message ran, and each user's messages in the order they ran.
+func readRunLog(t *testing.T, path string) (runsOf map[string]int, order map[string][]string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runsOf, order = map[string]int{}, map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			t.Errorf("run log line %q", line)
+			continue
+		}
+		runsOf[f[0]+" "+f[1]]++
+		order[f[0]] = append(order[f[0]], f[1])
+	}
+	return runsOf, order
 }
