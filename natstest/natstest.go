@@ -3,6 +3,9 @@
 package natstest
 
 import (
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,29 +19,54 @@ type Server struct {
 	*server.Server
 	NC *nats.Conn
 	JS jetstream.JetStream
+
+	logs *errorLog
 }
 
 // RunJetStream starts a JetStream server on a random loopback port with its
 // store in t.TempDir, connects to it, and shuts both down when t ends.
 func RunJetStream(t testing.TB) *Server {
 	t.Helper()
-	ns, err := server.NewServer(&server.Options{
+	return run(t, &server.Options{
 		ServerName: "natstest",
-		Host:       "127.0.0.1",
-		Port:       -1,
 		JetStream:  true,
-		StoreDir:   t.TempDir(),
-		NoSigs:     true,
 		NoLog:      true,
 	})
+}
+
+// RunConfig starts a server from a nats-server configuration file (its
+// variables read from the environment) on a random loopback port, with its
+// store in t.TempDir and no monitoring port, and connects to it with
+// opts (a user's credentials, say). Every line the server logs at error
+// level is kept, for Errors.
+func RunConfig(t testing.TB, file string, opts ...nats.Option) *Server {
+	t.Helper()
+	o, err := server.ProcessConfigFile(file)
+	if err != nil {
+		t.Fatalf("nats config %s: %v", file, err)
+	}
+	o.HTTPPort = 0
+	return run(t, o, opts...)
+}
+
+func run(t testing.TB, o *server.Options, opts ...nats.Option) *Server {
+	t.Helper()
+	o.Host, o.Port = "127.0.0.1", -1
+	o.StoreDir = t.TempDir()
+	o.NoSigs = true
+	ns, err := server.NewServer(o)
 	if err != nil {
 		t.Fatalf("new nats server: %v", err)
+	}
+	logs := &errorLog{}
+	if !o.NoLog {
+		ns.SetLoggerV2(logs, false, false, false)
 	}
 	go ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
 		t.Fatal("nats server not ready in 10s")
 	}
-	nc, err := nats.Connect(ns.ClientURL())
+	nc, err := nats.Connect(ns.ClientURL(), opts...)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -51,8 +79,34 @@ func RunJetStream(t testing.TB) *Server {
 		ns.Shutdown()
 		ns.WaitForShutdown()
 	})
-	return &Server{Server: ns, NC: nc, JS: js}
+	return &Server{Server: ns, NC: nc, JS: js, logs: logs}
 }
+
+// Errors returns what the server logged at error level so far (with
+// RunConfig): a client refused for want of permission shows up here as
+// `Publish Violation - Subject "…"` or `Subscription Violation - …`.
+func (s *Server) Errors() []string {
+	s.logs.mu.Lock()
+	defer s.logs.mu.Unlock()
+	return slices.Clone(s.logs.lines)
+}
+
+// errorLog keeps a server's error lines.
+type errorLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *errorLog) Errorf(format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, v...))
+}
+func (l *errorLog) Fatalf(format string, v ...any) { l.Errorf(format, v...) }
+func (*errorLog) Noticef(string, ...any)           {}
+func (*errorLog) Warnf(string, ...any)             {}
+func (*errorLog) Debugf(string, ...any)            {}
+func (*errorLog) Tracef(string, ...any)            {}
 
 // CheckFor calls f until it returns nil or total passes, sleeping between
 // calls; then it fails the test with f's last error.

@@ -22,7 +22,6 @@ import (
 	"github.com/textslash/textslash/cmd/internal/app"
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/dispatcher"
-	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner"
 	"github.com/textslash/textslash/runner/claudetest"
 	"github.com/textslash/textslash/twiliotest"
@@ -115,12 +114,12 @@ func chaos(t *testing.T, separate bool) {
 	var inst *instance
 	victims := map[string]*instance{}
 	if separate {
-		ns := natstest.RunJetStream(t)
-		env = append(env, "NATS_URL="+ns.ClientURL(), "TEXTSLASH_MEDIA_KEY=a-key-shared-by-media-and-egress")
+		ns := runNATSUsers(t)
+		env = append(env, "TEXTSLASH_MEDIA_KEY=a-key-shared-by-media-and-egress")
 		for _, s := range app.All {
-			e := env
+			e := append(slices.Clone(env), ns.env(s)...)
 			if s != app.Ingress {
-				e = append(slices.Clone(env), "PORT="+freePort(t)) // the last PORT wins
+				e = append(e, "PORT="+freePort(t)) // the last PORT wins
 			}
 			victims[s] = startService(t, s, e...)
 		}

@@ -13,7 +13,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/textslash/textslash/cmd/internal/app"
-	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
 )
 
@@ -48,9 +47,11 @@ func agentVar(name string) bool {
 
 // compose.yaml runs each service's binary from an image the Dockerfile
 // builds, with a healthcheck the binary answers, and sets only variables
-// the service reads; .env.example lists every variable and nothing else.
-// With compose.yaml's and .env.example's settings each service starts and
-// is ready (against a test NATS instead of the nats service).
+// the service reads; textslash.env.example lists every variable and
+// nothing else. Each service connects as its own NATS user with the
+// password of .env that nats.conf gives it, after the provision job. With
+// compose.yaml's and textslash.env.example's settings each service starts
+// and is ready (against the test's NATS, run from nats.conf).
 func TestComposeFile(t *testing.T) {
 	data, err := os.ReadFile("../../compose.yaml")
 	if err != nil {
@@ -64,8 +65,9 @@ func TestComposeFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	example := readEnvExample(t)
-	ns := natstest.RunJetStream(t)
+	checkComposeNATS(t, cf)
+	example := readEnvExample(t, "../../textslash.env.example")
+	ns := runNATSUsers(t)
 	for _, name := range app.All {
 		t.Run(name, func(t *testing.T) {
 			svc, ok := cf.Services[name]
@@ -85,6 +87,10 @@ func TestComposeFile(t *testing.T) {
 			if svc.Environment["NATS_URL"] == "" {
 				t.Error("no NATS_URL")
 			}
+			if svc.Environment["NATS_USER"] != name || svc.Environment["NATS_PASSWORD"] != passwordOf(name) {
+				t.Errorf("NATS_USER %q, NATS_PASSWORD %q; want %s and %s",
+					svc.Environment["NATS_USER"], svc.Environment["NATS_PASSWORD"], name, passwordOf(name))
+			}
 			for k := range svc.Environment {
 				if !slices.Contains(vars, k) && !agentVar(k) {
 					t.Errorf("environment sets %s, which %s does not read", k, name)
@@ -92,23 +98,23 @@ func TestComposeFile(t *testing.T) {
 			}
 			for k := range example.set {
 				if !slices.Contains(vars, k) && !agentVar(k) {
-					t.Errorf(".env.example sets %s, which %s does not read", k, name)
+					t.Errorf("textslash.env.example sets %s, which %s does not read", k, name)
 				}
 			}
 			for _, v := range vars {
 				if !example.named[v] {
-					t.Errorf(".env.example does not name %s", v)
+					t.Errorf("textslash.env.example does not name %s", v)
 				}
 			}
 
 			// Start it as compose would, on this machine's paths.
-			env := []string{"NATS_URL=" + ns.ClientURL()}
+			env := ns.env(name)
 			for k, v := range example.set {
 				env = append(env, k+"="+v)
 			}
 			for k, v := range svc.Environment {
 				switch k {
-				case "NATS_URL", "PORT", "TEXTSLASH_DATA":
+				case "NATS_URL", "NATS_USER", "NATS_PASSWORD", "PORT", "TEXTSLASH_DATA":
 				case "TEXTSLASH_CHROMIUM", "TEXTSLASH_AGENT":
 					// the image's browser and agent: checked to exist where
 					// this machine has them
@@ -125,6 +131,58 @@ func TestComposeFile(t *testing.T) {
 			startService(t, name, env...)
 		})
 	}
+	if v := ns.violations(); len(v) > 0 {
+		t.Errorf("NATS refused the services %d times:\n%s", len(v), strings.Join(v, "\n"))
+	}
+}
+
+// passwordOf is how compose.yaml gives a NATS user its password: from
+// compose's .env, which must set it.
+func passwordOf(user string) string {
+	return "${NATS_" + strings.ToUpper(user) + "_PASSWORD:?set in .env}"
+}
+
+// checkComposeNATS: the nats service runs nats.conf with every password
+// it names, .env.example names exactly those, and the provision job runs
+// as admin before the services.
+func checkComposeNATS(t *testing.T, cf composeFile) {
+	t.Helper()
+	conf, err := os.ReadFile("../../nats.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users []string
+	for _, m := range regexp.MustCompile(`user: (\w+), password: \$NATS_(\w+)_PASSWORD`).FindAllSubmatch(conf, -1) {
+		if strings.ToUpper(string(m[1])) != string(m[2]) {
+			t.Errorf("nats.conf: user %s has the password of %s", m[1], m[2])
+		}
+		users = append(users, string(m[1]))
+	}
+	if want := append([]string{"admin"}, app.All...); !slices.Equal(users, want) {
+		t.Errorf("nats.conf users %q; want %q", users, want)
+	}
+	nats := cf.Services["nats"]
+	if !slices.Equal(nats.Command, []string{"--config", "/etc/nats/nats.conf"}) {
+		t.Errorf("nats command %q; want nats.conf", nats.Command)
+	}
+	dotenv := readEnvExample(t, "../../.env.example")
+	for _, u := range users {
+		name := "NATS_" + strings.ToUpper(u) + "_PASSWORD"
+		if nats.Environment[name] != passwordOf(u) {
+			t.Errorf("nats environment %s=%q; want %q", name, nats.Environment[name], passwordOf(u))
+		}
+		if _, ok := dotenv.set[name]; !ok {
+			t.Errorf(".env.example does not set %s", name)
+		}
+	}
+	if len(dotenv.set) != len(users) {
+		t.Errorf(".env.example sets %d variables; want the %d passwords", len(dotenv.set), len(users))
+	}
+	prov := cf.Services["provision"]
+	if !slices.Equal(prov.Command, []string{"textslash", "provision"}) || prov.Environment["NATS_USER"] != "admin" ||
+		prov.Environment["NATS_PASSWORD"] != passwordOf("admin") {
+		t.Errorf("provision runs %q as %q; want textslash provision as admin", prov.Command, prov.Environment["NATS_USER"])
+	}
 }
 
 type envExample struct {
@@ -132,9 +190,9 @@ type envExample struct {
 	named map[string]bool   // every NAME= line, commented or not
 }
 
-func readEnvExample(t *testing.T) envExample {
+func readEnvExample(t *testing.T, path string) envExample {
 	t.Helper()
-	f, err := os.Open("../../.env.example")
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

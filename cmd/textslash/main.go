@@ -19,6 +19,8 @@ Usage:
   textslash serve [flags]   run everything in one process (see textslash serve --help);
                             --services picks some (the rest run elsewhere, as
                             ingress, dispatcher, runner, media and egress)
+  textslash provision       create the streams, consumers and buckets on NATS_URL
+                            for services started on their own
   textslash shot [--desktop] [--full] URL
                             inside an agent's run: screenshot a page for the reply
   textslash version         print the version
@@ -43,6 +45,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return app.Serve("textslash serve", nil, args[1:], stdout, stderr)
+	case "provision":
+		return app.Provision(args[1:], stderr)
 	case "shot":
 		return app.Shot(args[1:], stdout, stderr)
 	case "version", "--version":

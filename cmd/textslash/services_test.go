@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"image"
+	"image/png"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,18 +53,17 @@ func startService(t *testing.T, service string, env ...string) *instance {
 	return startProgram(t, []string{filepath.Join(buildServices(t), service)}, env...)
 }
 
-// The five services as processes of their own on one NATS server: a
-// signed WhatsApp webhook to ingress is answered through egress. With the
-// dispatcher and the runner down, ingress still takes messages, and they
-// are answered once those two are back; each process serves only its own
-// routes.
+// The five services as processes of their own on one NATS server, each as
+// its own user of nats.conf: a signed WhatsApp webhook to ingress is
+// answered through egress. With the dispatcher and the runner down, ingress
+// still takes messages, and they are answered once those two are back; each
+// process serves only its own routes, and none is refused anything by NATS.
 func TestSeparateServices(t *testing.T) {
-	ns := natstest.RunJetStream(t)
+	ns := runNATSUsers(t)
 	api := twiliotest.NewAPI(t)
 	ingressPort := freePort(t)
 	public := "http://127.0.0.1:" + ingressPort
 	env := []string{
-		"NATS_URL=" + ns.ClientURL(),
 		"TEXTSLASH_MEDIA_KEY=a-key-shared-by-media-and-egress",
 		"PUBLIC_URL=" + public,
 		"TWILIO_ACCOUNT_SID=" + api.AccountSID,
@@ -72,9 +75,9 @@ func TestSeparateServices(t *testing.T) {
 	}
 	procs := map[string]*instance{}
 	for _, s := range app.All {
-		e := env
+		e := append(slices.Clone(env), ns.env(s)...)
 		if s == app.Ingress {
-			e = append(slices.Clone(env), "PORT="+ingressPort)
+			e = append(e, "PORT="+ingressPort)
 		}
 		procs[s] = startService(t, s, e...)
 	}
@@ -83,6 +86,25 @@ func TestSeparateServices(t *testing.T) {
 	s.webhook(t, "whatsapp:"+phoneAlice, "echo hi", nil)
 	if msgs := api.WaitMessages(t, 1, 20*time.Second); msgs[0].Body != "hi" || msgs[0].To != "whatsapp:"+phoneAlice {
 		t.Fatalf("sent %+v; want hi to %s", msgs[0], phoneAlice)
+	}
+
+	// An image sent in comes back out: ingress fetches it for the runner
+	// into the media store, the runner hands it over as a reply's image,
+	// egress links it, media serves the link.
+	var png bytes.Buffer
+	if err := pngEncode(&png, 5, 4); err != nil {
+		t.Fatal(err)
+	}
+	s.webhook(t, "whatsapp:"+phoneAlice, "mkdir -p tmp/ai_screenshots && cp inbox/* tmp/ai_screenshots/ && echo back", url.Values{
+		"NumMedia": {"1"}, "MediaUrl0": {api.AddMedia("image/png", png.Bytes())}, "MediaContentType0": {"image/png"},
+	})
+	msgs := api.WaitMessages(t, 2, 20*time.Second)
+	if msgs[1].Body != "back" || len(msgs[1].MediaURLs) != 1 {
+		t.Fatalf("sent %q with media %q; want back with the image", msgs[1].Body, msgs[1].MediaURLs)
+	}
+	link, _ := url.Parse(msgs[1].MediaURLs[0])
+	if got := status(t, procs[app.Media].URL+link.RequestURI()); got != http.StatusOK {
+		t.Errorf("GET the image from media: %d; want 200", got)
 	}
 
 	// Each serves its health, and only its own routes.
@@ -126,20 +148,20 @@ func TestSeparateServices(t *testing.T) {
 	procs[app.Runner].kill()
 	s.webhook(t, "whatsapp:"+phoneAlice, "echo again", nil)
 	time.Sleep(300 * time.Millisecond)
-	if msgs := api.Messages(); len(msgs) != 1 {
-		t.Fatalf("sent %q with dispatcher and runner down; want only the first reply", sentBodies(msgs))
+	if msgs := api.Messages(); len(msgs) != 2 {
+		t.Fatalf("sent %q with dispatcher and runner down; want only the first replies", sentBodies(msgs))
 	}
 	procs[app.Dispatcher].start(t)
 	procs[app.Runner].start(t)
-	msgs := api.WaitMessages(t, 2, 30*time.Second)
-	if got := sentBodies(msgs); !slices.Equal(got, []string{"hi", "again"}) {
-		t.Errorf("sent %q; want hi, again", got)
+	msgs = api.WaitMessages(t, 3, 30*time.Second)
+	if got := sentBodies(msgs); !slices.Equal(got, []string{"hi", "back", "again"}) {
+		t.Errorf("sent %q; want hi, back, again", got)
 	}
 
 	// Each counts what it did in Prometheus' format at /metrics.
 	for _, tt := range []struct{ service, line string }{
-		{app.Ingress, `textslash_messages_in_total{channel="whatsapp"} 2`},
-		{app.Egress, `textslash_messages_out_total{channel="whatsapp",kind="done"} 2`},
+		{app.Ingress, `textslash_messages_in_total{channel="whatsapp"} 3`},
+		{app.Egress, `textslash_messages_out_total{channel="whatsapp",kind="done"} 3`},
 		{app.Runner, `textslash_run_duration_seconds_count{status="ok"} 1`}, // since its restart
 		{app.Dispatcher, `textslash_queued_messages 0`},
 	} {
@@ -156,6 +178,14 @@ func TestSeparateServices(t *testing.T) {
 			return nil
 		})
 	}
+	if v := ns.violations(); len(v) > 0 {
+		t.Errorf("NATS refused the services %d times:\n%s", len(v), strings.Join(v, "\n"))
+	}
+}
+
+// pngEncode writes a w×h gray PNG.
+func pngEncode(w io.Writer, width, height int) error {
+	return png.Encode(w, image.NewGray(image.Rect(0, 0, width, height)))
 }
 
 func status(t *testing.T, url string) int {
@@ -171,8 +201,8 @@ func status(t *testing.T, url string) int {
 // The runner binary alone exits after TEXTSLASH_IDLE_EXIT without a job,
 // with status 0 (seed 003's idle shutdown); jobs wait in JetStream.
 func TestRunnerIdleExit(t *testing.T) {
-	ns := natstest.RunJetStream(t)
-	r := startService(t, app.Runner, "NATS_URL="+ns.ClientURL(), "TEXTSLASH_AGENT=shell", "TEXTSLASH_IDLE_EXIT=1s")
+	ns := runNATSUsers(t)
+	r := startService(t, app.Runner, append(ns.env(app.Runner), "TEXTSLASH_AGENT=shell", "TEXTSLASH_IDLE_EXIT=1s")...)
 	select {
 	case <-r.exited:
 	case <-time.After(30 * time.Second):

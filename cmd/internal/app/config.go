@@ -35,6 +35,9 @@ type config struct {
 	Data        string
 	NATSListen  string
 	NATSURL     string
+	NATSUser    string
+	NATSPass    string
+	Provision   bool
 	NATSSync    bool
 	Host        string
 	Port        int
@@ -182,6 +185,10 @@ func parseConfig(name string, services []string, args []string, stderr io.Writer
 		f.PrintDefaults()
 	}
 	var svcList string
+	// textslash serve creates the streams, consumers and buckets; a service
+	// of its own waits for them (textslash provision), as its NATS user may
+	// not create them.
+	c.Provision = services == nil
 	if services == nil {
 		f.str(&svcList, "services", "TEXTSLASH_SERVICES", strings.Join(All, ","), "the services this process runs, comma-separated (the others run elsewhere against the same NATS_URL)")
 	} else {
@@ -190,6 +197,8 @@ func parseConfig(name string, services []string, args []string, stderr io.Writer
 	f.str(&c.Data, "data", "TEXTSLASH_DATA", "./data", "directory for JetStream's files and, by default, the workspaces")
 	f.str(&c.NATSListen, "nats-listen", "TEXTSLASH_NATS_LISTEN", "127.0.0.1:4222", "host:port where the embedded NATS takes clients such as the nats CLI; off for none")
 	f.str(&c.NATSURL, "nats-url", "NATS_URL", "", "use this NATS server instead of embedding one")
+	f.str(&c.NATSUser, "nats-user", "NATS_USER", "", "user to connect to NATS_URL as (nats.conf gives each service its own, allowed only its own subjects)")
+	f.str(&c.NATSPass, "nats-password", "NATS_PASSWORD", "", "that user's password")
 	f.bool(&c.NATSSync, "nats-sync", "TEXTSLASH_NATS_SYNC", false, "the embedded NATS writes every message through to disk before acknowledging it; the server dies with this process, so without it a crash loses the last milliseconds of acknowledged messages")
 	f.str(&c.Host, "host", "TEXTSLASH_HOST", "127.0.0.1", "address the HTTP listener binds; anything but loopback requires the web chat token")
 	f.int(&c.Port, "port", "PORT", 3000, "HTTP port")

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -100,7 +101,11 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	if err := contract.Provision(ctx, js, contract.Options{Replicas: cfg.Replicas, MediaTTL: cfg.MediaTTL}); err != nil {
+	if cfg.Provision {
+		if err := contract.Provision(ctx, js, contract.Options{Replicas: cfg.Replicas, MediaTTL: cfg.MediaTTL}); err != nil {
+			return err
+		}
+	} else if err := waitStreams(ctx, js, cfg.streams(), log); err != nil {
 		return err
 	}
 	signer, err := contract.NewMediaSigner([]byte(cfg.MediaKey), cfg.MediaTTL)
@@ -179,9 +184,11 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 			http.Error(w, "nats "+nc.Status().String(), http.StatusServiceUnavailable)
 			return
 		}
-		if _, err := js.Stream(r.Context(), contract.StreamIn); err != nil {
-			http.Error(w, "stream "+contract.StreamIn+": "+err.Error(), http.StatusServiceUnavailable)
-			return
+		for _, name := range cfg.streams() {
+			if _, err := js.Stream(r.Context(), name); err != nil {
+				http.Error(w, "stream "+name+": "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
 		}
 		fmt.Fprintln(w, "ready")
 	})
@@ -252,7 +259,10 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 // connects in-process. The returned func drains the connection and stops
 // the server.
 func connectNATS(cfg config, log zerolog.Logger) (*nats.Conn, func(), error) {
-	opts := []nats.Option{nats.Name("textslash"), nats.MaxReconnects(-1)}
+	opts := []nats.Option{nats.Name("textslash " + strings.Join(cfg.Services, ",")), nats.MaxReconnects(-1)}
+	if cfg.NATSUser != "" {
+		opts = append(opts, nats.UserInfo(cfg.NATSUser, cfg.NATSPass))
+	}
 	if cfg.NATSURL != "" {
 		nc, err := nats.Connect(cfg.NATSURL, opts...)
 		if err != nil {

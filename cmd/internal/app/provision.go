@@ -1,0 +1,137 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// streamsOf names the streams each service uses (a bucket is the stream
+// KV_<bucket>, an object store OBJ_<bucket>): a service of its own waits
+// for them at start and is ready only while they are there.
+var streamsOf = map[string][]string{
+	Ingress:    {contract.StreamIn, contract.StreamEvents, "OBJ_" + contract.BucketMedia},
+	Dispatcher: {contract.StreamIn, contract.StreamQueue, contract.StreamJobs, contract.StreamEvents, contract.StreamTimers, "KV_" + contract.BucketUsers},
+	Runner:     {contract.StreamJobs, contract.StreamEvents, "KV_" + contract.BucketUsers, "OBJ_" + contract.BucketMedia},
+	Media:      {"OBJ_" + contract.BucketMedia},
+	Egress:     {contract.StreamEvents, "KV_" + contract.BucketEgress, "OBJ_" + contract.BucketMedia},
+}
+
+// streams is every stream the process's services use.
+func (c *config) streams() []string {
+	var names []string
+	for _, s := range c.Services {
+		for _, name := range streamsOf[s] {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
+}
+
+// waitStreams returns once every named stream exists, saying every 30 s
+// which one it still waits for; textslash provision creates them.
+func waitStreams(ctx context.Context, js jetstream.JetStream, names []string, log zerolog.Logger) error {
+	var told time.Time
+	for {
+		missing, err := missingStream(ctx, js, names)
+		if missing == "" {
+			return nil
+		}
+		if time.Since(told) > 30*time.Second {
+			log.Warn().Err(err).Str("stream", missing).Msg("waiting for the streams: run textslash provision against this NATS")
+			told = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stream %s: %w", missing, err)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// missingStream is the first of names that cannot be looked up, and why.
+func missingStream(ctx context.Context, js jetstream.JetStream, names []string) (string, error) {
+	for _, name := range names {
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := js.Stream(sctx, name)
+		cancel()
+		if err != nil {
+			return name, err
+		}
+	}
+	return "", nil
+}
+
+const provisionUsage = `Usage: textslash provision [flags]
+
+Creates or updates every stream, consumer and bucket textslash uses on the
+NATS server at NATS_URL, then exits. The services started on their own
+(ingress, dispatcher, runner, media, egress) wait for them; run it once
+per NATS (again after an upgrade), as a user allowed to manage JetStream
+(nats.conf's admin). textslash serve does it itself at every start.
+
+Flags (each also read from the environment variable in brackets):
+`
+
+// Provision is `textslash provision`.
+func Provision(args []string, stderr io.Writer) int {
+	var c config
+	f := &envFlags{FlagSet: flag.NewFlagSet("textslash provision", flag.ContinueOnError)}
+	f.SetOutput(stderr)
+	f.Usage = func() {
+		fmt.Fprint(stderr, provisionUsage)
+		f.PrintDefaults()
+	}
+	f.str(&c.NATSURL, "nats-url", "NATS_URL", "", "the NATS server (required)")
+	f.str(&c.NATSUser, "nats-user", "NATS_USER", "", "user to connect as")
+	f.str(&c.NATSPass, "nats-password", "NATS_PASSWORD", "", "that user's password")
+	f.int(&c.Replicas, "replicas", "TEXTSLASH_REPLICAS", 1, "replicas of each stream and bucket (3 on a NATS cluster)")
+	f.dur(&c.MediaTTL, "media-ttl", "TEXTSLASH_MEDIA_TTL", 30*time.Minute, "how long images (and their links) last")
+	f.str(&c.LogFormat, "log-format", "TEXTSLASH_LOG_FORMAT", "auto", "json, console, or auto (console on a terminal)")
+	err := f.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err == nil {
+		err = errors.Join(f.errs...)
+	}
+	if err == nil && c.NATSURL == "" {
+		err = errors.New("NATS_URL: required")
+	}
+	if err == nil && (c.Replicas < 1 || c.Replicas > 5) {
+		err = fmt.Errorf("TEXTSLASH_REPLICAS=%d: must be 1 to 5", c.Replicas)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "textslash provision: %v\n", err)
+		return 2
+	}
+	c.Services = []string{"provision"}
+	log := newLogger(c, stderr)
+	nc, closeNATS, err := connectNATS(c, log)
+	if err != nil {
+		log.Error().Err(err).Msg("provision failed")
+		return 1
+	}
+	defer closeNATS()
+	js, err := jetstream.New(nc)
+	if err == nil {
+		err = contract.Provision(context.Background(), js, contract.Options{Replicas: c.Replicas, MediaTTL: c.MediaTTL})
+	}
+	if err != nil {
+		log.Error().Err(err).Msg("provision failed")
+		return 1
+	}
+	log.Info().Int("replicas", c.Replicas).Msg("streams, consumers and buckets ready")
+	return 0
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/textslash/textslash/cmd/internal/app"
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/natstest"
+)
+
+// natsUsers is a NATS server run from the repository's nats.conf, as
+// compose.yaml runs it: one user per service, allowed only its own
+// subjects, and admin, which provisioned it with `textslash provision`.
+type natsUsers struct {
+	*natstest.Server
+	passwords map[string]string // by user
+}
+
+// runNATSUsers starts the server with fresh passwords and provisions it.
+func runNATSUsers(t *testing.T) *natsUsers {
+	t.Helper()
+	n := &natsUsers{passwords: map[string]string{}}
+	for _, user := range append([]string{"admin"}, app.All...) {
+		n.passwords[user] = "pw-" + user + "-" + fmt.Sprint(time.Now().UnixNano())
+		t.Setenv("NATS_"+strings.ToUpper(user)+"_PASSWORD", n.passwords[user])
+	}
+	n.Server = natstest.RunConfig(t, "../../nats.conf", nats.UserInfo("admin", n.passwords["admin"]))
+	cmd := exec.Command(binary, "provision")
+	cmd.Env = append(n.env("admin"), "PATH=/usr/bin:/bin")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("textslash provision: %v\n%s", err, out)
+	}
+	return n
+}
+
+// env is how a service of its own reaches the server as user.
+func (n *natsUsers) env(user string) []string {
+	return []string{"NATS_URL=" + n.ClientURL(), "NATS_USER=" + user, "NATS_PASSWORD=" + n.passwords[user]}
+}
+
+// connect logs in as user; refusals the server sends arrive on errs.
+func (n *natsUsers) connect(t *testing.T, user string) (jetstream.JetStream, <-chan error) {
+	t.Helper()
+	errs := make(chan error, 16)
+	nc, err := nats.Connect(n.ClientURL(), nats.UserInfo(user, n.passwords[user]),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			select {
+			case errs <- err:
+			default:
+			}
+		}))
+	if err != nil {
+		t.Fatalf("connect as %s: %v", user, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js, errs
+}
+
+// violations is what the server logged about refusing clients.
+func (n *natsUsers) violations() []string {
+	var v []string
+	for _, line := range n.Errors() {
+		if strings.Contains(line, "Violation") {
+			v = append(v, line)
+		}
+	}
+	return v
+}
+
+// Each service's NATS user is refused what is not its own: ingress cannot
+// read events, the runner cannot publish inbound messages, egress cannot
+// touch jobs, and none of them can change a stream.
+func TestNATSPermissions(t *testing.T) {
+	n := runNATSUsers(t)
+	u, _ := contract.NewUser(contract.ChannelWeb, "perm")
+
+	for _, tt := range []struct {
+		user, what string
+		try        func(ctx context.Context, js jetstream.JetStream) error
+	}{
+		{app.Ingress, "subscribe to events", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Conn().SubscribeSync(contract.UserEvents(u))
+			return err
+		}},
+		{app.Ingress, "read events through a consumer", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.OrderedConsumer(ctx, contract.StreamEvents, jetstream.OrderedConsumerConfig{})
+			return err
+		}},
+		{app.Ingress, "read a job", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Consumer(ctx, contract.StreamJobs, contract.ConsumerRunner)
+			return err
+		}},
+		{app.Runner, "publish an inbound message", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Publish(ctx, contract.InboundSubject(u), []byte(`{}`))
+			return err
+		}},
+		{app.Runner, "write the users' state", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Publish(ctx, "$KV.users."+u.Key(), []byte(`{}`))
+			return err
+		}},
+		{app.Egress, "publish a job", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Publish(ctx, contract.JobSubject(u), []byte(`{}`))
+			return err
+		}},
+		{app.Egress, "look up the jobs", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Stream(ctx, contract.StreamJobs)
+			return err
+		}},
+		{app.Egress, "subscribe to cancels", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Conn().SubscribeSync(contract.AllCancels)
+			return err
+		}},
+		{app.Media, "publish an event", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Publish(ctx, contract.EventSubject(u, contract.KindDone), []byte(`{}`))
+			return err
+		}},
+		{app.Dispatcher, "delete a stream", func(ctx context.Context, js jetstream.JetStream) error {
+			return js.DeleteStream(ctx, contract.StreamEvents)
+		}},
+	} {
+		t.Run(tt.user+" cannot "+tt.what, func(t *testing.T) {
+			before := len(n.violations())
+			js, errs := n.connect(t, tt.user)
+			// Refused, a JetStream request goes unanswered.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			err := tt.try(ctx, js)
+			if err == nil {
+				// A refused subscription or publish is reported apart
+				// from the call.
+				select {
+				case err = <-errs:
+				case <-time.After(2 * time.Second):
+				}
+			}
+			if err == nil {
+				t.Fatal("allowed")
+			}
+			if !errors.Is(err, nats.ErrPermissionViolation) && !errors.Is(err, context.DeadlineExceeded) &&
+				!errors.Is(err, nats.ErrTimeout) && !errors.Is(err, nats.ErrNoResponders) {
+				t.Errorf("error %v; want a permission violation or no answer", err)
+			}
+			natstest.CheckFor(t, 2*time.Second, 10*time.Millisecond, func() error {
+				v := n.violations()
+				if len(v) == before {
+					return errors.New("the server logged no violation")
+				}
+				if !strings.Contains(v[before], "/user:"+tt.user+`"`) {
+					return fmt.Errorf("violation of another user: %s", v[before])
+				}
+				return nil
+			})
+		})
+	}
+}
