@@ -17,7 +17,8 @@ type Handler func(ctx context.Context, msg jetstream.Msg) error
 
 // Consume runs h for each message of cons, one at a time in stream order,
 // until ctx ends; then it drains the subscription and returns. It alone
-// acknowledges messages, so handlers never call Ack themselves.
+// acknowledges messages, so handlers never call Ack themselves. Each
+// handler gets its message's trace, as from Settle.
 //
 // A message whose handler fails is tried again in place, with the messages
 // behind it waiting, for up to RetryInPlace: handed back for redelivery at
@@ -72,7 +73,9 @@ func Consume(ctx context.Context, js jetstream.JetStream, cons jetstream.Consume
 // it hands it back for redelivery.
 const RetryInPlace = 20 * time.Second
 
-// Settle runs h on msg and acknowledges according to its result.
+// Settle runs h on msg and acknowledges according to its result. h gets
+// msg's trace (HeaderTrace) in its context and on its logger
+// (zerolog.Ctx), so all it publishes and logs carries the trace.
 func Settle(ctx context.Context, msg jetstream.Msg, h Handler, log zerolog.Logger) {
 	settle(ctx, msg, h, log, 0)
 }
@@ -80,7 +83,7 @@ func Settle(ctx context.Context, msg jetstream.Msg, h Handler, log zerolog.Logge
 // settle is Settle trying h again for up to retryFor (the message kept in
 // hand meanwhile) before asking for redelivery.
 func settle(ctx context.Context, msg jetstream.Msg, h Handler, log zerolog.Logger, retryFor time.Duration) {
-	l := log.With().Str("subject", msg.Subject()).Logger()
+	ctx, l := Traced(ctx, log.With().Str("subject", msg.Subject()).Logger(), msg.Headers())
 	md, mdErr := msg.Metadata()
 	if mdErr == nil && md.NumDelivered > 1 {
 		Redeliveries.WithLabelValues(md.Consumer).Inc()

@@ -127,6 +127,10 @@ const (
 	// HeaderMsgID is JetStream's deduplication header. Ingress sets it to the
 	// provider's message id, so a provider's retry is stored once.
 	HeaderMsgID = "Nats-Msg-Id"
+	// HeaderTrace carries a message's trace id from ingress to egress:
+	// ingress makes it (NewTrace), and every service copies it onto what
+	// it publishes for the message and logs it as LogTrace.
+	HeaderTrace = "Textslash-Trace"
 )
 
 // WebSessionCookie names the browser session of a web chat user: its value

@@ -11,8 +11,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Publish publishes data on subject with msgID as its Nats-Msg-Id and waits
-// for JetStream's acknowledgement, asking again with the same id when an
+// Publish publishes data on subject with msgID as its Nats-Msg-Id, and
+// ctx's trace (WithTrace) as its HeaderTrace, and waits for JetStream's
+// acknowledgement, asking again with the same id when an
 // attempt goes unanswered (2 s, then 4 s, at most 8 s each) until ctx
 // ends. On a cluster the server leading a stream can be lost after it
 // stored a message and before it answered; a new leader is elected within
@@ -27,10 +28,11 @@ func Publish(ctx context.Context, js jetstream.JetStream, subject string, data [
 		return nil, errors.New("publish: no message id")
 	}
 	opts = append(opts, jetstream.WithMsgID(msgID))
+	msg := NewMsg(ctx, subject, data) // every attempt sends the same headers
 	wait := 2 * time.Second
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, wait)
-		ack, err := js.Publish(actx, subject, data, opts...)
+		ack, err := js.PublishMsg(actx, msg, opts...)
 		cancel()
 		if err == nil {
 			if ack.Duplicate && attempt > 1 {

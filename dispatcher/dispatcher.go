@@ -224,7 +224,7 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 				if ev.JobID == "" {
 					ev.JobID = st.JobID
 				}
-				if err := contract.PublishEvent(ctx, d.js, ev, contract.MsgID(u, ev.JobID, "state", next.State, fmt.Sprint(rev))); err != nil {
+				if err := contract.PublishEvent(head.traced(ctx, ev.JobID), d.js, ev, contract.MsgID(u, ev.JobID, "state", next.State, fmt.Sprint(rev))); err != nil {
 					return err
 				}
 			}
@@ -296,7 +296,7 @@ func (d *Dispatcher) carryOut(ctx context.Context, log zerolog.Logger, u contrac
 			}
 		case fsm.CancelRun:
 			log.Info().Str("cancel", e.ID).Msg("cancelling run")
-			err = d.js.Conn().Publish(contract.CancelSubject(u), []byte(e.ID))
+			err = d.js.Conn().PublishMsg(contract.NewMsg(ctx, contract.CancelSubject(u), []byte(e.ID)))
 		case fsm.ScheduleTimeout:
 			err = d.scheduleTimeout(ctx, u, e.ID)
 		case fsm.CancelTimeout:
@@ -338,10 +338,16 @@ func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.U
 	if err != nil {
 		return err
 	}
+	if fromQueue {
+		// The job goes on the queued message's journey, not on that of
+		// the input that started it.
+		ctx = contract.WithTrace(ctx, head.trace)
+	}
 	if _, err := contract.Publish(ctx, d.js, contract.JobSubject(u), data, contract.MsgID(u, e.ID, "job")); err != nil {
 		return fmt.Errorf("publish job: %w", err)
 	}
-	log.Info().Str("started", e.ID).Str("action", e.Action).Bool("from_queue", fromQueue).Msg("job published")
+	log.Info().Str("started", e.ID).Str("started_trace", contract.TraceFrom(ctx)).Str("action", e.Action).
+		Bool("from_queue", fromQueue).Msg("job published")
 	if fromQueue {
 		if err := d.queue.DeleteMsg(ctx, head.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 			return fmt.Errorf("dequeue: %w", err)
@@ -386,9 +392,10 @@ func (d *Dispatcher) scheduleTimeout(ctx context.Context, u contract.User, jobID
 	if err != nil {
 		return err
 	}
-	// Schedules are kept to the second: round up, never fire early.
+	// Schedules are kept to the second: round up, never fire early. The
+	// server copies the trace header onto the message that fires.
 	at := time.Now().Add(d.cfg.ApprovalTimeout).Truncate(time.Second).Add(time.Second)
-	if _, err := d.js.Publish(ctx, contract.ApprovalScheduleSubject(u), data,
+	if _, err := d.js.PublishMsg(ctx, contract.NewMsg(ctx, contract.ApprovalScheduleSubject(u), data),
 		jetstream.WithScheduleAt(at), jetstream.WithScheduleTarget(contract.ApprovalExpiredSubject(u))); err != nil {
 		return fmt.Errorf("schedule approval timeout: %w", err)
 	}
@@ -469,8 +476,18 @@ func appendFinished(ids []string, id string) []string {
 
 // queued is a message in the user's queue.
 type queued struct {
-	in  contract.Inbound
-	seq uint64
+	in    contract.Inbound
+	seq   uint64
+	trace string // its trace id, from its header
+}
+
+// traced is ctx for publishing about job: with the queued message's trace
+// when job is that message (it is starting), else ctx as it is.
+func (q *queued) traced(ctx context.Context, job string) context.Context {
+	if q == nil || q.in.ID != job {
+		return ctx
+	}
+	return contract.WithTrace(ctx, q.trace)
 }
 
 // head is the oldest waiting message of u, or nil. A message that already
@@ -491,14 +508,16 @@ func (d *Dispatcher) head(ctx context.Context, u contract.User, st contract.User
 		}
 		var in contract.Inbound
 		err = contract.Decode(raw.Data, &in)
+		trace := contract.Trace(raw.Header)
+		log := contract.TraceLog(d.log, trace)
 		switch {
 		case err != nil:
 			// A message nobody can read must not block the queue forever.
-			d.log.Error().Err(err).Str("user", u.Key()).Uint64("seq", raw.Sequence).Msg("dropping unreadable queued message")
+			log.Error().Err(err).Str("user", u.Key()).Uint64("seq", raw.Sequence).Msg("dropping unreadable queued message")
 		case (in.ID == st.JobID && !keepCurrent) || slices.Contains(st.Finished, in.ID):
-			d.log.Info().Str("user", u.Key()).Str("job_id", in.ID).Msg("dropping a queued message that already started")
+			log.Info().Str("user", u.Key()).Str("job_id", in.ID).Msg("dropping a queued message that already started")
 		default:
-			return &queued{in: in, seq: raw.Sequence}, nil
+			return &queued{in: in, seq: raw.Sequence, trace: trace}, nil
 		}
 		if err := d.queue.DeleteMsg(ctx, raw.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil, fmt.Errorf("dequeue: %w", err)

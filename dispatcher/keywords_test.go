@@ -30,9 +30,10 @@ type bench struct {
 	log  zerolog.Logger
 	stop func() // stops the running dispatcher; nil when none runs
 
-	mu   sync.Mutex
-	ran  []contract.Job // every job the simulated runner took, in order
-	errs []string       // what the simulated runner could not read
+	mu     sync.Mutex
+	ran    []contract.Job    // every job the simulated runner took, in order
+	traces map[string]string // the trace header of each job it took, by Nats-Msg-Id
+	errs   []string          // what the simulated runner could not read
 }
 
 func newBench(t *testing.T, cfg dispatcher.Config) *bench {
@@ -51,6 +52,7 @@ func newBench(t *testing.T, cfg dispatcher.Config) *bench {
 		srv:     s,
 		cfg:     cfg,
 		log:     zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
+		traces:  map[string]string{},
 	}
 	cons, err := s.JS.Consumer(ctx, contract.StreamJobs, contract.ConsumerRunner)
 	if err != nil {
@@ -64,6 +66,7 @@ func newBench(t *testing.T, cfg dispatcher.Config) *bench {
 			b.errs = append(b.errs, fmt.Sprintf("job %q: %v", m.Data(), err))
 		} else {
 			b.ran = append(b.ran, job)
+			b.traces[m.Headers().Get(contract.HeaderMsgID)] = contract.Trace(m.Headers())
 		}
 		b.mu.Unlock()
 		_ = m.Ack()

@@ -296,7 +296,8 @@ func (p *pusher) route(ctx context.Context, m jetstream.Msg) {
 	}
 	var ev contract.Event
 	if err := contract.Decode(m.Data(), &ev); err != nil {
-		p.log.Error().Err(err).Str("subject", m.Subject()).Msg("undecodable event terminated")
+		log := contract.TraceLog(p.log, contract.Trace(m.Headers()))
+		log.Error().Err(err).Str("subject", m.Subject()).Msg("undecodable event terminated")
 		_ = m.Term()
 		return
 	}
@@ -384,6 +385,7 @@ func (p *pusher) work(ctx context.Context, u contract.User, q *userQueue) {
 			if pending != nil {
 				// Acknowledged when it was put aside: a failure here loses
 				// one progress line, which the next one replaces anyway.
+				ctx, log := contract.Traced(ctx, log, pending.msg.Headers())
 				if err := p.send(ctx, log, ch, *pending); err != nil {
 					log.Warn().Err(err).Msg("progress not sent")
 				}
@@ -441,10 +443,12 @@ func (p *pusher) work(ctx context.Context, u contract.User, q *userQueue) {
 	}
 }
 
-// deliver sends one event and settles it.
+// deliver sends one event and settles it. Settle puts the event's trace
+// on the context and the logger it hands on, so the send's lines and a
+// dead letter carry it.
 func (p *pusher) deliver(ctx context.Context, log zerolog.Logger, ch channel, it item) {
 	contract.Settle(ctx, it.msg, func(ctx context.Context, m jetstream.Msg) error {
-		return p.send(ctx, log, ch, it)
+		return p.send(ctx, *zerolog.Ctx(ctx), ch, it)
 	}, log)
 }
 

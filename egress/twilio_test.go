@@ -32,10 +32,11 @@ var (
 )
 
 type harness struct {
-	t   *testing.T
-	js  jetstream.JetStream
-	api *twiliotest.API
-	n   int
+	t    *testing.T
+	js   jetstream.JetStream
+	api  *twiliotest.API
+	n    int
+	logs io.Writer // when set, run logs every line here
 }
 
 func testLog(t *testing.T) zerolog.Logger {
@@ -74,7 +75,11 @@ func prepare(t *testing.T, cfg egress.Twilio) (*harness, egress.Twilio) {
 
 func (h *harness) run(cfg egress.Twilio) {
 	h.t.Helper()
-	e, err := egress.New(egress.Config{Twilio: &cfg, Signer: signer}, h.js, testLog(h.t))
+	log := testLog(h.t)
+	if h.logs != nil {
+		log = zerolog.New(h.logs)
+	}
+	e, err := egress.New(egress.Config{Twilio: &cfg, Signer: signer}, h.js, log)
 	if err != nil {
 		h.t.Fatal(err)
 	}

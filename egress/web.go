@@ -93,6 +93,7 @@ func (e *Egress) webEvents(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				continue
 			}
+			log := contract.TraceLog(log, contract.Trace(m.Headers()))
 			var ev contract.Event
 			if err := contract.Decode(m.Data(), &ev); err != nil {
 				log.Warn().Err(err).Uint64("seq", md.Sequence.Stream).Msg("skipping event")
@@ -111,6 +112,7 @@ func (e *Egress) webEvents(w http.ResponseWriter, r *http.Request) {
 			}
 			data, _ := json.Marshal(out)
 			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", md.Sequence.Stream, ev.Kind, data)
+			log.Debug().Str("kind", string(ev.Kind)).Str("job_id", ev.JobID).Uint64("seq", md.Sequence.Stream).Msg("web event streamed")
 		}
 		if flusher != nil {
 			flusher.Flush()

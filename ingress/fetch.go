@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
@@ -59,7 +60,8 @@ func (i *Ingress) fetchMedia(ctx context.Context, store jetstream.ObjectStore, r
 		_ = req.Error("400", err.Error(), nil)
 		return
 	}
-	log := i.log.With().Str("user", f.User.Key()).Logger()
+	// The runner asks with the trace of the message the media came with.
+	log := contract.TraceLog(i.log, contract.Trace(nats.Header(req.Headers()))).With().Str("user", f.User.Key()).Logger()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var data []byte

@@ -130,7 +130,12 @@ func (i *Ingress) Routes() []string {
 
 // Publish stores one inbound message in JetStream, deduplicated by the
 // user and provider message id, and returns once JetStream acknowledged it.
+// The message carries ctx's trace (contract.WithTrace), a new one if ctx
+// has none.
 func (i *Ingress) Publish(ctx context.Context, in contract.Inbound) error {
+	if contract.TraceFrom(ctx) == "" {
+		ctx = contract.WithTrace(ctx, contract.NewTrace(""))
+	}
 	if err := in.User.Validate(); err != nil {
 		return err
 	}
@@ -146,7 +151,7 @@ func (i *Ingress) Publish(ctx context.Context, in contract.Inbound) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, i.cfg.PublishTimeout)
 	defer cancel()
-	ack, err := i.js.Publish(ctx, contract.InboundSubject(in.User), data,
+	ack, err := i.js.PublishMsg(ctx, contract.NewMsg(ctx, contract.InboundSubject(in.User), data),
 		jetstream.WithMsgID(contract.MsgID(in.User, in.ID)))
 	if err != nil {
 		return fmt.Errorf("publish inbound: %w", err)
@@ -154,9 +159,18 @@ func (i *Ingress) Publish(ctx context.Context, in contract.Inbound) error {
 	if !ack.Duplicate {
 		messagesIn.WithLabelValues(in.User.Channel).Inc()
 	}
-	i.log.Info().Str("user", in.User.Key()).Str("job_id", in.ID).Uint64("seq", ack.Sequence).
+	log := contract.TraceLog(i.log, contract.TraceFrom(ctx))
+	log.Info().Str("user", in.User.Key()).Str("job_id", in.ID).Uint64("seq", ack.Sequence).
 		Bool("duplicate", ack.Duplicate).Int("text_len", len(in.Text)).Msg("inbound")
 	return nil
+}
+
+// traced starts the journey of a message arriving in request r: its trace
+// id (see contract.NewTrace), in the context to publish it under and on
+// the log for the lines about it.
+func (i *Ingress) traced(r *http.Request) (context.Context, zerolog.Logger) {
+	trace := contract.NewTrace(r.Header.Get("traceparent"))
+	return contract.WithTrace(r.Context(), trace), contract.TraceLog(i.log, trace)
 }
 
 // messagesIn counts the people's messages stored in IN, by channel.

@@ -94,7 +94,8 @@ func (i *Ingress) telegramWebhook(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "malformed update", http.StatusBadRequest)
 		return
 	}
-	log := i.log.With().Int64("update_id", upd.ID).Logger()
+	ctx, log := i.traced(r)
+	log = log.With().Int64("update_id", upd.ID).Logger()
 	msg := upd.Message
 	if msg == nil {
 		log.Debug().Msg("telegram update is not a new message; ignored")
@@ -123,7 +124,7 @@ func (i *Ingress) telegramWebhook(w http.ResponseWriter, r *http.Request) {
 		// Not an image: the dispatcher answers that it cannot read it.
 		in.Media = append(in.Media, contract.Media{URL: telegramFile, ContentType: "application/octet-stream"})
 	}
-	if err := i.Publish(r.Context(), in); err != nil {
+	if err := i.Publish(ctx, in); err != nil {
 		log.Error().Err(err).Msg("telegram update not stored; Telegram will retry")
 		http.Error(w, "could not take the message", http.StatusServiceUnavailable)
 		return

@@ -110,7 +110,8 @@ func (i *Ingress) twilioWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	from := form.Get("From")
-	log := i.log.With().Str("sid", sid).Logger()
+	ctx, log := i.traced(r)
+	log = log.With().Str("sid", sid).Logger()
 	u, err := twilioUser(from)
 	if err != nil {
 		// Signed by Twilio but from a sender we cannot answer (another
@@ -134,7 +135,7 @@ func (i *Ingress) twilioWebhook(w http.ResponseWriter, r *http.Request) {
 		}
 		in.Media = append(in.Media, m)
 	}
-	if err := i.Publish(r.Context(), in); err != nil {
+	if err := i.Publish(ctx, in); err != nil {
 		log.Error().Err(err).Msg("twilio message not stored; Twilio may retry")
 		http.Error(w, "could not take the message", http.StatusServiceUnavailable)
 		return

@@ -69,8 +69,9 @@ func (i *Ingress) webMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in := contract.Inbound{ID: body.ID, User: u, Text: body.Text}
-	if err := i.Publish(r.Context(), in); err != nil {
-		i.log.Error().Err(err).Str("user", u.Key()).Msg("web message not stored")
+	ctx, log := i.traced(r)
+	if err := i.Publish(ctx, in); err != nil {
+		log.Error().Err(err).Str("user", u.Key()).Str("job_id", in.ID).Msg("web message not stored")
 		webError(w, http.StatusServiceUnavailable, "could not take the message; try again")
 		return
 	}

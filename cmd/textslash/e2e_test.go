@@ -68,6 +68,13 @@ func TestWebChatEndToEnd(t *testing.T) {
 	if done.Event.Text != "hello" || done.Event.Status != contract.StatusOK {
 		t.Errorf("reply = %q (%s); want %q (ok)", done.Event.Text, done.Event.Status, "hello")
 	}
+	// One trace id is on the message's lines in every service.
+	traceFollows(t, inst.Log, inboundTrace(t, inst.Log, id), map[string][]string{
+		"ingress":    {"inbound"},
+		"dispatcher": {"job published", "state"},
+		"runner":     {"run started", "run ended"},
+		"egress":     {"web event streamed"},
+	})
 
 	// Each hop shows on its subject.
 	u := c.User

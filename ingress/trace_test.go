@@ -1,0 +1,181 @@
+package ingress_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image"
+	"image/png"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/ingress"
+	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/telegramtest"
+	"github.com/textslash/textslash/twiliotest"
+)
+
+// logLines collects JSON log lines written from any goroutine.
+type logLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// find returns the lines logged so far whose message is msg and whose
+// fields include want's.
+func (l *logLines) find(t *testing.T, msg string, want map[string]string) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, raw := range bytes.Split(bytes.TrimSpace(l.buf.Bytes()), []byte("\n")) {
+		var line map[string]any
+		if err := json.Unmarshal(raw, &line); err != nil {
+			t.Fatalf("log line %q: %v", raw, err)
+		}
+		match := line["message"] == msg
+		for k, v := range want {
+			match = match && line[k] == v
+		}
+		if match {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+var traceIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// Each webhook gives its message a trace id, publishes it as the
+// Textslash-Trace header on ts.in and logs it; a caller's W3C traceparent
+// gives its trace-id. The media fetch service logs the trace the runner
+// asks with.
+func TestInboundTrace(t *testing.T) {
+	ns := natstest.RunJetStream(t)
+	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	api := twiliotest.NewAPI(t)
+	var logs logLines
+	in, err := ingress.New(ingress.Config{
+		WebChat: true,
+		Twilio: &ingress.Twilio{AuthToken: api.AuthToken, AccountSID: api.AccountSID, APIURL: api.URL,
+			PublicURL: publicURL, Allowed: []string{alice}},
+		Telegram: &ingress.Telegram{BotToken: telegramtest.Token, Secret: tgSecret, Allowed: []string{"4242"}},
+	}, ns.JS, zerolog.New(&logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks := httptest.NewServer(in.Handler())
+	t.Cleanup(hooks.Close)
+	web := httptest.NewServer(in.WebChat())
+	t.Cleanup(web.Close)
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	page, err := browser.Get(web.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page.Body.Close()
+	session := page.Cookies()[0].Value
+
+	const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	for _, tt := range []struct {
+		name        string
+		req         *http.Request
+		client      *http.Client
+		user, id    string
+		traceparent string
+	}{
+		{name: "twilio", req: func() *http.Request {
+			form := inboundForm("whatsapp:"+alice, "echo hi", sid1)
+			r, _ := http.NewRequest(http.MethodPost, hooks.URL+"/webhook", strings.NewReader(form.Encode()))
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			r.Header.Set("X-Twilio-Signature", twiliotest.Sign(api.AuthToken, publicURL+"/webhook", form))
+			return r
+		}(), client: http.DefaultClient, user: "whatsapp.15551230001", id: sid1},
+		{name: "telegram", req: func() *http.Request {
+			r, _ := http.NewRequest(http.MethodPost, hooks.URL+ingress.TelegramPath, bytes.NewReader(telegramtest.Update(7, 4242, "echo hi", "")))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("X-Telegram-Bot-Api-Secret-Token", tgSecret)
+			return r
+		}(), client: http.DefaultClient, user: "telegram.4242", id: "tg7"},
+		{name: "web chat, with a traceparent", req: func() *http.Request {
+			r, _ := http.NewRequest(http.MethodPost, web.URL+"/api/messages", strings.NewReader(`{"id":"w1","text":"echo hi"}`))
+			r.Header.Set("Content-Type", "application/json")
+			return r
+		}(), client: browser, user: "web." + session, id: "w1", traceparent: "00-" + callerTrace + "-00f067aa0ba902b7-01"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.traceparent != "" {
+				tt.req.Header.Set("traceparent", tt.traceparent)
+			}
+			resp, err := tt.client.Do(tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode >= 300 {
+				t.Fatalf("status %s", resp.Status)
+			}
+			s, err := ns.JS.Stream(t.Context(), contract.StreamIn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := s.GetLastMsgForSubject(t.Context(), "ts.in."+tt.user)
+			if err != nil {
+				t.Fatalf("nothing stored for %s: %v", tt.user, err)
+			}
+			trace := contract.Trace(m.Header)
+			if !traceIDRE.MatchString(trace) {
+				t.Fatalf("stored message's %s header %q; want 32 hex digits", contract.HeaderTrace, trace)
+			}
+			if tt.traceparent != "" && trace != callerTrace {
+				t.Errorf("trace %s; want the traceparent's %s", trace, callerTrace)
+			}
+			if lines := logs.find(t, "inbound", map[string]string{"job_id": tt.id, contract.LogTrace: trace}); len(lines) != 1 {
+				t.Errorf("%d inbound lines for %s with trace %s; want 1", len(lines), tt.id, trace)
+			}
+		})
+	}
+
+	t.Run("media fetch", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- in.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		var img bytes.Buffer
+		if err := png.Encode(&img, image.NewRGBA(image.Rect(0, 0, 2, 2))); err != nil {
+			t.Fatal(err)
+		}
+		u := contract.User{Channel: contract.ChannelWhatsApp, ID: "15551230001"}
+		data, _ := contract.Encode(&contract.MediaFetch{User: u, Media: contract.Media{URL: api.AddMedia("image/png", img.Bytes()), ContentType: "image/png"}})
+		trace := contract.NewTrace("")
+		req := nats.NewMsg(contract.SubjectMediaFetch)
+		req.Data = data
+		req.Header.Set(contract.HeaderTrace, trace)
+		natstest.CheckFor(t, 5*time.Second, 50*time.Millisecond, func() error {
+			_, err := ns.NC.RequestMsg(req, 5*time.Second)
+			return err
+		})
+		if lines := logs.find(t, "attachment fetched", map[string]string{contract.LogTrace: trace}); len(lines) != 1 {
+			t.Errorf("%d lines 'attachment fetched' with trace %s; want 1", len(lines), trace)
+		}
+	})
+}
