@@ -22,8 +22,10 @@ const (
 	ConsumerRunner         = "runner"            // JOBS: every job
 	ConsumerTimers         = "dispatcher-timers" // TIMERS: approval timeouts that fired
 
-	BucketUsers  = "users"  // KV: UserState per User.Key
-	BucketEgress = "egress" // KV: what egress sent, and the pages still to send
+	BucketUsers      = "users"      // KV: UserState per User.Key
+	BucketEgress     = "egress"     // KV: what egress sent, and the pages still to send
+	BucketRunners    = "runners"    // KV: runners alive, by runner id, expiring
+	BucketWorkspaces = "workspaces" // KV: the runner holding each user's workspace
 
 	// PriorityGroup is the pull group of pinned consumers.
 	PriorityGroup = "active"
@@ -53,6 +55,10 @@ const (
 	// PinnedTTL is how long a pinned consumer's client may stop pulling
 	// before another client is pinned.
 	PinnedTTL = 5 * time.Second
+	// RunnerTTL is how long a runner counts as alive after its last
+	// heartbeat (it sends one every third of this); then another runner
+	// may take over its users.
+	RunnerTTL = 15 * time.Second
 )
 
 // Options tunes Provision.
@@ -211,6 +217,33 @@ func EgressBucket(o Options) jetstream.KeyValueConfig {
 	}
 }
 
+// RunnersBucket holds a key per runner alive: each runner writes its own
+// every RunnerTTL/3, and a key not written for RunnerTTL expires.
+func RunnersBucket(o Options) jetstream.KeyValueConfig {
+	o = o.withDefaults()
+	return jetstream.KeyValueConfig{
+		Bucket:      BucketRunners,
+		Description: "runners alive (heartbeats)",
+		History:     1,
+		TTL:         RunnerTTL,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+	}
+}
+
+// WorkspacesBucket maps each user to the runner holding their workspace:
+// that runner runs the user's jobs while it is alive.
+func WorkspacesBucket(o Options) jetstream.KeyValueConfig {
+	o = o.withDefaults()
+	return jetstream.KeyValueConfig{
+		Bucket:      BucketWorkspaces,
+		Description: "the runner holding each user's workspace",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+	}
+}
+
 // MediaBucket holds images; objects expire after the TTL.
 func MediaBucket(o Options) jetstream.ObjectStoreConfig {
 	o = o.withDefaults()
@@ -253,7 +286,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
 			}
 		}
 	}
-	for _, cfg := range []jetstream.KeyValueConfig{UsersBucket(o), EgressBucket(o)} {
+	for _, cfg := range []jetstream.KeyValueConfig{UsersBucket(o), EgressBucket(o), RunnersBucket(o), WorkspacesBucket(o)} {
 		if _, err := js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
 			return fmt.Errorf("provision bucket %s: %w", cfg.Bucket, err)
 		}

@@ -70,7 +70,7 @@ func (r *Runner) fetch(ctx context.Context, u contract.User, m contract.Media) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	resp, err := r.js.Conn().RequestWithContext(ctx, contract.SubjectMediaFetch, data)
+	resp, err := r.js.Conn().RequestMsgWithContext(ctx, contract.NewMsg(ctx, contract.SubjectMediaFetch, data))
 	if err != nil {
 		return img, fmt.Errorf("media fetch: %w", err)
 	}

@@ -79,6 +79,15 @@ type Config struct {
 	// put first in the agents' PATH, so they can run `textslash shot`.
 	// Empty: agents use the endpoint with curl.
 	ShotCommand string
+	// StopGrace is how long runs under way may go on once Run is asked to
+	// stop (no new job is taken meanwhile); then they are stopped and
+	// reported interrupted. Zero stops them at once.
+	StopGrace time.Duration
+	// ID names this runner among those sharing the jobs: each user's jobs
+	// run on the runner holding their workspace (see affinity). It must
+	// stay the same across restarts with the same Workspaces. Default:
+	// DefaultID, the host name.
+	ID string
 }
 
 func (c *Config) defaults() {
@@ -103,6 +112,9 @@ func (c *Config) defaults() {
 	if c.ShotAddr == "" {
 		c.ShotAddr = "127.0.0.1:0"
 	}
+	if c.ID == "" {
+		c.ID = DefaultID()
+	}
 }
 
 // Runner takes jobs from JOBS and runs them.
@@ -123,6 +135,7 @@ type Runner struct {
 // running is a job this runner is running now.
 type running struct {
 	job    string
+	trace  string
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 }
@@ -182,8 +195,9 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error
 // AgentName is the agent in use: "shell", "claude" or the command line.
 func (r *Runner) AgentName() string { return r.cfg.Agent }
 
-// Run takes jobs until ctx ends. Runs still going then are stopped and
-// reported as interrupted before Run returns.
+// Run takes jobs until ctx ends. Runs still going then get StopGrace to
+// finish; those that do not are stopped and reported as interrupted before
+// Run returns.
 func (r *Runner) Run(ctx context.Context) error {
 	cons, err := r.js.Consumer(ctx, contract.StreamJobs, contract.ConsumerRunner)
 	if err != nil {
@@ -191,6 +205,10 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	if r.users, err = r.js.KeyValue(ctx, contract.BucketUsers); err != nil {
 		return fmt.Errorf("bucket %s: %w", contract.BucketUsers, err)
+	}
+	aff, err := openAffinity(ctx, r.js, r.cfg.ID, r.log)
+	if err != nil {
+		return err
 	}
 	sub, err := r.js.Conn().Subscribe(contract.AllCancels, r.onCancel)
 	if err != nil {
@@ -204,9 +222,15 @@ func (r *Runner) Run(ctx context.Context) error {
 	if os.Geteuid() == 0 && r.user == nil {
 		r.log.Warn().Str("agent", r.cfg.Agent).Msg("agents run as root: set TEXTSLASH_AGENT_USER to run them as an unprivileged user")
 	}
-	r.log.Info().Str("agent", r.cfg.Agent).Str("workspaces", r.cfg.Workspaces).Int("concurrency", r.cfg.Concurrency).Msg("runner ready")
+	r.log.Info().Str("runner", r.cfg.ID).Str("agent", r.cfg.Agent).Str("workspaces", r.cfg.Workspaces).Int("concurrency", r.cfg.Concurrency).Msg("runner ready")
 	runs, stopRuns := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRuns()
+	// Alive while it may take jobs; gone (and its users free) once its runs
+	// are over.
+	beating, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
+	var beat sync.WaitGroup
+	beat.Go(func() { aff.beat(beating) })
+	defer func() { stopBeat(); beat.Wait() }()
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, r.cfg.Concurrency)
 	var lastWork atomic.Int64 // when the last job started or ended, unix nanoseconds
@@ -241,6 +265,10 @@ func (r *Runner) Run(ctx context.Context) error {
 			}
 			continue
 		}
+		if !r.takes(ctx, aff, msg) {
+			<-slots
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer func() { lastWork.Store(time.Now().UnixNano()); <-slots; wg.Done() }()
@@ -248,9 +276,28 @@ func (r *Runner) Run(ctx context.Context) error {
 		}()
 		lastWork.Store(time.Now().UnixNano())
 	}
-	stopRuns()
-	wg.Wait()
+	r.finishRuns(&wg, stopRuns)
 	return nil
+}
+
+// finishRuns gives the runs under way StopGrace to finish before stopping
+// them (they are then reported interrupted); it returns once all are over.
+func (r *Runner) finishRuns(wg *sync.WaitGroup, stopRuns context.CancelFunc) {
+	over := make(chan struct{})
+	go func() { wg.Wait(); close(over) }()
+	r.mu.Lock()
+	n := len(r.running)
+	r.mu.Unlock()
+	if n > 0 {
+		r.log.Info().Int("runs", n).Dur("grace", r.cfg.StopGrace).Msg("stopping: letting the runs under way finish")
+	}
+	select {
+	case <-over:
+	case <-time.After(r.cfg.StopGrace):
+		r.log.Warn().Dur("grace", r.cfg.StopGrace).Msg("runs still going after the grace period: stopping them")
+	}
+	stopRuns()
+	<-over
 }
 
 // handle runs one job and publishes its events; the done event is published
@@ -367,7 +414,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	var shotToken string
 	if r.shots != nil {
 		var env []string
-		shotToken, env = r.shots.open(job, log)
+		shotToken, env = r.shots.open(job, contract.TraceFrom(ctx), log)
 		extraEnv = append(extraEnv, env...)
 	}
 	run := &Run{
@@ -477,7 +524,7 @@ func (r *Runner) finished(ctx context.Context, u contract.User, job string) (boo
 // claim makes job the user's run in this process, waiting for a previous
 // run of the same user (one being cancelled) to end first.
 func (r *Runner) claim(ctx context.Context, u contract.User, job string, cancel context.CancelCauseFunc) (release func(), err error) {
-	me := &running{job: job, cancel: cancel, done: make(chan struct{})}
+	me := &running{job: job, trace: contract.TraceFrom(ctx), cancel: cancel, done: make(chan struct{})}
 	for {
 		r.mu.Lock()
 		prev := r.running[u.Key()]
@@ -510,7 +557,8 @@ func (r *Runner) onCancel(m *nats.Msg) {
 	run := r.running[u.Key()]
 	r.mu.Unlock()
 	if run != nil && run.job == string(m.Data) {
-		r.log.Info().Str("user", u.Key()).Str("job_id", run.job).Msg("cancelling run")
+		log := contract.TraceLog(r.log, run.trace)
+		log.Info().Str("user", u.Key()).Str("job_id", run.job).Msg("cancelling run")
 		run.cancel(errCancelled)
 	}
 }

@@ -30,6 +30,7 @@ type runnerEnv struct {
 	t          *testing.T
 	js         jetstream.JetStream
 	workspaces string
+	logs       io.Writer // when set, start logs every line here instead of errors to the test's log
 }
 
 func newRunnerEnv(t *testing.T) *runnerEnv {
@@ -48,6 +49,9 @@ func (e *runnerEnv) start(cfg Config) (stop func() error) {
 	e.t.Helper()
 	cfg.Agent, cfg.Workspaces = AgentShell, e.workspaces
 	log := zerolog.New(zerolog.NewTestWriter(e.t)).Level(zerolog.ErrorLevel)
+	if e.logs != nil {
+		log = zerolog.New(e.logs)
+	}
 	r, err := New(cfg, e.js, log)
 	if err != nil {
 		e.t.Fatalf("New: %v", err)

@@ -64,8 +64,9 @@ type shotServer struct {
 
 // shotRun is one run's share of the endpoint.
 type shotRun struct {
-	job contract.Job
-	log zerolog.Logger
+	job   contract.Job
+	trace string // the job's, for the image events
+	log   zerolog.Logger
 
 	mu     sync.Mutex
 	taken  int // shots asked for, counting failed ones
@@ -96,12 +97,12 @@ func (s *shotServer) stop() {
 }
 
 // open gives a run its token and the environment that carries it.
-func (s *shotServer) open(job contract.Job, log zerolog.Logger) (token string, env []string) {
+func (s *shotServer) open(job contract.Job, trace string, log zerolog.Logger) (token string, env []string) {
 	var b [24]byte
 	_, _ = rand.Read(b[:])
 	token = hex.EncodeToString(b[:])
 	s.mu.Lock()
-	s.runs[token] = &shotRun{job: job, log: log}
+	s.runs[token] = &shotRun{job: job, trace: trace, log: log}
 	s.mu.Unlock()
 	return token, []string{ShotURLVar + "=" + s.url, ShotTokenVar + "=" + token}
 }
@@ -180,7 +181,7 @@ func (s *shotServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	run.images = append(run.images, img)
 	n := len(run.images)
 	run.mu.Unlock()
-	s.r.publishImage(req.Context(), log, run.job, img, "shot"+strconv.Itoa(n))
+	s.r.publishImage(contract.WithTrace(req.Context(), run.trace), log, run.job, img, "shot"+strconv.Itoa(n))
 	log.Info().Str("object", img.ID).Int("size", img.Size).Int("width", img.Width).Int("height", img.Height).
 		Dur("took", time.Since(start)).Msg("screenshot taken")
 	reply(http.StatusOK, ShotReply{ID: img.ID, Width: img.Width, Height: img.Height, Size: img.Size})

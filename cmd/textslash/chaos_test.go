@@ -112,9 +112,11 @@ func chaos(t *testing.T, separate bool) {
 	}
 	start := time.Now()
 	var inst *instance
+	var tap string // the NATS URL to read streams at
 	victims := map[string]*instance{}
 	if separate {
 		ns := runNATSUsers(t)
+		tap = ns.adminURL()
 		env = append(env, "TEXTSLASH_MEDIA_KEY=a-key-shared-by-media-and-egress")
 		for _, s := range app.All {
 			e := append(slices.Clone(env), ns.env(s)...)
@@ -127,6 +129,7 @@ func chaos(t *testing.T, separate bool) {
 	} else {
 		inst = startServe(t, env...)
 		victims["textslash"] = inst
+		tap = inst.NATSURL
 	}
 	names := slices.Sorted(maps.Keys(victims))
 	killedOf := map[string]int{}
@@ -217,7 +220,7 @@ kill:
 
 	// Settle: nothing left to route, run or send, so that a late duplicate
 	// would be in the logs.
-	if err := chaosSettle(t, inst, 2*time.Minute); err != nil {
+	if err := chaosSettle(t, tap, 2*time.Minute); err != nil {
 		t.Errorf("not settled after 2 minutes: %v", err)
 	}
 
@@ -307,7 +310,7 @@ kill:
 
 	// The done events in EVENTS, one per message whatever the crashes
 	// (their Nats-Msg-Id is the job's), must agree with the replies.
-	dones := readDones(t, inst)
+	dones := readDones(t, tap)
 	var disagree []string
 
 	// The table: runs × final replies, and how the single replies read.
@@ -426,8 +429,8 @@ func chaosPost(client *http.Client, token, url, from, body, sid string, posts *a
 
 // chaosSettle waits until nothing is left to route or run (IN, QUEUE and
 // JOBS empty) and WhatsApp's egress has sent or given up on every event.
-func chaosSettle(t *testing.T, inst *instance, timeout time.Duration) error {
-	nc, err := nats.Connect(inst.NATSURL)
+func chaosSettle(t *testing.T, url string, timeout time.Duration) error {
+	nc, err := nats.Connect(url)
 	if err != nil {
 		return err
 	}

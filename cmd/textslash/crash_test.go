@@ -87,7 +87,7 @@ func TestCrashLoop(t *testing.T) {
 	dones := map[string][]contract.Event{} // "<user id> <message id>" → done events
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		dones = readDones(t, inst)
+		dones = readDones(t, inst.NATSURL)
 		if len(dones) >= total || time.Now().After(deadline) {
 			break
 		}
@@ -162,10 +162,11 @@ func TestCrashLoop(t *testing.T) {
 	}
 }
 
-// readDones reads every done event in EVENTS, by "<user id> <job id>".
-func readDones(t *testing.T, inst *instance) map[string][]contract.Event {
+// readDones reads every done event in EVENTS on the NATS at url, by
+// "<user id> <job id>".
+func readDones(t *testing.T, url string) map[string][]contract.Event {
 	t.Helper()
-	nc, err := nats.Connect(inst.NATSURL)
+	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,6 +80,10 @@ func startProgram(t testing.TB, argv []string, env ...string) *instance {
 			"TEXTSLASH_NATS_LISTEN=127.0.0.1:" + freePort(t),
 			"TEXTSLASH_LOG_FORMAT=json",
 			"TEXTSLASH_LOG_LEVEL=debug",
+			// A test's last runs need not finish when it stops the
+			// process (runner's TestRunnerShutdownLetsRunFinish tests
+			// the grace).
+			"TEXTSLASH_STOP_GRACE=0s",
 		}, env...),
 	}
 	inst.start(t)

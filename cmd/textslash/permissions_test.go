@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os/exec"
 	"strings"
 	"testing"
@@ -45,6 +46,14 @@ func runNATSUsers(t *testing.T) *natsUsers {
 // env is how a service of its own reaches the server as user.
 func (n *natsUsers) env(user string) []string {
 	return []string{"NATS_URL=" + n.ClientURL(), "NATS_USER=" + user, "NATS_PASSWORD=" + n.passwords[user]}
+}
+
+// adminURL is the server's URL with admin's login, for tests that read
+// every stream.
+func (n *natsUsers) adminURL() string {
+	u, _ := url.Parse(n.ClientURL())
+	u.User = url.UserPassword("admin", n.passwords["admin"])
+	return u.String()
 }
 
 // connect logs in as user; refusals the server sends arrive on errs.

@@ -83,9 +83,20 @@ func TestSeparateServices(t *testing.T) {
 	}
 	s := &twilioServe{instance: procs[app.Ingress], api: api}
 
-	s.webhook(t, "whatsapp:"+phoneAlice, "echo hi", nil)
+	first := s.webhook(t, "whatsapp:"+phoneAlice, "echo hi", nil)
 	if msgs := api.WaitMessages(t, 1, 20*time.Second); msgs[0].Body != "hi" || msgs[0].To != "whatsapp:"+phoneAlice {
 		t.Fatalf("sent %+v; want hi to %s", msgs[0], phoneAlice)
+	}
+
+	// The trace id ingress gave the message went from process to process
+	// in the messages' headers: each logs it on its lines about it.
+	trace := inboundTrace(t, procs[app.Ingress].Log, first)
+	for svc, msgs := range map[string][]string{
+		app.Dispatcher: {"job published", "state"},
+		app.Runner:     {"run started", "run ended"},
+		app.Egress:     {"sent"},
+	} {
+		traceFollows(t, procs[svc].Log, trace, map[string][]string{svc: msgs})
 	}
 
 	// An image sent in comes back out: ingress fetches it for the runner

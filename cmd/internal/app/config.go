@@ -15,6 +15,7 @@ import (
 
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/ingress"
+	"github.com/textslash/textslash/runner"
 )
 
 // The services a process can run.
@@ -50,8 +51,10 @@ type config struct {
 	Chromium    string
 	ShotAddr    string
 	Concurrency int
+	RunnerID    string
 	IdleExit    time.Duration
 	Timeout     time.Duration
+	StopGrace   time.Duration
 	Approval    time.Duration
 	Replicas    int
 	LogLevel    string
@@ -211,7 +214,9 @@ func parseConfig(name string, services []string, args []string, stderr io.Writer
 	f.str(&c.Chromium, "chromium", "TEXTSLASH_CHROMIUM", "", "Chromium binary for screenshots (textslash shot, approval diffs); default Debian's chromium-headless-shell (the lightest), else chromium, chromium-browser or google-chrome from PATH")
 	f.str(&c.ShotAddr, "shot-addr", "TEXTSLASH_SHOT_ADDR", "127.0.0.1:0", "host:port of the runner's screenshot endpoint, which agents reach with textslash shot or curl ($TEXTSLASH_SHOT_URL); default a free loopback port")
 	f.int(&c.Concurrency, "concurrency", "TEXTSLASH_CONCURRENCY", 4, "how many users' messages run at once")
+	f.str(&c.RunnerID, "runner-id", "TEXTSLASH_RUNNER_ID", runner.DefaultID(), "this runner's name among runners sharing the jobs (letters, digits, - and _): each user's messages run on the runner holding their workspace while it is alive; keep it the same across restarts with the same workspaces")
 	f.dur(&c.Timeout, "timeout", "TEXTSLASH_TIMEOUT", 300*time.Second, "longest a single run may take")
+	f.dur(&c.StopGrace, "stop-grace", "TEXTSLASH_STOP_GRACE", 20*time.Second, "on SIGTERM or Ctrl-C, how long runs under way may go on to finish (no new one starts); then they are stopped and reported interrupted; a second Ctrl-C stops at once")
 	idleExit := time.Duration(0)
 	if slices.Equal(services, []string{Runner}) {
 		idleExit = 30 * time.Minute
@@ -320,6 +325,9 @@ func (c *config) validate() error {
 	}
 	if c.Timeout < time.Second || c.Timeout > 9*time.Minute {
 		return fmt.Errorf("TEXTSLASH_TIMEOUT=%s: must be between 1s and 9m", c.Timeout)
+	}
+	if c.StopGrace < 0 {
+		return fmt.Errorf("TEXTSLASH_STOP_GRACE=%s: must not be negative", c.StopGrace)
 	}
 	if c.IdleExit < 0 {
 		return fmt.Errorf("TEXTSLASH_IDLE_EXIT=%s: must not be negative", c.IdleExit)

@@ -21,9 +21,10 @@ import (
 var streamsOf = map[string][]string{
 	Ingress:    {contract.StreamIn, contract.StreamEvents, "OBJ_" + contract.BucketMedia},
 	Dispatcher: {contract.StreamIn, contract.StreamQueue, contract.StreamJobs, contract.StreamEvents, contract.StreamTimers, "KV_" + contract.BucketUsers},
-	Runner:     {contract.StreamJobs, contract.StreamEvents, "KV_" + contract.BucketUsers, "OBJ_" + contract.BucketMedia},
-	Media:      {"OBJ_" + contract.BucketMedia},
-	Egress:     {contract.StreamEvents, "KV_" + contract.BucketEgress, "OBJ_" + contract.BucketMedia},
+	Runner: {contract.StreamJobs, contract.StreamEvents, "KV_" + contract.BucketUsers, "KV_" + contract.BucketRunners,
+		"KV_" + contract.BucketWorkspaces, "OBJ_" + contract.BucketMedia},
+	Media:  {"OBJ_" + contract.BucketMedia},
+	Egress: {contract.StreamEvents, "KV_" + contract.BucketEgress, "OBJ_" + contract.BucketMedia},
 }
 
 // streams is every stream the process's services use.

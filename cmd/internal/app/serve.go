@@ -63,6 +63,9 @@ func Serve(name string, services []string, args []string, stdout, stderr io.Writ
 	log := newLogger(cfg, stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Stopping, the process waits for runs to finish (TEXTSLASH_STOP_GRACE);
+	// a second signal ends it at once, which loses nothing JetStream holds.
+	go func() { <-ctx.Done(); stop() }()
 	if err := runServe(ctx, cfg, log, started); err != nil {
 		log.Error().Err(err).Msg("textslash stopped")
 		return 1
@@ -141,8 +144,8 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		}
 		run, err := runner.New(runner.Config{
 			Agent: cfg.Agent, ClaudeBin: cfg.ClaudeBin, Workspaces: cfg.Workspaces, AgentUser: cfg.AgentUser,
-			Concurrency: cfg.Concurrency, Timeout: cfg.Timeout, IdleExit: cfg.IdleExit,
-			Chromium: cfg.Chromium, ShotAddr: cfg.ShotAddr, ShotCommand: self,
+			Concurrency: cfg.Concurrency, Timeout: cfg.Timeout, IdleExit: cfg.IdleExit, StopGrace: cfg.StopGrace,
+			Chromium: cfg.Chromium, ShotAddr: cfg.ShotAddr, ShotCommand: self, ID: cfg.RunnerID,
 		}, js, log)
 		if err != nil {
 			return err

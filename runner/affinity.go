@@ -1,0 +1,154 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// Affinity: a user's workspace lives on one runner, so every runner
+// sharing the JOBS consumer runs only the jobs of users it holds (or of
+// new users, which it then holds). A job of a user another runner holds is
+// handed back to the consumer, to be delivered again, until that runner
+// takes it; once the holder is gone (no heartbeat for RunnerTTL), the next
+// runner to meet one of its users takes the user over.
+type affinity struct {
+	id         string
+	runners    jetstream.KeyValue // heartbeats
+	workspaces jetstream.KeyValue // user key → runner id
+	log        zerolog.Logger
+}
+
+// handedBack counts jobs handed back for the runner holding their user;
+// each shows again in textslash_redeliveries_total{consumer="runner"} when
+// delivered anew.
+var handedBack = promauto.NewCounter(prometheus.CounterOpts{
+	Name: "textslash_jobs_handed_back_total",
+	Help: "Jobs this runner handed back because another runner holds their user's workspace.",
+})
+
+// handBackDelay is how long a job handed back waits before JetStream
+// delivers it again, to whichever runner asks next.
+const handBackDelay = 200 * time.Millisecond
+
+var runnerIDRE = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// DefaultID is the host name made safe as a KV key: in a container, the
+// container's, which lasts as long as its workspace volume is attached.
+func DefaultID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		return "runner"
+	}
+	return runnerIDRE.ReplaceAllString(host, "-")
+}
+
+func openAffinity(ctx context.Context, js jetstream.JetStream, id string, log zerolog.Logger) (*affinity, error) {
+	if runnerIDRE.MatchString(id) || id == "" {
+		return nil, fmt.Errorf("runner id %q: want letters, digits, - and _ only", id)
+	}
+	a := &affinity{id: id, log: log}
+	var err error
+	if a.runners, err = js.KeyValue(ctx, contract.BucketRunners); err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", contract.BucketRunners, err)
+	}
+	if a.workspaces, err = js.KeyValue(ctx, contract.BucketWorkspaces); err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", contract.BucketWorkspaces, err)
+	}
+	return a, nil
+}
+
+// beat tells the other runners this one is alive, every RunnerTTL/3 until
+// ctx ends; then it says it is gone, so its users are taken over at once.
+func (a *affinity) beat(ctx context.Context) {
+	put := func() {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), contract.RunnerTTL/3)
+		defer cancel()
+		if _, err := a.runners.Put(pctx, a.id, []byte(time.Now().UTC().Format(time.RFC3339))); err != nil && ctx.Err() == nil {
+			a.log.Warn().Err(err).Msg("runner heartbeat")
+		}
+	}
+	put()
+	tick := time.NewTicker(contract.RunnerTTL / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			put()
+		case <-ctx.Done():
+			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if err := a.runners.Delete(dctx, a.id); err != nil {
+				a.log.Warn().Err(err).Msg("runner heartbeat: could not say it is gone; its users wait for the heartbeat to expire")
+			}
+			return
+		}
+	}
+}
+
+// mine reports whether this runner runs u's jobs: it holds u, or u is new,
+// or u's runner is gone (then it takes u over).
+func (a *affinity) mine(ctx context.Context, u contract.User) (bool, error) {
+	for range 5 { // another runner taking u at the same moment: look again
+		e, err := a.workspaces.Get(ctx, u.Key())
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			_, err = a.workspaces.Create(ctx, u.Key(), []byte(a.id))
+			if errors.Is(err, jetstream.ErrKeyExists) {
+				continue
+			}
+			return err == nil, err
+		}
+		if err != nil {
+			return false, err
+		}
+		holder := string(e.Value())
+		if holder == a.id {
+			return true, nil
+		}
+		if _, err := a.runners.Get(ctx, holder); err == nil {
+			return false, nil
+		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return false, err
+		}
+		if _, err := a.workspaces.Update(ctx, u.Key(), []byte(a.id), e.Revision()); errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			continue
+		} else if err != nil {
+			return false, err
+		}
+		a.log.Info().Str("user", u.Key()).Str("from", holder).Msg("taking over a user whose runner is gone (its workspace stays there)")
+		return true, nil
+	}
+	return false, errors.New("workspaces: the user's holder keeps changing")
+}
+
+// takes reports whether this runner runs the job msg; a job of a user
+// another runner holds is handed back for that runner.
+func (r *Runner) takes(ctx context.Context, aff *affinity, msg jetstream.Msg) bool {
+	u, err := contract.UserFromSubject(msg.Subject())
+	if err != nil {
+		return true // the handler terminates it
+	}
+	mine, err := aff.mine(ctx, u)
+	log := contract.TraceLog(r.log, contract.Trace(msg.Headers())).With().Str("user", u.Key()).Logger()
+	if err != nil {
+		log.Warn().Err(err).Msg("workspaces: cannot tell which runner holds the user; job handed back")
+	}
+	if !mine {
+		handedBack.Inc()
+		if err := msg.NakWithDelay(handBackDelay); err != nil {
+			log.Warn().Err(err).Msg("hand a job back")
+		}
+		return false
+	}
+	return true
+}
