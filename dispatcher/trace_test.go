@@ -1,11 +1,9 @@
 package dispatcher_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,41 +13,6 @@ import (
 	"github.com/textslash/textslash/dispatcher"
 	"github.com/textslash/textslash/natstest"
 )
-
-// logLines collects JSON log lines written from any goroutine.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// find returns the lines logged so far whose message is msg and whose
-// fields include want's.
-func (l *logLines) find(t *testing.T, msg string, want map[string]string) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, raw := range bytes.Split(bytes.TrimSpace(l.buf.Bytes()), []byte("\n")) {
-		var line map[string]any
-		if err := json.Unmarshal(raw, &line); err != nil {
-			t.Fatalf("log line %q: %v", raw, err)
-		}
-		match := line["message"] == msg
-		for k, v := range want {
-			match = match && line[k] == v
-		}
-		if match {
-			out = append(out, line)
-		}
-	}
-	return out
-}
 
 // jobTrace is the trace header of u's job id as the runner took it.
 func (b *bench) jobTrace(u contract.User, id string) string {
@@ -113,7 +76,7 @@ func (b *bench) tracesOf(stream, subject, job string) []string {
 // done event logs with the trace of its job.
 func TestTraceCarriedOn(t *testing.T) {
 	b := newBench(t, dispatcher.Config{ApprovalTimeout: time.Second})
-	var logs logLines
+	var logs natstest.Logs
 	b.stopDispatcher() // run it again, logging every line
 	b.log = zerolog.New(&logs)
 	b.startDispatcher()
@@ -141,7 +104,7 @@ func TestTraceCarriedOn(t *testing.T) {
 	b.sendTraced(u, "m2", "echo two", t2)
 	wantTrace("m2 queued", contract.StreamQueue, contract.QueueSubject(u), "m2", 1, t2)
 	wantTrace("m2's notice", contract.StreamEvents, contract.EventSubject(u, contract.KindNotice), "m2", 1, t2)
-	if n := len(logs.find(t, "queued", map[string]string{"job_id": "m2", contract.LogTrace: t2})); n != 1 {
+	if n := len(logs.Find(t, "queued", map[string]string{"job_id": "m2", contract.LogTrace: t2})); n != 1 {
 		t.Errorf("%d 'queued' lines for m2 with its trace; want 1", n)
 	}
 
@@ -152,10 +115,10 @@ func TestTraceCarriedOn(t *testing.T) {
 		t.Errorf("job m2, started from the queue: trace %q; want its message's %q", got, t2)
 	}
 	wantTrace("m2 working->working", contract.StreamEvents, contract.EventSubject(u, contract.KindState), "m2", 1, t2)
-	if n := len(logs.find(t, "state", map[string]string{"job_id": "m1", "job": "m2", contract.LogTrace: t1})); n != 1 {
+	if n := len(logs.Find(t, "state", map[string]string{"job_id": "m1", "job": "m2", contract.LogTrace: t1})); n != 1 {
 		t.Errorf("%d 'state' lines of m1's done with its trace; want 1", n)
 	}
-	if n := len(logs.find(t, "job published", map[string]string{"started": "m2", "started_trace": t2, contract.LogTrace: t1})); n != 1 {
+	if n := len(logs.Find(t, "job published", map[string]string{"started": "m2", "started_trace": t2, contract.LogTrace: t1})); n != 1 {
 		t.Errorf("%d 'job published' lines for m2 from m1's done, naming both traces; want 1", n)
 	}
 

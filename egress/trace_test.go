@@ -1,10 +1,7 @@
 package egress_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,41 +10,6 @@ import (
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/twiliotest"
 )
-
-// logLines collects JSON log lines written from any goroutine.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// find returns the lines logged so far whose message is msg and whose
-// fields include want's.
-func (l *logLines) find(t *testing.T, msg string, want map[string]string) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, raw := range bytes.Split(bytes.TrimSpace(l.buf.Bytes()), []byte("\n")) {
-		var line map[string]any
-		if err := json.Unmarshal(raw, &line); err != nil {
-			t.Fatalf("log line %q: %v", raw, err)
-		}
-		match := line["message"] == msg
-		for k, v := range want {
-			match = match && line[k] == v
-		}
-		if match {
-			out = append(out, line)
-		}
-	}
-	return out
-}
 
 // publishTraced puts an event on EVENTS with a trace, as the dispatcher or
 // runner would under a message's trace, and returns the trace.
@@ -65,14 +27,14 @@ func (h *harness) publishTraced(ev contract.Event) string {
 // trace on too.
 func TestEgressLogsTrace(t *testing.T) {
 	h, cfg := prepare(t, egress.Twilio{WhatsApp: egress.Rules{ProgressEvery: 300 * time.Millisecond}})
-	var logs logLines
+	var logs natstest.Logs
 	h.logs = &logs
 	h.run(cfg)
 	// wantLines waits for n lines msg about job with trace.
 	wantLines := func(msg, job, trace string, n int) {
 		t.Helper()
 		natstest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
-			if got := len(logs.find(t, msg, map[string]string{"job_id": job, contract.LogTrace: trace})); got != n {
+			if got := len(logs.Find(t, msg, map[string]string{"job_id": job, contract.LogTrace: trace})); got != n {
 				return fmt.Errorf("%d lines %q about %s with its trace; want %d", got, msg, job, n)
 			}
 			return nil

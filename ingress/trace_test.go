@@ -3,7 +3,6 @@ package ingress_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"image"
 	"image/png"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,41 +23,6 @@ import (
 	"github.com/textslash/textslash/twiliotest"
 )
 
-// logLines collects JSON log lines written from any goroutine.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// find returns the lines logged so far whose message is msg and whose
-// fields include want's.
-func (l *logLines) find(t *testing.T, msg string, want map[string]string) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, raw := range bytes.Split(bytes.TrimSpace(l.buf.Bytes()), []byte("\n")) {
-		var line map[string]any
-		if err := json.Unmarshal(raw, &line); err != nil {
-			t.Fatalf("log line %q: %v", raw, err)
-		}
-		match := line["message"] == msg
-		for k, v := range want {
-			match = match && line[k] == v
-		}
-		if match {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
 var traceIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // Each webhook gives its message a trace id, publishes it as the
@@ -72,7 +35,7 @@ func TestInboundTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	api := twiliotest.NewAPI(t)
-	var logs logLines
+	var logs natstest.Logs
 	in, err := ingress.New(ingress.Config{
 		WebChat: true,
 		Twilio: &ingress.Twilio{AuthToken: api.AuthToken, AccountSID: api.AccountSID, APIURL: api.URL,
@@ -149,7 +112,7 @@ func TestInboundTrace(t *testing.T) {
 			if tt.traceparent != "" && trace != callerTrace {
 				t.Errorf("trace %s; want the traceparent's %s", trace, callerTrace)
 			}
-			if lines := logs.find(t, "inbound", map[string]string{"job_id": tt.id, contract.LogTrace: trace}); len(lines) != 1 {
+			if lines := logs.Find(t, "inbound", map[string]string{"job_id": tt.id, contract.LogTrace: trace}); len(lines) != 1 {
 				t.Errorf("%d inbound lines for %s with trace %s; want 1", len(lines), tt.id, trace)
 			}
 		})
@@ -174,7 +137,7 @@ func TestInboundTrace(t *testing.T) {
 			_, err := ns.NC.RequestMsg(req, 5*time.Second)
 			return err
 		})
-		if lines := logs.find(t, "attachment fetched", map[string]string{contract.LogTrace: trace}); len(lines) != 1 {
+		if lines := logs.Find(t, "attachment fetched", map[string]string{contract.LogTrace: trace}); len(lines) != 1 {
 			t.Errorf("%d lines 'attachment fetched' with trace %s; want 1", len(lines), trace)
 		}
 	})

@@ -1,13 +1,10 @@
 package runner
 
 import (
-	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"iter"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,50 +13,16 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/shot/shottest"
 )
-
-// logLines collects JSON log lines written from any goroutine.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// find returns the lines logged so far whose message is msg and whose
-// fields include want's.
-func (l *logLines) find(t *testing.T, msg string, want map[string]string) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, raw := range bytes.Split(bytes.TrimSpace(l.buf.Bytes()), []byte("\n")) {
-		var line map[string]any
-		if err := json.Unmarshal(raw, &line); err != nil {
-			t.Fatalf("log line %q: %v", raw, err)
-		}
-		match := line["message"] == msg
-		for k, v := range want {
-			match = match && line[k] == v
-		}
-		if match {
-			out = append(out, line)
-		}
-	}
-	return out
-}
 
 // Every event the runner publishes for a job (started, progress, image,
 // done) carries the job's trace, and so do its media fetch requests and
 // its log lines about the job.
 func TestRunnerCarriesTrace(t *testing.T) {
 	e := newRunnerEnv(t)
-	var logs logLines
+	var logs natstest.Logs
 	e.logs = &logs
 	e.start(Config{Timeout: time.Minute, Heartbeat: 200 * time.Millisecond})
 	u := e.user(contract.ChannelWhatsApp, "15551234567")
@@ -105,7 +68,7 @@ func TestRunnerCarriesTrace(t *testing.T) {
 		t.Errorf("event kinds %q; want %q", kinds, want)
 	}
 	for _, msg := range []string{"attachment not fetched", "run started", "run ended"} {
-		if n := len(logs.find(t, msg, map[string]string{"job_id": job.ID, contract.LogTrace: trace})); n != 1 {
+		if n := len(logs.Find(t, msg, map[string]string{"job_id": job.ID, contract.LogTrace: trace})); n != 1 {
 			t.Errorf("%d lines %q with the job's trace; want 1", n, msg)
 		}
 	}
