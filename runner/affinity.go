@@ -26,6 +26,7 @@ type affinity struct {
 	id         string
 	runners    jetstream.KeyValue // heartbeats
 	workspaces jetstream.KeyValue // user key → runner id
+	every      time.Duration      // between heartbeats
 	log        zerolog.Logger
 }
 
@@ -57,7 +58,7 @@ func openAffinity(ctx context.Context, js jetstream.JetStream, id string, log ze
 	if runnerIDRE.MatchString(id) || id == "" {
 		return nil, fmt.Errorf("runner id %q: want letters, digits, - and _ only", id)
 	}
-	a := &affinity{id: id, log: log}
+	a := &affinity{id: id, every: contract.RunnerTTL / 3, log: log}
 	var err error
 	if a.runners, err = js.KeyValue(ctx, contract.BucketRunners); err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", contract.BucketRunners, err)
@@ -70,16 +71,35 @@ func openAffinity(ctx context.Context, js jetstream.JetStream, id string, log ze
 
 // beat tells the other runners this one is alive, every RunnerTTL/3 until
 // ctx ends; then it says it is gone, so its users are taken over at once.
+// Each write expects the revision of its last one: a key written by anyone
+// else meanwhile means a second runner runs with the same id, and both
+// would run the same users' jobs.
 func (a *affinity) beat(ctx context.Context) {
+	var rev uint64
+	twin := false
 	put := func() {
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), contract.RunnerTTL/3)
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.every)
 		defer cancel()
-		if _, err := a.runners.Put(pctx, a.id, []byte(time.Now().UTC().Format(time.RFC3339))); err != nil && ctx.Err() == nil {
+		now := []byte(time.Now().UTC().Format(time.RFC3339))
+		var err error
+		if rev != 0 {
+			var next uint64
+			next, err = a.runners.Update(pctx, a.id, now, rev)
+			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !twin {
+				twin = true
+				a.log.Error().Str("runner", a.id).Msg("runner heartbeat written by someone else: another runner uses this id (give each its own TEXTSLASH_RUNNER_ID, or both run the same users' jobs), or this one missed its heartbeats")
+			}
+			if err == nil {
+				rev = next
+				return
+			}
+		}
+		if rev, err = a.runners.Put(pctx, a.id, now); err != nil && ctx.Err() == nil {
 			a.log.Warn().Err(err).Msg("runner heartbeat")
 		}
 	}
 	put()
-	tick := time.NewTicker(contract.RunnerTTL / 3)
+	tick := time.NewTicker(a.every)
 	defer tick.Stop()
 	for {
 		select {

@@ -1,0 +1,88 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/natstest"
+)
+
+// A user's jobs belong to the runner that met the user first while it is
+// alive; another takes the user over once that runner is gone.
+func TestAffinityHolder(t *testing.T) {
+	e := newRunnerEnv(t)
+	open := func(id string) *affinity {
+		a, err := openAffinity(t.Context(), e.js, id, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	r1, r2 := open("r1"), open("r2")
+	u := e.user(contract.ChannelWeb, "alice")
+	mine := func(a *affinity) bool {
+		t.Helper()
+		ok, err := a.mine(t.Context(), u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	alive := func(a *affinity) {
+		t.Helper()
+		natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+			_, err := a.runners.Get(t.Context(), a.id)
+			return err
+		})
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	var beats sync.WaitGroup
+	beats.Go(func() { r1.beat(ctx) })
+	alive(r1)
+	if !mine(r1) || mine(r2) || !mine(r1) {
+		t.Fatal("want r1, alive, to hold the user it met first")
+	}
+	stop() // r1 stops: it deletes its heartbeat
+	beats.Wait()
+	ctx2, stop2 := context.WithCancel(t.Context())
+	beats.Go(func() { r2.beat(ctx2) })
+	defer func() { stop2(); beats.Wait() }()
+	alive(r2)
+	if !mine(r2) || mine(r1) {
+		t.Error("want r2 to take over the user of r1, gone, and keep it")
+	}
+	if _, err := r1.runners.Get(t.Context(), "r1"); err == nil {
+		t.Error("r1's heartbeat outlived r1")
+	}
+}
+
+// Two runners with one id notice: each finds the heartbeat written by the
+// other.
+func TestAffinitySameID(t *testing.T) {
+	e := newRunnerEnv(t)
+	var logs natstest.Logs
+	ctx, stop := context.WithCancel(t.Context())
+	var beats sync.WaitGroup
+	for range 2 {
+		a, err := openAffinity(t.Context(), e.js, "twin", zerolog.New(&logs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.every = 20 * time.Millisecond
+		beats.Go(func() { a.beat(ctx) })
+	}
+	natstest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+		if len(logs.Find(t, "runner heartbeat written by someone else: another runner uses this id (give each its own TEXTSLASH_RUNNER_ID, or both run the same users' jobs), or this one missed its heartbeats", nil)) == 0 {
+			return errors.New("no runner noticed the other")
+		}
+		return nil
+	})
+	stop()
+	beats.Wait()
+}
