@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -29,18 +30,53 @@ type natsUsers struct {
 // runNATSUsers starts the server with fresh passwords and provisions it.
 func runNATSUsers(t *testing.T) *natsUsers {
 	t.Helper()
+	n := startNATSUsers(t)
+	if err := n.provision(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// startNATSUsers starts the server with fresh passwords.
+func startNATSUsers(t *testing.T) *natsUsers {
+	t.Helper()
 	n := &natsUsers{passwords: map[string]string{}}
 	for _, user := range append([]string{"admin"}, app.All...) {
 		n.passwords[user] = "pw-" + user + "-" + fmt.Sprint(time.Now().UnixNano())
 		t.Setenv("NATS_"+strings.ToUpper(user)+"_PASSWORD", n.passwords[user])
 	}
 	n.Server = natstest.RunConfig(t, "../../nats.conf", nats.UserInfo("admin", n.passwords["admin"]))
+	return n
+}
+
+// provision runs `textslash provision` as admin, as compose.yaml does.
+func (n *natsUsers) provision() error {
 	cmd := exec.Command(binary, "provision")
 	cmd.Env = append(n.env("admin"), "PATH=/usr/bin:/bin")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("textslash provision: %v\n%s", err, out)
+		return fmt.Errorf("textslash provision: %v\n%s", err, out)
 	}
-	return n
+	return nil
+}
+
+// A service started before textslash provision waits for its streams,
+// saying so, and is ready once they are there.
+func TestServiceWaitsForProvision(t *testing.T) {
+	n := startNATSUsers(t)
+	buildServices(t)
+	provisioned := make(chan error, 1)
+	go func() {
+		time.Sleep(time.Second)
+		provisioned <- n.provision()
+	}()
+	m := startService(t, app.Media, append(n.env(app.Media), "TEXTSLASH_MEDIA_KEY=a-key-of-16-chars-or-more")...)
+	if err := <-provisioned; err != nil {
+		t.Fatal(err)
+	}
+	log, _ := os.ReadFile(m.Log)
+	if !strings.Contains(string(log), "waiting for the streams: run textslash provision") {
+		t.Errorf("the log does not say what the service waits for:\n%s", tail(string(log), 2000))
+	}
 }
 
 // env is how a service of its own reaches the server as user.

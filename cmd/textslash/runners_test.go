@@ -12,13 +12,15 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/cmd/internal/app"
+	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/twiliotest"
 )
 
 // Two runner processes share the jobs with per-user affinity: a user's
 // messages all run on the runner holding their workspace; when that runner
 // is killed, the other takes its users over once its heartbeat expires, and
-// keeps them when the first comes back. Each runner runs one job at a time,
+// keeps them when the first comes back; stopped, a runner finishes its run
+// before handing its users over. Each runner runs one job at a time,
 // so four users writing at once keep both busy.
 func TestTwoRunners(t *testing.T) {
 	ns := runNATSUsers(t)
@@ -49,7 +51,8 @@ func TestTwoRunners(t *testing.T) {
 	}
 	runners := map[string]*instance{}
 	for _, id := range []string{"r1", "r2"} {
-		runners[id] = startService(t, app.Runner, append(slices.Clone(env), append(ns.env(app.Runner), "TEXTSLASH_RUNNER_ID="+id)...)...)
+		runners[id] = startService(t, app.Runner, append(slices.Clone(env), append(ns.env(app.Runner),
+			"TEXTSLASH_RUNNER_ID="+id, "TEXTSLASH_STOP_GRACE=20s")...)...)
 	}
 	s := &twilioServe{instance: in, api: api}
 
@@ -110,8 +113,22 @@ func TestTwoRunners(t *testing.T) {
 		}
 	}
 
-	// r2 stops cleanly: it says so, and r1 takes everyone at once.
+	// r2 stops cleanly in the middle of a run: the run finishes (its reply
+	// is the real one, from r2's workspace), r2 says it is gone, and r1
+	// takes everyone at once.
+	started, err := ns.NC.SubscribeSync(contract.AllEvents(contract.KindStarted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.webhook(t, "whatsapp:"+phones[0], "sleep 1; pwd", nil)
+	sent++
+	if _, err := started.NextMsg(30 * time.Second); err != nil {
+		t.Fatalf("the run did not start: %v", err)
+	}
 	runners["r2"].stop()
+	if last := api.WaitMessages(t, sent, 30*time.Second)[sent-1]; !strings.HasPrefix(last.Body, runners["r2"].Data+"/") {
+		t.Errorf("reply to the run r2 was stopped in: %q; want it finished, in r2's workspace", last.Body)
+	}
 	for p, id := range ask(phones...) {
 		if id != "r1" {
 			t.Errorf("with r2 stopped, %s ran on %s", p, id)
