@@ -19,6 +19,7 @@ import (
 
 	"github.com/textslash/textslash/cmd/internal/app"
 	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/runner"
 	"github.com/textslash/textslash/twiliotest"
 )
 
@@ -154,25 +155,43 @@ func TestSeparateServices(t *testing.T) {
 		t.Error("healthcheck of a port nobody listens on passed")
 	}
 
+	// Changes to approve: the runner draws the diff and the dispatcher arms
+	// the approval's timer; approve has the runner commit them, on a branch.
+	s.webhook(t, "whatsapp:"+phoneAlice, "git init -q -b main && printf 'inbox/\\ntmp/\\n' > .gitignore && echo a > kept.txt && "+
+		"git add . && git -c user.name=t -c user.email=t@t commit -q -m init && echo committed", nil)
+	if msgs = api.WaitMessages(t, 3, 30*time.Second); msgs[2].Body != "committed" {
+		t.Fatalf("sent %q; want committed", msgs[2].Body)
+	}
+	s.webhook(t, "whatsapp:"+phoneAlice, "echo b >> kept.txt", nil)
+	msgs = api.WaitMessages(t, 4, 30*time.Second)
+	if !strings.HasSuffix(msgs[3].Body, runner.MsgApprove) || len(msgs[3].MediaURLs) != 1 {
+		t.Fatalf("sent %q with media %q; want the changes to approve, with the diff drawn", msgs[3].Body, msgs[3].MediaURLs)
+	}
+	s.webhook(t, "whatsapp:"+phoneAlice, "approve", nil)
+	msgs = api.WaitMessages(t, 6, 30*time.Second)
+	if !strings.HasPrefix(msgs[4].Body, "Approved.") || !strings.HasPrefix(msgs[5].Body, "Committed the changes to 1 file(s)") {
+		t.Fatalf("sent %q; want Approved., then Committed the changes …", sentBodies(msgs[4:]))
+	}
+
 	// Dispatcher and runner down: the webhook is still taken and stored.
 	procs[app.Dispatcher].kill()
 	procs[app.Runner].kill()
 	s.webhook(t, "whatsapp:"+phoneAlice, "echo again", nil)
 	time.Sleep(300 * time.Millisecond)
-	if msgs := api.Messages(); len(msgs) != 2 {
-		t.Fatalf("sent %q with dispatcher and runner down; want only the first replies", sentBodies(msgs))
+	if msgs := api.Messages(); len(msgs) != 6 {
+		t.Fatalf("sent %q with dispatcher and runner down; want only the replies so far", sentBodies(msgs))
 	}
 	procs[app.Dispatcher].start(t)
 	procs[app.Runner].start(t)
-	msgs = api.WaitMessages(t, 3, 30*time.Second)
-	if got := sentBodies(msgs); !slices.Equal(got, []string{"hi", "back", "again"}) {
-		t.Errorf("sent %q; want hi, back, again", got)
+	msgs = api.WaitMessages(t, 7, 30*time.Second)
+	if got := msgs[6].Body; got != "again" {
+		t.Errorf("sent %q after the restart; want again", got)
 	}
 
 	// Each counts what it did in Prometheus' format at /metrics.
 	for _, tt := range []struct{ service, line string }{
-		{app.Ingress, `textslash_messages_in_total{channel="whatsapp"} 3`},
-		{app.Egress, `textslash_messages_out_total{channel="whatsapp",kind="done"} 3`},
+		{app.Ingress, `textslash_messages_in_total{channel="whatsapp"} 6`},
+		{app.Egress, `textslash_messages_out_total{channel="whatsapp",kind="done"} 6`},
 		{app.Runner, `textslash_run_duration_seconds_count{status="ok"} 1`}, // since its restart
 		{app.Dispatcher, `textslash_queued_messages 0`},
 	} {
