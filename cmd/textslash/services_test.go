@@ -77,8 +77,11 @@ func TestSeparateServices(t *testing.T) {
 	procs := map[string]*instance{}
 	for _, s := range app.All {
 		e := append(slices.Clone(env), ns.env(s)...)
-		if s == app.Ingress {
+		switch s {
+		case app.Ingress:
 			e = append(e, "PORT="+ingressPort)
+		case app.Media:
+			e = append(e, "TEXTSLASH_MEDIA_KEEP=1") // the next image replaces the last
 		}
 		procs[s] = startService(t, s, e...)
 	}
@@ -172,6 +175,13 @@ func TestSeparateServices(t *testing.T) {
 	if !strings.HasPrefix(msgs[4].Body, "Approved.") || !strings.HasPrefix(msgs[5].Body, "Committed the changes to 1 file(s)") {
 		t.Fatalf("sent %q; want Approved., then Committed the changes …", sentBodies(msgs[4:]))
 	}
+	// Media keeps one image: the diff's; the first is gone.
+	natstest.CheckFor(t, 5*time.Second, 50*time.Millisecond, func() error {
+		if got := status(t, procs[app.Media].URL+link.RequestURI()); got != http.StatusNotFound {
+			return fmt.Errorf("GET the first image after the diff's: %d; want 404", got)
+		}
+		return nil
+	})
 
 	// Dispatcher and runner down: the webhook is still taken and stored.
 	procs[app.Dispatcher].kill()
