@@ -164,6 +164,10 @@ func TestNATSPermissions(t *testing.T) {
 			_, err := js.Stream(ctx, contract.StreamJobs)
 			return err
 		}},
+		{app.Egress, "read the images", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.ObjectStore(ctx, contract.BucketMedia)
+			return err
+		}},
 		{app.Egress, "subscribe to cancels", func(ctx context.Context, js jetstream.JetStream) error {
 			_, err := js.Conn().SubscribeSync(contract.AllCancels)
 			return err

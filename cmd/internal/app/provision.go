@@ -24,7 +24,7 @@ var streamsOf = map[string][]string{
 	Runner: {contract.StreamJobs, contract.StreamEvents, "KV_" + contract.BucketUsers, "KV_" + contract.BucketRunners,
 		"KV_" + contract.BucketWorkspaces, "OBJ_" + contract.BucketMedia},
 	Media:  {"OBJ_" + contract.BucketMedia},
-	Egress: {contract.StreamEvents, "KV_" + contract.BucketEgress, "OBJ_" + contract.BucketMedia},
+	Egress: {contract.StreamEvents, "KV_" + contract.BucketEgress},
 }
 
 // streams is every stream the process's services use.
