@@ -7,6 +7,8 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/textslash/textslash/cmd/internal/app"
 	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/telegramtest"
 	"github.com/textslash/textslash/runner"
 	"github.com/textslash/textslash/twiliotest"
 )
@@ -62,11 +65,12 @@ func startService(t *testing.T, service string, env ...string) *instance {
 func TestSeparateServices(t *testing.T) {
 	ns := runNATSUsers(t)
 	api := twiliotest.NewAPI(t)
-	ingressPort := freePort(t)
-	public := "http://127.0.0.1:" + ingressPort
+	tg := telegramtest.NewAPI(t)
+	procs := map[string]*instance{}
+	front := frontProxy(t, procs)
 	env := []string{
 		"TEXTSLASH_MEDIA_KEY=a-key-shared-by-media-and-egress",
-		"PUBLIC_URL=" + public,
+		"PUBLIC_URL=" + front.URL,
 		"TWILIO_ACCOUNT_SID=" + api.AccountSID,
 		"TWILIO_AUTH_TOKEN=" + api.AuthToken,
 		"TWILIO_PHONE_NUMBER=" + twilioFrom,
@@ -74,18 +78,17 @@ func TestSeparateServices(t *testing.T) {
 		"ALLOWED_PHONE_NUMBERS=" + phoneAlice,
 		"TEXTSLASH_AGENT=shell",
 	}
-	procs := map[string]*instance{}
+	env = append(env, telegramEnv(tg)...)
 	for _, s := range app.All {
 		e := append(slices.Clone(env), ns.env(s)...)
 		switch s {
-		case app.Ingress:
-			e = append(e, "PORT="+ingressPort)
 		case app.Media:
 			e = append(e, "TEXTSLASH_MEDIA_KEEP=1") // the next image replaces the last
 		}
 		procs[s] = startService(t, s, e...)
 	}
-	s := &twilioServe{instance: procs[app.Ingress], api: api}
+	// Twilio and Telegram reach the services through the proxy at PUBLIC_URL.
+	s := &twilioServe{instance: &instance{URL: front.URL}, api: api}
 
 	first := s.webhook(t, "whatsapp:"+phoneAlice, "echo hi", nil)
 	if msgs := api.WaitMessages(t, 1, 20*time.Second); msgs[0].Body != "hi" || msgs[0].To != "whatsapp:"+phoneAlice {
@@ -117,9 +120,21 @@ func TestSeparateServices(t *testing.T) {
 	if msgs[1].Body != "back" || len(msgs[1].MediaURLs) != 1 {
 		t.Fatalf("sent %q with media %q; want back with the image", msgs[1].Body, msgs[1].MediaURLs)
 	}
-	link, _ := url.Parse(msgs[1].MediaURLs[0])
-	if got := status(t, procs[app.Media].URL+link.RequestURI()); got != http.StatusOK {
-		t.Errorf("GET the image from media: %d; want 200", got)
+	link := msgs[1].MediaURLs[0]
+	if got := status(t, link); got != http.StatusOK {
+		t.Errorf("GET the image's link: %d; want 200", got)
+	}
+
+	// The same over Telegram: ingress fetches the photo with getFile,
+	// Telegram fetches the reply's from its link.
+	tg.AddFile("photo-1", png.Bytes())
+	if code := telegramUpdate(t, s.instance, tgSecret, telegramtest.Update(10, 4242,
+		"mkdir -p tmp/ai_screenshots && cp inbox/* tmp/ai_screenshots/ && echo tg", "photo-1")); code != http.StatusOK {
+		t.Fatalf("telegram update: %d", code)
+	}
+	if c := tg.WaitCalls(t, 1, 20*time.Second)[0]; c.Method != "sendPhoto" || c.Text != "tg" ||
+		len(c.Photos) != 1 || !strings.HasPrefix(c.Photos[0], front.URL+"/images/") {
+		t.Fatalf("telegram reply %+v; want the photo back by its link, captioned tg", c)
 	}
 
 	// Each serves its health, and only its own routes.
@@ -177,7 +192,7 @@ func TestSeparateServices(t *testing.T) {
 	}
 	// Media keeps one image: the diff's; the first is gone.
 	natstest.CheckFor(t, 5*time.Second, 50*time.Millisecond, func() error {
-		if got := status(t, procs[app.Media].URL+link.RequestURI()); got != http.StatusNotFound {
+		if got := status(t, link); got != http.StatusNotFound {
 			return fmt.Errorf("GET the first image after the diff's: %d; want 404", got)
 		}
 		return nil
@@ -221,6 +236,29 @@ func TestSeparateServices(t *testing.T) {
 	if v := ns.violations(); len(v) > 0 {
 		t.Errorf("NATS refused the services %d times:\n%s", len(v), strings.Join(v, "\n"))
 	}
+}
+
+// frontProxy routes as compose.yaml's proxy does: /images/ to media, the
+// rest (webhooks) to ingress, /metrics nowhere. procs is read at each
+// request: fill it before the first.
+func frontProxy(t *testing.T, procs map[string]*instance) *httptest.Server {
+	t.Helper()
+	to := func(service string, w http.ResponseWriter, r *http.Request) {
+		target, _ := url.Parse(procs[service].URL)
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/metrics":
+			http.NotFound(w, r)
+		case strings.HasPrefix(r.URL.Path, "/images/"):
+			to(app.Media, w, r)
+		default:
+			to(app.Ingress, w, r)
+		}
+	}))
+	t.Cleanup(front.Close)
+	return front
 }
 
 // pngEncode writes a w×h gray PNG.
