@@ -21,8 +21,8 @@ import (
 
 	"github.com/textslash/textslash/cmd/internal/app"
 	"github.com/textslash/textslash/natstest"
-	"github.com/textslash/textslash/telegramtest"
 	"github.com/textslash/textslash/runner"
+	"github.com/textslash/textslash/telegramtest"
 	"github.com/textslash/textslash/twiliotest"
 )
 
