@@ -294,7 +294,9 @@ func (r *Runner) finishRuns(wg *sync.WaitGroup, stopRuns context.CancelFunc) {
 	select {
 	case <-over:
 	case <-time.After(r.cfg.StopGrace):
-		r.log.Warn().Dur("grace", r.cfg.StopGrace).Msg("runs still going after the grace period: stopping them")
+		if n > 0 {
+			r.log.Warn().Dur("grace", r.cfg.StopGrace).Msg("runs still going after the grace period: stopping them")
+		}
 	}
 	stopRuns()
 	<-over
