@@ -106,7 +106,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	}
 	if cfg.Provision {
 		if err := contract.Provision(ctx, js, contract.Options{Replicas: cfg.Replicas, MediaTTL: cfg.MediaTTL}); err != nil {
-			return err
+			return fmt.Errorf("%w (textslash serve creates the streams: its NATS user must be allowed to, as nats.conf's admin is)", err)
 		}
 	} else if err := waitStreams(ctx, js, cfg.streams(), log); err != nil {
 		return err
