@@ -134,7 +134,7 @@ const (
 )
 
 // WebSessionCookie names the browser session of a web chat user: its value
-// is the user's ID on ChannelWeb. Ingress sets it; egress reads it.
+// is a session WebSessions issued. Ingress sets it; egress reads it.
 const WebSessionCookie = "ts_web"
 
 // PhoneUser is the user of a phone number on a phone channel (WhatsApp,

@@ -697,3 +697,36 @@ func FuzzUserFromSubject(f *testing.F) {
 		}
 	})
 }
+
+// A web chat session is the server's: a forged or altered cookie names
+// nobody, and a session checked with another key is refused.
+func TestWebSessions(t *testing.T) {
+	s, err := contract.NewWebSessions([]byte("0123456789abcdef0123"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cookie, u := s.New()
+	got, err := s.User(cookie)
+	if err != nil || got != u || u.Channel != contract.ChannelWeb {
+		t.Fatalf("User(New()) = %v, %v; want %v", got, err, u)
+	}
+	other, _ := contract.NewWebSessions([]byte("another key of 16+ bytes"))
+	id, sig, _ := strings.Cut(cookie, ".")
+	for _, bad := range []string{
+		"", id, id + ".", "." + sig, "someone-else." + sig,
+		strings.Repeat("a", 32) + "." + sig, cookie + "x", id + "." + sig[:len(sig)-1],
+	} {
+		if _, err := s.User(bad); !errors.Is(err, contract.ErrBadSession) {
+			t.Errorf("User(%q) error %v; want contract.ErrBadSession", bad, err)
+		}
+	}
+	if _, err := other.User(cookie); !errors.Is(err, contract.ErrBadSession) {
+		t.Errorf("a session of another key: error %v; want contract.ErrBadSession", err)
+	}
+	if _, err := (contract.WebSessions{}).User(cookie); !errors.Is(err, contract.ErrBadSession) {
+		t.Errorf("the zero WebSessions accepted a cookie: %v", err)
+	}
+	if _, err := contract.NewWebSessions([]byte("short")); err == nil {
+		t.Error("a 5-byte key accepted")
+	}
+}

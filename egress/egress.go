@@ -20,6 +20,8 @@ import (
 type Config struct {
 	// WebChat streams web chat users' events to their browsers.
 	WebChat bool
+	// Sessions checks the web chat's sessions (ingress issues them).
+	Sessions contract.WebSessions
 	// KeepAlive is the interval of SSE comments that keep idle streams open.
 	KeepAlive time.Duration
 	// Twilio, when set, delivers to WhatsApp and SMS users.

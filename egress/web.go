@@ -33,9 +33,9 @@ func (e *Egress) webEvents(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no web chat session: open / first", http.StatusUnauthorized)
 		return
 	}
-	u, err := contract.NewUser(contract.ChannelWeb, c.Value)
+	u, err := e.cfg.Sessions.User(c.Value)
 	if err != nil {
-		http.Error(w, "bad web chat session", http.StatusUnauthorized)
+		http.Error(w, "no web chat session: open / first", http.StatusUnauthorized)
 		return
 	}
 	cfg := jetstream.OrderedConsumerConfig{

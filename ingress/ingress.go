@@ -28,6 +28,14 @@ type Config struct {
 	PublishTimeout time.Duration
 	// WebChat serves the local web chat page and its message endpoint.
 	WebChat bool
+	// Sessions issues and checks the web chat's sessions.
+	Sessions contract.WebSessions
+	// PublicURL is where textslash is reached from outside, if anywhere:
+	// over https the web chat's cookies are Secure.
+	PublicURL string
+	// NewSessions bounds the web chat sessions one client address may
+	// start: NewSessions.Burst at once, then one per NewSessions.Every.
+	NewSessions SessionLimit
 	// Twilio, when set, serves the Twilio webhooks (WhatsApp and SMS).
 	Twilio *Twilio
 	// Telegram, when set, serves the Telegram bot's webhook.
@@ -41,12 +49,19 @@ func (c *Config) defaults() {
 	if c.PublishTimeout <= 0 {
 		c.PublishTimeout = 900 * time.Millisecond
 	}
+	if c.NewSessions.Burst <= 0 {
+		c.NewSessions.Burst = 20
+	}
+	if c.NewSessions.Every <= 0 {
+		c.NewSessions.Every = time.Minute
+	}
 }
 
 // Ingress publishes inbound messages.
 type Ingress struct {
 	cfg       Config
 	js        jetstream.JetStream
+	sessions  *sessionLimiter
 	log       zerolog.Logger
 	validator *client.RequestValidator
 	allow     map[string]struct{} // E.164 numbers
@@ -59,7 +74,12 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Ingress, erro
 	if js == nil {
 		return nil, errors.New("ingress: no JetStream")
 	}
-	i := &Ingress{cfg: cfg, js: js, log: log.With().Str("svc", "ingress").Logger()}
+	if cfg.WebChat {
+		if !cfg.Sessions.Valid() {
+			return nil, errors.New("ingress: the web chat needs its session key (Config.Sessions)")
+		}
+	}
+	i := &Ingress{cfg: cfg, js: js, log: log.With().Str("svc", "ingress").Logger(), sessions: newSessionLimiter(cfg.NewSessions)}
 	if cfg.Twilio != nil {
 		t := *cfg.Twilio
 		t.Allowed = slices.Clone(t.Allowed)

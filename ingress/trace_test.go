@@ -36,8 +36,13 @@ func TestInboundTrace(t *testing.T) {
 	}
 	api := twiliotest.NewAPI(t)
 	var logs natstest.Logs
+	sessions, err := contract.NewWebSessions([]byte("a web session key for tests"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	in, err := ingress.New(ingress.Config{
-		WebChat: true,
+		WebChat:  true,
+		Sessions: sessions,
 		Twilio: &ingress.Twilio{AuthToken: api.AuthToken, AccountSID: api.AccountSID, APIURL: api.URL,
 			PublicURL: publicURL, Allowed: []string{alice}},
 		Telegram: &ingress.Telegram{BotToken: telegramtest.Token, Secret: tgSecret, Allowed: []string{"4242"}},
@@ -56,7 +61,7 @@ func TestInboundTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	page.Body.Close()
-	session := page.Cookies()[0].Value
+	session, _, _ := strings.Cut(page.Cookies()[0].Value, ".") // the user id, before the signature
 
 	const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	for _, tt := range []struct {

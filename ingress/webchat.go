@@ -6,7 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/textslash/textslash/contract"
 )
@@ -17,29 +20,61 @@ var webPage []byte
 // webMaxText caps one web chat message.
 const webMaxText = 16 << 10
 
+// webPageCSP keeps the page to its own scripts and out of other pages'
+// frames.
+const webPageCSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+
 // webPage serves the chat page and gives the browser a session (its user
-// id on the web channel) if it has none.
+// on the web channel) if it has none: only to the page opened by the
+// person (typed, bookmarked, a link followed), never to another page's
+// request for it, and a limited number per client address.
 func (i *Ingress) webPage(w http.ResponseWriter, r *http.Request) {
-	if _, err := webUser(r); err != nil {
+	if _, err := i.webUser(r); err != nil && opened(r) {
+		ip := clientIP(r)
+		if !i.sessions.allow(ip) {
+			i.log.Warn().Str("remote", ip).Msg("web chat session refused: too many new sessions from this address")
+			http.Error(w, "textslash: too many new web chat sessions from your address; try again in a minute", http.StatusTooManyRequests)
+			return
+		}
+		value, u := i.cfg.Sessions.New()
 		http.SetCookie(w, &http.Cookie{
 			Name:     contract.WebSessionCookie,
-			Value:    newID(),
+			Value:    value,
 			Path:     "/",
 			HttpOnly: true,
-			SameSite: http.SameSiteStrictMode,
+			Secure:   HTTPS(r, i.cfg.PublicURL),
+			// Lax: a link followed from elsewhere opens the person's own
+			// chat; requests of other pages are refused by origin anyway.
+			SameSite: http.SameSiteLaxMode,
 			MaxAge:   365 * 24 * 3600,
 		})
+		i.log.Info().Str("user", u.Key()).Str("remote", ip).Msg("web chat session started")
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'")
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", webPageCSP)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
 	_, _ = w.Write(webPage)
+}
+
+// opened reports whether r is the person opening the page rather than
+// another page fetching it: the browser says so (Sec-Fetch-Site: none or
+// same-origin, or a navigation), or it is no browser at all.
+func opened(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "none", "same-origin":
+		return true
+	}
+	return r.Header.Get("Sec-Fetch-Mode") == "navigate"
 }
 
 // webMessage takes {"id": "...", "text": "..."} from the page. The id is the
 // client's, so a retried POST is stored once; it is generated when absent.
 func (i *Ingress) webMessage(w http.ResponseWriter, r *http.Request) {
-	u, err := webUser(r)
+	u, err := i.webUser(r)
 	if err != nil {
 		webError(w, http.StatusUnauthorized, "no web chat session: open / first")
 		return
@@ -81,12 +116,29 @@ func (i *Ingress) webMessage(w http.ResponseWriter, r *http.Request) {
 }
 
 // webUser is the web chat user of a request's session cookie.
-func webUser(r *http.Request) (contract.User, error) {
+func (i *Ingress) webUser(r *http.Request) (contract.User, error) {
 	c, err := r.Cookie(contract.WebSessionCookie)
 	if err != nil {
 		return contract.User{}, err
 	}
-	return contract.NewUser(contract.ChannelWeb, c.Value)
+	return i.cfg.Sessions.User(c.Value)
+}
+
+// HTTPS reports whether the browser reached r over https: directly, or
+// through a proxy or tunnel that says so, or at publicURL's https host.
+func HTTPS(r *http.Request, publicURL string) bool {
+	if r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https" {
+		return true
+	}
+	u, err := url.Parse(publicURL)
+	if err != nil || u.Scheme != "https" {
+		return false
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.EqualFold(host, u.Hostname())
 }
 
 func webError(w http.ResponseWriter, status int, msg string) {

@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -124,5 +128,85 @@ func TestWebChatInBrowser(t *testing.T) {
 	// A copy outside the test's directories, to look at afterwards.
 	if err := os.WriteFile(filepath.Join(os.TempDir(), "webchat.png"), png, 0o644); err != nil {
 		t.Logf("copy the screenshot: %v", err)
+	}
+}
+
+// attackPage serves, on its own port of host, a page that posts a message
+// to the web chat at chat with the person's cookies, as a page the agent
+// built or a package it installed could; its title becomes "sent" once
+// the request was made.
+func attackPage(t *testing.T, host, chat, text string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := `<!doctype html><title>attack</title><script>
+fetch(` + strconv.Quote(chat+"/api/messages") + `, {method: 'POST', mode: 'no-cors', credentials: 'include',
+  headers: {'Content-Type': 'text/plain'}, body: JSON.stringify({text: ` + strconv.Quote(text) + `})})
+  .finally(() => { document.title = 'sent'; });
+</script>`
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte(page))
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return fmt.Sprintf("http://%s:%d/", host, ln.Addr().(*net.TCPAddr).Port)
+}
+
+// Other pages open in the same browser — on another port of localhost
+// (same site: the SameSite cookie goes along) or on another site — post
+// to the web chat with the person's cookie; nothing they send runs, while
+// the page's own messages do.
+func TestWebChatOtherPagesInBrowser(t *testing.T) {
+	ctx := browser(t, 90*time.Second) // first: skips without Chromium
+	inst := startServe(t, "TEXTSLASH_AGENT=shell")
+	chat := "http://localhost:" + envValue(inst.env, "PORT")
+
+	send := func(text string) {
+		t.Helper()
+		if err := chromedp.Do(ctx,
+			chromedp.WaitVisible(chromedp.ID("input")),
+			chromedp.SendKeys(chromedp.ID("input"), text),
+			chromedp.Click(chromedp.ID("send")),
+		); err != nil {
+			t.Fatalf("send %q: %v", text, err)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(chat+"/")); err != nil {
+		t.Fatal(err)
+	}
+	send("echo first")
+	waitPage(ctx, t, replyHas, "first", "reply to the page's own message")
+
+	for _, attacker := range []string{
+		attackPage(t, "localhost", chat, "echo pwned-same-site"),
+		attackPage(t, "127.0.0.1", chat, "echo pwned-cross-site"),
+	} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(attacker)); err != nil {
+			t.Fatal(err)
+		}
+		waitPage(ctx, t, `(want) => document.title === want`, "sent", "the attacking page's request made ("+attacker+")")
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(chat+"/")); err != nil {
+		t.Fatal(err)
+	}
+	send("echo last")
+	waitPage(ctx, t, replyHas, "last", "reply to the page's own message after the attacks")
+	replies, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll('#messages .reply .text')].map(e => e.innerText)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range replies {
+		if strings.Contains(r, "pwned") {
+			t.Errorf("another page's message ran: replies %q", replies)
+		}
+	}
+	logs, _ := os.ReadFile(inst.Log)
+	if n := strings.Count(string(logs), "web chat request from another origin refused"); n != 2 {
+		t.Errorf("%d refusals logged; want 2 (same-site and cross-site)", n)
 	}
 }

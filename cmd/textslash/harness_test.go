@@ -237,7 +237,9 @@ func (inst *instance) openChat(t testing.TB, path string) *chat {
 	u, _ := url.Parse(inst.URL)
 	for _, ck := range jar.Cookies(u) {
 		if ck.Name == contract.WebSessionCookie {
-			c.User = contract.User{Channel: contract.ChannelWeb, ID: ck.Value}
+			// The session's user id, before the server's signature.
+			id, _, _ := strings.Cut(ck.Value, ".")
+			c.User = contract.User{Channel: contract.ChannelWeb, ID: id}
 		}
 	}
 	if c.User.ID == "" {

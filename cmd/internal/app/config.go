@@ -32,34 +32,36 @@ var All = []string{Ingress, Dispatcher, Runner, Media, Egress}
 
 // config is everything `textslash serve` reads from flags and environment.
 type config struct {
-	Services    []string
-	Data        string
-	NATSListen  string
-	NATSURL     string
-	NATSUser    string
-	NATSPass    string
-	Provision   bool
-	NATSSync    bool
-	Host        string
-	Port        int
-	Web         bool
-	WebToken    string
-	Agent       string
-	ClaudeBin   string
-	Workspaces  string
-	AgentUser   string
-	Chromium    string
-	ShotAddr    string
-	Concurrency int
-	RunnerID    string
-	IdleExit    time.Duration
-	Timeout     time.Duration
-	StopGrace   time.Duration
-	Approval    time.Duration
-	Replicas    int
-	LogLevel    string
-	PprofAddr   string
-	LogFormat   string
+	Services   []string
+	Data       string
+	NATSListen string
+	NATSURL    string
+	NATSUser   string
+	NATSPass   string
+	Provision  bool
+	NATSSync   bool
+	Host       string
+	Port       int
+	Web        bool
+	WebToken   string
+	// AllowedHosts names more hosts the HTTP listener answers for.
+	AllowedHosts string
+	Agent        string
+	ClaudeBin    string
+	Workspaces   string
+	AgentUser    string
+	Chromium     string
+	ShotAddr     string
+	Concurrency  int
+	RunnerID     string
+	IdleExit     time.Duration
+	Timeout      time.Duration
+	StopGrace    time.Duration
+	Approval     time.Duration
+	Replicas     int
+	LogLevel     string
+	PprofAddr    string
+	LogFormat    string
 
 	TwilioSID       string
 	TwilioToken     string
@@ -134,11 +136,12 @@ const serveUsage = `Usage: textslash serve [flags]
 Runs NATS (embedded, unless --nats-url is given) and every textslash service
 in one process, with one HTTP listener:
 
-  GET  /              the web chat (no login on 127.0.0.1; elsewhere open the
-                      URL with ?token= printed at start)
+  GET  /              the web chat (no login while only this machine reaches
+                      it; else open the URL with ?token= printed at start)
   POST /api/messages  a web chat message        GET /api/events  its replies (SSE)
   GET  /images/<id>   images of replies (signed links)
-  GET  /healthz, /readyz, /metrics (Prometheus)
+  GET  /healthz, /readyz, /metrics (Prometheus; the last two not to
+                      requests through PUBLIC_URL, a proxy or a tunnel)
   POST /webhook       Twilio's WhatsApp and SMS webhook (also /sms), and
   POST /twilio/status Twilio's status callbacks: on when TWILIO_* are set
 
@@ -206,7 +209,8 @@ func parseConfig(name string, services []string, args []string, stderr io.Writer
 	f.str(&c.Host, "host", "TEXTSLASH_HOST", "127.0.0.1", "address the HTTP listener binds; anything but loopback requires the web chat token")
 	f.int(&c.Port, "port", "PORT", 3000, "HTTP port")
 	f.bool(&c.Web, "web", "TEXTSLASH_WEB", true, "serve the local web chat (needs ingress and egress in this process)")
-	f.str(&c.WebToken, "web-token", "TEXTSLASH_WEB_TOKEN", "", "token the web chat requires when not bound to loopback; generated and logged when empty")
+	f.str(&c.WebToken, "web-token", "TEXTSLASH_WEB_TOKEN", "", "token the web chat requires when others can reach it (bound beyond loopback, PUBLIC_URL, a provider or TEXTSLASH_ALLOWED_HOSTS set); made once and kept in <data>/web/token when empty, and logged in the web chat's URL")
+	f.str(&c.AllowedHosts, "allowed-hosts", "TEXTSLASH_ALLOWED_HOSTS", "", "comma-separated host names the HTTP listener answers besides localhost and PUBLIC_URL's (a tunnel's or proxy's name); requests for any other name are refused, as a DNS-rebinding page's are")
 	f.str(&c.Agent, "agent", "TEXTSLASH_AGENT", "", "agent: shell (bash in the workspace), claude (Claude Code headless), or any command line (run with bash -c; the message on stdin, the reply on stdout, lines ::progress:: <text> and ::approval:: as markers); default claude when installed and runnable (not as root without --agent-user), else shell")
 	f.str(&c.ClaudeBin, "claude-bin", "TEXTSLASH_CLAUDE_BIN", "", "Claude Code binary; default claude from PATH")
 	f.str(&c.Workspaces, "workspaces", "TEXTSLASH_WORKSPACES", "", "directory with one workspace per user; default <data>/workspaces")
@@ -337,9 +341,6 @@ func (c *config) validate() error {
 	}
 	if c.Replicas < 1 || c.Replicas > 5 {
 		return fmt.Errorf("TEXTSLASH_REPLICAS=%d: must be 1 to 5", c.Replicas)
-	}
-	if c.Web && !loopback(c.Host) && c.WebToken == "" {
-		c.WebToken = newToken()
 	}
 	if c.MediaKey == "" {
 		c.MediaKey = newToken()

@@ -2,9 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -115,13 +112,19 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	if err != nil {
 		return err
 	}
+	var sessions contract.WebSessions
+	if cfg.Web {
+		if sessions, cfg.WebToken, err = webSecrets(cfg); err != nil {
+			return err
+		}
+	}
 
 	// Each service of this process, and what it serves over HTTP.
 	mux := http.NewServeMux()
 	var svcs []interface{ Run(context.Context) error }
 	var in *ingress.Ingress
 	if cfg.runs(Ingress) {
-		if in, err = ingress.New(ingress.Config{WebChat: cfg.Web, Twilio: cfg.twilioIngress(), Telegram: cfg.telegramIngress()}, js, log); err != nil {
+		if in, err = ingress.New(ingress.Config{WebChat: cfg.Web, Sessions: sessions, PublicURL: cfg.PublicURL, Twilio: cfg.twilioIngress(), Telegram: cfg.telegramIngress()}, js, log); err != nil {
 			return err
 		}
 		for _, route := range in.Routes() {
@@ -166,7 +169,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	}
 	var out *egress.Egress
 	if cfg.runs(Egress) {
-		if out, err = egress.New(egress.Config{WebChat: cfg.Web, Twilio: cfg.twilioEgress(), Telegram: cfg.telegramEgress(), Signer: signer}, js, log); err != nil {
+		if out, err = egress.New(egress.Config{WebChat: cfg.Web, Sessions: sessions, Twilio: cfg.twilioEgress(), Telegram: cfg.telegramEgress(), Signer: signer}, js, log); err != nil {
 			return err
 		}
 		svcs = append(svcs, out)
@@ -175,14 +178,14 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		web := http.NewServeMux()
 		web.Handle("GET /api/events", out.Handler())
 		web.Handle("/", in.WebChat())
-		mux.Handle("/", webAuth(cfg, log, web))
+		mux.Handle("/", webAuth(cfg, log, webOrigin(log, web)))
 	}
-	mux.Handle("GET /metrics", promhttp.Handler())
+	mux.Handle("GET /metrics", internalOnly(cfg, promhttp.Handler()))
 	if cfg.runs(Dispatcher) {
 		registerQueueGauge(js)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /readyz", internalOnly(cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if nc.Status() != nats.CONNECTED {
 			http.Error(w, "nats "+nc.Status().String(), http.StatusServiceUnavailable)
 			return
@@ -194,14 +197,14 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 			}
 		}
 		fmt.Fprintln(w, "ready")
-	})
+	})))
 
 	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s (PORT, TEXTSLASH_HOST): %w", addr, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: hostCheck(cfg, log, mux), ReadHeaderTimeout: 10 * time.Second}
 
 	// A runner that exits for want of work ends the whole process.
 	ctx, idleStop := context.WithCancel(ctx)
@@ -220,7 +223,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		return srv.Shutdown(sctx)
 	})
 	if cfg.PprofAddr != "" {
-		if err := servePprof(ctx, g, cfg.PprofAddr, log); err != nil {
+		if err := servePprof(ctx, g, cfg, log); err != nil {
 			return err
 		}
 	}
@@ -238,7 +241,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	if cfg.Host == "127.0.0.1" || cfg.Host == "localhost" {
 		url = "http://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	}
-	if !loopback(cfg.Host) && cfg.Web {
+	if cfg.Web && cfg.exposed() {
 		url += "/?token=" + cfg.WebToken
 	}
 	ev := log.Info().Strs("services", cfg.Services).Dur("cold_start", time.Since(started))
@@ -326,36 +329,25 @@ func drain(nc *nats.Conn) func() {
 	}
 }
 
-// webAuth lets the web chat be used without a login on loopback. Bound
-// anywhere else it requires the token once in the URL (?token=), which it
-// turns into a cookie.
-func webAuth(cfg config, log zerolog.Logger, next http.Handler) http.Handler {
-	if loopback(cfg.Host) || !cfg.Web {
-		return next
+// webSecrets are the web chat's session key and, when it needs one, its
+// token (TEXTSLASH_WEB_TOKEN, else made once): kept in the data directory,
+// so that sessions and the token's URL outlive a restart.
+func webSecrets(cfg config) (contract.WebSessions, string, error) {
+	key, err := secret(filepath.Join(cfg.Data, "web", "session.key"))
+	if err != nil {
+		return contract.WebSessions{}, "", fmt.Errorf("web chat: %w", err)
 	}
-	const cookie = "ts_token"
-	want := []byte(cfg.WebToken)
-	ok := func(s string) bool { return subtle.ConstantTimeCompare([]byte(s), want) == 1 }
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if t := r.URL.Query().Get("token"); t != "" && ok(t) {
-			http.SetCookie(w, &http.Cookie{Name: cookie, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-			next.ServeHTTP(w, r)
-			return
+	sessions, err := contract.NewWebSessions([]byte(key))
+	if err != nil {
+		return contract.WebSessions{}, "", err
+	}
+	token := cfg.WebToken
+	if token == "" && cfg.exposed() {
+		if token, err = secret(filepath.Join(cfg.Data, "web", "token")); err != nil {
+			return contract.WebSessions{}, "", fmt.Errorf("web chat: %w", err)
 		}
-		if c, err := r.Cookie(cookie); err == nil && ok(c.Value) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		log.Info().Str("remote", r.RemoteAddr).Str("path", r.URL.Path).Msg("web chat refused: no token")
-		http.Error(w, "textslash: open the web chat with the ?token= URL from textslash's log", http.StatusUnauthorized)
-	})
-}
-
-// newToken is 128 random bits in hex.
-func newToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	}
+	return sessions, token, nil
 }
 
 // natsLogger sends the embedded server's log to zerolog; its chatty notices
@@ -371,10 +363,10 @@ func (n natsLogger) Tracef(format string, v ...any)  { n.l.Trace().Msgf(format, 
 
 // servePprof serves net/http/pprof's handlers on their own listener, apart
 // from the public mux, until ctx ends.
-func servePprof(ctx context.Context, g *errgroup.Group, addr string, log zerolog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
+func servePprof(ctx context.Context, g *errgroup.Group, cfg config, log zerolog.Logger) error {
+	ln, err := net.Listen("tcp", cfg.PprofAddr)
 	if err != nil {
-		return fmt.Errorf("listen %s (TEXTSLASH_PPROF_ADDR): %w", addr, err)
+		return fmt.Errorf("listen %s (TEXTSLASH_PPROF_ADDR): %w", cfg.PprofAddr, err)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -382,7 +374,7 @@ func servePprof(ctx context.Context, g *errgroup.Group, addr string, log zerolog
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: hostCheck(cfg, log, mux), ReadHeaderTimeout: 10 * time.Second}
 	log.Warn().Str("addr", "http://"+ln.Addr().String()+"/debug/pprof/").Msg("profiles served")
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
