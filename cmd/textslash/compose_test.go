@@ -67,6 +67,7 @@ func TestComposeFile(t *testing.T) {
 	}
 	checkComposeNATS(t, cf)
 	example := readEnvExample(t, "../../textslash.env.example")
+	checkComposeSecrets(t, cf, example)
 	ns := runNATSUsers(t)
 	for _, name := range app.All {
 		t.Run(name, func(t *testing.T) {
@@ -113,6 +114,12 @@ func TestComposeFile(t *testing.T) {
 				env = append(env, k+"="+v)
 			}
 			for k, v := range svc.Environment {
+				if strings.HasPrefix(v, "${") && k != "NATS_PASSWORD" {
+					// A secret from .env, as a deployment fills it in.
+					if v = testSecrets[k]; v == "" {
+						continue
+					}
+				}
 				switch k {
 				case "NATS_URL", "NATS_USER", "NATS_PASSWORD", "PORT", "TEXTSLASH_DATA":
 				case "TEXTSLASH_CHROMIUM", "TEXTSLASH_AGENT":
@@ -175,13 +182,52 @@ func checkComposeNATS(t *testing.T, cf composeFile) {
 			t.Errorf(".env.example does not set %s", name)
 		}
 	}
-	if len(dotenv.set) != len(users) {
-		t.Errorf(".env.example sets %d variables; want the %d passwords", len(dotenv.set), len(users))
+	for name := range secretUsers {
+		if _, ok := dotenv.set[name]; !ok {
+			t.Errorf(".env.example does not set %s", name)
+		}
+	}
+	if len(dotenv.set) != len(users)+len(secretUsers) {
+		t.Errorf(".env.example sets %d variables; want the %d passwords and the %d secrets", len(dotenv.set), len(users), len(secretUsers))
 	}
 	prov := cf.Services["provision"]
 	if !slices.Equal(prov.Command, []string{"textslash", "provision"}) || prov.Environment["NATS_USER"] != "admin" ||
 		prov.Environment["NATS_PASSWORD"] != passwordOf("admin") {
 		t.Errorf("provision runs %q as %q; want textslash provision as admin", prov.Command, prov.Environment["NATS_USER"])
+	}
+}
+
+// secretUsers are the secrets of .env and the services compose hands each
+// to: never the shared textslash.env, which every service reads (the
+// runner, whose agents run what people send, included).
+var secretUsers = map[string][]string{
+	"TWILIO_AUTH_TOKEN":       {app.Ingress, app.Egress},
+	"TELEGRAM_BOT_TOKEN":      {app.Ingress, app.Egress},
+	"TELEGRAM_WEBHOOK_SECRET": {app.Ingress},
+	"TEXTSLASH_MEDIA_KEY":     {app.Media, app.Egress},
+	"ANTHROPIC_API_KEY":       {app.Runner},
+}
+
+// testSecrets fill in compose's ${...} of .env when the test starts the
+// services; the others stay empty (their provider off).
+var testSecrets = map[string]string{"TEXTSLASH_MEDIA_KEY": "a-media-key-for-the-compose-test"}
+
+// checkComposeSecrets: each secret reaches only its services, and
+// textslash.env.example sets none.
+func checkComposeSecrets(t *testing.T, cf composeFile, example envExample) {
+	t.Helper()
+	for name, users := range secretUsers {
+		if _, ok := example.set[name]; ok {
+			t.Errorf("textslash.env.example sets the secret %s, which every service would read", name)
+		}
+		for svc, def := range cf.Services {
+			v, has := def.Environment[name]
+			if want := slices.Contains(users, svc); has != want {
+				t.Errorf("compose.yaml hands %s to %s: %v; want %v", name, svc, has, want)
+			} else if has && !strings.HasPrefix(v, "${"+name+":") {
+				t.Errorf("compose.yaml sets %s of %s to %q; want it from .env", name, svc, v)
+			}
+		}
 	}
 }
 

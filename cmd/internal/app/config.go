@@ -381,9 +381,11 @@ func loopback(host string) bool {
 func (c *config) twilio() bool { return c.TwilioSID != "" || c.TwilioToken != "" }
 
 // validateTwilio checks what the services check again, to name the
-// variables at fault before anything starts.
+// variables at fault before anything starts. Only ingress and egress speak
+// to Twilio: the others run without its token (compose gives it only to
+// those two).
 func (c *config) validateTwilio() error {
-	if !c.twilio() {
+	if !c.twilio() || !(c.runs(Ingress) || c.runs(Egress)) {
 		return nil
 	}
 	var missing []string
@@ -433,12 +435,17 @@ func (c *config) twilioEgress() *egress.Twilio {
 // telegram reports whether Telegram is on.
 func (c *config) telegram() bool { return c.TelegramToken != "" }
 
+// validateTelegram: ingress checks webhooks with the secret; egress needs
+// only the token (and, like ingress, whom it may answer).
 func (c *config) validateTelegram() error {
-	if !c.telegram() {
+	if !c.telegram() || !(c.runs(Ingress) || c.runs(Egress)) {
 		return nil
 	}
-	if c.TelegramSecret == "" || c.TelegramAllowed == "" {
-		return errors.New("Telegram needs TELEGRAM_WEBHOOK_SECRET and TELEGRAM_ALLOWED_CHATS too")
+	if c.runs(Ingress) && c.TelegramSecret == "" {
+		return errors.New("Telegram needs TELEGRAM_WEBHOOK_SECRET too")
+	}
+	if c.TelegramAllowed == "" {
+		return errors.New("Telegram needs TELEGRAM_ALLOWED_CHATS too")
 	}
 	return nil
 }
