@@ -215,9 +215,14 @@ type chat struct {
 	User   contract.User
 }
 
-// newChat opens the page, which gives the session its cookie.
+// newChat opens the page, which gives the session its cookie: with the
+// web chat's token when textslash made one (it is reachable from
+// elsewhere: a provider, PUBLIC_URL).
 func (inst *instance) newChat(t testing.TB) *chat {
 	t.Helper()
+	if token, err := os.ReadFile(filepath.Join(inst.Data, "web", "token")); err == nil {
+		return inst.openChat(t, "/?token="+strings.TrimSpace(string(token)))
+	}
 	return inst.openChat(t, "/")
 }
 

@@ -131,7 +131,9 @@ func (c *config) public(r *http.Request) bool {
 		host, port = h, p
 	}
 	host = strings.ToLower(host)
-	if u, err := url.Parse(c.PublicURL); err == nil && strings.EqualFold(u.Hostname(), host) {
+	// A PUBLIC_URL on loopback (a local test of the providers) is no
+	// public side.
+	if u, err := url.Parse(c.PublicURL); err == nil && strings.EqualFold(u.Hostname(), host) && !loopback(host) {
 		// With a port, the port too: a PUBLIC_URL on this machine's other
 		// port (a local proxy) is not this listener.
 		want := u.Port()

@@ -69,6 +69,7 @@ func TestExposedAndPublic(t *testing.T) {
 		{"t.example:3000", "", false},
 	} {
 		r := httptest.NewRequest("GET", "/metrics", nil)
+		r.RemoteAddr = "127.0.0.1:50000"
 		r.Host = tc.host
 		if tc.forwarded != "" {
 			r.Header.Set("X-Forwarded-For", tc.forwarded)
@@ -76,5 +77,11 @@ func TestExposedAndPublic(t *testing.T) {
 		if got := cfg.public(r); got != tc.public {
 			t.Errorf("Host %s, X-Forwarded-For %q: public %v; want %v", tc.host, tc.forwarded, got, tc.public)
 		}
+	}
+	local := config{Host: "127.0.0.1", PublicURL: "http://127.0.0.1:3000"}
+	r := httptest.NewRequest("GET", "/readyz", nil)
+	r.Host = "127.0.0.1:3000"
+	if local.public(r) {
+		t.Errorf("a PUBLIC_URL on loopback made its own listener public")
 	}
 }
