@@ -311,6 +311,11 @@ func readEnv(t *testing.T, text string) map[string]string {
 func TestShellEnvironment(t *testing.T) {
 	t.Setenv("TWILIO_AUTH_TOKEN", "secret")
 	t.Setenv("NATS_CREDS", "x")
+	// How services run apart and the nats CLI log in to NATS (admin's, on
+	// textslash serve's embedded server).
+	t.Setenv("NATS_URL", "nats://127.0.0.1:4222")
+	t.Setenv("NATS_USER", "admin")
+	t.Setenv("NATS_PASSWORD", "nats-secret")
 	t.Setenv("TEXTSLASH_WEB_TOKEN", "y")
 	t.Setenv("TELEGRAM_BOT_TOKEN", "z")
 	t.Setenv("PATHOLOGICAL", "p") // a prefix of an allowed exact name is not allowed
@@ -321,7 +326,7 @@ func TestShellEnvironment(t *testing.T) {
 	res := runShell(t, t.Context(), r)
 	env := readEnv(t, res.Text)
 	// The shell gets no model credentials either: only Claude Code needs them.
-	for _, name := range []string{"TWILIO_AUTH_TOKEN", "NATS_CREDS", "TEXTSLASH_WEB_TOKEN", "TELEGRAM_BOT_TOKEN", "PATHOLOGICAL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"} {
+	for _, name := range []string{"TWILIO_AUTH_TOKEN", "NATS_CREDS", "NATS_URL", "NATS_USER", "NATS_PASSWORD", "TEXTSLASH_WEB_TOKEN", "TELEGRAM_BOT_TOKEN", "PATHOLOGICAL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"} {
 		if v, ok := env[name]; ok {
 			t.Errorf("%s: got %q in the agent's environment; want absent", name, v)
 		}
@@ -332,8 +337,10 @@ func TestShellEnvironment(t *testing.T) {
 			t.Errorf("Claude Code's environment lacks %s: %q", kv, model)
 		}
 	}
-	if slices.Contains(model, "TWILIO_AUTH_TOKEN=secret") {
-		t.Errorf("Claude Code's environment has the Twilio token")
+	for _, kv := range model {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "TWILIO_") || strings.HasPrefix(name, "NATS_") {
+			t.Errorf("Claude Code's environment has %s", name)
+		}
 	}
 	want := map[string]string{
 		"TZ":    "UTC",

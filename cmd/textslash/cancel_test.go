@@ -119,10 +119,11 @@ func procAlive(pid int, names ...string) bool {
 	return slices.Contains(names, s[open+1:closing]) && state != 'Z' && state != 'X'
 }
 
-// natsJS connects to the instance's NATS as a `nats` CLI would.
+// natsJS connects to the instance's NATS as the operator's `nats` CLI
+// would, as admin.
 func natsJS(t *testing.T, inst *instance) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(inst.NATSURL)
+	nc, err := nats.Connect(inst.adminURL(t))
 	if err != nil {
 		t.Fatalf("connect to textslash's NATS: %v", err)
 	}

@@ -129,7 +129,7 @@ func chaos(t *testing.T, separate bool) {
 	} else {
 		inst = startServe(t, env...)
 		victims["textslash"] = inst
-		tap = inst.NATSURL
+		tap = inst.adminURL(t)
 	}
 	names := slices.Sorted(maps.Keys(victims))
 	killedOf := map[string]int{}

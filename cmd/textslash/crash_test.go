@@ -87,7 +87,7 @@ func TestCrashLoop(t *testing.T) {
 	dones := map[string][]contract.Event{} // "<user id> <message id>" → done events
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		dones = readDones(t, inst.NATSURL)
+		dones = readDones(t, inst.adminURL(t))
 		if len(dones) >= total || time.Now().After(deadline) {
 			break
 		}
@@ -126,7 +126,7 @@ func TestCrashLoop(t *testing.T) {
 		kills, total, ran, interrupted, interruptedUnrun)
 
 	// Nobody is left working, and nothing is left waiting.
-	nc, err := nats.Connect(inst.NATSURL)
+	nc, err := nats.Connect(inst.adminURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,7 +28,7 @@ type tap struct {
 
 func (inst *instance) tap(t *testing.T) (*tap, *nats.Conn) {
 	t.Helper()
-	nc, err := nats.Connect(inst.NATSURL)
+	nc, err := nats.Connect(inst.adminURL(t))
 	if err != nil {
 		t.Fatalf("connect to textslash's NATS: %v", err)
 	}
@@ -275,10 +276,16 @@ func TestWebChatTokenOffLoopback(t *testing.T) {
 // all-in-ones on one NATS share the work and the state.
 func TestServeWithNATSURL(t *testing.T) {
 	a := startServe(t, "TEXTSLASH_AGENT=shell")
-	b := startServe(t, "TEXTSLASH_AGENT=shell", "NATS_URL="+a.NATSURL)
+	// b logs in to a's embedded NATS as admin, with the lines a wrote for the nats CLI.
+	login := natsLogin(t, a.Data, "admin")
+	b := startServe(t, "TEXTSLASH_AGENT=shell",
+		"NATS_URL="+login["NATS_URL"], "NATS_USER="+login["NATS_USER"], "NATS_PASSWORD="+login["NATS_PASSWORD"])
 	out, _ := os.ReadFile(b.Log)
 	if !strings.Contains(string(out), "connected to NATS") || strings.Contains(string(out), `"svc":"nats"`) {
 		t.Errorf("instance b embedded a server or did not connect to NATS_URL:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(b.Data, "nats")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("instance b wrote NATS logins (%v); want none for a NATS_URL", err)
 	}
 	c := b.newChat(t)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -174,6 +174,50 @@ func (inst *instance) signal(sig syscall.Signal) {
 	}
 }
 
+// adminURL is the instance's NATS URL with admin's login: the one textslash
+// serve wrote for the nats CLI, or NATS_USER's when it uses NATS_URL.
+func (inst *instance) adminURL(t testing.TB) string {
+	t.Helper()
+	u, err := url.Parse(inst.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if envValue(inst.env, "NATS_URL") != "" {
+		if user := envValue(inst.env, "NATS_USER"); user != "" {
+			u.User = url.UserPassword(user, envValue(inst.env, "NATS_PASSWORD"))
+		}
+		return u.String()
+	}
+	login := natsLogin(t, inst.Data, "admin")
+	u.User = url.UserPassword(login["NATS_USER"], login["NATS_PASSWORD"])
+	return u.String()
+}
+
+// natsLogin is a login textslash serve writes for the nats CLI: the
+// NATS_URL, NATS_USER and NATS_PASSWORD lines of <data>/nats/<user>.env.
+func natsLogin(t testing.TB, data, user string) map[string]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(data, "nats", user+".env"))
+	if err != nil {
+		t.Fatalf("the login for %s: %v", user, err)
+	}
+	defer f.Close()
+	env := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			env[k] = v
+		}
+	}
+	for _, k := range []string{"NATS_URL", "NATS_USER", "NATS_PASSWORD"} {
+		if env[k] == "" {
+			t.Fatalf("%s.env has no %s: %v", user, k, env)
+		}
+	}
+	return env
+}
+
 // freePort finds a free port below the kernel's ephemeral range, so that no
 // outgoing connection takes it while a test restarts the process using it.
 func freePort(t testing.TB) string {

@@ -149,9 +149,13 @@ WhatsApp and SMS through Twilio need TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN,
 TWILIO_PHONE_NUMBER, PUBLIC_URL and ALLOWED_PHONE_NUMBERS; point the Twilio
 number's (or WhatsApp sender's) incoming-message webhook at PUBLIC_URL/webhook.
 
-Tap what happens with the nats CLI against --nats-listen, for example
-  nats -s nats://127.0.0.1:4222 sub 'ts.>'
-(subjects.md lists every subject, stream and bucket).
+Tap what happens with the nats CLI against --nats-listen. The embedded NATS
+takes logins only, which textslash keeps in <data>/nats/ as the NATS_URL,
+NATS_USER and NATS_PASSWORD lines the nats CLI reads from its environment:
+tap.env reads ts.> and lists the streams, admin.env may do anything.
+  (set -a; . ./data/nats/tap.env; set +a; nats sub 'ts.>')
+(scripts/nats in the repository does that; subjects.md lists every subject,
+stream and bucket).
 
 Flags (each also read from the environment variable in brackets):
 `
@@ -200,8 +204,8 @@ func parseConfig(name string, services []string, args []string, stderr io.Writer
 	} else {
 		svcList = strings.Join(services, ",")
 	}
-	f.str(&c.Data, "data", "TEXTSLASH_DATA", "./data", "directory for JetStream's files and, by default, the workspaces")
-	f.str(&c.NATSListen, "nats-listen", "TEXTSLASH_NATS_LISTEN", "127.0.0.1:4222", "host:port where the embedded NATS takes clients such as the nats CLI; off for none")
+	f.str(&c.Data, "data", "TEXTSLASH_DATA", "./data", "directory for JetStream's files, the embedded NATS's logins (nats/) and, by default, the workspaces")
+	f.str(&c.NATSListen, "nats-listen", "TEXTSLASH_NATS_LISTEN", "127.0.0.1:4222", "host:port where the embedded NATS takes clients such as the nats CLI, logged in as tap (reads ts.>) or admin with <data>/nats/tap.env or admin.env; off for none")
 	f.str(&c.NATSURL, "nats-url", "NATS_URL", "", "use this NATS server instead of embedding one")
 	f.str(&c.NATSUser, "nats-user", "NATS_USER", "", "user to connect to NATS_URL as (nats.conf gives each service its own, allowed only its own subjects)")
 	f.str(&c.NATSPass, "nats-password", "NATS_PASSWORD", "", "that user's password")

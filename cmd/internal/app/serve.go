@@ -284,12 +284,21 @@ func connectNATS(cfg config, log zerolog.Logger) (*nats.Conn, func(), error) {
 		SyncAlways: cfg.NATSSync,
 		NoSigs:     true,
 	}
+	var loginDir string // where the nats CLI's logins are kept, when it can connect
 	if cfg.NATSListen == "off" {
 		sopts.DontListen = true
 	} else {
 		host, port, _ := net.SplitHostPort(cfg.NATSListen)
 		sopts.Host = host
 		sopts.Port, _ = strconv.Atoi(port)
+		loginDir = filepath.Join(cfg.Data, "nats")
+	}
+	logins, err := loadNATSLogins(loginDir)
+	if err == nil {
+		sopts.Users, err = logins.users()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("embedded NATS logins: %w", err)
 	}
 	ns, err := server.NewServer(sopts)
 	if err != nil {
@@ -301,7 +310,15 @@ func connectNATS(cfg config, log zerolog.Logger) (*nats.Conn, func(), error) {
 		ns.Shutdown()
 		return nil, nil, fmt.Errorf("embedded NATS did not start (is %s in use? set TEXTSLASH_NATS_LISTEN)", cfg.NATSListen)
 	}
-	nc, err := nats.Connect("", append(opts, nats.InProcessServer(ns))...)
+	if logins.dir != "" {
+		if err := logins.write(ns.Addr()); err != nil {
+			ns.Shutdown()
+			return nil, nil, fmt.Errorf("embedded NATS logins: %w", err)
+		}
+		log.Info().Str("nats_logins", logins.dir).
+			Msg("embedded NATS takes logins only: tap.env (reads ts.>) and admin.env (everything) in nats_logins, for the nats CLI (scripts/nats)")
+	}
+	nc, err := nats.Connect("", append(opts, nats.InProcessServer(ns), logins.login())...)
 	if err != nil {
 		ns.Shutdown()
 		return nil, nil, fmt.Errorf("connect embedded NATS: %w", err)
