@@ -43,6 +43,7 @@ func TestTwilioContract(t *testing.T) {
 	h.run(egress.Twilio{
 		AccountSID: twiliotest.ExampleAccountSID, AuthToken: "0123456789abcdef0123456789abcdef",
 		From: from, APIURL: rec.URL, PublicURL: "https://pub.example.com", StatusCallbacks: true,
+		Allowed:  []string{"+" + alice.ID, "+" + bob.ID},
 		SentWait: time.Millisecond, // Prism sends no status callbacks
 		Retry:    egress.Retry{Attempts: 1},
 	})

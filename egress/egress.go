@@ -58,8 +58,13 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error
 		api := newTwilioAPI(t)
 		media := func(img contract.Image) string { return t.PublicURL + cfg.Signer.URL(img, time.Now()) }
 		p := e.pusher(t.Retry)
-		p.channels[contract.ChannelWhatsApp] = channel{rules: t.WhatsApp, sender: &twilioSender{cfg: t, api: api, prefix: "whatsapp:"}, mediaURL: media, waitSent: t.StatusCallbacks}
-		p.channels[contract.ChannelSMS] = channel{rules: t.SMS, sender: &twilioSender{cfg: t, api: api}, mediaURL: media, waitSent: t.StatusCallbacks}
+		allowed := map[string]bool{}
+		for _, n := range t.Allowed {
+			u, _ := contract.PhoneUser(contract.ChannelSMS, n) // validated
+			allowed[u.ID] = true
+		}
+		p.channels[contract.ChannelWhatsApp] = channel{rules: t.WhatsApp, sender: &twilioSender{cfg: t, api: api, prefix: "whatsapp:"}, mediaURL: media, waitSent: t.StatusCallbacks, allowed: allowed}
+		p.channels[contract.ChannelSMS] = channel{rules: t.SMS, sender: &twilioSender{cfg: t, api: api}, mediaURL: media, waitSent: t.StatusCallbacks, allowed: allowed}
 		if t.StatusCallbacks {
 			p.sent = newSentWaiter(t.SentWait)
 		}
@@ -75,7 +80,11 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error
 			return nil, err
 		}
 		p := e.pusher(t.Retry)
-		p.channels[contract.ChannelTelegram] = channel{rules: t.Rules, sender: s,
+		allowed := map[string]bool{}
+		for _, id := range t.Allowed {
+			allowed[id] = true
+		}
+		p.channels[contract.ChannelTelegram] = channel{rules: t.Rules, sender: s, allowed: allowed,
 			mediaURL: func(img contract.Image) string { return t.mediaBase() + cfg.Signer.URL(img, time.Now()) }}
 	}
 	return e, nil

@@ -231,6 +231,10 @@ type channel struct {
 	// waitSent: the provider reports delivery status (Twilio), and a
 	// user's next message waits for "sent".
 	waitSent bool
+	// allowed are the user ids the channel may send to (the allowlist
+	// ingress admits by): EVENTS can be written by more than textslash's
+	// own services, and a send costs the operator money and reputation.
+	allowed map[string]bool
 }
 
 // item is one event in a user's queue.
@@ -313,7 +317,16 @@ func (p *pusher) route(ctx context.Context, m jetstream.Msg) {
 		_ = m.Ack()
 		return
 	}
-	if _, ok := p.channels[ev.User.Channel]; !ok {
+	ch, ok := p.channels[ev.User.Channel]
+	if !ok {
+		_ = m.Ack()
+		return
+	}
+	if !ch.allowed[ev.User.ID] {
+		log := contract.TraceLog(p.log, contract.Trace(m.Headers()))
+		log.Error().Str("user", ev.User.Key()).Str("kind", string(ev.Kind)).Str("subject", m.Subject()).Uint64("seq", md.Sequence.Stream).
+			Msg("event for a user not allowed dropped: nobody on the channel's allowlist (ALLOWED_PHONE_NUMBERS, TELEGRAM_ALLOWED_CHATS) sent it; something else published it")
+		refused.WithLabelValues(ev.User.Channel).Inc()
 		_ = m.Ack()
 		return
 	}
@@ -731,6 +744,10 @@ var (
 		Name: "textslash_messages_out_total",
 		Help: "Messages sent to people through a provider, by channel and the kind of event they carry.",
 	}, []string{"channel", "kind"})
+	refused = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "textslash_egress_refused_total",
+		Help: "Events dropped by egress because their user is not on the channel's allowlist, by channel.",
+	}, []string{"channel"})
 	sendErrors = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "textslash_send_errors_total",
 		Help: "Failed send attempts, by channel and the provider's error code (Twilio's 20429, 63016, ...; 0: none given, e.g. a network error).",

@@ -31,6 +31,10 @@ type Telegram struct {
 	PublicURL string
 	// LocalURL is where egress itself reaches the media service.
 	LocalURL string
+	// Allowed are the chat ids that may be answered
+	// (TELEGRAM_ALLOWED_CHATS): an event for any other chat is dropped,
+	// whoever published it.
+	Allowed []string
 	// Rules of the channel; zero values take defaults (4,096 characters,
 	// media groups of 10, captions of 1,024, progress edits every 3 s).
 	Rules Rules
@@ -49,6 +53,9 @@ const (
 func (t *Telegram) validate() error {
 	if t.BotToken == "" {
 		return errors.New("telegram: TELEGRAM_BOT_TOKEN is required")
+	}
+	if len(t.Allowed) == 0 {
+		return errors.New("telegram: TELEGRAM_ALLOWED_CHATS is empty: nobody could be answered")
 	}
 	if t.APIURL == "" {
 		t.APIURL = "https://api.telegram.org"

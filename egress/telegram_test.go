@@ -3,6 +3,7 @@ package egress_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -22,10 +23,11 @@ import (
 var carol = contract.User{Channel: contract.ChannelTelegram, ID: "4242"}
 
 type tgHarness struct {
-	t   *testing.T
-	js  jetstream.JetStream
-	api *telegramtest.API
-	n   int
+	t    *testing.T
+	js   jetstream.JetStream
+	api  *telegramtest.API
+	n    int
+	logs syncBuffer
 }
 
 // startTelegram runs egress for Telegram against the fake Bot API. Images
@@ -48,7 +50,7 @@ func startTelegram(t *testing.T, upload bool) *tgHarness {
 	}))
 	t.Cleanup(media.Close)
 	h := &tgHarness{t: t, js: ns.JS, api: telegramtest.NewAPI(t)}
-	cfg := egress.Telegram{BotToken: telegramtest.Token, APIURL: h.api.URL,
+	cfg := egress.Telegram{BotToken: telegramtest.Token, APIURL: h.api.URL, Allowed: []string{carol.ID},
 		Retry: egress.Retry{Attempts: 4, Base: 10 * time.Millisecond, Max: 50 * time.Millisecond},
 		Rules: egress.Rules{ProgressEvery: 100 * time.Millisecond}}
 	if upload {
@@ -56,7 +58,7 @@ func startTelegram(t *testing.T, upload bool) *tgHarness {
 	} else {
 		cfg.PublicURL = media.URL
 	}
-	e, err := egress.New(egress.Config{Telegram: &cfg, Signer: signer}, h.js, testLog(t))
+	e, err := egress.New(egress.Config{Telegram: &cfg, Signer: signer}, h.js, testLog(t).Output(io.MultiWriter(&h.logs, testWriter(t))))
 	if err != nil {
 		t.Fatal(err)
 	}

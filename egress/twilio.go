@@ -34,6 +34,10 @@ type Twilio struct {
 	APIURL string
 	// PublicURL is where Twilio fetches images and posts status callbacks.
 	PublicURL string
+	// Allowed are the E.164 numbers that may be answered
+	// (ALLOWED_PHONE_NUMBERS): an event for any other number is dropped,
+	// whoever published it.
+	Allowed []string
 	// StatusCallbacks asks Twilio for status callbacks and sends a person's
 	// next message only once the previous one is sent (Twilio does not
 	// keep consecutive messages in order by itself).
@@ -79,6 +83,14 @@ func (t *Twilio) validate() error {
 		return fmt.Errorf("twilio: PUBLIC_URL=%q: want the https://host Twilio reaches textslash at (for images and status callbacks)", t.PublicURL)
 	}
 	t.PublicURL = strings.TrimSuffix(t.PublicURL, "/")
+	if len(t.Allowed) == 0 {
+		return errors.New("twilio: ALLOWED_PHONE_NUMBERS is empty: nobody could be answered")
+	}
+	for _, n := range t.Allowed {
+		if _, err := contract.PhoneUser(contract.ChannelSMS, n); err != nil {
+			return fmt.Errorf("twilio: ALLOWED_PHONE_NUMBERS: %q: want E.164 like +15551234567", n)
+		}
+	}
 	if t.SentWait <= 0 {
 		t.SentWait = 15 * time.Second
 	}

@@ -39,11 +39,14 @@ type harness struct {
 	logs io.Writer // when set, run logs every line here
 }
 
-func testLog(t *testing.T) zerolog.Logger {
+func testLog(t *testing.T) zerolog.Logger { return zerolog.New(testWriter(t)) }
+
+// testWriter shows logs with -v only.
+func testWriter(t *testing.T) io.Writer {
 	if testing.Verbose() {
-		return zerolog.New(zerolog.NewTestWriter(t))
+		return zerolog.NewTestWriter(t)
 	}
-	return zerolog.New(io.Discard)
+	return io.Discard
 }
 
 // start runs egress against a fake Twilio API; cfg's zero fields get test
@@ -67,6 +70,9 @@ func prepare(t *testing.T, cfg egress.Twilio) (*harness, egress.Twilio) {
 		cfg.PublicURL = "https://pub.example.com"
 	}
 	cfg.AccountSID, cfg.AuthToken, cfg.APIURL, cfg.From = h.api.AccountSID, h.api.AuthToken, h.api.URL, from
+	if cfg.Allowed == nil {
+		cfg.Allowed = []string{"+" + alice.ID, "+" + bob.ID}
+	}
 	if cfg.Retry.Base == 0 {
 		cfg.Retry = egress.Retry{Attempts: 4, Base: 10 * time.Millisecond, Max: 50 * time.Millisecond}
 	}
@@ -301,7 +307,7 @@ func TestRedeliveryNotResent(t *testing.T) {
 	natstest.CheckFor(t, 5*time.Second, 50*time.Millisecond, func() error {
 		return h.js.DeleteConsumer(t.Context(), contract.StreamEvents, name)
 	})
-	h.run(egress.Twilio{AccountSID: h.api.AccountSID, AuthToken: h.api.AuthToken, APIURL: h.api.URL, From: from, PublicURL: "https://pub.example.com"})
+	h.run(egress.Twilio{AccountSID: h.api.AccountSID, AuthToken: h.api.AuthToken, APIURL: h.api.URL, From: from, PublicURL: "https://pub.example.com", Allowed: []string{"+" + alice.ID}})
 	h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: "after"})
 	got := bodies(h.api.WaitMessages(t, 3, 5*time.Second))
 	time.Sleep(300 * time.Millisecond)
@@ -339,7 +345,7 @@ func TestWaitsForSent(t *testing.T) {
 	t.Cleanup(cb.Close)
 	h := &harness{t: t, js: ns.JS, api: api}
 	h.run(egress.Twilio{AccountSID: api.AccountSID, AuthToken: api.AuthToken, APIURL: api.URL, From: from,
-		PublicURL: cb.URL, StatusCallbacks: true, SentWait: 5 * time.Second})
+		PublicURL: cb.URL, StatusCallbacks: true, SentWait: 5 * time.Second, Allowed: []string{"+" + alice.ID}})
 	for i := range 3 {
 		h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: fmt.Sprint(i)})
 	}

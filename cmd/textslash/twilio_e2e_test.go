@@ -6,6 +6,7 @@ import (
 	"image"
 	_ "image/jpeg"
 	"image/png"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,6 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/twiliotest"
 )
 
@@ -221,4 +226,54 @@ echo "SCREENSHOT_CAPTURED:shots/a.png"; echo "SCREENSHOT_CAPTURED:shots/b.png"; 
 			t.Errorf("unsigned %s: %d; want 403", u.Path, resp.StatusCode)
 		}
 	}
+}
+
+// Whoever can publish to EVENTS — here NATS's admin — cannot make
+// textslash text a number nobody allowed: egress drops the event, logs it
+// and counts it; allowed people are answered as before.
+func TestWhatsAppNoReplyToStrangers(t *testing.T) {
+	s := startTwilioServe(t)
+	nc, err := nats.Connect(s.adminURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger := contract.User{Channel: contract.ChannelSMS, ID: "15559990000"}
+	ev := contract.Event{Kind: contract.KindDone, User: stranger, JobID: "x1", Text: "Your bank account is locked: http://phish.example", Status: contract.StatusOK}
+	if err := contract.PublishEvent(t.Context(), js, ev, "forged-1"); err != nil {
+		t.Fatalf("publish as admin: %v", err)
+	}
+	s.webhook(t, "whatsapp:"+phoneAlice, "echo hi", nil)
+	msgs := s.api.WaitMessages(t, 1, 20*time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(metrics(t, s.instance), `textslash_egress_refused_total{channel="sms"} 1`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no refusal counted in /metrics")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, m := range s.api.Messages() {
+		if strings.Contains(m.To, stranger.ID) {
+			t.Errorf("texted a number nobody allowed: %+v", m)
+		}
+	}
+	if len(msgs) != 1 || msgs[0].Body != "hi" {
+		t.Errorf("sent %+v; want alice's hi only", msgs)
+	}
+}
+
+// metrics is inst's /metrics page.
+func metrics(t *testing.T, inst *instance) string {
+	t.Helper()
+	resp, err := http.Get(inst.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

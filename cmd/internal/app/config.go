@@ -432,7 +432,7 @@ func (c *config) twilioEgress() *egress.Twilio {
 	return &egress.Twilio{
 		AccountSID: c.TwilioSID, AuthToken: c.TwilioToken, From: c.TwilioFrom, MessagingServiceSID: c.TwilioService,
 		APIURL: c.TwilioAPI, PublicURL: c.PublicURL, StatusCallbacks: c.StatusCallbacks,
-		WhatsApp: rules, SMS: rules,
+		Allowed: ingress.ParseList(c.Allowed), WhatsApp: rules, SMS: rules,
 	}
 }
 
@@ -473,6 +473,7 @@ func (c *config) telegramEgress() *egress.Telegram {
 		host = "127.0.0.1"
 	}
 	return &egress.Telegram{BotToken: c.TelegramToken, APIURL: c.TelegramAPI, PublicURL: c.PublicURL,
+		Allowed:  ingress.ParseList(c.TelegramAllowed),
 		LocalURL: "http://" + net.JoinHostPort(host, strconv.Itoa(c.Port)),
 		Rules:    egress.Rules{Truncate: c.LongReplies == "truncate"}}
 }
