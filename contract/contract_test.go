@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -728,5 +729,90 @@ func TestWebSessions(t *testing.T) {
 	}
 	if _, err := contract.NewWebSessions([]byte("short")); err == nil {
 		t.Error("a 5-byte key accepted")
+	}
+}
+
+// Text over MaxEventText is cut at a line's end or a character's, with a
+// note; what fits is untouched, and the result always fits.
+func TestCutText(t *testing.T) {
+	if s := strings.Repeat("a", contract.MaxEventText); contract.CutText(s) != s {
+		t.Error("text of exactly MaxEventText was cut")
+	}
+	for _, tc := range []struct{ name, text string }{
+		{"one long line", strings.Repeat("x", 3_000_000)},
+		{"lines", strings.Repeat("line of text\n", 20_000)},
+		{"multibyte", strings.Repeat("ü👍🏽", 100_000)},
+	} {
+		got := contract.CutText(tc.text)
+		if len(got) > contract.MaxEventText || !utf8.ValidString(got) {
+			t.Errorf("%s: %d bytes, valid UTF-8 %v; want at most %d, valid", tc.name, len(got), utf8.ValidString(got), contract.MaxEventText)
+		}
+		body, note, ok := strings.Cut(got, "\n\n[Reply cut: the agent wrote ")
+		if !ok || !strings.HasSuffix(note, "; here are the first 128 KB.]") || !strings.HasPrefix(tc.text, body) {
+			t.Errorf("%s: ends %q; want the text's start and the note", tc.name, got[len(got)-80:])
+		}
+	}
+	if got := contract.CutText(strings.Repeat("x", 3_000_000)); !strings.Contains(got, "wrote 3.0 MB") {
+		t.Errorf("note %q; want 3.0 MB", got[len(got)-70:])
+	}
+	// Encoded, the worst text still fits NATS's default max_payload.
+	worst := contract.Event{Kind: contract.KindDone, User: contract.User{Channel: "web", ID: "u"}, JobID: "j",
+		Text: contract.CutText(strings.Repeat("<", 2_000_000))}
+	if data, err := contract.Encode(&worst); err != nil || len(data) >= 1<<20 {
+		t.Errorf("encoded event of %d bytes (%v); want under 1 MiB", len(data), err)
+	}
+}
+
+// Every stream, bucket and the object store has a byte limit; the work
+// queues refuse new messages when full rather than drop accepted ones. A
+// deployment provisioned before the limits gets them.
+func TestProvisionLimits(t *testing.T) {
+	ns := natstest.RunJetStream(t)
+	ctx := t.Context()
+	// As an older textslash made them: no byte limits.
+	for _, cfg := range contract.Streams(contract.Options{}) {
+		cfg.MaxBytes, cfg.MaxMsgSize, cfg.Discard = 0, 0, jetstream.DiscardOld
+		if cfg.Name == contract.StreamQueue {
+			cfg.Discard = jetstream.DiscardNew
+		}
+		if _, err := ns.JS.CreateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := contract.Provision(ctx, ns.JS, contract.Options{}); err != nil {
+		t.Fatalf("provision over an older deployment: %v", err)
+	}
+	for _, name := range []string{contract.StreamIn, contract.StreamJobs, contract.StreamQueue, contract.StreamTimers, contract.StreamEvents} {
+		s, err := ns.JS.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := s.CachedInfo().Config
+		if cfg.MaxBytes <= 0 || cfg.MaxMsgSize <= 0 {
+			t.Errorf("stream %s: max bytes %d, max message %d; want limits", name, cfg.MaxBytes, cfg.MaxMsgSize)
+		}
+		if name != contract.StreamEvents && name != contract.StreamTimers && cfg.Discard != jetstream.DiscardNew {
+			t.Errorf("stream %s discards %v when full; want new messages refused", name, cfg.Discard)
+		}
+	}
+	for _, b := range []string{contract.BucketUsers, contract.BucketEgress, contract.BucketRunners, contract.BucketWorkspaces} {
+		kv, err := ns.JS.KeyValue(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := kv.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info := st.(*jetstream.KeyValueBucketStatus).StreamInfo(); info.Config.MaxBytes <= 0 {
+			t.Errorf("bucket %s has no byte limit", b)
+		}
+	}
+	obj, err := ns.JS.ObjectStore(ctx, contract.BucketMedia)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := obj.Status(ctx); err != nil || st.(*jetstream.ObjectBucketStatus).StreamInfo().Config.MaxBytes <= 0 {
+		t.Errorf("object store %s has no byte limit (%v)", contract.BucketMedia, err)
 	}
 }

@@ -247,10 +247,15 @@ func MsgID(u User, id string, parts ...string) string {
 // PublishEvent stamps and publishes ev on its subject, deduplicated by
 // msgID (build it with MsgID), and waits for JetStream's acknowledgement
 // (see Publish).
+//
+// An event's text longer than MaxEventText is cut there, with a note that
+// says so (CutText): a reply of any size reaches the person, whole or cut,
+// never lost to NATS's limit on a message's size.
 func PublishEvent(ctx context.Context, js jetstream.JetStream, ev Event, msgID string) error {
 	if ev.At.IsZero() {
 		ev.At = time.Now().UTC()
 	}
+	ev.Text = CutText(ev.Text)
 	data, err := Encode(&ev)
 	if err != nil {
 		return err

@@ -61,6 +61,30 @@ const (
 	RunnerTTL = 15 * time.Second
 )
 
+// Byte limits of the streams and buckets, sized for a laptop: together
+// under 2 GB of disk. The work queues (IN, JOBS) and QUEUE refuse a new
+// message when full rather than drop one they accepted (ingress then
+// answers the provider with an error, and the provider retries); EVENTS and
+// the egress bucket are history, whose oldest entries go first; TIMERS
+// holds one timer per user and must discard old (the server's rule for
+// message schedules).
+const (
+	// MaxMsgBytes is the largest message a stream takes: an event's text
+	// is cut at MaxEventText, well under it.
+	MaxMsgBytes    = 1 << 20
+	InMaxBytes     = 256 << 20
+	JobsMaxBytes   = 64 << 20
+	QueueMaxBytes  = 64 << 20
+	TimersMaxBytes = 16 << 20
+	EventsMaxBytes = 512 << 20
+	UsersMaxBytes  = 64 << 20
+	EgressMaxBytes = 256 << 20
+	// SmallMaxBytes bounds the runners' heartbeats and the workspaces map.
+	SmallMaxBytes = 16 << 20
+	// MediaMaxBytes holds MediaKeep images of a few MB each.
+	MediaMaxBytes = 512 << 20
+)
+
 // Options tunes Provision.
 type Options struct {
 	// Replicas of every stream and bucket; 1 on a single server, 3 on a cluster.
@@ -82,6 +106,9 @@ func Streams(o Options) []jetstream.StreamConfig {
 			MaxAge:      7 * 24 * time.Hour,
 			Storage:     jetstream.FileStorage,
 			Replicas:    o.Replicas,
+			MaxBytes:    InMaxBytes,
+			MaxMsgSize:  MaxMsgBytes,
+			Discard:     jetstream.DiscardNew,
 		},
 		{
 			Name:        StreamJobs,
@@ -91,6 +118,9 @@ func Streams(o Options) []jetstream.StreamConfig {
 			Duplicates:  DedupWindow,
 			Storage:     jetstream.FileStorage,
 			Replicas:    o.Replicas,
+			MaxBytes:    JobsMaxBytes,
+			MaxMsgSize:  MaxMsgBytes,
+			Discard:     jetstream.DiscardNew,
 		},
 		{
 			// The per-user queue is the broker's per-subject limit: the
@@ -106,6 +136,8 @@ func Streams(o Options) []jetstream.StreamConfig {
 			AllowDirect:          true,
 			Storage:              jetstream.FileStorage,
 			Replicas:             o.Replicas,
+			MaxBytes:             QueueMaxBytes,
+			MaxMsgSize:           MaxMsgBytes,
 		},
 		{
 			// One pending schedule per user and subject: a new one replaces
@@ -119,6 +151,10 @@ func Streams(o Options) []jetstream.StreamConfig {
 			Duplicates:        DedupWindow,
 			Storage:           jetstream.FileStorage,
 			Replicas:          o.Replicas,
+			// One timer per user: 16 MB holds tens of thousands. The server
+			// allows message schedules only with discard old.
+			MaxBytes:   TimersMaxBytes,
+			MaxMsgSize: MaxMsgBytes,
 		},
 		{
 			Name:        StreamEvents,
@@ -129,6 +165,8 @@ func Streams(o Options) []jetstream.StreamConfig {
 			Duplicates:  DedupWindow,
 			Storage:     jetstream.FileStorage,
 			Replicas:    o.Replicas,
+			MaxBytes:    EventsMaxBytes,
+			MaxMsgSize:  MaxMsgBytes,
 		},
 	}
 }
@@ -199,6 +237,7 @@ func UsersBucket(o Options) jetstream.KeyValueConfig {
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.Replicas,
+		MaxBytes:    UsersMaxBytes,
 	}
 }
 
@@ -214,6 +253,7 @@ func EgressBucket(o Options) jetstream.KeyValueConfig {
 		TTL:         EventsMaxAge,
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.Replicas,
+		MaxBytes:    EgressMaxBytes,
 	}
 }
 
@@ -228,6 +268,7 @@ func RunnersBucket(o Options) jetstream.KeyValueConfig {
 		TTL:         RunnerTTL,
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.Replicas,
+		MaxBytes:    SmallMaxBytes,
 	}
 }
 
@@ -241,6 +282,7 @@ func WorkspacesBucket(o Options) jetstream.KeyValueConfig {
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.Replicas,
+		MaxBytes:    SmallMaxBytes,
 	}
 }
 
@@ -253,6 +295,7 @@ func MediaBucket(o Options) jetstream.ObjectStoreConfig {
 		TTL:         o.MediaTTL,
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.Replicas,
+		MaxBytes:    MediaMaxBytes,
 	}
 }
 

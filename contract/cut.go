@@ -1,0 +1,43 @@
+package contract
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxEventText is the most text an event carries, in bytes. NATS refuses
+// a message over its max_payload (1 MB by default), and JSON may write a
+// byte of text as six ("<" is \u003c): 128 KB of any text fits. On a phone
+// it is 80 pages of WhatsApp's 1,600 characters.
+const MaxEventText = 128_000
+
+// CutText returns text if it fits in MaxEventText, else its start — cut at
+// a line's end when one is near, never inside a character — and a note
+// saying how much there was.
+func CutText(text string) string {
+	if len(text) <= MaxEventText {
+		return text
+	}
+	note := fmt.Sprintf("\n\n[Reply cut: the agent wrote %s; here are the first %s.]", size(len(text)), size(MaxEventText))
+	i := MaxEventText - len(note)
+	for i > 0 && !utf8.RuneStart(text[i]) {
+		i--
+	}
+	keep := text[:i]
+	if nl := strings.LastIndexByte(keep, '\n'); nl > len(keep)-2000 {
+		keep = keep[:nl]
+	}
+	return keep + note
+}
+
+// size is n bytes as a person reads it: 3.0 MB, 128 KB, 900 bytes.
+func size(n int) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	case n >= 1_000:
+		return fmt.Sprintf("%d KB", n/1000)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
