@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -30,13 +29,10 @@ func (r *Runner) attach(ctx context.Context, log zerolog.Logger, job contract.Jo
 		log.Error().Err(err).Msg("media store; attachments skipped")
 		return nil, len(job.Media)
 	}
-	inbox := filepath.Join(dir, inboxDir)
-	if err := os.MkdirAll(inbox, 0o755); err != nil {
+	// The workspace is the agent's: inbox may be a link anywhere.
+	if err := mkdirBeneath(dir, inboxDir, r.user); err != nil {
 		log.Error().Err(err).Msg("inbox; attachments skipped")
 		return nil, len(job.Media)
-	}
-	if r.user != nil {
-		_ = os.Chown(inbox, int(r.user.uid), int(r.user.gid))
 	}
 	for n, m := range job.Media {
 		img, err := r.fetch(ctx, job.User, m)
@@ -52,7 +48,7 @@ func (r *Runner) attach(ctx context.Context, log zerolog.Logger, job contract.Jo
 			continue
 		}
 		name := filepath.Join(inboxDir, fmt.Sprintf("%s-%d%s", shortID(job.ID), n+1, extension(img.ContentType)))
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+		if err := writeBeneath(dir, name, data, 0o644, r.user); err != nil {
 			log.Warn().Err(err).Msg("attachment not written")
 			failed++
 			continue

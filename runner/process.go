@@ -94,10 +94,7 @@ func commandFunc(dir, home string, u *agentUser, model bool, extra ...string) fu
 		// the ones that left its process group (Claude Code starts its
 		// tools in sessions of their own).
 		cmd.Env = append(slices.Clip(env), runMarkVar+"="+newRunMark())
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if u != nil {
-			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.uid, Gid: u.gid}
-		}
+		cmd.SysProcAttr = credential(u)
 		// Cancel ends the whole group: the agent and everything it started.
 		cmd.Cancel = func() error {
 			if cmd.Process == nil {
@@ -112,6 +109,40 @@ func commandFunc(dir, home string, u *agentUser, model bool, extra ...string) fu
 			return nil
 		}
 		cmd.WaitDelay = 2 * killGrace
+		return cmd
+	}
+}
+
+// credential starts a process as u (textslash's own user when nil) in a
+// process group of its own.
+func credential(u *agentUser) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true}
+	if u != nil {
+		a.Credential = &syscall.Credential{Uid: u.uid, Gid: u.gid}
+	}
+	return a
+}
+
+// confined wraps a run's command function so that every program runs in
+// the run's sandbox, in its cgroup when cg is not nil; bin is the
+// directory of the agents' textslash command.
+func confined(next func(ctx context.Context, name string, args ...string) *exec.Cmd, s *Sandbox, dir, home, bin string, cg *cgroup) func(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return func(ctx context.Context, name string, args ...string) *exec.Cmd {
+		cmd := next(ctx, name, args...)
+		if cmd.Err != nil {
+			return cmd // not found: nothing to run
+		}
+		path, argv := s.wrap(dir, home, bin, cmd.Path, args...)
+		if cg != nil {
+			if cg.v2 {
+				if fd, err := cg.fd(); err == nil {
+					cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+				}
+			} else {
+				path, argv = cg.joinArgs(path, argv)
+			}
+		}
+		cmd.Path, cmd.Args = path, append([]string{path}, argv...)
 		return cmd
 	}
 }

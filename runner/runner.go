@@ -83,6 +83,9 @@ type Config struct {
 	// stop (no new job is taken meanwhile); then they are stopped and
 	// reported interrupted. Zero stops them at once.
 	StopGrace time.Duration
+	// Sandbox, when set, confines each run (see Sandbox); nil runs agents
+	// unconfined, as the agent user only.
+	Sandbox *Sandbox
 	// ID names this runner among those sharing the jobs: each user's jobs
 	// run on the runner holding their workspace (see affinity). It must
 	// stay the same across restarts with the same Workspaces. Default:
@@ -127,6 +130,8 @@ type Runner struct {
 	users jetstream.KeyValue // the dispatcher's state, read to skip cancelled jobs
 	shots *shotServer        // the screenshot endpoint, while Run runs
 	bin   string             // the directory of the agents' textslash command, or ""
+	// limited: runs get a cgroup with the sandbox's limits.
+	limited bool
 
 	mu      sync.Mutex
 	running map[string]*running // by user key
@@ -158,6 +163,12 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error
 	if r.user, err = lookupAgentUser(cfg.AgentUser); err != nil {
 		return nil, fmt.Errorf("TEXTSLASH_AGENT_USER: %w", err)
 	}
+	chosenUser := r.user != nil
+	if cfg.Sandbox != nil {
+		if err := r.confine(); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.ShotCommand != "" {
 		if r.bin, err = installShotCommand(ws, cfg.ShotCommand); err != nil {
 			return nil, fmt.Errorf("textslash command for agents: %w", err)
@@ -171,7 +182,7 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error
 	case "":
 		// Claude Code when it is installed and can run (it refuses root).
 		r.cfg.Agent = AgentShell
-		if claudeBin != "" && (os.Geteuid() != 0 || r.user != nil) {
+		if claudeBin != "" && (os.Geteuid() != 0 || chosenUser) {
 			r.cfg.Agent = AgentClaude
 		}
 	}
@@ -184,7 +195,7 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error
 		if claudeBin == "" {
 			return nil, errors.New("TEXTSLASH_AGENT=claude: no claude binary in PATH; set TEXTSLASH_CLAUDE_BIN")
 		}
-		if os.Geteuid() == 0 && r.user == nil {
+		if os.Geteuid() == 0 && !chosenUser {
 			return nil, errors.New("TEXTSLASH_AGENT=claude as root: Claude Code refuses to run as root; set TEXTSLASH_AGENT_USER to an unprivileged user")
 		}
 		r.agent = &Claude{Bin: claudeBin, AppendSystemPrompt: SystemPrompt}
@@ -419,13 +430,37 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		shotToken, env = r.shots.open(job, contract.TraceFrom(ctx), log)
 		extraEnv = append(extraEnv, env...)
 	}
+	command := commandFunc(dir, home, r.user, r.cfg.Agent != AgentShell, extraEnv...)
+	var cg *cgroup
+	if box := r.cfg.Sandbox; box != nil {
+		if r.limited {
+			uid, gid := -1, -1
+			if r.user != nil {
+				uid, gid = int(r.user.uid), int(r.user.gid)
+			}
+			if cg, err = newCgroup(u.Key()+"-"+newRunMark(), box.Limits, uid, gid); err != nil {
+				log.Error().Err(err).Msg("run's cgroup")
+				done.Status, done.Text = contract.StatusError, MsgFailed
+				return r.publishDone(ctx, done)
+			}
+			defer cg.kill()
+			// A run at its memory or process limit ends; the person is told.
+			stopWatch := every(250*time.Millisecond, func() {
+				if lim := cg.exceeded(); lim != nil {
+					cancelRun(lim)
+				}
+			})
+			defer stopWatch()
+		}
+		command = confined(command, box, dir, home, r.bin, cg)
+	}
 	run := &Run{
 		Job:         job,
 		Dir:         dir,
 		Attachments: attachments,
 		Unfetched:   unfetched,
 		SessionID:   session,
-		Command:     commandFunc(dir, home, r.user, r.cfg.Agent != AgentShell, extraEnv...),
+		Command:     command,
 		OutputCap:   r.cfg.OutputCap,
 		Progress: func(line string) {
 			progressMu.Lock()
@@ -447,7 +482,15 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	done.DurationMS = time.Since(start).Milliseconds()
 	done.ExitCode, done.CostUSD, done.Truncated = res.ExitCode, res.CostUSD, res.Truncated
 	done.Text = strings.TrimSpace(res.Text)
+	var lim *errLimit
+	if !errors.As(context.Cause(runCtx), &lim) && cg != nil {
+		lim = cg.exceeded() // reached as the agent ended, before the watch saw it
+	}
 	switch {
+	case lim != nil:
+		log.Warn().Str("limit", lim.what).Str("max", lim.max).Str("used", lim.used).Msg("run ended by its limit")
+		done.Status = contract.StatusError
+		done.Text = joinText(lim.message(), done.Text)
 	case errors.Is(context.Cause(runCtx), errCancelled):
 		done.Status = contract.StatusCanceled
 		done.Text = joinText(MsgCancelled, done.Text)
@@ -472,7 +515,9 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	// only a runner shutting down leaves them.
 	done.Images = shots
 	if ctx.Err() == nil && job.Action == "" {
-		done.Images = append(done.Images, r.collectScreenshots(ctx, log, job, dir, res.Screenshots, screenshotsPerRun-len(shots))...)
+		images, notes := r.collectScreenshots(ctx, log, job, dir, res.Screenshots, screenshotsPerRun-len(shots))
+		done.Images = append(done.Images, images...)
+		done.Text = joinText(done.Text, strings.Join(notes, "\n"))
 	}
 	if res.SessionID != "" && job.Action == "" {
 		if err := writeSession(home, res.SessionID); err != nil {

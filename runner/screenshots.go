@@ -87,7 +87,7 @@ func readScreenshot(dir, p string) ([]byte, error) {
 // dropped lists the files agents left in the workspace's DropDir, oldest
 // first, as paths relative to the workspace.
 func dropped(dir string) []string {
-	entries, err := os.ReadDir(filepath.Join(dir, DropDir))
+	entries, err := readDirBeneath(dir, DropDir)
 	if err != nil {
 		return nil
 	}
@@ -113,10 +113,10 @@ func dropped(dir string) []string {
 // SCREENSHOT_CAPTURED lines, then the files in DropDir, which are removed)
 // as compressed JPEGs, at most room of them, publishes an image event for
 // each, and returns them. Paths outside the workspace, non-images and
-// unreadable files are refused and logged.
-func (r *Runner) collectScreenshots(ctx context.Context, log zerolog.Logger, job contract.Job, dir string, reported []string, room int) []contract.Image {
+// unreadable files are refused and logged; an image too large to decode is
+// refused with a note for the person, returned in notes.
+func (r *Runner) collectScreenshots(ctx context.Context, log zerolog.Logger, job contract.Job, dir string, reported []string, room int) (images []contract.Image, notes []string) {
 	paths := append(slices.Clone(reported), dropped(dir)...)
-	var images []contract.Image
 	seen := map[string]bool{}
 	for _, p := range paths {
 		if seen[p] {
@@ -124,7 +124,7 @@ func (r *Runner) collectScreenshots(ctx context.Context, log zerolog.Logger, job
 		}
 		seen[p] = true
 		if strings.HasPrefix(filepath.Clean(p), DropDir+"/") {
-			defer os.Remove(filepath.Join(dir, p))
+			defer removeBeneath(dir, p)
 		}
 		if len(images) >= room {
 			log.Warn().Str("path", p).Int("max", screenshotsPerRun).Msg("screenshot skipped: too many in one run")
@@ -136,6 +136,9 @@ func (r *Runner) collectScreenshots(ctx context.Context, log zerolog.Logger, job
 			continue
 		}
 		s, err := shot.Compress(data, screenshotMaxBytes)
+		if errors.Is(err, shot.ErrTooManyPixels) {
+			notes = append(notes, fmt.Sprintf("The image %s was not sent: it is larger than %d megapixels.", p, shot.MaxPixels/1_000_000))
+		}
 		if err != nil {
 			log.Warn().Err(err).Str("path", p).Msg("screenshot not compressed")
 			continue
@@ -149,5 +152,5 @@ func (r *Runner) collectScreenshots(ctx context.Context, log zerolog.Logger, job
 		log.Info().Str("path", p).Str("object", img.ID).Int("size", img.Size).Int("width", img.Width).Int("height", img.Height).Msg("screenshot stored")
 		images = append(images, img)
 	}
-	return images
+	return images, notes
 }

@@ -26,7 +26,7 @@ const sessionFile = ".textslash-session"
 var sessionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
 
 func readSession(home string) string {
-	b, err := os.ReadFile(filepath.Join(home, sessionFile))
+	b, err := readBeneath(home, sessionFile, 256)
 	if err != nil {
 		return ""
 	}
@@ -41,7 +41,7 @@ func writeSession(home, id string) error {
 	if !sessionRE.MatchString(id) {
 		return fmt.Errorf("session id %q", id)
 	}
-	return os.WriteFile(filepath.Join(home, sessionFile), []byte(id+"\n"), 0o600)
+	return writeBeneath(home, sessionFile, []byte(id+"\n"), 0o600, nil)
 }
 
 // diffKeep is how much of the diff an approval request quotes as text
@@ -124,7 +124,7 @@ func pendingChanges(ctx context.Context, r *Run) (changes, error) {
 		if code == "??" { // untracked: git diff does not count it
 			code = "A"
 			untracked = append(untracked, path)
-			if data, err := os.ReadFile(filepath.Join(r.Dir, path)); err == nil {
+			if data, err := readBeneath(r.Dir, path, 1<<20); err == nil {
 				counts[path] = [2]string{strconv.Itoa(strings.Count(string(data), "\n")), "0"}
 			}
 		}

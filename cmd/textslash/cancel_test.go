@@ -164,45 +164,47 @@ func userDoneIDs(t *testing.T, js jetstream.JetStream, u contract.User) []string
 // Cancel stops the whole process tree of the run at once and drops the
 // messages waiting behind it.
 func TestCancelStopsRunFast(t *testing.T) {
-	inst := startServe(t, "TEXTSLASH_AGENT=shell")
+	dir := sharedDir(t)
+	inst := startServe(t, "TEXTSLASH_AGENT=shell", "TEXTSLASH_SANDBOX_SHARE="+dir)
 	js := natsJS(t, inst)
 	c := inst.newChat(t)
 	box := newInbox(t, c)
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o777); err != nil { // agents may run as another user
-		t.Fatal(err)
-	}
 	pidFile := filepath.Join(dir, "pids")
 
-	id := c.send(fmt.Sprintf(`sleep 300 & a=$!; sleep 300 & b=$!; echo "$$ $a $b" > %[1]s.tmp && mv %[1]s.tmp %[1]s; wait`, pidFile))
+	// The run's processes, found on the host by their command lines (the
+	// pids the run sees are its sandbox's own).
+	id := c.send(fmt.Sprintf(`sleep 3001 & sleep 3002 & touch %s; wait`, pidFile))
 	box.reply(contract.KindStarted, id)
 	var pids []int
 	eventually(t, 30*time.Second, func() error {
-		data, err := os.ReadFile(pidFile)
-		if err != nil {
+		if _, err := os.Stat(pidFile); err != nil {
 			return err
 		}
+		out, _ := exec.Command("pgrep", "-f", "sleep 300[12]").Output()
 		pids = pids[:0]
-		for _, f := range strings.Fields(string(data)) {
+		for _, f := range strings.Fields(string(out)) {
 			pid, err := strconv.Atoi(f)
 			if err != nil {
-				return fmt.Errorf("pid file %q: %v", data, err)
+				return fmt.Errorf("pgrep %q: %v", out, err)
 			}
 			pids = append(pids, pid)
+		}
+		if len(pids) < 3 { // bash -c and the two sleeps
+			return fmt.Errorf("pgrep found %v", pids)
 		}
 		return nil
 	})
 	alive := func() []int {
 		var out []int
 		for _, pid := range pids {
-			if procAlive(pid, "bash", "sleep") {
+			if procAlive(pid, "bash", "sleep", "bwrap") {
 				out = append(out, pid)
 			}
 		}
 		return out
 	}
-	if got := alive(); len(got) != 3 {
-		t.Fatalf("processes of the run alive before cancel: got %v of %v; want all 3", got, pids)
+	if got := alive(); len(got) != len(pids) {
+		t.Fatalf("processes of the run alive before cancel: got %v of %v; want all", got, pids)
 	}
 
 	// Two messages wait behind the run.
@@ -220,7 +222,7 @@ func TestCancelStopsRunFast(t *testing.T) {
 	for {
 		left := alive()
 		if len(left) == 0 {
-			t.Logf("the run's 3 processes were gone %v after cancel was sent", time.Since(sent).Round(time.Millisecond))
+			t.Logf("the run's %d processes were gone %v after cancel was sent", len(pids), time.Since(sent).Round(time.Millisecond))
 			break
 		}
 		if time.Since(sent) > 5*time.Second {
@@ -343,7 +345,8 @@ func TestApproveRejectInGitWorkspace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.keyword, func(t *testing.T) {
-			inst := startServe(t, "TEXTSLASH_AGENT=shell")
+			gates := sharedDir(t)
+			inst := startServe(t, "TEXTSLASH_AGENT=shell", "TEXTSLASH_SANDBOX_SHARE="+gates)
 			js := natsJS(t, inst)
 			c := inst.newChat(t)
 			box := newInbox(t, c)
@@ -351,7 +354,8 @@ func TestApproveRejectInGitWorkspace(t *testing.T) {
 			ws := filepath.Join(inst.Data, "workspaces", u.Key())
 			git := func(args ...string) string {
 				t.Helper()
-				out, err := exec.Command("git", append([]string{"-C", ws}, args...)...).CombinedOutput()
+				// The workspace is the agent's: safe to read as root.
+				out, err := exec.Command("git", append([]string{"-c", "safe.directory=*", "-C", ws}, args...)...).CombinedOutput()
 				if err != nil {
 					t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 				}
@@ -372,7 +376,7 @@ func TestApproveRejectInGitWorkspace(t *testing.T) {
 			}
 			initial := git("rev-parse", "HEAD")
 
-			gate := filepath.Join(t.TempDir(), "gate")
+			gate := filepath.Join(gates, "gate")
 			run := c.send(fmt.Sprintf("echo b >> kept.txt && echo x > new.txt && while [ ! -e %s ]; do sleep 0.05; done", gate))
 			box.reply(contract.KindStarted, run)
 			eventually(t, 30*time.Second, func() error {
@@ -416,8 +420,11 @@ func TestApproveRejectInGitWorkspace(t *testing.T) {
 
 // A run cancelled while it waits for the user's previous run to stop (one
 // that is itself being cancelled, and slow to die) must not run after all.
+// Only an unconfined run can be slow to die (a sandbox ends at once, its
+// pid namespace with it): the sandbox is off here.
 func TestCancelWhilePreviousRunStops(t *testing.T) {
-	inst := startServe(t, "TEXTSLASH_AGENT=shell")
+	dir := sharedDir(t)
+	inst := startServe(t, "TEXTSLASH_AGENT=shell", "TEXTSLASH_SANDBOX=off")
 	js := natsJS(t, inst)
 	jobs, err := js.Consumer(t.Context(), contract.StreamJobs, contract.ConsumerRunner)
 	if err != nil {
@@ -425,10 +432,6 @@ func TestCancelWhilePreviousRunStops(t *testing.T) {
 	}
 	c := inst.newChat(t)
 	box := newInbox(t, c)
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
 
 	// The first run ignores SIGTERM: it dies only at the runner's SIGKILL.
 	ready := filepath.Join(dir, "first-ready")

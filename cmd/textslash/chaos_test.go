@@ -105,6 +105,7 @@ func chaos(t *testing.T, separate bool) {
 		"TEXTSLASH_TWILIO_API_URL=" + api.URL,
 		"ALLOWED_PHONE_NUMBERS=" + strings.Join(numbers, ","),
 		"TEXTSLASH_AGENT=" + agent,
+		"TEXTSLASH_SANDBOX_SHARE=" + dir, // the agent's log, outside its sandbox
 		"TEXTSLASH_LOG_LEVEL=info",
 	}
 	if u := claudetest.AgentUser(t); u != "" {

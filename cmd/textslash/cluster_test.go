@@ -41,9 +41,10 @@ func TestClusterLeaderLoss(t *testing.T) {
 	cl := natstest.RunCluster(t, 3)
 	_, js := cl.Connect(t)
 	clusterUp := time.Since(begin)
-	runlog := filepath.Join(t.TempDir(), "runs.log")
+	logDir := sharedDir(t)
+	runlog := filepath.Join(logDir, "runs.log")
 	inst := startServe(t, "TEXTSLASH_AGENT=shell", "TEXTSLASH_LOG_LEVEL=info", "TEXTSLASH_CONCURRENCY=4",
-		"NATS_URL="+cl.URL(), "TEXTSLASH_REPLICAS=3")
+		"NATS_URL="+cl.URL(), "TEXTSLASH_REPLICAS=3", "TEXTSLASH_SANDBOX_SHARE="+logDir)
 	t.Logf("cluster formed in %v, textslash ready %v later", clusterUp.Round(time.Millisecond), (time.Since(begin) - clusterUp).Round(time.Millisecond))
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Second)
 	defer cancel()

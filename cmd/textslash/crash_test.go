@@ -33,8 +33,9 @@ func TestCrashLoop(t *testing.T) {
 		t.Skip("crash loop takes ~20 s")
 	}
 	const users, perUser, kills = 20, 5, 8 // perUser ≤ 1 running + 4 waiting: no "Queue full"
-	runlog := filepath.Join(t.TempDir(), "runs.log")
-	inst := startServe(t, "TEXTSLASH_AGENT=shell", "TEXTSLASH_LOG_LEVEL=info", "TEXTSLASH_CONCURRENCY=4")
+	logDir := sharedDir(t)
+	runlog := filepath.Join(logDir, "runs.log")
+	inst := startServe(t, "TEXTSLASH_AGENT=shell", "TEXTSLASH_LOG_LEVEL=info", "TEXTSLASH_CONCURRENCY=4", "TEXTSLASH_SANDBOX_SHARE="+logDir)
 	chats := make([]*chat, users)
 	for i := range chats {
 		chats[i] = inst.newChat(t)

@@ -382,3 +382,14 @@ func waitFor(t testing.TB, ch <-chan sseEvent, timeout time.Duration, match func
 		}
 	}
 }
+
+// sharedDir is a directory the test and its agents' sandboxes share
+// (TEXTSLASH_SANDBOX_SHARE): the sandbox's /tmp is its own.
+func sharedDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil { // agents run as another user
+		t.Fatal(err)
+	}
+	return dir
+}

@@ -45,10 +45,7 @@ func telegramUpdate(t *testing.T, inst *instance, secret string, body []byte) in
 // API (uploaded: no PUBLIC_URL); the same update again runs nothing; a
 // forged one is refused.
 func TestTelegramEndToEnd(t *testing.T) {
-	src := t.TempDir()
-	if err := os.Chmod(src, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := sharedDir(t)
 	var buf bytes.Buffer
 	if err := png.Encode(&buf, image.NewGray(image.Rect(0, 0, 40, 30))); err != nil {
 		t.Fatal(err)
@@ -58,7 +55,7 @@ func TestTelegramEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	api := telegramtest.NewAPI(t)
-	inst := startServe(t, append(telegramEnv(api), "TEXTSLASH_AGENT=shell")...)
+	inst := startServe(t, append(telegramEnv(api), "TEXTSLASH_AGENT=shell", "TEXTSLASH_SANDBOX_SHARE="+src)...)
 	update := telegramtest.Update(10, 4242, "mkdir -p tmp/ai_screenshots && cp "+shot+" tmp/ai_screenshots/ && echo here it is", "")
 	for range 2 {
 		if code := telegramUpdate(t, inst, tgSecret, update); code != http.StatusOK {

@@ -179,10 +179,7 @@ func TestWhatsAppInboundImage(t *testing.T) {
 // Images an agent hands over reach WhatsApp one per message, in order,
 // each by a signed link Twilio can fetch (HEAD and GET) from PUBLIC_URL.
 func TestWhatsAppImagesFromAgent(t *testing.T) {
-	src := t.TempDir()
-	if err := os.Chmod(src, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := sharedDir(t)
 	for i, name := range []string{"a.png", "b.png", "c.png"} {
 		var buf bytes.Buffer
 		img := image.NewGray(image.Rect(0, 0, 40+i, 30))
@@ -197,7 +194,7 @@ func TestWhatsAppImagesFromAgent(t *testing.T) {
 	agent := fmt.Sprintf(`cat > /dev/null; mkdir -p shots tmp/ai_screenshots
 cp %[1]s/a.png %[1]s/b.png shots/ && cp %[1]s/c.png tmp/ai_screenshots/
 echo "SCREENSHOT_CAPTURED:shots/a.png"; echo "SCREENSHOT_CAPTURED:shots/b.png"; echo "three shots"`, src)
-	s := startTwilioServe(t, "TEXTSLASH_AGENT="+agent)
+	s := startTwilioServe(t, "TEXTSLASH_AGENT="+agent, "TEXTSLASH_SANDBOX_SHARE="+src)
 	s.webhook(t, "whatsapp:"+phoneAlice, "show me", nil)
 	msgs := s.api.WaitMessages(t, 3, 15*time.Second)
 	if got := sentBodies(msgs); !slices.Equal(got, []string{"three shots", "", ""}) {

@@ -15,9 +15,11 @@ import (
 // Compress skips the encodings these say are sure to be over the ceiling.
 const lowerQ50, lowerHalf = 0.6, 0.15
 
-// maxPixels guards Compress against images that would take gigabytes to
-// decode (100 MP is 400 MB as RGBA).
-const maxPixels = 100_000_000
+// MaxPixels is the largest image Compress decodes: 20 MP, five times what
+// a phone shows (about 4 MP), a long page's full screenshot included. A
+// 16-bit PNG takes 8 bytes a pixel decoded: 160 MB at this size, 800 MB at
+// 100 MP, so the size is read from the header first.
+const MaxPixels = 20_000_000
 
 // Compress turns a PNG or JPEG (e.g. a screenshot file an agent saved) into
 // a JPEG under maxBytes (default DefaultMaxBytes) the way Capture does:
@@ -32,8 +34,11 @@ func Compress(img []byte, maxBytes int) (Shot, error) {
 	if err != nil {
 		return Shot{}, fmt.Errorf("compress: %w", err)
 	}
-	if cfg.Width*cfg.Height > maxPixels || cfg.Width <= 0 || cfg.Height <= 0 {
-		return Shot{}, fmt.Errorf("compress: %d×%d image: over %d pixels or empty", cfg.Width, cfg.Height, maxPixels)
+	if cfg.Width <= 0 || cfg.Height <= 0 {
+		return Shot{}, fmt.Errorf("compress: empty %d×%d image", cfg.Width, cfg.Height)
+	}
+	if int64(cfg.Width)*int64(cfg.Height) > MaxPixels {
+		return Shot{}, fmt.Errorf("compress: %d×%d pixels: %w", cfg.Width, cfg.Height, ErrTooManyPixels)
 	}
 	src, _, err := image.Decode(bytes.NewReader(img))
 	if err != nil {

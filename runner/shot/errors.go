@@ -11,6 +11,10 @@ var (
 	// byte ceiling. No image comes with it.
 	ErrTooLarge = errors.New("image over the size ceiling")
 
+	// ErrTooManyPixels: an image to compress is larger than MaxPixels; it
+	// is refused before it is decoded.
+	ErrTooManyPixels = errors.New("image has too many pixels")
+
 	// ErrClosed: Capture after Close.
 	ErrClosed = errors.New("browser closed")
 

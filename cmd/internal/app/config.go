@@ -50,6 +50,12 @@ type config struct {
 	ClaudeBin    string
 	Workspaces   string
 	AgentUser    string
+	// The runs' sandbox and limits.
+	Sandbox      string
+	SandboxShare string
+	RunMemory    string
+	RunPids      int
+	RunCPU       float64
 	Chromium     string
 	ShotAddr     string
 	Concurrency  int
@@ -118,6 +124,17 @@ func (f *envFlags) bool(p *bool, name, env string, def bool, usage string) {
 		def = b
 	}
 	f.BoolVar(p, name, def, usage+" ($"+env+")")
+}
+
+func (f *envFlags) float(p *float64, name, env string, def float64, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			f.errs = append(f.errs, fmt.Errorf("%s=%q: not a number", env, v))
+		}
+		def = n
+	}
+	f.Float64Var(p, name, def, usage+" ($"+env+")")
 }
 
 func (f *envFlags) dur(p *time.Duration, name, env string, def time.Duration, usage string) {
@@ -219,6 +236,11 @@ func parseConfig(name string, services []string, args []string, stderr io.Writer
 	f.str(&c.ClaudeBin, "claude-bin", "TEXTSLASH_CLAUDE_BIN", "", "Claude Code binary; default claude from PATH")
 	f.str(&c.Workspaces, "workspaces", "TEXTSLASH_WORKSPACES", "", "directory with one workspace per user; default <data>/workspaces")
 	f.str(&c.AgentUser, "agent-user", "TEXTSLASH_AGENT_USER", "", "unprivileged OS user agents run as when textslash runs as root (required for claude as root)")
+	f.str(&c.Sandbox, "sandbox", "TEXTSLASH_SANDBOX", "on", "on: every run is sandboxed with bubblewrap (its own workspace and home, the system read-only, nothing of textslash or other people) and limited; off: agents run unconfined as the agent user (textslash refuses to start without a working sandbox unless this is off)")
+	f.str(&c.SandboxShare, "sandbox-share", "TEXTSLASH_SANDBOX_SHARE", "", "comma-separated host directories bound read-write into every sandbox (a shared cache); nothing by default")
+	f.str(&c.RunMemory, "run-memory", "TEXTSLASH_RUN_MEMORY", "2G", "most memory one run may use (512M, 2G; 0 for no limit); a run reaching it is stopped and the person told")
+	f.int(&c.RunPids, "run-pids", "TEXTSLASH_RUN_PIDS", 512, "most processes and threads one run may have at once (0 for no limit); a run reaching it is stopped and the person told")
+	f.float(&c.RunCPU, "run-cpu", "TEXTSLASH_RUN_CPU", 2, "most CPU one run may use, in cores (0 for no limit)")
 	f.str(&c.Chromium, "chromium", "TEXTSLASH_CHROMIUM", "", "Chromium binary for screenshots (textslash shot, approval diffs); default Debian's chromium-headless-shell (the lightest), else chromium, chromium-browser or google-chrome from PATH")
 	f.str(&c.ShotAddr, "shot-addr", "TEXTSLASH_SHOT_ADDR", "127.0.0.1:0", "host:port of the runner's screenshot endpoint, which agents reach with textslash shot or curl ($TEXTSLASH_SHOT_URL); default a free loopback port")
 	f.int(&c.Concurrency, "concurrency", "TEXTSLASH_CONCURRENCY", 4, "how many users' messages run at once")
@@ -343,6 +365,18 @@ func (c *config) validate() error {
 	if c.Approval < time.Second {
 		return fmt.Errorf("TEXTSLASH_APPROVAL_TIMEOUT=%s: must be at least 1s", c.Approval)
 	}
+	if c.Sandbox != "on" && c.Sandbox != "off" {
+		return fmt.Errorf("TEXTSLASH_SANDBOX=%q: want on or off", c.Sandbox)
+	}
+	if _, err := parseBytes(c.RunMemory); err != nil {
+		return fmt.Errorf("TEXTSLASH_RUN_MEMORY=%q: want a size like 512M or 2G, or 0", c.RunMemory)
+	}
+	if c.RunPids < 0 || (c.RunPids > 0 && c.RunPids < 16) {
+		return fmt.Errorf("TEXTSLASH_RUN_PIDS=%d: 0 (no limit) or at least 16", c.RunPids)
+	}
+	if c.RunCPU < 0 || (c.RunCPU > 0 && c.RunCPU < 0.1) {
+		return fmt.Errorf("TEXTSLASH_RUN_CPU=%g: 0 (no limit) or at least 0.1", c.RunCPU)
+	}
 	if c.Replicas < 1 || c.Replicas > 5 {
 		return fmt.Errorf("TEXTSLASH_REPLICAS=%d: must be 1 to 5", c.Replicas)
 	}
@@ -370,6 +404,35 @@ func (c *config) validate() error {
 		return fmt.Errorf("TEXTSLASH_LOG_FORMAT=%q: want json, console or auto", c.LogFormat)
 	}
 	return nil
+}
+
+// sandbox is the runner's sandbox; nil when TEXTSLASH_SANDBOX=off.
+func (c *config) sandbox() *runner.Sandbox {
+	if c.Sandbox == "off" {
+		return nil
+	}
+	mem, _ := parseBytes(c.RunMemory) // validated
+	return &runner.Sandbox{
+		Hide:   []string{c.Data},
+		Share:  ingress.ParseList(c.SandboxShare),
+		Limits: runner.Limits{Memory: mem, Pids: c.RunPids, CPU: c.RunCPU},
+	}
+}
+
+// parseBytes reads a size: a number of bytes, or one ending in K, M or G.
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(strings.ToUpper(s))
+	mult := int64(1)
+	for suffix, m := range map[string]int64{"K": 1 << 10, "M": 1 << 20, "G": 1 << 30} {
+		if t, ok := strings.CutSuffix(s, suffix); ok {
+			s, mult = t, m
+		}
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("size %q", s)
+	}
+	return int64(n * float64(mult)), nil
 }
 
 // loopback reports whether host only takes connections from this machine.

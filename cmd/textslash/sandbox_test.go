@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// reply sends text on c and returns the text of its done event.
+func (c *chat) reply(events <-chan sseEvent, text string, timeout time.Duration) string {
+	c.t.Helper()
+	id := c.send(text)
+	return waitFor(c.t, events, timeout, func(ev sseEvent) bool { return ev.Kind == "done" && ev.Event.JobID == id }).Event.Text
+}
+
+// Two people on one textslash, one of them an attacker: what B's agent
+// can reach of A, of textslash and of the machine.
+func TestSandboxIsolation(t *testing.T) {
+	const mediaKey = "media-key-the-agents-must-not-see"
+	inst := startServe(t, "TEXTSLASH_AGENT=shell", "TEXTSLASH_MEDIA_KEY="+mediaKey)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := inst.newChat(t), inst.newChat(t)
+	aEvents, bEvents := a.events(ctx), b.events(ctx)
+	if got := a.reply(aEvents, "echo secret-of-a > secret.txt && mkdir -p .private && echo ok", 30*time.Second); got != "ok" {
+		t.Fatalf("A's setup: %q", got)
+	}
+	pid := inst.cmd.Process.Pid
+	for _, tc := range []struct{ name, cmd, mustNot string }{
+		{"A's files by glob", "cat ../*/secret.txt 2>&1; ls -a .. 2>&1", "secret-of-a"},
+		{"A's workspace by name", "cat " + inst.Data + "/workspaces/" + a.User.Key() + "/secret.txt 2>&1", "secret-of-a"},
+		{"A's workspace listed", "ls -a " + inst.Data + "/workspaces 2>&1", a.User.Key()},
+		{"A's home listed", "ls -a " + inst.Data + "/workspaces/.home 2>&1", a.User.Key()},
+		{"the data directory", "ls -R " + inst.Data + " 2>&1 | head -50", "jetstream"},
+		{"NATS logins", "cat " + inst.Data + "/nats/admin.env 2>&1", "NATS_PASSWORD"},
+		{"textslash's environment", fmt.Sprintf("cat /proc/%d/environ 2>&1; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'", pid), mediaKey},
+		{"textslash's processes", "ps -eo pid,args 2>&1", "textslash"},
+	} {
+		if got := b.reply(bEvents, tc.cmd, 30*time.Second); strings.Contains(got, tc.mustNot) {
+			t.Errorf("%s: B's agent saw %q:\n%s", tc.name, tc.mustNot, got)
+		}
+	}
+	// B writes nothing outside its workspace.
+	b.reply(bEvents, "echo x > "+inst.Data+"/planted 2>&1; echo x > /tmp/planted-by-b 2>&1; echo done", 30*time.Second)
+	for _, p := range []string{inst.Data + "/planted", "/tmp/planted-by-b"} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("B's agent wrote %s", p)
+			os.Remove(p)
+		}
+	}
+
+	// A's run is going; B cannot signal it, and what B's run started
+	// (setsid, a clean environment) ends with B's run.
+	aID := a.send("sleep 3; echo a-finished")
+	waitFor(t, aEvents, 10*time.Second, func(ev sseEvent) bool { return ev.Kind == "started" && ev.Event.JobID == aID })
+	b.reply(bEvents, "pkill -f 'sleep 3'; (setsid env -i /bin/sleep 313 &) ; echo tried", 30*time.Second)
+	if got := waitFor(t, aEvents, 30*time.Second, func(ev sseEvent) bool { return ev.Kind == "done" && ev.Event.JobID == aID }).Event.Text; got != "a-finished" {
+		t.Errorf("A's run ended %q; want a-finished (B could not stop it)", got)
+	}
+	if out, err := exec.Command("pgrep", "-f", "sleep 313").Output(); err == nil {
+		t.Errorf("a process B's run started outlived it: %s", out)
+	}
+}
+
+// A fork bomb and a memory hog end their own runs, with a message naming
+// the limit; the other person's next message runs as usual.
+func TestSandboxLimits(t *testing.T) {
+	inst := startServe(t, "TEXTSLASH_AGENT=shell", "TEXTSLASH_RUN_MEMORY=256M", "TEXTSLASH_RUN_PIDS=64", "TEXTSLASH_TIMEOUT=60s")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := inst.newChat(t), inst.newChat(t)
+	aEvents, bEvents := a.events(ctx), b.events(ctx)
+	if got := a.reply(aEvents, `bomb() { bomb | bomb & }; bomb; sleep 50`, 50*time.Second); !strings.Contains(got, "limit of 64 processes") {
+		t.Errorf("fork bomb's reply %q; want the process limit named", got)
+	}
+	if got := b.reply(bEvents, "head -c 1G /dev/zero | tail; echo survived", 50*time.Second); !strings.Contains(got, "limit of 256 MB memory") {
+		t.Errorf("memory hog's reply %q; want the memory limit named", got)
+	}
+	if got := a.reply(aEvents, "echo still here", 30*time.Second); got != "still here" {
+		t.Errorf("after the limits: %q; want still here", got)
+	}
+}

@@ -1,0 +1,190 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/textslash/textslash/runner/shot"
+)
+
+// victimDir is a directory only root may enter, holding a file: what a
+// workspace's links point at in the attacks below.
+func victimDir(t *testing.T) (dir, file string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the attacks need textslash running as root")
+	}
+	dir = t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	file = filepath.Join(dir, "precious")
+	if err := os.WriteFile(file, []byte("root's own\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, file
+}
+
+func fileOwner(t *testing.T, path string) uint32 {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Uid
+}
+
+func testAgentUser(t *testing.T) *agentUser {
+	u, err := lookupAgentUser("textslash-agent")
+	if err != nil {
+		t.Skipf("no agent user: %v", err)
+	}
+	return u
+}
+
+// `ln -s /root-only inbox`: the next attachment neither gives the target
+// to the agent nor writes into it.
+func TestInboxLinkOutside(t *testing.T) {
+	victim, file := victimDir(t)
+	u := testAgentUser(t)
+	ws := t.TempDir()
+	if err := os.Symlink(victim, filepath.Join(ws, inboxDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := mkdirBeneath(ws, inboxDir, u); err == nil {
+		t.Error("inbox linked outside the workspace was taken as the inbox")
+	}
+	if err := writeBeneath(ws, filepath.Join(inboxDir, "m-1.jpeg"), []byte("x"), 0o644, u); err == nil {
+		t.Error("an attachment was written through the link")
+	}
+	if fileOwner(t, victim) != 0 || fileOwner(t, file) != 0 {
+		t.Errorf("the link's target was given away: dir %d, file %d", fileOwner(t, victim), fileOwner(t, file))
+	}
+	if _, err := os.Stat(filepath.Join(victim, "m-1.jpeg")); err == nil {
+		t.Error("an attachment landed in the link's target")
+	}
+	// An inbox of the workspace's own works, and is the agent's.
+	ws2 := t.TempDir()
+	if err := mkdirBeneath(ws2, inboxDir, u); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeBeneath(ws2, filepath.Join(inboxDir, "m-1.jpeg"), []byte("x"), 0o644, u); err != nil {
+		t.Fatal(err)
+	}
+	if fileOwner(t, filepath.Join(ws2, inboxDir, "m-1.jpeg")) != u.uid {
+		t.Error("the attachment is not the agent's")
+	}
+}
+
+// `ln -s /root-only tmp/ai_screenshots`: the runner neither lists nor
+// deletes the target's files.
+func TestDropDirLinkOutside(t *testing.T) {
+	victim, file := victimDir(t)
+	ws := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, "tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(ws, DropDir)); err != nil {
+		t.Fatal(err)
+	}
+	if got := dropped(ws); len(got) != 0 {
+		t.Errorf("dropped files through the link: %q", got)
+	}
+	if err := removeBeneath(ws, filepath.Join(DropDir, "precious")); err == nil {
+		t.Error("removed a file through the link")
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Errorf("the link's target lost its file: %v", err)
+	}
+}
+
+// `ln -s /root-only/file .textslash-session`: the runner neither reads it
+// (as the session to resume) nor writes it.
+func TestSessionFileLinkOutside(t *testing.T) {
+	_, file := victimDir(t)
+	if err := os.WriteFile(file, []byte("stolen-session-id\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	if err := os.Symlink(file, filepath.Join(home, sessionFile)); err != nil {
+		t.Fatal(err)
+	}
+	if got := readSession(home); got != "" {
+		t.Errorf("read %q through the link", got)
+	}
+	if err := writeSession(home, "new-session"); err == nil {
+		t.Error("wrote the session through the link")
+	}
+	if data, _ := os.ReadFile(file); string(data) != "stolen-session-id\n" {
+		t.Errorf("the link's target now holds %q", data)
+	}
+}
+
+// `git init; mkfifo /tmp/f; ln -s /tmp/f link`: looking for changes to
+// approve reads no FIFO (it would wait forever for a writer).
+func TestPendingChangesFIFO(t *testing.T) {
+	ws, home := t.TempDir(), t.TempDir()
+	fifo := filepath.Join(t.TempDir(), "f")
+	if err := syscall.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	run := &Run{Dir: ws, Command: commandFunc(ws, home, nil, false)}
+	init := run.Command(t.Context(), "git", "init", "-q")
+	if out, err := init.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	if err := os.Symlink(fifo, filepath.Join(ws, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(ws, "inside"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("1\n2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan changes, 1)
+	go func() {
+		ch, _ := pendingChanges(context.Background(), run)
+		done <- ch
+	}()
+	select {
+	case ch := <-done:
+		if ch.summary == "" {
+			t.Error("no changes found")
+		}
+	case <-time.After(30 * time.Second): // a hang, not a speed limit
+		t.Fatal("pendingChanges blocked on the FIFO")
+	}
+}
+
+// A PNG claiming 10000×10000 pixels (100 MP: 800 MB decoded at 16 bits)
+// is refused from its header, never decoded.
+func TestCompressRefusesHugeImage(t *testing.T) {
+	if _, err := shot.Compress(pngHeader(10000, 10000), 0); !errors.Is(err, shot.ErrTooManyPixels) {
+		t.Errorf("100 MP PNG: error %v; want ErrTooManyPixels", err)
+	}
+}
+
+// pngHeader is a PNG's signature and IHDR chunk (16-bit RGBA), all
+// DecodeConfig reads.
+func pngHeader(w, h uint32) []byte {
+	var ihdr bytes.Buffer
+	ihdr.WriteString("IHDR")
+	_ = binary.Write(&ihdr, binary.BigEndian, w)
+	_ = binary.Write(&ihdr, binary.BigEndian, h)
+	ihdr.Write([]byte{16, 6, 0, 0, 0})
+	var b bytes.Buffer
+	b.WriteString("\x89PNG\r\n\x1a\n")
+	_ = binary.Write(&b, binary.BigEndian, uint32(ihdr.Len()-4))
+	b.Write(ihdr.Bytes())
+	_ = binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(ihdr.Bytes()))
+	return b.Bytes()
+}

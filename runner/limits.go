@@ -1,0 +1,284 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Limits bound one run: memory, processes and CPU, through a cgroup of the
+// run's own (v2, or v1's memory, pids and cpu controllers), which every
+// program of the run joins before it starts. A run that reaches its memory
+// or process limit is ended and the person told which limit and how much
+// the run used.
+//
+// The cgroup files are written directly: the handful this needs did not
+// earn a cgroup library's dependencies.
+type Limits struct {
+	// Memory is the most memory in bytes (TEXTSLASH_RUN_MEMORY).
+	Memory int64
+	// Pids is the most processes and threads at once (TEXTSLASH_RUN_PIDS).
+	Pids int
+	// CPU is the most CPU time, in cores (TEXTSLASH_RUN_CPU).
+	CPU float64
+}
+
+func (l Limits) zero() bool { return l.Memory <= 0 && l.Pids <= 0 && l.CPU <= 0 }
+
+// cgroupRoot is where cgroups are mounted.
+const cgroupRoot = "/sys/fs/cgroup"
+
+// cgroup is one run's cgroup: one directory on v2, one per controller on
+// v1.
+type cgroup struct {
+	v2     bool
+	memory string // directories, "" when that controller is not limited
+	pids   string
+	cpu    string
+	limits Limits
+	dirFD  *os.File // v2: the directory, for clone3 (CLONE_INTO_CGROUP)
+}
+
+// fd is the v2 cgroup's directory, opened once for every program of the
+// run to be started in it.
+func (cg *cgroup) fd() (int, error) {
+	if cg.dirFD == nil {
+		d := cg.dirs()
+		if len(d) == 0 {
+			return -1, errors.New("no cgroup")
+		}
+		f, err := os.Open(d[0])
+		if err != nil {
+			return -1, err
+		}
+		cg.dirFD = f
+	}
+	return int(cg.dirFD.Fd()), nil
+}
+
+// errLimit is a run ended by one of its limits.
+type errLimit struct {
+	what string // "memory" or "processes"
+	used string
+	max  string
+}
+
+func (e *errLimit) Error() string {
+	return fmt.Sprintf("run reached its %s limit (%s; used %s)", e.what, e.max, e.used)
+}
+
+// message is what the person reads.
+func (e *errLimit) message() string {
+	return fmt.Sprintf("This run was stopped: it reached its limit of %s %s (it used %s).", e.max, e.what, e.used)
+}
+
+// cgroupsWritable reports whether this process can make cgroups for runs,
+// and why not.
+func cgroupsWritable() error {
+	dirs := []string{cgroupRoot}
+	if !isV2() {
+		dirs = []string{filepath.Join(cgroupRoot, "memory"), filepath.Join(cgroupRoot, "pids"), filepath.Join(cgroupRoot, "cpu")}
+	}
+	for _, d := range dirs {
+		dir := filepath.Join(d, "textslash")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("cgroup %s: %w", dir, err)
+		}
+		if isV2() {
+			// Children of textslash's cgroup may limit these.
+			_ = os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+memory +pids +cpu"), 0)
+			if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory +pids +cpu"), 0); err != nil {
+				return fmt.Errorf("cgroup %s: %w", dir, err)
+			}
+		}
+	}
+	return nil
+}
+
+func isV2() bool {
+	_, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers"))
+	return err == nil
+}
+
+// newCgroup makes the cgroup of one run, named name, with limits l; the
+// agent user (uid, gid; -1 when the run is textslash's own user) may move
+// its own processes into it.
+func newCgroup(name string, l Limits, uid, gid int) (*cgroup, error) {
+	cg := &cgroup{v2: isV2(), limits: l}
+	mk := func(controller string) (string, error) {
+		dir := filepath.Join(cgroupRoot, controller, "textslash", name)
+		if cg.v2 {
+			dir = filepath.Join(cgroupRoot, "textslash", name)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+		if uid >= 0 {
+			if err := os.Chown(filepath.Join(dir, "cgroup.procs"), uid, gid); err != nil {
+				return "", err
+			}
+		}
+		return dir, nil
+	}
+	var err error
+	write := func(dir, file, value string) {
+		if err == nil {
+			if werr := os.WriteFile(filepath.Join(dir, file), []byte(value), 0); werr != nil {
+				err = fmt.Errorf("cgroup %s: %w", file, werr)
+			}
+		}
+	}
+	if l.Memory > 0 {
+		if cg.memory, err = mk("memory"); err != nil {
+			return nil, err
+		}
+		if cg.v2 {
+			write(cg.memory, "memory.max", strconv.FormatInt(l.Memory, 10))
+			write(cg.memory, "memory.swap.max", "0")
+			err = nil // no swap accounting is no error
+		} else {
+			write(cg.memory, "memory.limit_in_bytes", strconv.FormatInt(l.Memory, 10))
+			_ = os.WriteFile(filepath.Join(cg.memory, "memory.memsw.limit_in_bytes"), []byte(strconv.FormatInt(l.Memory, 10)), 0)
+		}
+	}
+	if l.Pids > 0 && err == nil {
+		if cg.pids, err = mk("pids"); err != nil {
+			return nil, err
+		}
+		write(cg.pids, "pids.max", strconv.Itoa(l.Pids))
+	}
+	if l.CPU > 0 && err == nil {
+		if cg.cpu, err = mk("cpu"); err != nil {
+			return nil, err
+		}
+		quota := strconv.Itoa(int(l.CPU * 100000))
+		if cg.v2 {
+			write(cg.cpu, "cpu.max", quota+" 100000")
+		} else {
+			write(cg.cpu, "cpu.cfs_period_us", "100000")
+			write(cg.cpu, "cpu.cfs_quota_us", quota)
+		}
+	}
+	if err != nil {
+		cg.remove()
+		return nil, err
+	}
+	return cg, nil
+}
+
+// dirs are the cgroup's directories, each once.
+func (cg *cgroup) dirs() []string {
+	var out []string
+	for _, d := range []string{cg.memory, cg.pids, cg.cpu} {
+		if d != "" && (len(out) == 0 || out[len(out)-1] != d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// joinArgs prefixes a command line with a shell that moves itself into
+// the cgroup, then execs the command: every process the command starts is
+// in the cgroup from its first instruction. (Moving the command's pid in
+// after it started would let what it forks meanwhile escape.)
+func (cg *cgroup) joinArgs(name string, args []string) (string, []string) {
+	const script = `for d; do [ "$d" = -- ] && break; echo $$ > "$d/cgroup.procs" || exit 125; shift; done; shift; exec "$@"`
+	a := append([]string{"-c", script, "sh"}, cg.dirs()...)
+	a = append(a, "--", name)
+	return "/bin/sh", append(a, args...)
+}
+
+// exceeded reports the limit the run reached, if any.
+func (cg *cgroup) exceeded() *errLimit {
+	if cg.memory != "" {
+		events := "memory.oom_control"
+		if cg.v2 {
+			events = "memory.events"
+		}
+		if counter(cg.memory, events, "oom_kill") > 0 {
+			peak := "memory.max_usage_in_bytes"
+			if cg.v2 {
+				peak = "memory.peak"
+			}
+			return &errLimit{what: "memory", max: bytesText(cg.limits.Memory), used: bytesText(int64(single(cg.memory, peak)))}
+		}
+	}
+	if cg.pids != "" && counter(cg.pids, "pids.events", "max") > 0 {
+		return &errLimit{what: "processes", max: strconv.Itoa(cg.limits.Pids), used: "all " + strconv.Itoa(cg.limits.Pids)}
+	}
+	return nil
+}
+
+// kill ends every process left in the cgroup, then removes it.
+func (cg *cgroup) kill() {
+	if cg.dirFD != nil {
+		cg.dirFD.Close()
+	}
+	for _, d := range cg.dirs() {
+		if cg.v2 {
+			_ = os.WriteFile(filepath.Join(d, "cgroup.kill"), []byte("1"), 0)
+			continue
+		}
+		for range 10 {
+			data, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+			pids := strings.Fields(string(data))
+			if err != nil || len(pids) == 0 {
+				break
+			}
+			for _, p := range pids {
+				if pid, err := strconv.Atoi(p); err == nil {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	cg.remove()
+}
+
+// remove deletes the cgroup's directories once they are empty.
+func (cg *cgroup) remove() {
+	for _, d := range cg.dirs() {
+		for range 50 {
+			if err := os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond) // the killed are still exiting
+		}
+	}
+}
+
+// counter reads "key N" from a cgroup file of such lines.
+func counter(dir, file, key string) int64 {
+	data, _ := os.ReadFile(filepath.Join(dir, file))
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok && k == key {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// single reads a cgroup file holding one number.
+func single(dir, file string) uint64 {
+	data, _ := os.ReadFile(filepath.Join(dir, file))
+	n, _ := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	return n
+}
+
+// bytesText is n bytes as a person reads it.
+func bytesText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%d MB", n>>20)
+	}
+	return fmt.Sprintf("%d KB", n>>10)
+}

@@ -1,0 +1,139 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Sandbox confines every program of a run with bubblewrap, as the agent
+// user: the run sees the system read-only, its own workspace and home
+// read-write, a private /tmp, and nothing of textslash — no other
+// person's workspace or home, no data directory (JetStream's files, NATS
+// logins, keys), no other run's processes (its own pid namespace, /proc
+// fresh). Whatever the run starts, setsid or not, dies with it: when the
+// sandbox's first process ends, the kernel ends its pid namespace.
+//
+// Why bubblewrap rather than a uid per person alone: a uid keeps files
+// apart only as far as every file's mode does (a workspace made 0755 by a
+// tool is readable by all), and leaves /proc, the data directory's
+// world-readable files and textslash's binaries in view. Namespaces hide
+// them whatever their modes. bwrap runs unprivileged (a user namespace
+// maps the agent user to itself, so files written belong to it outside
+// too), the same whether textslash runs as root or not.
+type Sandbox struct {
+	// Bwrap is bubblewrap's binary; empty looks up bwrap in PATH.
+	Bwrap string
+	// Hide are host directories no run may see (textslash's data
+	// directory); the workspaces directory (all but the person's own),
+	// /root, /home and /tmp are always hidden.
+	Hide []string
+	// Share are host directories bound read-write into every run: a cache
+	// or a directory the operator chooses to share.
+	Share []string
+	// Limits of each run; zero values: no limit.
+	Limits Limits
+}
+
+// ErrNoSandbox means runs cannot be sandboxed here.
+var ErrNoSandbox = errors.New("cannot sandbox runs")
+
+// probe finds bwrap and runs it once, as the agent user, the way runs use
+// it: a machine without it, or one refusing user namespaces (a container
+// without them), is told at start rather than at the first message.
+func (s *Sandbox) probe(u *agentUser) error {
+	bin := s.Bwrap
+	if bin == "" {
+		bin = "bwrap"
+	}
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return fmt.Errorf("%w: bubblewrap not found (apt install bubblewrap), or set TEXTSLASH_SANDBOX=off to run agents unconfined", ErrNoSandbox)
+	}
+	s.Bwrap = path
+	dir, err := os.MkdirTemp("", "textslash-probe")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if u != nil {
+		_ = os.Chown(dir, int(u.uid), int(u.gid))
+	}
+	name, args := s.wrap(dir, dir, "", "/bin/sh", "-c", "test -w .")
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	if u != nil {
+		cmd.SysProcAttr = credential(u)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: bwrap failed: %v: %s (user namespaces must be allowed: sysctl kernel.unprivileged_userns_clone=1; in a container, seccomp and AppArmor must let it unshare), or set TEXTSLASH_SANDBOX=off to run agents unconfined", ErrNoSandbox, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// wrap returns the command line running name args inside a sandbox whose
+// workspace is dir and home is home; bin, when set, is the directory of
+// the agents' textslash command, shown read-only.
+func (s *Sandbox) wrap(dir, home, bin, name string, args ...string) (string, []string) {
+	a := []string{
+		"--die-with-parent", "--new-session",
+		"--unshare-all", "--share-net",
+		"--ro-bind", "/", "/",
+		"--dev", "/dev",
+		"--proc", "/proc",
+		"--tmpfs", "/tmp",
+	}
+	hide := append([]string{"/root", "/home", filepath.Dir(dir), filepath.Dir(home)}, s.Hide...)
+	slices.Sort(hide) // a parent before its children
+	for _, h := range slices.Compact(hide) {
+		if fi, err := os.Stat(h); err == nil && fi.IsDir() {
+			a = append(a, "--tmpfs", h)
+		}
+	}
+	a = append(a, "--bind", dir, dir, "--bind", home, home)
+	if bin != "" {
+		a = append(a, "--ro-bind", bin, bin)
+	}
+	for _, sh := range s.Share {
+		a = append(a, "--bind", sh, sh)
+	}
+	a = append(a, "--chdir", dir, "--", name)
+	return s.Bwrap, append(a, args...)
+}
+
+// confine readies the runner's sandbox at start: bwrap works, runs have an
+// unprivileged identity (nobody, when textslash runs as root without
+// TEXTSLASH_AGENT_USER), and limits can be set — or says why not.
+func (r *Runner) confine() error {
+	box := r.cfg.Sandbox
+	if os.Geteuid() == 0 && r.user == nil {
+		nobody, err := lookupAgentUser("nobody")
+		if err != nil {
+			return fmt.Errorf("%w: as root without TEXTSLASH_AGENT_USER runs drop to nobody, which this system lacks: %v", ErrNoSandbox, err)
+		}
+		r.user = nobody
+		r.log.Warn().Msg("runs sandboxed as nobody: set TEXTSLASH_AGENT_USER to give agents a user of their own")
+	}
+	for i, h := range box.Hide {
+		if abs, err := filepath.Abs(h); err == nil {
+			box.Hide[i] = abs
+		}
+	}
+	if err := box.probe(r.user); err != nil {
+		return err
+	}
+	if !box.Limits.zero() {
+		if err := cgroupsWritable(); err != nil {
+			r.log.Error().Err(err).Msg("runs are NOT limited (memory, processes, CPU): textslash cannot make cgroups here; run it as root or in a cgroup it may write")
+		} else {
+			r.limited = true
+		}
+	}
+	r.log.Info().Bool("limited", r.limited).Int64("memory", box.Limits.Memory).Int("pids", box.Limits.Pids).
+		Float64("cpu", box.Limits.CPU).Msg("runs sandboxed (bubblewrap)")
+	return nil
+}
