@@ -20,7 +20,7 @@ const diffImageLines = 400
 // its image event.
 func (r *Runner) diffImage(ctx context.Context, log zerolog.Logger, job contract.Job, diff string) (contract.Image, error) {
 	page := "data:text/html;charset=utf-8;base64," + base64.StdEncoding.EncodeToString([]byte(diffHTML(diff, diffImageLines)))
-	s, err := r.shots.browser.Capture(ctx, shot.Options{URL: page, FullPage: true, MaxBytes: screenshotMaxBytes})
+	s, err := r.shots.browser.Capture(ctx, shot.Options{URL: page, FullPage: true, MaxBytes: screenshotMaxBytes, Profile: job.User.Key()})
 	if err != nil {
 		return contract.Image{}, err
 	}

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -81,7 +82,7 @@ func (r *Runner) startShots(addr string) (*shotServer, error) {
 	}
 	s := &shotServer{
 		r:       r,
-		browser: shot.New(shot.Config{Bin: r.cfg.Chromium, NoSandbox: os.Geteuid() == 0}),
+		browser: shot.New(shot.Config{Bin: r.cfg.Chromium, NoSandbox: os.Geteuid() == 0, User: r.browserUser()}),
 		url:     "http://" + ln.Addr().String() + "/shot",
 		runs:    map[string]*shotRun{},
 	}
@@ -211,7 +212,7 @@ func checkShotURL(raw string) error {
 // capture takes the shot and stores it in the media bucket.
 func (r *Runner) capture(ctx context.Context, b *shot.Browser, sr ShotRequest, job contract.Job) (contract.Image, error) {
 	start := time.Now()
-	s, err := b.Capture(ctx, shot.Options{URL: sr.URL, Desktop: sr.Desktop, FullPage: sr.FullPage, MaxBytes: screenshotMaxBytes})
+	s, err := b.Capture(ctx, shot.Options{URL: sr.URL, Desktop: sr.Desktop, FullPage: sr.FullPage, MaxBytes: screenshotMaxBytes, Profile: job.User.Key()})
 	if err != nil {
 		shotSeconds.WithLabelValues("error").Observe(time.Since(start).Seconds())
 		return contract.Image{}, err
@@ -316,4 +317,14 @@ func installShotCommand(workspaces, bin string) (string, error) {
 		return "", err
 	}
 	return dir, os.Rename(tmp.Name(), dst)
+}
+
+// browserUser is who the screenshot browser runs as: the agents' user,
+// with Chromium's own sandbox, when there is one and the runs are
+// sandboxed; else textslash itself (as root without its sandbox).
+func (r *Runner) browserUser() *syscall.Credential {
+	if r.user == nil || r.cfg.Sandbox == nil {
+		return nil
+	}
+	return &syscall.Credential{Uid: r.user.uid, Gid: r.user.gid}
 }

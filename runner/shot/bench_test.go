@@ -96,11 +96,15 @@ func BenchmarkCaptureWarm(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		o    Options
+		// people: shots alternate between two people's profiles, each
+		// in a browser context of its own (a new tab at each switch).
+		people bool
 	}{
-		{"mobile", Options{URL: "/"}},
-		{"desktop", Options{URL: "/", Desktop: true}},
-		{"mobile-tall-viewport", Options{URL: "/tall"}},
-		{"mobile-tall-fullpage", Options{URL: "/tall", FullPage: true}},
+		{"mobile", Options{URL: "/"}, false},
+		{"mobile-two-people", Options{URL: "/"}, true},
+		{"desktop", Options{URL: "/", Desktop: true}, false},
+		{"mobile-tall-viewport", Options{URL: "/tall"}, false},
+		{"mobile-tall-fullpage", Options{URL: "/tall", FullPage: true}, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			br := newBrowser(b, 20*time.Second)
@@ -113,7 +117,11 @@ func BenchmarkCaptureWarm(b *testing.B) {
 			var times []time.Duration
 			size := 0
 			chrome0, go0 := treeCPU(pid), rusage(syscall.RUSAGE_SELF)
+			n := 0
 			for b.Loop() {
+				if n++; bc.people {
+					o.Profile = []string{"web.a", "web.b"}[n%2]
+				}
 				start := time.Now()
 				s, err := br.Capture(b.Context(), o)
 				if err != nil {

@@ -11,10 +11,12 @@ import (
 	"image"
 	_ "image/jpeg" // DecodeConfig of the shots
 	"math"
+	"os"
 	"os/exec"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -83,6 +85,10 @@ type Config struct {
 	// Timeout bounds one shot (new tab, navigation, load, capture);
 	// default DefaultTimeout. Starting Chromium is bounded apart (30 s).
 	Timeout time.Duration
+	// User, when set, is who Chromium runs as (the agents' unprivileged
+	// user), with its own sandbox and a profile that user owns; it loads
+	// the pages agents pick, and must not hold textslash's privileges.
+	User *syscall.Credential
 }
 
 // Options describe one shot.
@@ -97,6 +103,11 @@ type Options struct {
 	FullPage bool
 	// MaxBytes is the ceiling for the JPEG; default DefaultMaxBytes.
 	MaxBytes int
+	// Profile names whose shot this is (a person): shots of different
+	// profiles never share cookies, storage or cache, each tab living in
+	// a browser context of its own; the warm tab is kept only for the same
+	// profile's next shot.
+	Profile string
 }
 
 // Shot is one JPEG under the ceiling.
@@ -151,8 +162,9 @@ type instance struct {
 
 // tab is a browser tab kept open for the shots to come.
 type tab struct {
-	ctx   context.Context // chromedp context of the tab, under the browser's
-	close context.CancelFunc
+	ctx     context.Context // chromedp context of the tab, under the browser's
+	close   context.CancelFunc
+	profile string // whose shots it takes (Options.Profile)
 	// shot receives the events of the shot in progress.
 	shot atomic.Pointer[tabEvents]
 }
@@ -278,7 +290,10 @@ func (b *Browser) launch(ctx context.Context) (*instance, error) {
 		chromedp.Headless, // also --hide-scrollbars, --mute-audio
 		chromedp.DisableGPU,
 		chromedp.NoFirstRun,
-		chromedp.Flag("no-sandbox", b.cfg.NoSandbox), // chromedp would add it as root
+		chromedp.Flag("no-sandbox", b.cfg.NoSandbox && b.cfg.User == nil), // chromedp would add it as root
+		// textslash's environment holds its secrets: the browser gets none.
+		chromedp.NoInheritEnv,
+		chromedp.Env("PATH="+os.Getenv("PATH"), "LANG=C.UTF-8"),
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
@@ -287,6 +302,21 @@ func (b *Browser) launch(ctx context.Context) (*instance, error) {
 		// outlive the shot.
 		chromedp.Flag("disable-popup-blocking", false),
 	)
+	profile := ""
+	if u := b.cfg.User; u != nil {
+		// Its own profile directory, which chromedp leaves in place.
+		if profile, err = os.MkdirTemp("", "textslash-chromium-"); err != nil {
+			return nil, err
+		}
+		if err := os.Chown(profile, int(u.Uid), int(u.Gid)); err != nil {
+			os.RemoveAll(profile)
+			return nil, err
+		}
+		opts = append(opts, chromedp.UserDataDir(profile), chromedp.Env("HOME="+profile),
+			chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: u}
+			}))
+	}
 	// The browser outlives any one Capture: its contexts hang from b.life,
 	// and instance.stop (or Close) ends them.
 	actx, cancelAlloc := chromedp.NewExecAllocator(b.life, opts...)
@@ -296,6 +326,9 @@ func (b *Browser) launch(ctx context.Context) (*instance, error) {
 	inst := &instance{ctx: bctx, stop: sync.OnceFunc(func() {
 		cancelBrowser() // kills the process, waits for it, removes the profile
 		cancelAlloc()
+		if profile != "" {
+			os.RemoveAll(profile)
+		}
 	})}
 
 	// The first Run starts the process and binds it to bctx, so it cannot
@@ -337,10 +370,12 @@ func (b *Browser) bin() (string, error) {
 	return "", fmt.Errorf("%w: none of %v in PATH", ErrNoChromium, binNames)
 }
 
-// openTab opens the warm tab of inst.
-func (b *Browser) openTab(ctx context.Context, inst *instance) (*tab, error) {
-	t := &tab{}
-	t.ctx, t.close = chromedp.NewContext(inst.ctx, chromedp.WithNewWindow(false), chromedp.WithListener(t.event))
+// openTab opens the warm tab of inst for profile's shots, in a browser
+// context of its own (disposed with the tab): nothing of another
+// profile's pages carries over.
+func (b *Browser) openTab(ctx context.Context, inst *instance, profile string) (*tab, error) {
+	t := &tab{profile: profile}
+	t.ctx, t.close = chromedp.NewContext(inst.ctx, chromedp.WithNewBrowserContext(), chromedp.WithNewWindow(false), chromedp.WithListener(t.event))
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
 	defer cancel()
 	defer context.AfterFunc(ctx, t.close)()    // the first Run cannot take ctx
@@ -373,8 +408,12 @@ func (b *Browser) openTab(ctx context.Context, inst *instance) (*tab, error) {
 
 // shoot takes one shot in the warm tab of inst, opening one if need be.
 func (b *Browser) shoot(ctx context.Context, inst *instance, o Options) (Shot, error) {
+	if inst.tab != nil && inst.tab.profile != o.Profile {
+		inst.tab.close()
+		inst.tab = nil
+	}
 	if inst.tab == nil {
-		t, err := b.openTab(ctx, inst)
+		t, err := b.openTab(ctx, inst, o.Profile)
 		if err != nil {
 			return Shot{}, fmt.Errorf("shot %s: open a tab: %w", o.URL, b.why(ctx, inst, err))
 		}
