@@ -330,3 +330,35 @@ func lastPID() int {
 	pid, _ := strconv.Atoi(f[4])
 	return pid
 }
+
+// reachable lets u traverse every directory from dir up to /: one of
+// textslash's own without o+x (a data directory made 0700) gets it —
+// traverse only, not list; one of another owner's that u cannot traverse
+// is an error, said at start rather than as "permission denied" at every
+// run.
+func reachable(dir string, u *agentUser) (changed []string, err error) {
+	if u == nil {
+		return nil, nil
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return changed, err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		mode := fi.Mode().Perm()
+		can := mode&0o001 != 0 || (st.Uid == u.uid && mode&0o100 != 0) || (st.Gid == u.gid && mode&0o010 != 0)
+		if !can {
+			if st.Uid != uint32(os.Geteuid()) {
+				return changed, fmt.Errorf("agent user %s cannot reach %s: %s (mode %v, not textslash's) lets others not pass", u.name, dir, d, mode)
+			}
+			if err := os.Chmod(d, fi.Mode()|0o001); err != nil {
+				return changed, err
+			}
+			changed = append(changed, d)
+		}
+		if d == filepath.Dir(d) {
+			return changed, nil
+		}
+	}
+}

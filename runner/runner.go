@@ -169,6 +169,14 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error
 			return nil, err
 		}
 	}
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return nil, fmt.Errorf("TEXTSLASH_WORKSPACES: %w", err)
+	}
+	if changed, err := reachable(ws, r.user); err != nil {
+		return nil, fmt.Errorf("TEXTSLASH_WORKSPACES: %w", err)
+	} else if len(changed) > 0 {
+		r.log.Info().Strs("dirs", changed).Str("agent_user", r.user.name).Msg("directories above the workspaces made traversable (o+x, not listable) for the agent user")
+	}
 	if cfg.ShotCommand != "" {
 		if r.bin, err = installShotCommand(ws, cfg.ShotCommand); err != nil {
 			return nil, fmt.Errorf("textslash command for agents: %w", err)

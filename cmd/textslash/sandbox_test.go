@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +83,37 @@ func TestSandboxLimits(t *testing.T) {
 	}
 	if got := a.reply(aEvents, "echo still here", 30*time.Second); got != "still here" {
 		t.Errorf("after the limits: %q; want still here", got)
+	}
+}
+
+// A data directory only textslash may enter (0700, as a fresh one is
+// made) still lets the agent user reach its workspace: textslash gives
+// the directories above the workspaces o+x (passing, not listing) at
+// start, instead of every run failing with "permission denied".
+func TestAgentUserUnderPrivateDataDir(t *testing.T) {
+	u := os.Getenv("TEXTSLASH_TEST_AGENT_USER")
+	if u == "" || os.Geteuid() != 0 {
+		t.Skip("needs root and TEXTSLASH_TEST_AGENT_USER")
+	}
+	data := filepath.Join(t.TempDir(), "private", "data")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(data), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	inst := startServe(t, "TEXTSLASH_AGENT=shell", "TEXTSLASH_AGENT_USER="+u, "TEXTSLASH_DATA="+data)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := inst.newChat(t)
+	if got := c.reply(c.events(ctx), "id -un; ls "+data+" 2>&1 | head -3", 30*time.Second); !strings.HasPrefix(got, u+"\n") {
+		t.Errorf("reply %q; want it run as %s", got, u)
+	}
+	fi, err := os.Stat(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o701 {
+		t.Errorf("data directory mode %v; want 0701 (others pass, never list)", fi.Mode().Perm())
 	}
 }
