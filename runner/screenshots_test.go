@@ -126,8 +126,10 @@ func TestDroppedOldestFirst(t *testing.T) {
 func TestRunnerImagesOfCutRuns(t *testing.T) {
 	e := newRunnerEnv(t)
 	e.start(Config{Timeout: 2 * time.Second})
-	drop := "mkdir -p " + DropDir + " && echo " + base64.StdEncoding.EncodeToString(pngBytes(t)) +
-		" | base64 -d > " + DropDir + "/app.png && echo shot taken && "
+	// The output first: once the image is in place (when the cancel comes),
+	// the output is already written.
+	drop := "echo shot taken && mkdir -p " + DropDir + " && echo " + base64.StdEncoding.EncodeToString(pngBytes(t)) +
+		" | base64 -d > " + DropDir + "/app.tmp && mv " + DropDir + "/app.tmp " + DropDir + "/app.png && "
 	tests := []struct {
 		name, text string
 		cancel     bool

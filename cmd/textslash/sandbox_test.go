@@ -71,6 +71,10 @@ func TestSandboxIsolation(t *testing.T) {
 // the limit; the other person's next message runs as usual.
 func TestSandboxLimits(t *testing.T) {
 	inst := startServe(t, "TEXTSLASH_AGENT=shell", "TEXTSLASH_RUN_MEMORY=256M", "TEXTSLASH_RUN_PIDS=64", "TEXTSLASH_TIMEOUT=60s")
+	// Never a fork bomb without a limit to stop it.
+	if logs, _ := os.ReadFile(inst.Log); !strings.Contains(string(logs), `"limited":true`) {
+		t.Fatalf("runs are not limited here (cgroups not writable?); not running the bomb:\n%s", tail(string(logs), 2000))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a, b := inst.newChat(t), inst.newChat(t)
