@@ -139,8 +139,9 @@ func newCgroup(name string, l Limits, uid, gid int) (*cgroup, error) {
 		}
 		if cg.v2 {
 			write(cg.memory, "memory.max", strconv.FormatInt(l.Memory, 10))
-			write(cg.memory, "memory.swap.max", "0")
-			err = nil // no swap accounting is no error
+			// No swap to spill into; a kernel without swap accounting has
+			// no such file, which is no error.
+			_ = os.WriteFile(filepath.Join(cg.memory, "memory.swap.max"), []byte("0"), 0)
 		} else {
 			write(cg.memory, "memory.limit_in_bytes", strconv.FormatInt(l.Memory, 10))
 			_ = os.WriteFile(filepath.Join(cg.memory, "memory.memsw.limit_in_bytes"), []byte(strconv.FormatInt(l.Memory, 10)), 0)

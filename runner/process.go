@@ -345,12 +345,9 @@ func reachable(dir string, u *agentUser) (changed []string, err error) {
 		if err != nil {
 			return changed, err
 		}
-		st := fi.Sys().(*syscall.Stat_t)
-		mode := fi.Mode().Perm()
-		can := mode&0o001 != 0 || (st.Uid == u.uid && mode&0o100 != 0) || (st.Gid == u.gid && mode&0o010 != 0)
-		if !can {
-			if st.Uid != uint32(os.Geteuid()) {
-				return changed, fmt.Errorf("agent user %s cannot reach %s: %s (mode %v, not textslash's) lets others not pass", u.name, dir, d, mode)
+		if !passable(fi, u) {
+			if fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Geteuid()) {
+				return changed, fmt.Errorf("agent user %s cannot reach %s: %s (mode %v, not textslash's) lets others not pass", u.name, dir, d, fi.Mode().Perm())
 			}
 			if err := os.Chmod(d, fi.Mode()|0o001); err != nil {
 				return changed, err
@@ -361,4 +358,11 @@ func reachable(dir string, u *agentUser) (changed []string, err error) {
 			return changed, nil
 		}
 	}
+}
+
+// passable reports whether u may pass directory fi (its x bit for u).
+func passable(fi os.FileInfo, u *agentUser) bool {
+	st := fi.Sys().(*syscall.Stat_t)
+	mode := fi.Mode().Perm()
+	return mode&0o001 != 0 || (st.Uid == u.uid && mode&0o100 != 0) || (st.Gid == u.gid && mode&0o010 != 0)
 }

@@ -35,6 +35,10 @@ type Sandbox struct {
 	// Share are host directories bound read-write into every run: a cache
 	// or a directory the operator chooses to share.
 	Share []string
+	// expose are directories of hidden places shown read-only again: the
+	// agent's programs where they are installed under a home or /tmp (a
+	// Claude Code from nvm in ~/.nvm); set at start.
+	expose []string
 	// Limits of each run; zero values: no limit.
 	Limits Limits
 }
@@ -87,13 +91,21 @@ func (s *Sandbox) wrap(dir, home, bin, name string, args ...string) (string, []s
 		"--proc", "/proc",
 		"--tmpfs", "/tmp",
 	}
-	hide := append([]string{"/root", "/home", filepath.Dir(dir), filepath.Dir(home)}, s.Hide...)
-	slices.Sort(hide) // a parent before its children
-	for _, h := range slices.Compact(hide) {
-		if fi, err := os.Stat(h); err == nil && fi.IsDir() {
-			a = append(a, "--tmpfs", h)
+	// Homes first, then the programs installed in them shown again, then
+	// textslash's own directories hidden whatever the programs' places.
+	tmpfs := func(dirs ...string) {
+		slices.Sort(dirs) // a parent before its children
+		for _, h := range slices.Compact(dirs) {
+			if fi, err := os.Stat(h); err == nil && fi.IsDir() {
+				a = append(a, "--tmpfs", h)
+			}
 		}
 	}
+	tmpfs("/root", "/home")
+	for _, e := range s.expose {
+		a = append(a, "--ro-bind", e, e)
+	}
+	tmpfs(append([]string{filepath.Dir(dir), filepath.Dir(home)}, s.Hide...)...)
 	a = append(a, "--bind", dir, dir, "--bind", home, home)
 	if bin != "" {
 		a = append(a, "--ro-bind", bin, bin)
@@ -123,6 +135,10 @@ func (r *Runner) confine() error {
 			box.Hide[i] = abs
 		}
 	}
+	box.expose = programDirs(append([]string{"/root", "/home", os.TempDir(), r.cfg.Workspaces}, box.Hide...), r.cfg.ClaudeBin, r.user)
+	if len(box.expose) > 0 {
+		r.log.Info().Strs("dirs", box.expose).Msg("sandbox shows these program directories read-only (they are under a hidden directory)")
+	}
 	if err := box.probe(r.user); err != nil {
 		return err
 	}
@@ -136,4 +152,59 @@ func (r *Runner) confine() error {
 	r.log.Info().Bool("limited", r.limited).Int64("memory", box.Limits.Memory).Int("pids", box.Limits.Pids).
 		Float64("cpu", box.Limits.CPU).Msg("runs sandboxed (bubblewrap)")
 	return nil
+}
+
+// programDirs are the directories of programs runs need that lie under a
+// hidden directory and that u (the runs' user; nil: textslash's) may reach:
+// PATH's entries, and the package of the Claude Code binary claudeBin (its
+// node_modules), wherever links lead.
+func programDirs(hidden []string, claudeBin string, u *agentUser) []string {
+	under := func(p string) bool {
+		for _, h := range hidden {
+			if rel, err := filepath.Rel(h, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+				return true
+			}
+		}
+		return false
+	}
+	var dirs []string
+	add := func(d string) {
+		if real, err := filepath.EvalSymlinks(d); err == nil && under(real) && canReach(real, u) && !slices.Contains(dirs, real) {
+			dirs = append(dirs, real)
+		}
+	}
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if filepath.IsAbs(d) {
+			add(d)
+		}
+	}
+	if claudeBin == "" {
+		claudeBin, _ = exec.LookPath("claude")
+	}
+	if real, err := filepath.EvalSymlinks(claudeBin); err == nil && claudeBin != "" {
+		for d := filepath.Dir(real); d != filepath.Dir(d); d = filepath.Dir(d) {
+			if filepath.Base(d) == "node_modules" {
+				add(d)
+				break
+			}
+		}
+	}
+	return dirs
+}
+
+// canReach reports whether u may pass every directory down to dir (its
+// own user's, when u is nil, may).
+func canReach(dir string, u *agentUser) bool {
+	if u == nil {
+		return true
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil || !passable(fi, u) {
+			return false
+		}
+		if d == filepath.Dir(d) {
+			return true
+		}
+	}
 }

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/rs/zerolog"
 
@@ -37,46 +34,24 @@ const (
 var errOutside = errors.New("not a file inside the workspace")
 
 // readScreenshot reads the image at p (relative to the workspace dir, or
-// absolute) if, with every symlink followed, it is a regular PNG or JPEG
-// file inside dir. The check is made on the opened file, so swapping the
-// path after the check cannot point it elsewhere.
+// absolute) if it is a regular PNG or JPEG file inside dir: a path outside
+// it is refused unopened, and links are followed only while they stay
+// inside (readBeneath), so textslash opens nothing else of the machine an
+// agent names (a device acting on open, a FIFO).
 func readScreenshot(dir, p string) ([]byte, error) {
-	root, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return nil, err
+	rel := p
+	if filepath.IsAbs(p) {
+		var err error
+		if rel, err = filepath.Rel(dir, p); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, errOutside)
+		}
 	}
-	full := p
-	if !filepath.IsAbs(full) {
-		full = filepath.Join(dir, full)
-	}
-	// Non-blocking: opening a FIFO an agent left (or linked) must not
-	// wait for a writer. Anything but a regular file is refused below.
-	f, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	// Where the opened file really is, whatever links led to it.
-	real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
-	if err != nil {
-		return nil, err
-	}
-	if rel, err := filepath.Rel(root, real); err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+	if rel = filepath.Clean(rel); rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
 		return nil, fmt.Errorf("%s: %w", p, errOutside)
 	}
-	fi, err := f.Stat()
+	data, err := readBeneath(dir, rel, screenshotMaxFile)
 	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w", p, errOutside)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, screenshotMaxFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > screenshotMaxFile {
-		return nil, fmt.Errorf("%s: larger than %d bytes", p, screenshotMaxFile)
+		return nil, err // a link out of dir: os.Root's "path escapes from parent"
 	}
 	if ct := http.DetectContentType(data); ct != "image/png" && ct != "image/jpeg" {
 		return nil, fmt.Errorf("%s: %s, not a PNG or JPEG image", p, ct)

@@ -58,6 +58,7 @@ func TestReadScreenshot(t *testing.T) {
 	link("shots/app.png", "inside-link.png")
 	link("/etc/passwd", "passwd.png")
 	link(filepath.Join(ws, "shots"), "dirlink")
+	link("shots", "reldirlink")
 	if err := syscall.Mkfifo(filepath.Join(ws, DropDir, "pipe.png"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,10 @@ func TestReadScreenshot(t *testing.T) {
 		{"shots/app.png", true},
 		{filepath.Join(ws, "shots", "app.png"), true},
 		{"inside-link.png", true},
-		{"dirlink/app.png", true},
+		{"reldirlink/app.png", true},
+		// An absolute link is refused even when it points inside: names
+		// resolve beneath the workspace (as openat2's RESOLVE_BENEATH).
+		{"dirlink/app.png", false},
 		{"../outside.png", false},
 		{"../web.bob/secret.png", false},
 		{filepath.Join(other, "secret.png"), false},

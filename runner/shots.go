@@ -82,7 +82,7 @@ func (r *Runner) startShots(addr string) (*shotServer, error) {
 	}
 	s := &shotServer{
 		r:       r,
-		browser: shot.New(shot.Config{Bin: r.cfg.Chromium, NoSandbox: os.Geteuid() == 0, User: r.browserUser()}),
+		browser: shot.New(shot.Config{Bin: r.cfg.Chromium, NoSandbox: r.browserNoSandbox(), User: r.browserUser()}),
 		url:     "http://" + ln.Addr().String() + "/shot",
 		runs:    map[string]*shotRun{},
 	}
@@ -319,12 +319,24 @@ func installShotCommand(workspaces, bin string) (string, error) {
 	return dir, os.Rename(tmp.Name(), dst)
 }
 
-// browserUser is who the screenshot browser runs as: the agents' user,
-// with Chromium's own sandbox, when there is one and the runs are
-// sandboxed; else textslash itself (as root without its sandbox).
+// browserUser is who the screenshot browser runs as: the agents' user
+// when there is one (nobody, for sandboxed runs of a root textslash),
+// never textslash's own privileges for pages agents pick; nil runs it as
+// textslash, when textslash itself is unprivileged or no user is known.
 func (r *Runner) browserUser() *syscall.Credential {
-	if r.user == nil || r.cfg.Sandbox == nil {
+	if r.user == nil {
 		return nil
 	}
 	return &syscall.Credential{Uid: r.user.uid, Gid: r.user.gid}
+}
+
+// browserNoSandbox: Chromium's own sandbox (user namespaces) is used
+// wherever the runs' sandbox works; as root (which it refuses), or as the
+// agents' user with TEXTSLASH_SANDBOX=off (where namespaces may be what is
+// missing), it runs without.
+func (r *Runner) browserNoSandbox() bool {
+	if r.user == nil {
+		return os.Geteuid() == 0
+	}
+	return r.cfg.Sandbox == nil
 }

@@ -62,7 +62,7 @@ func TestCaptureAsUser(t *testing.T) {
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	t.Setenv("TEXTSLASH_SECRET_FOR_TEST", "must-not-reach-the-browser")
-	b := New(Config{Bin: shottest.Chromium(t), NoSandbox: true, User: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}})
+	b := New(Config{Bin: shottest.Chromium(t), User: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}})
 	t.Cleanup(func() { b.Close() })
 	srv := pages(t)
 	if _, err := b.Capture(t.Context(), Options{URL: srv.URL + "/", Profile: "p"}); err != nil {

@@ -290,7 +290,7 @@ func (b *Browser) launch(ctx context.Context) (*instance, error) {
 		chromedp.Headless, // also --hide-scrollbars, --mute-audio
 		chromedp.DisableGPU,
 		chromedp.NoFirstRun,
-		chromedp.Flag("no-sandbox", b.cfg.NoSandbox && b.cfg.User == nil), // chromedp would add it as root
+		chromedp.Flag("no-sandbox", b.cfg.NoSandbox), // chromedp would add it as root
 		// textslash's environment holds its secrets: the browser gets none.
 		chromedp.NoInheritEnv,
 		chromedp.Env("PATH="+os.Getenv("PATH"), "LANG=C.UTF-8"),
