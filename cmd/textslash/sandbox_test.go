@@ -121,3 +121,27 @@ func TestAgentUserUnderPrivateDataDir(t *testing.T) {
 		t.Errorf("data directory mode %v; want 0701 (others pass, never list)", fi.Mode().Perm())
 	}
 }
+
+// `git init; mkfifo f; ln -s f link`: the end of the run (looking for
+// changes to approve) reads no FIFO, so the run ends, the person's next
+// message runs and so does everybody else's.
+func TestFIFOInWorkspace(t *testing.T) {
+	inst := startServe(t, "TEXTSLASH_AGENT=shell")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := inst.newChat(t), inst.newChat(t)
+	aEvents, bEvents := a.events(ctx), b.events(ctx)
+	trap := "git init -q && mkfifo f && ln -s f link && mkfifo /tmp/g && ln -s /tmp/g link2 && echo set"
+	// The links are new files: the run asks for approval, its summary made
+	// without waiting on the FIFOs.
+	if got := a.reply(aEvents, trap, 60*time.Second); !strings.HasPrefix(got, "set") || !strings.Contains(got, "link") {
+		t.Fatalf("reply %q; want set and the changes to approve", got)
+	}
+	a.send("reject")
+	if got := a.reply(aEvents, "echo next", 30*time.Second); !strings.HasPrefix(got, "next") {
+		t.Errorf("A's next message: %q", got)
+	}
+	if got := b.reply(bEvents, "echo b", 30*time.Second); got != "b" {
+		t.Errorf("B's message: %q", got)
+	}
+}
