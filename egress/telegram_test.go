@@ -27,7 +27,7 @@ type tgHarness struct {
 	js   jetstream.JetStream
 	api  *telegramtest.API
 	n    int
-	logs syncBuffer
+	logs natstest.Logs
 }
 
 // startTelegram runs egress for Telegram against the fake Bot API. Images

@@ -24,13 +24,17 @@ import (
 func connectAs(t testing.TB, login map[string]string) (*nats.Conn, <-chan error) {
 	t.Helper()
 	errs := make(chan error, 16)
-	nc, err := nats.Connect(login["NATS_URL"], nats.UserInfo(login["NATS_USER"], login["NATS_PASSWORD"]),
+	opts := []nats.Option{nats.UserInfo(login["NATS_USER"], login["NATS_PASSWORD"]),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			select {
 			case errs <- err:
 			default:
 			}
-		}))
+		})}
+	if p := login["NATS_INBOX_PREFIX"]; p != "" { // as scripts/nats gives the CLI --inbox-prefix
+		opts = append(opts, nats.CustomInboxPrefix(p))
+	}
+	nc, err := nats.Connect(login["NATS_URL"], opts...)
 	if err != nil {
 		t.Fatalf("connect as %s: %v", login["NATS_USER"], err)
 	}
@@ -97,6 +101,19 @@ func TestEmbeddedNATSLogin(t *testing.T) {
 	}
 	if !slices.Contains(names, contract.StreamEvents) {
 		t.Errorf("tap's stream ls: %v; want EVENTS among them", names)
+	}
+
+	// Nor may it read the replies to other clients' requests.
+	if _, err := tap.Subscribe("_INBOX.>", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-tapErrs:
+		if !errors.Is(err, nats.ErrPermissionViolation) {
+			t.Fatalf("tap's subscription to _INBOX.>: %v; want %v", err, nats.ErrPermissionViolation)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("tap's subscription to _INBOX.> was not refused")
 	}
 
 	// But what it publishes into the pipeline is refused, and stored nowhere.

@@ -39,13 +39,19 @@ const (
 	natsTap   = "tap"
 )
 
-// tapPermissions lets tap subscribe to ts.> (and its replies) and publish
-// only read-only JetStream API requests.
+// tapInboxPrefix is where tap's replies come: its own inboxes, not
+// _INBOX.>, where it would read the replies to everybody's requests
+// (users' states, jobs handed to runners). The nats CLI takes it as
+// --inbox-prefix (scripts/nats passes it from tap.env's NATS_INBOX_PREFIX).
+const tapInboxPrefix = "_INBOX_tap"
+
+// tapPermissions lets tap subscribe to ts.> (and its own replies) and
+// publish only read-only JetStream API requests.
 var tapPermissions = &server.Permissions{
 	Publish: &server.SubjectPermission{Allow: []string{
 		"$JS.API.INFO", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.STREAM.INFO.*",
 	}},
-	Subscribe: &server.SubjectPermission{Allow: []string{"ts.>", "_INBOX.>"}},
+	Subscribe: &server.SubjectPermission{Allow: []string{"ts.>", tapInboxPrefix + ".>"}},
 }
 
 // natsLogins are the embedded server's passwords.
@@ -128,6 +134,9 @@ func (l *natsLogins) write(addr net.Addr) error {
 	}
 	for _, user := range []string{natsAdmin, natsTap} {
 		body := fmt.Sprintf("NATS_URL=%s\nNATS_USER=%s\nNATS_PASSWORD=%s\n", url, user, l.passwords[user])
+		if user == natsTap {
+			body += "NATS_INBOX_PREFIX=" + tapInboxPrefix + "\n"
+		}
 		if err := writePrivate(l.file(user), body); err != nil {
 			return err
 		}
