@@ -95,7 +95,12 @@ const AllCancels = subjectCtl + ".*.*.cancel"
 // JetStream message schedule that fires into ApprovalExpiredSubject.
 func ApprovalScheduleSubject(u User) string { return subjectTimer + "." + u.Key() + ".approval" }
 
-// ApprovalExpiredSubject receives the approval timeout when it fires.
+// PermissionScheduleSubject holds the timeout of the permission question a
+// user has not answered yet, like ApprovalScheduleSubject.
+func PermissionScheduleSubject(u User) string { return subjectTimer + "." + u.Key() + ".permission" }
+
+// ApprovalExpiredSubject receives the approval and permission timeouts
+// when they fire (Timer.Kind tells which).
 func ApprovalExpiredSubject(u User) string { return subjectTimer + "." + u.Key() + ".expired" }
 
 // InboundSubject is where ingress publishes a person's message.

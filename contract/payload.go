@@ -43,7 +43,32 @@ type Job struct {
 	Action string `json:"action,omitempty"`
 	// NewSession asks the agent to start a fresh session (the "new" keyword).
 	NewSession bool `json:"new_session,omitempty"`
+	// Mode is how the agent may act: ModeAuto, ModeAsk or ModePlan (empty:
+	// ModeAsk). Agents without permissions of their own (the shell) ignore it.
+	Mode string `json:"mode,omitempty"`
 }
+
+// Permission modes, the person's choice (the "mode" keyword).
+const (
+	// ModeAuto: the agent acts without asking (inside its sandbox).
+	ModeAuto = "auto"
+	// ModeAsk: every tool use that changes something is a question to the
+	// person first (a question event), answered yes, no or always.
+	ModeAsk = "ask"
+	// ModePlan: the agent plans without changing anything; the plan is the
+	// reply, and "go" carries it out in the person's usual mode.
+	ModePlan = "plan"
+)
+
+// Modes lists the permission modes.
+var Modes = []string{ModeAuto, ModeAsk, ModePlan}
+
+// Answers to a permission question, carried by answer events.
+const (
+	AnswerAllow  = "allow"  // yes: this once
+	AnswerAlways = "always" // yes, and don't ask again for this tool (Bash: this command prefix) in this session
+	AnswerDeny   = "deny"   // no; the event's Text is what the agent is told
+)
 
 // Job actions.
 const (
@@ -83,6 +108,17 @@ const (
 	// after Attempts tries; Code is the provider's error code. A dead
 	// letter, for people and alerts to look at.
 	KindUndelivered EventKind = "undelivered"
+	// KindQuestion: the running agent asks the person's permission (Text:
+	// the question; Question: its number in the job, from 1; Choices: the
+	// replies that answer it). The runner asks one question at a time.
+	KindQuestion EventKind = "question"
+	// KindAnswer: the person's answer to question Question of job JobID
+	// (Answer: AnswerAllow, AnswerAlways or AnswerDeny; Text: what the agent
+	// is told with a denial), from the dispatcher to the runner.
+	KindAnswer EventKind = "answer"
+	// KindSteer: the person added Text to the running job JobID ("btw …"),
+	// from the dispatcher to the runner, which hands it to the agent.
+	KindSteer EventKind = "steer"
 )
 
 // Run outcomes carried by done events.
@@ -99,6 +135,9 @@ const (
 	StateIdle             = "idle"
 	StateWorking          = "working"
 	StateAwaitingApproval = "awaiting_approval"
+	// StateAwaitingPermission: the running agent waits for the person's
+	// answer to a question.
+	StateAwaitingPermission = "awaiting_permission"
 )
 
 // Event is the payload of every ts.ev subject. Kind says which fields are set.
@@ -128,6 +167,16 @@ type Event struct {
 	Truncated  bool    `json:"truncated,omitempty"`
 	// Approval: the run left changes for the person to approve or reject.
 	Approval bool `json:"approval,omitempty"`
+
+	// question, answer: the question's number in its job, from 1.
+	Question int `json:"question,omitempty"`
+	// answer: AnswerAllow, AnswerAlways or AnswerDeny.
+	Answer string `json:"answer,omitempty"`
+	// question, done awaiting approval: the replies that answer it, in
+	// order ("yes", "no", "always"; "approve", "reject"). Channels that
+	// have buttons show them; a button sends its reply as the person's
+	// message.
+	Choices []string `json:"choices,omitempty"`
 
 	// delivery, undelivered
 	ProviderID string `json:"provider_id,omitempty"`
@@ -164,6 +213,18 @@ type UserState struct {
 	// so that a message redelivered after its run is recognised and not
 	// run again.
 	Finished []string `json:"finished,omitempty"`
+	// Question is the number of the running job's question that waits
+	// for the person's answer (awaiting_permission).
+	Question int `json:"question,omitempty"`
+	// Mode is the person's permission mode ("" until they choose one: the
+	// deployment's default); Usual is the mode "go" carries a plan out in,
+	// their last mode other than plan ("": the default, or ask if that is
+	// plan).
+	Mode  string `json:"mode,omitempty"`
+	Usual string `json:"usual,omitempty"`
+	// Steer: every message sent while a run works is added to that run
+	// (as "btw …" is), instead of waiting its turn.
+	Steer bool `json:"steer,omitempty"`
 }
 
 // FinishedKept is how many finished job ids a UserState remembers.
@@ -175,7 +236,14 @@ type Timer struct {
 	V     int    `json:"v"`
 	User  User   `json:"user"`
 	JobID string `json:"job_id"`
+	// Kind is TimerPermission for a permission question's timeout (its
+	// number in Question), empty for an approval timeout.
+	Kind     string `json:"kind,omitempty"`
+	Question int    `json:"question,omitempty"`
 }
+
+// TimerPermission is Timer.Kind of a permission question's timeout.
+const TimerPermission = "permission"
 
 // Encode marshals a payload, stamping the current version.
 func Encode(p interface{ setVersion() }) ([]byte, error) {
@@ -215,7 +283,8 @@ func (p *Event) validate() error {
 	if p.Kind == "" {
 		return errors.New("no kind")
 	}
-	if p.Kind == KindDone {
+	switch p.Kind {
+	case KindDone, KindQuestion, KindAnswer, KindSteer:
 		return validateRef(p.User, p.JobID)
 	}
 	return p.User.Validate()

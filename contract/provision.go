@@ -18,9 +18,9 @@ const (
 	StreamTimers = "TIMERS"
 
 	ConsumerDispatcher     = "dispatcher"        // IN: every inbound message
-	ConsumerDispatcherDone = "dispatcher-done"   // EVENTS: done events, to start the next job
+	ConsumerDispatcherDone = "dispatcher-done"   // EVENTS: done events (start the next job) and questions
 	ConsumerRunner         = "runner"            // JOBS: every job
-	ConsumerTimers         = "dispatcher-timers" // TIMERS: approval timeouts that fired
+	ConsumerTimers         = "dispatcher-timers" // TIMERS: approval and permission timeouts that fired
 
 	BucketUsers      = "users"      // KV: UserState per User.Key
 	BucketEgress     = "egress"     // KV: what egress sent, and the pages still to send
@@ -46,6 +46,8 @@ const (
 	EventsMaxAge = 24 * time.Hour
 	// ApprovalTimeout ends an unanswered approval request.
 	ApprovalTimeout = 30 * time.Minute
+	// PermissionTimeout denies an unanswered permission question.
+	PermissionTimeout = 10 * time.Minute
 	// JobAckWait is how long the runner may go without a sign of life
 	// (it sends one every third of this) before a job is redelivered.
 	JobAckWait = 15 * time.Second
@@ -189,16 +191,16 @@ func Consumers() map[string][]jetstream.ConsumerConfig {
 			PinnedTTL:      PinnedTTL,
 		}},
 		StreamEvents: {{
-			Durable:       ConsumerDispatcherDone,
-			Description:   "dispatcher: start a user's next message when a run ends",
-			FilterSubject: AllEvents(KindDone),
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       30 * time.Second,
-			MaxAckPending: 1000,
+			Durable:        ConsumerDispatcherDone,
+			Description:    "dispatcher: start a user's next message when a run ends; wait for the person when the agent asks",
+			FilterSubjects: []string{AllEvents(KindDone), AllEvents(KindQuestion)},
+			AckPolicy:      jetstream.AckExplicitPolicy,
+			AckWait:        30 * time.Second,
+			MaxAckPending:  1000,
 		}},
 		StreamTimers: {{
 			Durable:        ConsumerTimers,
-			Description:    "dispatcher: end approvals nobody answered",
+			Description:    "dispatcher: end approvals and permission questions nobody answered",
 			FilterSubject:  subjectTimer + ".*.*.expired",
 			AckPolicy:      jetstream.AckExplicitPolicy,
 			AckWait:        30 * time.Second,
