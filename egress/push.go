@@ -36,6 +36,12 @@ type Message struct {
 	// that can edit messages shows in one status message.
 	Progress bool
 	JobID    string
+	// Choices are the replies that answer the message (a permission
+	// question's yes / no / always, an approval's approve / reject): a
+	// channel with buttons shows one per choice, whose press sends the
+	// choice as the person's message. Channels without buttons ignore
+	// them: the body says what to reply.
+	Choices []string
 }
 
 // Finder is a Sender that can tell whether a message reached the provider:
@@ -306,7 +312,7 @@ func (p *pusher) route(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	switch ev.Kind {
-	case contract.KindNotice, contract.KindProgress, contract.KindDone, contract.KindMore:
+	case contract.KindNotice, contract.KindProgress, contract.KindDone, contract.KindMore, contract.KindQuestion:
 	case contract.KindDelivery:
 		if p.sent != nil {
 			p.sent.report(ev.ProviderID, ev.Status)
@@ -484,10 +490,14 @@ func (p *pusher) send(ctx context.Context, log zerolog.Logger, ch channel, it it
 		} else if err := p.kv.Delete(ctx, pagesKey(u)); err != nil {
 			return fmt.Errorf("clear pages: %w", err)
 		}
+		if len(msgs) > 0 {
+			msgs[len(msgs)-1].Choices = ev.Choices
+		}
 	case contract.KindMore:
 		return p.more(ctx, log, ch, it)
 	default:
-		msgs = []Message{{Body: pages.Truncate(ev.Text, ch.rules.BodyLimit, "…"), Progress: ev.Kind == contract.KindProgress, JobID: ev.JobID}}
+		msgs = []Message{{Body: pages.Truncate(ev.Text, ch.rules.BodyLimit, "…"), Progress: ev.Kind == contract.KindProgress,
+			JobID: ev.JobID, Choices: ev.Choices}}
 	}
 	for i, m := range msgs {
 		if m.Body == "" && len(m.Media) == 0 {
