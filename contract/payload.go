@@ -202,9 +202,10 @@ type UserState struct {
 	Since time.Time `json:"since"`
 	// NewSession: the next job starts a fresh agent session.
 	NewSession bool `json:"new_session,omitempty"`
-	// Action and JobNewSession are how the running job was started.
+	// Action, JobNewSession and JobMode are how the running job was started.
 	Action        string `json:"action,omitempty"`
 	JobNewSession bool   `json:"job_new_session,omitempty"`
+	JobMode       string `json:"job_mode,omitempty"`
 	// Queued is the id of the message queued last. Writing it makes
 	// queueing a compare-and-set on this entry, so a run's end can never
 	// miss a message queued while it was deciding.

@@ -40,6 +40,12 @@ const (
 type Config struct {
 	// ApprovalTimeout ends an unanswered approval request (default 30 min).
 	ApprovalTimeout time.Duration
+	// PermissionTimeout denies a permission question nobody answered
+	// (default 10 min).
+	PermissionTimeout time.Duration
+	// DefaultMode is the permission mode of people who have not chosen one
+	// (contract.ModeAsk, ModeAuto or ModePlan; default ModeAsk).
+	DefaultMode string
 }
 
 // Dispatcher routes inbound messages and starts queued ones.
@@ -61,8 +67,17 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Dispatcher, e
 	if cfg.ApprovalTimeout <= 0 {
 		cfg.ApprovalTimeout = contract.ApprovalTimeout
 	}
-	if cfg.ApprovalTimeout < time.Second {
-		return nil, fmt.Errorf("approval timeout %s: must be at least 1s", cfg.ApprovalTimeout)
+	if cfg.PermissionTimeout <= 0 {
+		cfg.PermissionTimeout = contract.PermissionTimeout
+	}
+	if cfg.ApprovalTimeout < time.Second || cfg.PermissionTimeout < time.Second {
+		return nil, fmt.Errorf("approval timeout %s, permission timeout %s: must be at least 1s", cfg.ApprovalTimeout, cfg.PermissionTimeout)
+	}
+	if cfg.DefaultMode == "" {
+		cfg.DefaultMode = contract.ModeAsk
+	}
+	if !slices.Contains(contract.Modes, cfg.DefaultMode) {
+		return nil, fmt.Errorf("default mode %q: want one of %s", cfg.DefaultMode, strings.Join(contract.Modes, ", "))
 	}
 	return &Dispatcher{cfg: cfg, js: js, log: log.With().Str("svc", "dispatcher").Logger()}, nil
 }
@@ -138,9 +153,9 @@ func (d *Dispatcher) handleInbound(ctx context.Context, msg jetstream.Msg) error
 	if strings.TrimSpace(in.Text) == "" && len(in.Media) == 0 {
 		return d.notice(ctx, in.User, in.ID, "empty", fsm.MsgEmpty)
 	}
-	input := fsm.Input{Kind: fsm.Message, ID: in.ID}
-	if kw, ok := fsm.ParseKeyword(in.Text); ok {
-		input = fsm.Input{Kind: fsm.Keyword, ID: in.ID, Keyword: kw}
+	input := fsm.Input{Kind: fsm.Message, ID: in.ID, Text: in.Text, Media: len(in.Media) > 0}
+	if kw, arg, ok := fsm.ParseKeyword(in.Text); ok && len(in.Media) == 0 {
+		input.Kind, input.Keyword, input.Arg = fsm.Keyword, kw, arg
 	}
 	return d.apply(ctx, in.User, input, &in)
 }
@@ -152,11 +167,14 @@ func readable(m contract.Media) bool {
 }
 
 // handleDone starts the user's next message, or makes them idle, when a run
-// ends.
+// ends; and waits for the person's answer when a run asks a question.
 func (d *Dispatcher) handleDone(ctx context.Context, msg jetstream.Msg) error {
 	var ev contract.Event
 	if err := contract.Decode(msg.Data(), &ev); err != nil {
 		return err
+	}
+	if ev.Kind == contract.KindQuestion {
+		return d.apply(ctx, ev.User, fsm.Input{Kind: fsm.Question, ID: ev.JobID, Question: ev.Question}, nil)
 	}
 	return d.apply(ctx, ev.User, fsm.Input{Kind: fsm.Done, ID: ev.JobID, Approval: ev.Approval}, nil)
 }
@@ -167,7 +185,11 @@ func (d *Dispatcher) handleTimeout(ctx context.Context, msg jetstream.Msg) error
 	if err := contract.Decode(msg.Data(), &t); err != nil {
 		return err
 	}
-	return d.apply(ctx, t.User, fsm.Input{Kind: fsm.Timeout, ID: t.JobID}, nil)
+	in := fsm.Input{Kind: fsm.Timeout, ID: t.JobID}
+	if t.Kind == contract.TimerPermission {
+		in.Question = max(t.Question, 1)
+	}
+	return d.apply(ctx, t.User, in, nil)
 }
 
 // apply feeds one input to the user's state machine, stores the new state
@@ -189,7 +211,7 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 		if needsHead(st, input) {
 			// Only a done of the running job ends it; any other input that
 			// looks at the queue while a job runs may repeat its start.
-			keepCurrent := st.State == contract.StateWorking && (input.Kind != fsm.Done || input.ID != st.JobID)
+			keepCurrent := running(st.State) && (input.Kind != fsm.Done || input.ID != st.JobID)
 			if head, err = d.head(ctx, u, st, keepCurrent); err != nil {
 				return err
 			}
@@ -197,11 +219,11 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 				input.QueueHead = head.in.ID
 			}
 		}
-		snap, effects := fsm.Step(fsm.Snapshot{State: st.State, Job: st.JobID, NewSession: st.NewSession,
-			Action: st.Action, JobNewSession: st.JobNewSession}, input)
+		snap, effects := fsm.Step(snapshot(st), input)
 		next := contract.UserState{State: snap.State, JobID: snap.Job, NewSession: snap.NewSession,
-			Action: snap.Action, JobNewSession: snap.JobNewSession, Since: st.Since, Queued: st.Queued, Finished: st.Finished}
-		if st.State == contract.StateWorking && (snap.State != st.State || snap.Job != st.JobID) {
+			Action: snap.Action, JobNewSession: snap.JobNewSession, JobMode: snap.JobMode, Question: snap.Question,
+			Mode: snap.Mode, Usual: snap.Usual, Steer: snap.Steer, Since: st.Since, Queued: st.Queued, Finished: st.Finished}
+		if running(st.State) && (!running(snap.State) || snap.Job != st.JobID) {
 			next.Finished = appendFinished(st.Finished, st.JobID) // ended or cancelled
 		}
 		if input.Kind == fsm.Done && input.ID != "" && input.ID != st.JobID && !slices.Contains(next.Finished, input.ID) {
@@ -238,20 +260,35 @@ func conflict(err error) bool {
 	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
 }
 
+// snapshot is the machine's view of a user's state.
+func snapshot(st contract.UserState) fsm.Snapshot {
+	return fsm.Snapshot{State: st.State, Job: st.JobID, NewSession: st.NewSession, Action: st.Action,
+		JobNewSession: st.JobNewSession, JobMode: st.JobMode, Question: st.Question,
+		Mode: st.Mode, Usual: st.Usual, Steer: st.Steer}
+}
+
+// running reports whether a job runs in state (maybe waiting for an answer).
+func running(state string) bool {
+	return state == contract.StateWorking || state == contract.StateAwaitingPermission
+}
+
 // needsHead reports whether the machine needs the queue's head for input.
 func needsHead(st contract.UserState, input fsm.Input) bool {
+	idle := st.State == contract.StateIdle || st.State == ""
 	switch input.Kind {
 	case fsm.Message:
-		return st.State == contract.StateIdle || st.State == ""
+		return idle
 	case fsm.Keyword:
+		// go and btw may turn out to be messages.
+		return idle && (input.Keyword == fsm.Go || input.Keyword == fsm.Btw)
+	case fsm.Question:
 		return false
 	}
 	return true
 }
 
 func changed(a, b contract.UserState) bool {
-	return a.State != b.State || a.JobID != b.JobID || a.NewSession != b.NewSession || a.Action != b.Action ||
-		a.JobNewSession != b.JobNewSession || !slices.Equal(a.Finished, b.Finished)
+	return snapshot(a) != snapshot(b) || !slices.Equal(a.Finished, b.Finished)
 }
 
 // carryOut performs the machine's effects in order.
@@ -285,9 +322,12 @@ func (d *Dispatcher) carryOut(ctx context.Context, log zerolog.Logger, u contrac
 			}
 		case fsm.Notice:
 			text := e.Text
-			if text == fsm.MsgTimedOut {
+			switch text {
+			case fsm.MsgTimedOut:
 				text = fmt.Sprintf("No answer to the approval request in %s, so I stopped waiting. The changes stay in your workspace, uncommitted.",
 					humanDuration(d.cfg.ApprovalTimeout))
+			case fsm.MsgQuestionTimedOut:
+				text = fmt.Sprintf("No answer in %s, so Claude was told no.", humanDuration(d.cfg.PermissionTimeout))
 			}
 			err = d.notice(ctx, u, input.ID, ref+":"+fmt.Sprint(i), text)
 		case fsm.ClearQueue:
@@ -298,11 +338,23 @@ func (d *Dispatcher) carryOut(ctx context.Context, log zerolog.Logger, u contrac
 			log.Info().Str("cancel", e.ID).Msg("cancelling run")
 			err = d.js.Conn().PublishMsg(contract.NewMsg(ctx, contract.CancelSubject(u), []byte(e.ID)))
 		case fsm.ScheduleTimeout:
-			err = d.scheduleTimeout(ctx, u, e.ID)
+			err = d.scheduleTimeout(ctx, u, e.ID, e.Question)
 		case fsm.CancelTimeout:
-			if err = d.timers.Purge(ctx, jetstream.WithPurgeSubject(contract.ApprovalScheduleSubject(u))); err != nil {
-				err = fmt.Errorf("cancel approval timeout: %w", err)
+			subject := contract.ApprovalScheduleSubject(u)
+			if e.Question > 0 {
+				subject = contract.PermissionScheduleSubject(u)
 			}
+			if err = d.timers.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+				err = fmt.Errorf("cancel timeout: %w", err)
+			}
+		case fsm.Answer:
+			log.Info().Int("question", e.Question).Str("answer", e.Answer).Msg("question answered")
+			err = contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindAnswer, User: u, JobID: e.ID,
+				Question: e.Question, Answer: e.Answer, Text: e.Text}, contract.MsgID(u, e.ID, "answer", fmt.Sprint(e.Question)))
+		case fsm.SteerRun:
+			log.Info().Str("steer", input.ID).Int("len", len(e.Text)).Msg("message added to the run")
+			err = contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindSteer, User: u, JobID: e.ID, Text: e.Text},
+				contract.MsgID(u, e.ID, "steer", input.ID))
 		case fsm.ReportStatus:
 			err = d.notice(ctx, u, input.ID, ref+":"+fmt.Sprint(i), d.status(ctx, u, before))
 		case fsm.NextPage:
@@ -322,9 +374,15 @@ func (d *Dispatcher) carryOut(ctx context.Context, log zerolog.Logger, u contrac
 // start publishes a job. Publishing is deduplicated by the job's id, so
 // starting twice is harmless.
 func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.User, e fsm.Effect, in *contract.Inbound, head *queued) error {
-	job := contract.Job{ID: e.ID, User: u, Action: e.Action, NewSession: e.NewSession, At: time.Now().UTC()}
+	job := contract.Job{ID: e.ID, User: u, Action: e.Action, NewSession: e.NewSession, At: time.Now().UTC(), Mode: d.mode(e.Mode)}
 	fromQueue := e.Dequeue && head != nil && head.in.ID == e.ID
 	switch {
+	case e.Action == fsm.Go:
+		// Carry out the plan, in the person's usual mode.
+		job.Action, job.Text = "", fsm.GoPrompt
+		if job.Mode == contract.ModePlan {
+			job.Mode = contract.ModeAsk
+		}
 	case e.Action != "":
 		// An answer to an approval request needs no message text.
 	case fromQueue:
@@ -385,19 +443,34 @@ func (d *Dispatcher) enqueue(ctx context.Context, log zerolog.Logger, u contract
 // MaxMsgsPerSubject with DiscardNewPerSubject: the queue is full.
 const errMaxMsgsPerSubject jetstream.ErrorCode = 10077
 
-// scheduleTimeout arms the approval timeout of a job as a message schedule;
-// it survives restarts because the stream holds it.
-func (d *Dispatcher) scheduleTimeout(ctx context.Context, u contract.User, jobID string) error {
-	data, err := contract.Encode(&contract.Timer{User: u, JobID: jobID})
+// mode is the permission mode a job runs in: the person's, or the default.
+func (d *Dispatcher) mode(m string) string {
+	if m == "" {
+		return d.cfg.DefaultMode
+	}
+	return m
+}
+
+// scheduleTimeout arms the timeout of a job's approval request (question
+// 0) or of its permission question as a message schedule; it survives
+// restarts because the stream holds it.
+func (d *Dispatcher) scheduleTimeout(ctx context.Context, u contract.User, jobID string, question int) error {
+	t := contract.Timer{User: u, JobID: jobID}
+	subject, after := contract.ApprovalScheduleSubject(u), d.cfg.ApprovalTimeout
+	if question > 0 {
+		t.Kind, t.Question = contract.TimerPermission, question
+		subject, after = contract.PermissionScheduleSubject(u), d.cfg.PermissionTimeout
+	}
+	data, err := contract.Encode(&t)
 	if err != nil {
 		return err
 	}
 	// Schedules are kept to the second: round up, never fire early. The
 	// server copies the trace header onto the message that fires.
-	at := time.Now().Add(d.cfg.ApprovalTimeout).Truncate(time.Second).Add(time.Second)
-	if _, err := d.js.PublishMsg(ctx, contract.NewMsg(ctx, contract.ApprovalScheduleSubject(u), data),
+	at := time.Now().Add(after).Truncate(time.Second).Add(time.Second)
+	if _, err := d.js.PublishMsg(ctx, contract.NewMsg(ctx, subject, data),
 		jetstream.WithScheduleAt(at), jetstream.WithScheduleTarget(contract.ApprovalExpiredSubject(u))); err != nil {
-		return fmt.Errorf("schedule approval timeout: %w", err)
+		return fmt.Errorf("schedule timeout: %w", err)
 	}
 	return nil
 }
@@ -418,8 +491,19 @@ func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.Us
 		}
 	case contract.StateAwaitingApproval:
 		fmt.Fprintf(&b, "Waiting for your approval for %s. Reply approve or reject.", ago(st.Since))
+	case contract.StateAwaitingPermission:
+		fmt.Fprintf(&b, "Claude is waiting for your answer (for %s)", ago(st.Since))
+		if ev, ok := d.lastEvent(ctx, u, contract.KindQuestion, st.JobID); ok && ev.Question == st.Question {
+			fmt.Fprintf(&b, ":\n%s", ev.Text)
+		} else {
+			b.WriteString(". Reply yes, no or always.")
+		}
 	default:
 		b.WriteString("Idle: nothing is running.")
+	}
+	fmt.Fprintf(&b, "\nMode: %s.", d.mode(st.Mode))
+	if st.Steer {
+		b.WriteString(" Messages sent while working are added to the run.")
 	}
 	if n := d.queueDepth(ctx, u); n > 0 {
 		fmt.Fprintf(&b, "\n%s waiting.", plural(int(n), "message"))

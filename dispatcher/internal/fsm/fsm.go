@@ -7,6 +7,12 @@
 //	                     ▼
 //	            awaiting_approval ──approve/reject──▶ working (commit or revert)
 //	                     └──cancel / timeout──▶ idle (changes stay on disk)
+//
+//	working ──question──▶ awaiting_permission ──answer / timeout──▶ working
+//	                              └──cancel──▶ idle; done──▶ as from working
+//
+// While the agent waits for a permission answer, the person's next message
+// (anything but a keyword) is that answer.
 package fsm
 
 import (
@@ -19,6 +25,27 @@ const (
 	Idle             = "idle"
 	Working          = "working"
 	AwaitingApproval = "awaiting_approval"
+	// AwaitingPermission: the running job waits for the person's answer
+	// to a question (Snapshot.Question).
+	AwaitingPermission = "awaiting_permission"
+)
+
+// running reports whether a job runs in state (it may be waiting for an
+// answer).
+func running(state string) bool { return state == Working || state == AwaitingPermission }
+
+// Permission modes (contract.ModeAuto, ModeAsk, ModePlan).
+const (
+	ModeAuto = "auto"
+	ModeAsk  = "ask"
+	ModePlan = "plan"
+)
+
+// Answers to a question (contract.AnswerAllow, AnswerAlways, AnswerDeny).
+const (
+	AnswerAllow  = "allow"
+	AnswerAlways = "always"
+	AnswerDeny   = "deny"
 )
 
 // Keywords a person may send as their whole message (any case, trimmed).
@@ -30,17 +57,62 @@ const (
 	More    = "more"
 	New     = "new"
 	Help    = "help"
+	// Go carries out the plan just made, for a person in plan mode (for
+	// anyone else "go" is a message like any other).
+	Go = "go"
+	// Keywords with an argument: "mode ask", "steer on", "btw use pnpm".
+	Mode  = "mode"
+	Steer = "steer"
+	Btw   = "btw"
 )
 
-var keywords = []string{Cancel, Approve, Reject, Status, More, New, Help}
+var keywords = []string{Cancel, Approve, Reject, Status, More, New, Help, Go}
 
-// ParseKeyword reports whether text, as a whole, is a keyword.
-func ParseKeyword(text string) (string, bool) {
-	k := strings.ToLower(strings.TrimSpace(text))
+// ParseKeyword reports whether text is a keyword: one of the words above
+// as the whole message (any case), or mode, steer or btw followed by their
+// argument (arg).
+func ParseKeyword(text string) (kw, arg string, ok bool) {
+	t := strings.TrimSpace(text)
+	k := strings.ToLower(t)
 	if slices.Contains(keywords, k) {
-		return k, true
+		return k, "", true
 	}
-	return "", false
+	first, rest, _ := strings.Cut(t, " ")
+	rest = strings.TrimSpace(rest)
+	switch first = strings.ToLower(strings.TrimRight(first, ":,")); first {
+	case Mode, Steer:
+		if !strings.Contains(rest, " ") && !strings.Contains(rest, "\n") {
+			return first, strings.ToLower(rest), true
+		}
+	case Btw:
+		if rest != "" {
+			return Btw, rest, true
+		}
+	}
+	return "", "", false
+}
+
+// ParseAnswer reads the person's answer to a question: yes (allow), always,
+// or no; anything else is a no whose text the agent is told ("no, use
+// pnpm" tells it "use pnpm").
+func ParseAnswer(text string) (answer, reason string) {
+	t := strings.TrimSpace(text)
+	word, rest, _ := strings.Cut(t, " ")
+	word = strings.ToLower(strings.TrimRight(word, ".,!:;"))
+	rest = strings.TrimSpace(rest)
+	switch word {
+	case "yes", "y", "ok", "okay", "allow", "sure":
+		if rest == "" {
+			return AnswerAllow, ""
+		}
+	case "always":
+		if rest == "" {
+			return AnswerAlways, ""
+		}
+	case "no", "n", "deny", "nope":
+		return AnswerDeny, rest
+	}
+	return AnswerDeny, t
 }
 
 // Texts the dispatcher sends on its own.
@@ -58,6 +130,30 @@ const (
 	MsgRejecting     = "Rejected. Discarding the changes…"
 	MsgTimedOut      = "No answer to the approval request in time, so I stopped waiting. The changes stay in your workspace, uncommitted."
 	MsgNewSession    = "OK: your next message starts a new session."
+	MsgAllowed       = "Allowed. Claude goes on."
+	MsgAlways        = "Allowed, and I won't ask again for that in this session."
+	MsgDenied        = "Denied. Claude was told no."
+	MsgDeniedReason  = "Denied. Claude was told: "
+	MsgAnswerFirst   = "Claude is waiting for your answer to its question: reply yes, no or always (or cancel)."
+	// MsgQuestionTimedOut is reworded by the dispatcher with its timeout.
+	MsgQuestionTimedOut = "No answer in time, so Claude was told no."
+	// DeniedNoAnswer is what the agent is told when nobody answered.
+	DeniedNoAnswer = "The person did not answer in time, so this was not allowed."
+	MsgSteered     = "Added to the current run: Claude sees it at its next step."
+	MsgNotRunning  = "Nothing is running, so I sent it as a new message."
+	MsgSteerOn     = "OK: messages you send while a run works are added to it (btw …). Reply steer off to queue them again."
+	MsgSteerOff    = "OK: messages you send while a run works wait their turn. Start one with btw to add it to the run."
+	MsgSteerUsage  = "Reply steer on (messages sent while a run works are added to it) or steer off (they wait their turn)."
+	MsgModeUsage   = `Modes:
+  mode ask   Claude asks before each change (reply yes, no or always)
+  mode auto  Claude acts without asking, inside your workspace's sandbox
+  mode plan  Claude only plans; reply go to carry the plan out`
+	MsgModeAuto  = "Mode auto: Claude acts without asking, inside your workspace's sandbox."
+	MsgModeAsk   = "Mode ask: Claude asks before each change. Reply yes, no (with a reason if you like) or always."
+	MsgModePlan  = "Mode plan: Claude plans without changing anything, and the plan is its reply. Reply go to carry it out."
+	MsgGoWorking = "Claude is still working. Reply go once the plan has arrived."
+	// GoPrompt is the message a go sends the agent.
+	GoPrompt = "The plan is approved: carry it out now."
 	MsgHelp          = `Send any message and the agent works on it in your workspace.
 Keywords:
   status   what is happening now
@@ -66,7 +162,12 @@ Keywords:
   reject   discard those changes
   more     the next page of a long reply
   new      start a fresh agent session
-  help     this list`
+  mode     ask (Claude asks before each change), auto, or plan
+  go       carry out the plan (in plan mode)
+  btw …    add a message to the run that is working
+  steer    on: every message sent while working is added to the run
+  help     this list
+When Claude asks, reply yes, no (no, <what to do instead>) or always.`
 )
 
 // Snapshot is one user's state.
@@ -81,6 +182,38 @@ type Snapshot struct {
 	// that a start cut short by a crash is repeated exactly.
 	Action        string
 	JobNewSession bool
+	JobMode       string
+	// Question is the running job's last question: the one awaiting an
+	// answer (awaiting_permission), or the last one answered (working).
+	Question int
+	// The person's settings: their permission mode, the mode go carries a
+	// plan out in, and whether messages sent while working steer the run.
+	Mode  string
+	Usual string
+	Steer bool
+}
+
+// settings is s's person settings alone: what survives every transition.
+func (s Snapshot) settings() Snapshot {
+	return Snapshot{NewSession: s.NewSession, Mode: s.Mode, Usual: s.Usual, Steer: s.Steer}
+}
+
+// working is s running the job e starts. A message's job uses up the
+// request for a new session.
+func (s Snapshot) working(e Effect) Snapshot {
+	n := s.settings()
+	n.State, n.Job, n.Action, n.JobNewSession, n.JobMode = Working, e.ID, e.Action, e.NewSession, e.Mode
+	if e.Action == "" {
+		n.NewSession = false
+	}
+	return n
+}
+
+// idle is s with nothing running.
+func (s Snapshot) idle() Snapshot {
+	n := s.settings()
+	n.State = Idle
+	return n
 }
 
 // InputKind says what happened.
@@ -97,6 +230,8 @@ const (
 	Timeout
 	// Kick: the user may be idle with messages waiting (QueueHead).
 	Kick
+	// Question: the running job ID asks question number Question.
+	Question
 )
 
 // Input is one thing that happened to a user.
@@ -104,7 +239,15 @@ type Input struct {
 	Kind     InputKind
 	ID       string
 	Keyword  string
+	// Arg is a keyword's argument; Text a message's text (for answers and
+	// steering); Media: the message has attachments.
+	Arg      string
+	Text     string
+	Media    bool
 	Approval bool
+	// Question: the question of a Question input, or of a Timeout (0:
+	// the approval timeout).
+	Question int
 	// QueueHead is the id of the user's oldest waiting message, "" if none.
 	QueueHead string
 }
@@ -132,16 +275,24 @@ const (
 	ReportStatus
 	// NextPage asks the channel for the next page of the last reply.
 	NextPage
+	// Answer tells the running job ID the answer (Answer, Text) to its
+	// question Question.
+	Answer
+	// SteerRun hands Text to the running job ID.
+	SteerRun
 )
 
 // Effect is one thing to do.
 type Effect struct {
 	Kind       EffectKind
 	ID         string
-	Action     string // Start: "", "approve" or "reject"
+	Action     string // Start: "", "approve", "reject" or "go"
 	NewSession bool   // Start
+	Mode       string // Start: the job's permission mode ("": the default)
 	Dequeue    bool   // Start
-	Text       string // Notice
+	Text       string // Notice, SteerRun; Answer: what the agent is told
+	Question   int    // Answer; ScheduleTimeout, CancelTimeout: 0 for the approval timeout
+	Answer     string // Answer
 }
 
 // Step is the whole state machine.
@@ -153,11 +304,16 @@ func Step(s Snapshot, in Input) (Snapshot, []Effect) {
 		return keyword(s, in)
 	case Done:
 		return done(s, in)
+	case Question:
+		return question(s, in)
 	case Timeout:
+		if in.Question > 0 {
+			return questionTimeout(s, in)
+		}
 		if s.State != AwaitingApproval || s.Job != in.ID {
 			return s, nil // a timeout of an approval already answered
 		}
-		next, eff := startNext(Snapshot{State: Idle, NewSession: s.NewSession}, in.QueueHead)
+		next, eff := startNext(s.idle(), in.QueueHead)
 		return next, append([]Effect{{Kind: Notice, Text: MsgTimedOut}}, eff...)
 	case Kick:
 		if s.State == Idle {
@@ -169,14 +325,18 @@ func Step(s Snapshot, in Input) (Snapshot, []Effect) {
 
 func message(s Snapshot, in Input) (Snapshot, []Effect) {
 	switch {
-	case s.State == Working && s.Job == in.ID:
+	case running(s.State) && s.Job == in.ID:
 		// The same message again: its start may have been cut short.
 		return restart(s)
 	case s.State == AwaitingApproval && s.Job == in.ID:
 		return s, nil // it ran; its changes await approval
+	case s.State == AwaitingPermission:
+		return answer(s, in)
+	case s.State == Working && s.Steer && !in.Media:
+		return s, []Effect{{Kind: SteerRun, ID: s.Job, Text: in.Text}, {Kind: Notice, Text: MsgSteered}}
 	case s.State == Idle && in.QueueHead == "":
-		return Snapshot{State: Working, Job: in.ID, JobNewSession: s.NewSession},
-			[]Effect{{Kind: Start, ID: in.ID, NewSession: s.NewSession}}
+		e := Effect{Kind: Start, ID: in.ID, NewSession: s.NewSession, Mode: s.Mode}
+		return s.working(e), []Effect{e}
 	case s.State == Idle:
 		// Earlier messages wait (their start was cut short): this one goes
 		// behind them, and the oldest starts.
@@ -185,6 +345,45 @@ func message(s Snapshot, in Input) (Snapshot, []Effect) {
 	default:
 		return s, []Effect{{Kind: Enqueue, ID: in.ID}}
 	}
+}
+
+// answer is the person's answer to the question the running job waits on.
+func answer(s Snapshot, in Input) (Snapshot, []Effect) {
+	a, reason := ParseAnswer(in.Text)
+	text, told := MsgAllowed, ""
+	switch {
+	case a == AnswerAlways:
+		text = MsgAlways
+	case a == AnswerDeny && reason == "":
+		text, told = MsgDenied, "The person said no."
+	case a == AnswerDeny:
+		text, told = MsgDeniedReason+reason, reason
+	}
+	next := s
+	next.State = Working
+	return next, []Effect{{Kind: CancelTimeout, ID: s.Job, Question: s.Question},
+		{Kind: Answer, ID: s.Job, Question: s.Question, Answer: a, Text: told}, {Kind: Notice, Text: text}}
+}
+
+// question: the running job asks the person.
+func question(s Snapshot, in Input) (Snapshot, []Effect) {
+	if s.State != Working || s.Job != in.ID || in.Question <= s.Question {
+		return s, nil // asked before, or the run is over
+	}
+	next := s
+	next.State, next.Question = AwaitingPermission, in.Question
+	return next, []Effect{{Kind: ScheduleTimeout, ID: s.Job, Question: in.Question}}
+}
+
+// questionTimeout: nobody answered question in.Question of job in.ID.
+func questionTimeout(s Snapshot, in Input) (Snapshot, []Effect) {
+	if s.State != AwaitingPermission || s.Job != in.ID || s.Question != in.Question {
+		return s, nil // answered, or the run is over
+	}
+	next := s
+	next.State = Working
+	return next, []Effect{{Kind: Answer, ID: s.Job, Question: s.Question, Answer: AnswerDeny, Text: DeniedNoAnswer},
+		{Kind: Notice, Text: MsgQuestionTimedOut}}
 }
 
 func keyword(s Snapshot, in Input) (Snapshot, []Effect) {
@@ -198,18 +397,52 @@ func keyword(s Snapshot, in Input) (Snapshot, []Effect) {
 	case New:
 		s.NewSession = true
 		return s, []Effect{{Kind: Notice, Text: MsgNewSession}}
+	case Mode:
+		return mode(s, in.Arg)
+	case Steer:
+		switch in.Arg {
+		case "on":
+			s.Steer = true
+			return s, []Effect{{Kind: Notice, Text: MsgSteerOn}}
+		case "off":
+			s.Steer = false
+			return s, []Effect{{Kind: Notice, Text: MsgSteerOff}}
+		}
+		return s, []Effect{{Kind: Notice, Text: MsgSteerUsage}}
+	case Btw:
+		if running(s.State) {
+			return s, []Effect{{Kind: SteerRun, ID: s.Job, Text: in.Arg}, {Kind: Notice, Text: MsgSteered}}
+		}
+		// Nothing to add it to: it is a message like any other.
+		return message(s, Input{Kind: Message, ID: in.ID, Text: in.Text, QueueHead: in.QueueHead})
+	case Go:
+		if s.Mode != ModePlan {
+			return message(s, Input{Kind: Message, ID: in.ID, Text: in.Text, QueueHead: in.QueueHead})
+		}
+		switch {
+		case running(s.State) && s.Job == in.ID:
+			return restart(s)
+		case s.State != Idle:
+			return s, []Effect{{Kind: Notice, Text: MsgGoWorking}}
+		}
+		// The plan's session goes on, whatever new said.
+		e := Effect{Kind: Start, ID: in.ID, Action: Go, Mode: s.Usual}
+		return s.working(e), []Effect{e}
 	case Cancel:
 		switch s.State {
 		case Working:
-			return Snapshot{State: Idle, NewSession: s.NewSession}, []Effect{
+			return s.idle(), []Effect{
+				{Kind: CancelRun, ID: s.Job}, {Kind: ClearQueue}, {Kind: Notice, Text: MsgCancelled}}
+		case AwaitingPermission:
+			return s.idle(), []Effect{{Kind: CancelTimeout, ID: s.Job, Question: s.Question},
 				{Kind: CancelRun, ID: s.Job}, {Kind: ClearQueue}, {Kind: Notice, Text: MsgCancelled}}
 		case AwaitingApproval:
-			return Snapshot{State: Idle, NewSession: s.NewSession}, []Effect{
+			return s.idle(), []Effect{
 				{Kind: CancelTimeout, ID: s.Job}, {Kind: ClearQueue}, {Kind: Notice, Text: MsgCancelledKept}}
 		}
 		return s, []Effect{{Kind: Notice, Text: MsgNothingToStop}}
 	case Approve, Reject:
-		if s.State == Working && s.Job == in.ID {
+		if running(s.State) && s.Job == in.ID {
 			return restart(s) // the same answer again: its start may have been cut short
 		}
 		switch s.State {
@@ -218,45 +451,67 @@ func keyword(s Snapshot, in Input) (Snapshot, []Effect) {
 			if in.Keyword == Reject {
 				text, action = MsgRejecting, Reject
 			}
-			return Snapshot{State: Working, Job: in.ID, NewSession: s.NewSession, Action: action}, []Effect{
-				{Kind: CancelTimeout, ID: s.Job}, {Kind: Notice, Text: text},
-				{Kind: Start, ID: in.ID, Action: action}}
+			e := Effect{Kind: Start, ID: in.ID, Action: action}
+			return s.working(e), []Effect{{Kind: CancelTimeout, ID: s.Job}, {Kind: Notice, Text: text}, e}
 		case Working:
 			return s, []Effect{{Kind: Notice, Text: MsgStillWorking}}
+		case AwaitingPermission:
+			return s, []Effect{{Kind: Notice, Text: MsgAnswerFirst}}
 		}
 		return s, []Effect{{Kind: Notice, Text: MsgNoApproval}}
 	}
 	return s, nil
 }
 
+// mode sets the person's permission mode; it applies from their next run.
+func mode(s Snapshot, arg string) (Snapshot, []Effect) {
+	text := map[string]string{ModeAuto: MsgModeAuto, ModeAsk: MsgModeAsk, ModePlan: MsgModePlan}[arg]
+	if text == "" {
+		return s, []Effect{{Kind: Notice, Text: MsgModeUsage}}
+	}
+	s.Mode = arg
+	if arg != ModePlan {
+		s.Usual = arg
+	}
+	return s, []Effect{{Kind: Notice, Text: text}}
+}
+
 func done(s Snapshot, in Input) (Snapshot, []Effect) {
-	if s.State != Working || s.Job != in.ID {
-		if s.State == Working {
+	if !running(s.State) || s.Job != in.ID {
+		if running(s.State) {
 			// The run that ended is not the current one: the current one's
 			// start may have been cut short after the state changed.
 			return restart(s)
 		}
 		return s, nil
 	}
-	if in.Approval {
-		return Snapshot{State: AwaitingApproval, Job: s.Job, NewSession: s.NewSession},
-			[]Effect{{Kind: ScheduleTimeout, ID: s.Job}}
+	var eff []Effect
+	if s.State == AwaitingPermission {
+		// The run ended while it asked (cancelled, or its runner died).
+		eff = append(eff, Effect{Kind: CancelTimeout, ID: s.Job, Question: s.Question})
 	}
-	return startNext(Snapshot{State: Idle, NewSession: s.NewSession}, in.QueueHead)
+	if in.Approval {
+		next := s.settings()
+		next.State, next.Job = AwaitingApproval, s.Job
+		return next, append(eff, Effect{Kind: ScheduleTimeout, ID: s.Job})
+	}
+	next, more := startNext(s.idle(), in.QueueHead)
+	return next, append(eff, more...)
 }
 
 // restart repeats the start of the running job exactly. Starting is
 // idempotent (the broker drops a second copy), so this only matters when
 // the first start was cut short.
 func restart(s Snapshot) (Snapshot, []Effect) {
-	return s, []Effect{{Kind: Start, ID: s.Job, Action: s.Action, NewSession: s.JobNewSession, Dequeue: s.Action == ""}}
+	return s, []Effect{{Kind: Start, ID: s.Job, Action: s.Action, NewSession: s.JobNewSession, Mode: s.JobMode,
+		Dequeue: s.Action == ""}}
 }
 
 // startNext starts the oldest waiting message of an idle user, if any.
 func startNext(s Snapshot, head string) (Snapshot, []Effect) {
 	if head == "" {
-		return Snapshot{State: Idle, NewSession: s.NewSession}, nil
+		return s.idle(), nil
 	}
-	return Snapshot{State: Working, Job: head, JobNewSession: s.NewSession},
-		[]Effect{{Kind: Start, ID: head, Dequeue: true, NewSession: s.NewSession}}
+	e := Effect{Kind: Start, ID: head, Dequeue: true, NewSession: s.NewSession, Mode: s.Mode}
+	return s.working(e), []Effect{e}
 }

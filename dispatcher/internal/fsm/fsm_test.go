@@ -16,7 +16,7 @@ func TestParseKeyword(t *testing.T) {
 		ok   bool
 	}
 	var cases []parseCase
-	for _, k := range []string{Cancel, Approve, Reject, Status, More, New, Help} {
+	for _, k := range []string{Cancel, Approve, Reject, Status, More, New, Help, Go} {
 		upper := strings.ToUpper(k)
 		title := strings.ToUpper(k[:1]) + k[1:]
 		mixed := []rune(k)
@@ -64,9 +64,37 @@ func TestParseKeyword(t *testing.T) {
 		cases = append(cases, parseCase{in, "", false})
 	}
 	for _, c := range cases {
-		got, ok := ParseKeyword(c.in)
-		if got != c.want || ok != c.ok {
-			t.Errorf("ParseKeyword(%q): got %q, %v; want %q, %v", c.in, got, ok, c.want, c.ok)
+		got, arg, ok := ParseKeyword(c.in)
+		if got != c.want || ok != c.ok || arg != "" {
+			t.Errorf("ParseKeyword(%q): got %q %q, %v; want %q, %v", c.in, got, arg, ok, c.want, c.ok)
+		}
+	}
+	for _, c := range []struct{ in, kw, arg string }{
+		{"mode ask", Mode, "ask"}, {"Mode PLAN", Mode, "plan"}, {"mode", Mode, ""}, {"mode: auto", Mode, "auto"},
+		{"mode ask please", "", ""}, {"steer on", Steer, "on"}, {" STEER off ", Steer, "off"}, {"steer", Steer, ""},
+		{"btw use pnpm", Btw, "use pnpm"}, {"BTW: also run the tests", Btw, "also run the tests"}, {"btw", "", ""},
+		{"btwx hi", "", ""}, {"by the way", "", ""}, {"modes ask", "", ""},
+	} {
+		kw, arg, ok := ParseKeyword(c.in)
+		if kw != c.kw || arg != c.arg || ok != (c.kw != "") {
+			t.Errorf("ParseKeyword(%q): got %q %q %v; want %q %q", c.in, kw, arg, ok, c.kw, c.arg)
+		}
+	}
+}
+
+func TestParseAnswer(t *testing.T) {
+	for _, c := range []struct{ in, answer, reason string }{
+		{"yes", AnswerAllow, ""}, {" Yes. ", AnswerAllow, ""}, {"y", AnswerAllow, ""}, {"OK", AnswerAllow, ""},
+		{"always", AnswerAlways, ""}, {"ALWAYS!", AnswerAlways, ""},
+		{"no", AnswerDeny, ""}, {"No.", AnswerDeny, ""}, {"no, use pnpm", AnswerDeny, "use pnpm"},
+		{"no use pnpm", AnswerDeny, "use pnpm"}, {"nope: not now", AnswerDeny, "not now"},
+		// Anything else is no, and what the person said is what Claude is told.
+		{"use pnpm instead", AnswerDeny, "use pnpm instead"}, {"yes but use pnpm", AnswerDeny, "yes but use pnpm"},
+		{"always do that", AnswerDeny, "always do that"}, {"yesterday", AnswerDeny, "yesterday"},
+	} {
+		a, r := ParseAnswer(c.in)
+		if a != c.answer || r != c.reason {
+			t.Errorf("ParseAnswer(%q) = %q, %q; want %q, %q", c.in, a, r, c.answer, c.reason)
 		}
 	}
 }
@@ -335,7 +363,14 @@ const (
 	opTimer        // the armed approval timer fires
 	opStaleTimeout // a timeout of a job that is not awaiting approval
 	opKick
-	opNew2 // a second weight for new messages
+	opNew2        // a second weight for new messages
+	opQuestion    // the running job asks a question
+	opQTimer      // the armed question timer fires
+	opStaleQ      // a question of an ended job, or asked before
+	opMode        // mode auto, ask or plan (by parameter)
+	opGo          // go
+	opBtw         // btw …
+	opSteerToggle // steer on / steer off
 	numOps
 )
 
@@ -365,6 +400,15 @@ type world struct {
 	timer   string // job whose approval timer is armed, "" if none
 	wantNew bool   // the person sent new: the next message job starts a new session
 
+	asked    map[string]int // per job, the questions it asked
+	pending  int            // the running job's question waiting for an answer, 0 if none
+	qtimer   int            // the question whose timer is armed, 0 if none
+	consumed map[string]bool
+	mode     string // the person's mode, and the mode go uses
+	usual    string
+	steer    bool
+	cur      string // the id of the input being stepped
+
 	nextID int
 	steps  int
 	trace  []traceEntry
@@ -376,6 +420,7 @@ func newWorld(t testing.TB) *world {
 		enqueued: map[string]bool{}, refused: map[string]bool{}, cleared: map[string]bool{},
 		started: map[string]bool{}, ended: map[string]bool{},
 		messages: map[string]bool{}, rank: map[string]int{}, lastRank: -1,
+		asked: map[string]int{}, consumed: map[string]bool{},
 	}
 }
 
@@ -428,7 +473,7 @@ func (w *world) event(b byte) {
 		id := w.fresh("m")
 		w.messages[id] = true
 		w.delivered = append(w.delivered, id)
-		w.step(Input{Kind: Message, ID: id})
+		w.step(Input{Kind: Message, ID: id, Text: []string{"hi", "yes", "no, use pnpm", "always"}[p%4]})
 	case opRedeliver:
 		if len(w.delivered) == 0 {
 			return
@@ -438,7 +483,7 @@ func (w *world) event(b byte) {
 			w.note("redelivery dropped by the caller (ended or cleared):", id)
 			return
 		}
-		w.step(Input{Kind: Message, ID: id})
+		w.step(Input{Kind: Message, ID: id, Text: "again"})
 	case opCancel, opApprove, opReject, opStatus, opMore, opNewKeyword, opHelp:
 		k := fuzzKeywords[op-opCancel]
 		if k == New {
@@ -477,6 +522,48 @@ func (w *world) event(b byte) {
 		w.step(Input{Kind: Timeout, ID: old[p%len(old)]})
 	case opKick:
 		w.step(Input{Kind: Kick})
+	case opQuestion:
+		if len(w.running) == 0 || w.pending != 0 {
+			return
+		}
+		id := w.running[0]
+		w.asked[id]++
+		w.pending = w.asked[id]
+		w.step(Input{Kind: Question, ID: id, Question: w.pending})
+	case opQTimer:
+		if w.qtimer == 0 || len(w.running) == 0 {
+			return
+		}
+		q := w.qtimer
+		w.qtimer = 0
+		w.step(Input{Kind: Timeout, ID: w.running[0], Question: q})
+	case opStaleQ:
+		for id, n := range w.asked {
+			if w.ended[id] || (n > 0 && !(len(w.running) > 0 && w.running[0] == id && w.pending == n)) {
+				w.step(Input{Kind: Question, ID: id, Question: max(1, n-p%2)})
+				return
+			}
+		}
+	case opMode:
+		m := []string{ModeAuto, ModeAsk, ModePlan}[p%3]
+		w.mode = m
+		if m != ModePlan {
+			w.usual = m
+		}
+		w.step(Input{Kind: Keyword, Keyword: Mode, Arg: m, ID: w.fresh("k")})
+	case opGo, opBtw:
+		// Either may turn out to be a message.
+		id := w.fresh("g")
+		w.messages[id] = true
+		kw, arg := Go, ""
+		if op == opBtw {
+			kw, arg = Btw, "also this"
+		}
+		w.step(Input{Kind: Keyword, Keyword: kw, Arg: arg, Text: kw + " " + arg, ID: id})
+	case opSteerToggle:
+		w.steer = !w.steer
+		arg := map[bool]string{true: "on", false: "off"}[w.steer]
+		w.step(Input{Kind: Keyword, Keyword: Steer, Arg: arg, ID: w.fresh("k")})
 	}
 }
 
@@ -488,6 +575,7 @@ func (w *world) end(id string) {
 	w.running = slices.Delete(w.running, i, i+1)
 	w.ended[id] = true
 	w.finished = append(w.finished, id)
+	w.pending = 0
 }
 
 func (w *world) step(in Input) {
@@ -496,6 +584,7 @@ func (w *world) step(in Input) {
 		in.QueueHead = w.queue[0]
 	}
 	from := w.s
+	w.cur = in.ID
 	next, effs := Step(from, in)
 	w.steps++
 	w.trace = append(w.trace, traceEntry{step: w.steps, in: in, from: from, next: next, effs: effs})
@@ -522,6 +611,13 @@ func (w *world) apply(from Snapshot, e Effect) {
 		}
 		w.started[e.ID] = true
 		w.running = append(w.running, e.ID)
+		if e.Action == Go {
+			if from.State != Idle || from.Mode != ModePlan || e.Mode != w.usual || e.NewSession {
+				w.fail("go %s from %s mode %q: mode %q new %v; want from idle in plan mode, mode %q, same session",
+					e.ID, fmtSnap(from), from.Mode, e.Mode, e.NewSession, w.usual)
+			}
+			return
+		}
 		if e.Action != "" {
 			if e.Action != Approve && e.Action != Reject {
 				w.fail("start of %s with action %q", e.ID, e.Action)
@@ -545,6 +641,9 @@ func (w *world) apply(from Snapshot, e Effect) {
 		}
 		if e.NewSession != w.wantNew {
 			w.fail("start of %s with NewSession %v; want %v", e.ID, e.NewSession, w.wantNew)
+		}
+		if e.Mode != w.mode {
+			w.fail("start of %s in mode %q; the person's is %q", e.ID, e.Mode, w.mode)
 		}
 		w.wantNew = false
 	case Enqueue:
@@ -575,15 +674,43 @@ func (w *world) apply(from Snapshot, e Effect) {
 	case CancelRun:
 		w.end(e.ID)
 	case ScheduleTimeout:
+		if e.Question > 0 {
+			if w.qtimer != 0 || e.Question != w.pending || len(w.running) == 0 || e.ID != w.running[0] {
+				w.fail("question timer %s/%d armed; armed %d, pending %d, running %v", e.ID, e.Question, w.qtimer, w.pending, w.running)
+			}
+			w.qtimer = e.Question
+			return
+		}
 		if w.timer != "" {
 			w.fail("timer of %s armed while the one of %s is", e.ID, w.timer)
 		}
 		w.timer = e.ID
 	case CancelTimeout:
+		if e.Question > 0 {
+			if w.qtimer != e.Question {
+				w.fail("cancel of question timer %d; armed %d", e.Question, w.qtimer)
+			}
+			w.qtimer = 0
+			return
+		}
 		if w.timer != e.ID {
 			w.fail("cancel of the timer of %s; armed: %q", e.ID, w.timer)
 		}
 		w.timer = ""
+	case Answer:
+		if w.pending == 0 || e.Question != w.pending || len(w.running) == 0 || e.ID != w.running[0] {
+			w.fail("answer to %s/%d; pending %d of %v", e.ID, e.Question, w.pending, w.running)
+		}
+		if e.Answer == AnswerDeny && e.Text == "" {
+			w.fail("a denial without a text for the agent")
+		}
+		w.pending = 0
+		w.consumed[w.cur] = true
+	case SteerRun:
+		if len(w.running) == 0 || e.ID != w.running[0] || e.Text == "" {
+			w.fail("steer of %s with %q while %v runs", e.ID, e.Text, w.running)
+		}
+		w.consumed[w.cur] = true
 	case ReportStatus, NextPage:
 	default:
 		w.fail("unknown effect %d", e.Kind)
@@ -615,6 +742,16 @@ func (w *world) check() {
 		if len(w.running) != 1 || w.running[0] != s.Job {
 			w.fail("working on %s while %v runs", s.Job, w.running)
 		}
+		if w.pending != 0 {
+			w.fail("working while question %d waits", w.pending)
+		}
+	case AwaitingPermission:
+		if len(w.running) != 1 || w.running[0] != s.Job {
+			w.fail("awaiting permission for %s while %v runs", s.Job, w.running)
+		}
+		if w.pending == 0 || w.pending != s.Question || w.qtimer != s.Question {
+			w.fail("awaiting an answer to %d; pending %d, timer %d", s.Question, w.pending, w.qtimer)
+		}
 	case AwaitingApproval:
 		if len(w.running) != 0 {
 			w.fail("awaiting approval of %s while %v runs", s.Job, w.running)
@@ -630,6 +767,12 @@ func (w *world) check() {
 	}
 	if s.State != AwaitingApproval && w.timer != "" {
 		w.fail("%s with the timer of %s armed", s.State, w.timer)
+	}
+	if s.State != AwaitingPermission && w.qtimer != 0 {
+		w.fail("%s with the question timer %d armed", s.State, w.qtimer)
+	}
+	if s.Mode != w.mode || s.Usual != w.usual || s.Steer != w.steer {
+		w.fail("settings %q %q %v; want %q %q %v", s.Mode, s.Usual, s.Steer, w.mode, w.usual, w.steer)
 	}
 	for _, id := range w.queue {
 		if w.started[id] {
@@ -650,6 +793,12 @@ func (w *world) drain() {
 		switch w.s.State {
 		case Working:
 			w.event(opDone)
+		case AwaitingPermission:
+			if i%2 == 0 {
+				w.event(opNew)
+			} else {
+				w.event(opQTimer)
+			}
 		case AwaitingApproval:
 			if i%2 == 0 {
 				w.event(opApprove)
@@ -677,8 +826,8 @@ func (w *world) finish() {
 		}
 	}
 	for _, id := range w.delivered {
-		if !w.started[id] && !w.cleared[id] && !w.refused[id] {
-			w.fail("message %s was neither started, cleared nor refused", id)
+		if !w.started[id] && !w.cleared[id] && !w.refused[id] && !w.consumed[id] {
+			w.fail("message %s was neither started, cleared, refused, an answer nor added to a run", id)
 		}
 	}
 }
@@ -720,6 +869,10 @@ func FuzzStep(f *testing.F) {
 		ops(opKick, opNew, opKick, opNew, opDoneApproval, opKick, opTimer, opKick, opDone, opKick),
 		// An approve job that leaves changes again, then cancel.
 		ops(opNew, opDoneApproval, opApprove, opNew, opDoneApproval, opCancel, opNew, opDone),
+		// Questions answered, timed out, asked again, cancelled while waiting.
+		ops(opNew, opQuestion, opNew, opQuestion, opQTimer, opStaleQ, opQuestion, opCancel, opStaleQ, opNew, opQuestion, opDone),
+		// Plan mode and go; steering on and off; btw when idle and working.
+		ops(p(opMode, 2), opNew, opGo, opDone, opGo, opBtw, opQuestion, opBtw, opNew, opSteerToggle, opNew, opDone, opBtw, p(opMode, 1), opGo),
 	} {
 		f.Add(seed)
 	}
@@ -750,9 +903,10 @@ func FuzzStep(f *testing.F) {
 var effectNames = map[EffectKind]string{
 	Start: "Start", Enqueue: "Enqueue", Notice: "Notice", ClearQueue: "ClearQueue", CancelRun: "CancelRun",
 	ScheduleTimeout: "ScheduleTimeout", CancelTimeout: "CancelTimeout", ReportStatus: "ReportStatus", NextPage: "NextPage",
+	Answer: "Answer", SteerRun: "SteerRun",
 }
 
-var inputNames = map[InputKind]string{Message: "message", Keyword: "keyword", Done: "done", Timeout: "timeout", Kick: "kick"}
+var inputNames = map[InputKind]string{Message: "message", Keyword: "keyword", Done: "done", Timeout: "timeout", Kick: "kick", Question: "question"}
 
 func fmtSnap(s Snapshot) string {
 	out := s.State
@@ -780,6 +934,9 @@ func fmtInput(in Input) string {
 	if in.Approval {
 		out += " approval"
 	}
+	if in.Question > 0 {
+		out += fmt.Sprintf(" q%d", in.Question)
+	}
 	if in.QueueHead != "" {
 		out += " head=" + in.QueueHead
 	}
@@ -806,6 +963,12 @@ func fmtEffects(effs []Effect) string {
 		if e.Dequeue {
 			args = append(args, "dequeue")
 		}
+		if e.Question > 0 {
+			args = append(args, fmt.Sprintf("q%d", e.Question))
+		}
+		if e.Mode != "" || e.Answer != "" {
+			args = append(args, e.Mode+e.Answer)
+		}
 		if e.Text != "" {
 			text := e.Text
 			if r := []rune(text); len(r) > 24 {
@@ -826,8 +989,14 @@ func FuzzParseKeyword(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		k, ok := ParseKeyword(text)
+		k, arg, ok := ParseKeyword(text)
 		want := strings.ToLower(strings.TrimSpace(text))
+		if ok && (arg != "" || k == Mode || k == Steer) {
+			if first, _, _ := strings.Cut(want, " "); strings.TrimRight(first, ":,") != k || !slices.Contains([]string{Mode, Steer, Btw}, k) {
+				t.Fatalf("ParseKeyword(%q) = %q %q: not that keyword with an argument", text, k, arg)
+			}
+			return
+		}
 		switch {
 		case ok && !slices.Contains(keywords, k):
 			t.Fatalf("ParseKeyword(%q) = %q: not a keyword", text, k)
