@@ -38,6 +38,12 @@ type Run struct {
 	Progress func(line string)
 	// OutputCap is the most bytes of output an agent may keep.
 	OutputCap int
+	// Ask asks the person's permission for a tool use (Job.Mode ask) and
+	// waits for the answer; nil denies every such use.
+	Ask func(ctx context.Context, q Question) Answer
+	// Steers are messages the person adds to the run while it works
+	// ("btw …"); agents that cannot take them leave them there.
+	Steers <-chan string
 }
 
 // Result is what an agent produced.

@@ -6,9 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"path/filepath"
 	"strings"
+	"sync"
 	"unicode/utf8"
+
+	"github.com/textslash/textslash/contract"
 )
 
 // ErrAgentFailed means the agent ran but did not finish its turn: the model
@@ -30,13 +35,18 @@ const (
 	progressRunes = 80
 )
 
-// Claude runs the Claude Code CLI headless:
+// Claude runs the Claude Code CLI headless, speaking stream-json both ways:
 //
-//	claude -p --output-format stream-json --verbose --dangerously-skip-permissions
+//	claude -p --input-format stream-json --output-format stream-json --verbose <mode>
 //
-// with the message on stdin. Its tool calls become progress lines and its
-// final result the reply. Claude Code refuses to skip permissions as root,
-// so Run.Command must run it as an unprivileged user.
+// The message goes in on stdin, and so do the person's answers to its
+// permission questions (control_response) and the messages they add to
+// the run (btw); stdin stays open until the first result. Its tool calls
+// become progress lines and its final result the reply. The mode is the
+// job's: auto skips permissions (Claude Code refuses that as root, so
+// Run.Command must run it as an unprivileged user), ask sends every tool
+// use Claude Code asks permission for to Run.Ask (--permission-prompt-tool
+// stdio), plan lets Claude only plan: the plan is the reply.
 type Claude struct {
 	// Bin is the claude executable; "claude" (looked up in PATH) if empty.
 	Bin string
@@ -94,7 +104,17 @@ type claudeResult struct {
 }
 
 func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeResult, error) {
-	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"}
+	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"}
+	switch r.Job.Mode {
+	case contract.ModeAuto:
+		args = append(args, "--dangerously-skip-permissions")
+	case contract.ModePlan:
+		// Bash in plan mode otherwise needs a check only Anthropic's servers run.
+		args = append(args, "--permission-mode", "plan", "--permission-prompt-tool", "stdio",
+			"--settings", `{"useAutoModeDuringPlan":false}`)
+	default:
+		args = append(args, "--permission-prompt-tool", "stdio")
+	}
 	if c.AppendSystemPrompt != "" {
 		args = append(args, "--append-system-prompt", c.AppendSystemPrompt)
 	}
@@ -102,10 +122,14 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 		args = append(args, "--resume", session)
 	}
 	cmd := r.Command(ctx, bin, args...)
-	cmd.Stdin = strings.NewReader(prompt(r))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return claudeResult{Result: Result{ExitCode: -1}}, fmt.Errorf("claude: %w", err)
+	}
 	stderr := &cappedBuffer{max: stderrKeep}
 	cmd.Stderr = stderr
-	st := &claudeStream{dir: r.Dir, progress: r.Progress, cap: r.OutputCap}
+	in := &claudeInput{w: stdin, quit: make(chan struct{})}
+	st := &claudeStream{ctx: ctx, run: r, in: in, dir: r.Dir, progress: r.Progress, cap: r.OutputCap}
 	if st.cap <= 0 {
 		st.cap = defaultOutputCap
 	}
@@ -115,11 +139,21 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 	if err := cmd.Start(); err != nil {
 		return claudeResult{Result: Result{ExitCode: -1}}, fmt.Errorf("claude: %w", err)
 	}
+	in.send(map[string]any{"type": "control_request", "request_id": "init", "request": map[string]any{"subtype": "initialize"}})
+	in.user(prompt(r))
+	steering := make(chan struct{})
+	go func() { defer close(steering); in.steer(r.Steers) }()
 	_ = cmd.Wait() // the exit code is read from cmd.ProcessState
+	in.close()
+	<-steering
 	endGroup(cmd)
 	lines.flush()
 
 	res := claudeResult{Result: st.result(), started: st.started}
+	if st.plan != "" {
+		// Plan mode: the plan is the reply.
+		res.Text, res.Truncated = cutBytes(st.plan, st.cap)+"\n\n"+MsgPlanGo, len(st.plan) > st.cap
+	}
 	res.ExitCode = exitCode(cmd) // also right when something it started kept the output open
 	switch {
 	case ctx.Err() != nil:
@@ -134,11 +168,83 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 	return res, nil
 }
 
-// claudeStream folds stream-json lines into a Result.
+// MsgPlanGo ends a plan.
+const MsgPlanGo = "Reply go to carry out this plan, or tell me what to change."
+
+// claudeInput is the CLI's stdin: one JSON object per line, written one at
+// a time, until the run's first result closes it.
+type claudeInput struct {
+	w      io.WriteCloser
+	mu     sync.Mutex
+	closed bool
+	quit   chan struct{} // closed with stdin
+}
+
+// send writes v as a line; it reports false once stdin is closed.
+func (in *claudeInput) send(v any) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed {
+		return false
+	}
+	_, err = in.w.Write(append(b, '\n'))
+	return err == nil
+}
+
+// user sends the person's text as a user message.
+func (in *claudeInput) user(text string) bool {
+	return in.send(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": text}})
+}
+
+// steer hands the messages the person adds to the run to Claude, which
+// sees them at its next step, until stdin closes; later ones stay in the
+// channel for the runner to report.
+func (in *claudeInput) steer(steers <-chan string) {
+	if steers == nil {
+		return
+	}
+	for {
+		select {
+		case <-in.quit:
+			return
+		default:
+		}
+		select {
+		case text := <-steers:
+			if !in.user(text) {
+				return // lost the race with the end of the run
+			}
+		case <-in.quit:
+			return
+		}
+	}
+}
+
+// close ends stdin: the CLI finishes what it was given and exits.
+func (in *claudeInput) close() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.closed {
+		in.closed = true
+		_ = in.w.Close()
+		close(in.quit)
+	}
+}
+
+// claudeStream folds stream-json lines into a Result, and answers the
+// CLI's permission requests.
 type claudeStream struct {
+	ctx      context.Context
+	run      *Run
+	in       *claudeInput
 	dir      string
 	progress func(string)
 	cap      int
+	plan     string // the plan Claude proposed (plan mode)
 
 	text      strings.Builder // assistant text, for a run without a result
 	done      bool            // a result line came
@@ -185,7 +291,51 @@ func (s *claudeStream) handle(line []byte) {
 	case "result":
 		// The last one counts: background work can start another turn.
 		s.done, s.isError, s.final, s.cost = true, ev.IsError, ev.Result, ev.CostUSD
+		s.in.close()
+	case "control_request":
+		if ev.Request != nil && ev.Request.Subtype == "can_use_tool" {
+			s.in.send(s.permission(ev.RequestID, ev.Request))
+		}
 	}
+}
+
+// Texts Claude is told when it may not do something.
+const (
+	deniedNobody = "Nobody can be asked for permission now, so this was not allowed."
+	deniedPlan   = "Plan mode: nothing may change now. Read what you need and present your plan with ExitPlanMode; the person carries it out by replying go."
+	deniedPlanOK = "The person reviews your plan on their phone and replies go to carry it out. Stop here, without another word."
+)
+
+// permission answers one can_use_tool request: in plan mode by itself,
+// in ask mode with the person's answer (this blocks until they answer,
+// which is what the CLI does too).
+func (s *claudeStream) permission(id string, req *controlRequest) map[string]any {
+	deny := func(msg string) map[string]any { return map[string]any{"behavior": "deny", "message": msg} }
+	var verdict map[string]any
+	switch {
+	case req.Tool == "ExitPlanMode" && s.run.Job.Mode == contract.ModePlan:
+		s.plan = strings.TrimSpace(str(req.Input["plan"]))
+		verdict = deny(deniedPlanOK)
+	case s.run.Job.Mode == contract.ModePlan:
+		verdict = deny(deniedPlan)
+	case s.run.Ask == nil:
+		verdict = deny(deniedNobody)
+	default:
+		q := Question{Tool: req.Tool, Input: req.Input, Rule: ruleFor(req.Tool, req.Input, req.bashRule()),
+			Text: questionText(req.Tool, req.Input, s.dir), Session: s.sessionID}
+		a := s.run.Ask(s.ctx, q)
+		if a.Decision == contract.AnswerDeny {
+			verdict = deny(a.Text)
+			break
+		}
+		verdict = map[string]any{"behavior": "allow", "updatedInput": req.Input}
+		if a.Decision == contract.AnswerAlways && len(req.Suggestions) > 0 {
+			// Claude Code's own "don't ask again", for this process.
+			verdict["updatedPermissions"] = req.sessionSuggestions()
+		}
+	}
+	return map[string]any{"type": "control_response",
+		"response": map[string]any{"subtype": "success", "request_id": id, "response": verdict}}
 }
 
 func (s *claudeStream) result() Result {
@@ -215,6 +365,49 @@ type streamEvent struct {
 	Result  string
 	IsError bool
 	CostUSD float64
+
+	// control_request
+	RequestID string
+	Request   *controlRequest
+}
+
+// controlRequest is the request of a control_request line.
+type controlRequest struct {
+	Subtype     string                       `json:"subtype"`
+	Tool        string                       `json:"tool_name"`
+	Input       map[string]any               `json:"input"`
+	Suggestions []map[string]json.RawMessage `json:"permission_suggestions"`
+}
+
+// bashRule is the command prefix Claude Code suggests allowing, if any
+// ("npm install:*").
+func (r *controlRequest) bashRule() string {
+	for _, sug := range r.Suggestions {
+		var rules []struct {
+			Tool    string `json:"toolName"`
+			Content string `json:"ruleContent"`
+		}
+		if jsonString(sug["type"]) == "addRules" && json.Unmarshal(sug["rules"], &rules) == nil {
+			for _, ru := range rules {
+				if ru.Tool == "Bash" && ru.Content != "" {
+					return ru.Content
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// sessionSuggestions are Claude Code's suggestions, kept for this process
+// only: nothing is written to the workspace's settings.
+func (r *controlRequest) sessionSuggestions() []map[string]json.RawMessage {
+	out := make([]map[string]json.RawMessage, 0, len(r.Suggestions))
+	for _, sug := range r.Suggestions {
+		c := maps.Clone(sug)
+		c["destination"] = json.RawMessage(`"session"`)
+		out = append(out, c)
+	}
+	return out
 }
 
 // toolCall is one tool_use block.
@@ -277,6 +470,15 @@ func parseStreamLine(line []byte) (streamEvent, error) {
 		ev.Result = jsonString(top["result"])
 		_ = json.Unmarshal(top["is_error"], &ev.IsError)
 		_ = json.Unmarshal(top["total_cost_usd"], &ev.CostUSD)
+	case "control_request":
+		ev.RequestID = jsonString(top["request_id"])
+		var req controlRequest
+		if json.Unmarshal(top["request"], &req) == nil && ev.RequestID != "" {
+			if req.Input == nil {
+				req.Input = map[string]any{}
+			}
+			ev.Request = &req
+		}
 	}
 	return ev, nil
 }

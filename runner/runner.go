@@ -56,8 +56,13 @@ type Config struct {
 	AgentUser string
 	// Concurrency is how many users' jobs run at once.
 	Concurrency int
-	// Timeout ends a run that takes longer.
+	// Timeout ends a run that takes longer. Time spent waiting for the
+	// person's answer to a question does not count.
 	Timeout time.Duration
+	// PermissionTimeout is how long a question waits for the person (the
+	// dispatcher denies it then); the runner gives up a minute later on
+	// its own, should the dispatcher be gone. Default 10 minutes.
+	PermissionTimeout time.Duration
 	// OutputCap is the most output kept of one run.
 	OutputCap int
 	// Heartbeat: a run with no progress for this long reports that it is
@@ -100,6 +105,9 @@ func (c *Config) defaults() {
 	if c.Timeout <= 0 {
 		c.Timeout = 300 * time.Second
 	}
+	if c.PermissionTimeout <= 0 {
+		c.PermissionTimeout = contract.PermissionTimeout
+	}
 	// A run must end within the dedup window, for the started mark to
 	// tell a job that ran from one that did not.
 	c.Timeout = min(c.Timeout, contract.DedupWindow-time.Minute)
@@ -127,7 +135,8 @@ type Runner struct {
 	log   zerolog.Logger
 	agent Agent
 	user  *agentUser
-	users jetstream.KeyValue // the dispatcher's state, read to skip cancelled jobs
+	users  jetstream.KeyValue // the dispatcher's state, read to skip cancelled jobs
+	events jetstream.Stream
 	shots *shotServer        // the screenshot endpoint, while Run runs
 	bin   string             // the directory of the agents' textslash command, or ""
 	// limited: runs get a cgroup with the sandbox's limits.
@@ -224,6 +233,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	if r.users, err = r.js.KeyValue(ctx, contract.BucketUsers); err != nil {
 		return fmt.Errorf("bucket %s: %w", contract.BucketUsers, err)
+	}
+	if r.events, err = r.js.Stream(ctx, contract.StreamEvents); err != nil {
+		return fmt.Errorf("stream %s: %w", contract.StreamEvents, err)
 	}
 	aff, err := openAffinity(ctx, r.js, r.cfg.ID, r.log)
 	if err != nil {
@@ -374,7 +386,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	// delivery count cannot tell these apart: a crashed embedded server may
 	// not have stored it.)
 	started := contract.Event{Kind: contract.KindStarted, User: u, JobID: job.ID, Text: quote(job)}
-	if dup, err := r.markStarted(ctx, started); err != nil {
+	if dup, err := r.markStarted(ctx, started, msg); err != nil {
 		return err
 	} else if dup {
 		log.Warn().Msg("job was started before and interrupted; not running it again")
@@ -396,13 +408,14 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		session = readSession(home)
 	}
 
-	runCtx, cancel := context.WithTimeout(runCtx, r.cfg.Timeout)
-	defer cancel()
+	limit := newDeadline(r.cfg.Timeout, cancelRun)
+	defer limit.stop()
 	var (
 		progressMu   sync.Mutex
 		progressN    int
 		lastProgress = time.Now()
 		lastLine     = quote(job)
+		waiting      bool // for the person's answer: no "still working"
 	)
 	publishProgress := func(line string) {
 		progressMu.Lock()
@@ -417,7 +430,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	start := time.Now()
 	stopAlive := every(r.cfg.Heartbeat/4, func() {
 		progressMu.Lock()
-		quiet := time.Since(lastProgress) >= r.cfg.Heartbeat
+		quiet := time.Since(lastProgress) >= r.cfg.Heartbeat && !waiting
 		if quiet {
 			lastProgress = time.Now()
 		}
@@ -481,7 +494,22 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	if job.Action != "" {
 		agent, name = gitAction{}, "git "+job.Action
 	}
-	log.Info().Str("agent", name).Msg("run started")
+	var conv *conversation
+	if _, ok := agent.(*Claude); ok {
+		// Claude Code takes answers and added messages while it works.
+		if conv, err = r.converse(ctx, log, job); err != nil {
+			log.Warn().Err(err).Msg("the person cannot answer questions or add to this run")
+		} else {
+			defer conv.stop()
+			run.Steers = conv.steers
+			run.Ask = r.asker(log, job, session, conv, limit, func(w bool) {
+				progressMu.Lock()
+				waiting, lastProgress = w, time.Now()
+				progressMu.Unlock()
+			})
+		}
+	}
+	log.Info().Str("agent", name).Str("mode", job.Mode).Msg("run started")
 	res, err := agent.Run(runCtx, run)
 	var shots []contract.Image
 	if r.shots != nil {
@@ -505,7 +533,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	case ctx.Err() != nil:
 		done.Status = contract.StatusInterrupted
 		done.Text = joinText(MsgInterrupted, done.Text)
-	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+	case errors.Is(context.Cause(runCtx), errRunTimeout):
 		done.Status = contract.StatusTimeout
 		done.Text = joinText(MsgTimeout, done.Text)
 	case err != nil:
@@ -527,6 +555,9 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		done.Images = append(done.Images, images...)
 		done.Text = joinText(done.Text, strings.Join(notes, "\n"))
 	}
+	if job.Action == "" && ctx.Err() == nil {
+		done.Text = joinText(done.Text, r.notAdded(ctx, job, conv))
+	}
 	if res.SessionID != "" && job.Action == "" {
 		if err := writeSession(home, res.SessionID); err != nil {
 			log.Warn().Err(err).Msg("session not saved; the next message starts a new one")
@@ -538,7 +569,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 			log.Warn().Err(err).Msg("could not look for changes to approve")
 		}
 		if ch.summary != "" || res.Approval {
-			done.Approval = true
+			done.Approval, done.Choices = true, []string{"approve", "reject"}
 			text := ch.text()
 			if ch.diff != "" && r.shots != nil {
 				// The diff as a picture a phone shows well; the text
@@ -619,8 +650,21 @@ func (r *Runner) onCancel(m *nats.Msg) {
 }
 
 // markStarted publishes the started event and reports whether the job had
-// been started before (a duplicate).
-func (r *Runner) markStarted(ctx context.Context, ev contract.Event) (bool, error) {
+// been started before (a duplicate). JetStream's deduplication tells for
+// jobs younger than its window; a run that waited for the person's answers
+// can outlive it, so an older job is looked up: the user's last started
+// event is this job's if it was started (a user's jobs run one at a time).
+func (r *Runner) markStarted(ctx context.Context, ev contract.Event, job jetstream.Msg) (bool, error) {
+	if md, err := job.Metadata(); err == nil && time.Since(md.Timestamp) > contract.DedupWindow-time.Minute {
+		last, err := r.events.GetLastMsgForSubject(ctx, contract.EventSubject(ev.User, ev.Kind))
+		var prev contract.Event
+		switch {
+		case err == nil && contract.Decode(last.Data, &prev) == nil && prev.JobID == ev.JobID:
+			return true, nil
+		case err != nil && !errors.Is(err, jetstream.ErrMsgNotFound):
+			return false, fmt.Errorf("last started event: %w", err)
+		}
+	}
 	ev.At = time.Now().UTC()
 	data, err := contract.Encode(&ev)
 	if err != nil {

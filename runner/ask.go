@@ -1,0 +1,369 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// Question is a tool use the agent asks the person's permission for.
+type Question struct {
+	Tool  string
+	Input map[string]any
+	// Rule is what "always" allows from now on (see rule).
+	Rule rule
+	// Text is the question as the person reads it.
+	Text string
+	// Session is the agent session asking: "always" lasts as long as it.
+	Session string
+}
+
+// Answer is the person's answer to a Question.
+type Answer struct {
+	// Decision is contract.AnswerAllow, AnswerAlways or AnswerDeny.
+	Decision string
+	// Text is what the agent is told with a denial.
+	Text string
+}
+
+// Choices answer a permission question, as buttons where the channel has them.
+var Choices = []string{"yes", "no", "always"}
+
+// rule is what an "always" allows for the rest of the session: every use
+// of Tool (edits: all of Edit, Write, MultiEdit and NotebookEdit), or for
+// Bash the commands starting with Prefix, for WebFetch the URLs of Host.
+type rule struct {
+	Tool   string `json:"tool"`
+	Prefix string `json:"prefix,omitempty"`
+	Host   string `json:"host,omitempty"`
+}
+
+// editTools are the tools that change files: one "always" covers them all,
+// as Claude Code's acceptEdits does.
+var editTools = []string{"Edit", "Write", "MultiEdit", "NotebookEdit"}
+
+// ruleFor is the rule an "always" to this tool use adds. suggested is
+// Claude Code's own suggestion for Bash ("npm install:*"), if any.
+func ruleFor(tool string, input map[string]any, suggested string) rule {
+	switch {
+	case slices.Contains(editTools, tool):
+		return rule{Tool: "Edit"}
+	case tool == "Bash":
+		p := strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(suggested, "*"), ":"))
+		if p == "" {
+			p, _, _ = strings.Cut(strings.TrimSpace(str(input["command"])), " ")
+		}
+		return rule{Tool: tool, Prefix: p}
+	case tool == "WebFetch":
+		return rule{Tool: tool, Host: host(str(input["url"]))}
+	}
+	return rule{Tool: tool}
+}
+
+// allows reports whether r covers this tool use.
+func (r rule) allows(tool string, input map[string]any) bool {
+	switch {
+	case r.Tool == "Edit":
+		return slices.Contains(editTools, tool)
+	case r.Tool != tool:
+		return false
+	case tool == "Bash":
+		cmd := strings.TrimSpace(str(input["command"]))
+		// A prefix of whole words, and one command: not "npm install; rm -rf ~".
+		return r.Prefix != "" && (cmd == r.Prefix || strings.HasPrefix(cmd, r.Prefix+" ")) &&
+			!strings.ContainsAny(cmd, ";&|`$()<>\n")
+	case tool == "WebFetch":
+		return r.Host != "" && host(str(input["url"])) == r.Host
+	}
+	return true
+}
+
+func host(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Hostname())
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// questionText is how the person is asked about a tool use.
+func questionText(tool string, input map[string]any, dir string) string {
+	path := func() string {
+		p := str(input["file_path"])
+		if p == "" {
+			p = str(input["notebook_path"])
+		}
+		return cutRunes(relTo(dir, p), 200)
+	}
+	var what string
+	switch tool {
+	case "Bash":
+		what = "run `" + cutRunes(strings.TrimSpace(str(input["command"])), 300) + "` in your workspace"
+	case "Write":
+		what = "write " + path()
+	case "Edit", "MultiEdit", "NotebookEdit":
+		what = "edit " + path()
+	case "WebFetch":
+		what = "fetch " + cutRunes(str(input["url"]), 200)
+	case "WebSearch":
+		what = "search the web for “" + cutRunes(str(input["query"]), 200) + "”"
+	default:
+		what = "use " + cutRunes(tool, 80)
+	}
+	return "Claude wants to " + what + ". Reply yes, no or always."
+}
+
+// allowList is a person's "always" rules for their current agent session,
+// kept where the agent cannot reach them (outside its sandbox, readable
+// by textslash alone): an agent must never grant itself permissions.
+type allowList struct {
+	path string
+
+	mu      sync.Mutex
+	Session string `json:"session"`
+	Rules   []rule `json:"rules"`
+}
+
+// loadAllowList reads the rules kept for session; a new session starts
+// with none.
+func loadAllowList(path, session string) *allowList {
+	l := &allowList{path: path}
+	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, l) == nil && session != "" && l.Session == session {
+		return l
+	}
+	return &allowList{path: path}
+}
+
+func (l *allowList) allows(tool string, input map[string]any) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.ContainsFunc(l.Rules, func(r rule) bool { return r.allows(tool, input) })
+}
+
+// add keeps r for session.
+func (l *allowList) add(session string, r rule) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if session != l.Session {
+		l.Session, l.Rules = session, nil
+	}
+	if !slices.Contains(l.Rules, r) {
+		l.Rules = append(l.Rules, r)
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(l.path, b, 0o600)
+}
+
+// conversation is what the person says to a running job: the answers to
+// its questions and the messages added to it (btw), read from EVENTS.
+type conversation struct {
+	answers chan contract.Event
+	steers  chan string
+	stop    func()
+}
+
+// converse reads the person's answers and added messages for job until
+// stop. Everything the dispatcher publishes for the job comes after the
+// person sent the message, so reading from then on misses nothing, even
+// what was published before the job reached this runner.
+func (r *Runner) converse(ctx context.Context, log zerolog.Logger, job contract.Job) (*conversation, error) {
+	start := job.At.Add(-time.Minute) // clocks of other machines
+	cons, err := r.js.OrderedConsumer(ctx, contract.StreamEvents, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{contract.EventSubject(job.User, contract.KindAnswer), contract.EventSubject(job.User, contract.KindSteer)},
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
+		OptStartTime:   &start,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read answers: %w", err)
+	}
+	c := &conversation{answers: make(chan contract.Event, 16), steers: make(chan string, 16)}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		var ev contract.Event
+		if contract.Decode(m.Data(), &ev) != nil || ev.JobID != job.ID {
+			return
+		}
+		ch := c.answers
+		if ev.Kind == contract.KindSteer {
+			select {
+			case c.steers <- ev.Text:
+			default:
+				log.Warn().Msg("too many messages added to the run at once; one dropped")
+			}
+			return
+		}
+		select {
+		case ch <- ev:
+		default:
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read answers: %w", err)
+	}
+	var once sync.Once
+	c.stop = func() { once.Do(cc.Stop) }
+	return c, nil
+}
+
+// leftover is what was added to the run but never reached the agent.
+func (c *conversation) leftover() []string {
+	var out []string
+	for {
+		select {
+		case s := <-c.steers:
+			out = append(out, s)
+		default:
+			return out
+		}
+	}
+}
+
+// errNoAnswer: nobody answered in time.
+var errNoAnswer = errors.New("no answer")
+
+// wait returns the answer to question n, or errNoAnswer after patience.
+func (c *conversation) wait(ctx context.Context, n int, patience time.Duration) (contract.Event, error) {
+	t := time.NewTimer(patience)
+	defer t.Stop()
+	for {
+		select {
+		case ev := <-c.answers:
+			if ev.Question == n {
+				return ev, nil
+			}
+		case <-t.C:
+			return contract.Event{}, errNoAnswer
+		case <-ctx.Done():
+			return contract.Event{}, ctx.Err()
+		}
+	}
+}
+
+// deadline is a run's time limit, which stops while the run waits for the
+// person: an agent's time is its own work, not the person's thinking.
+type deadline struct {
+	mu     sync.Mutex
+	t      *time.Timer
+	left   time.Duration
+	since  time.Time
+	paused int
+}
+
+// errRunTimeout is the cause of a run that reached its time limit.
+var errRunTimeout = errors.New("run took too long")
+
+func newDeadline(d time.Duration, cancel context.CancelCauseFunc) *deadline {
+	dl := &deadline{left: d, since: time.Now()}
+	dl.t = time.AfterFunc(d, func() { cancel(errRunTimeout) })
+	return dl
+}
+
+func (d *deadline) pause() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.paused++; d.paused == 1 && d.t.Stop() {
+		d.left -= time.Since(d.since)
+	}
+}
+
+func (d *deadline) resume() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.paused--; d.paused == 0 {
+		d.since = time.Now()
+		d.t.Reset(max(d.left, 0))
+	}
+}
+
+func (d *deadline) stop() { d.t.Stop() }
+
+// asker is Run.Ask for job: it asks the person unless their "always"
+// rules allow the tool use, and waits for the answer with the run's time
+// limit stopped. waiting tells the run's heartbeat.
+func (r *Runner) asker(log zerolog.Logger, job contract.Job, session string,
+	conv *conversation, limit *deadline, waiting func(bool)) func(context.Context, Question) Answer {
+	always := loadAllowList(filepath.Join(r.cfg.Workspaces, ".always", job.User.Key()+".json"), session)
+	n := 0
+	return func(ctx context.Context, q Question) Answer {
+		if always.allows(q.Tool, q.Input) {
+			log.Info().Str("tool", q.Tool).Msg("tool use allowed by an earlier always")
+			return Answer{Decision: contract.AnswerAllow}
+		}
+		n++
+		ev := contract.Event{Kind: contract.KindQuestion, User: job.User, JobID: job.ID, Text: q.Text, Question: n, Choices: Choices}
+		if err := contract.PublishEvent(ctx, r.js, ev, contract.MsgID(job.User, job.ID, "question", fmt.Sprint(n))); err != nil {
+			log.Error().Err(err).Msg("question not asked; the tool use is denied")
+			return Answer{Decision: contract.AnswerDeny, Text: deniedNobody}
+		}
+		log.Info().Int("question", n).Str("tool", q.Tool).Msg("asked the person")
+		limit.pause()
+		waiting(true)
+		a, err := conv.wait(ctx, n, r.cfg.PermissionTimeout+time.Minute)
+		waiting(false)
+		limit.resume()
+		switch {
+		case errors.Is(err, errNoAnswer):
+			log.Warn().Int("question", n).Msg("no answer from the dispatcher in time; denied")
+			return Answer{Decision: contract.AnswerDeny, Text: "The person did not answer in time, so this was not allowed."}
+		case err != nil:
+			return Answer{Decision: contract.AnswerDeny, Text: "The run was stopped."}
+		}
+		log.Info().Int("question", n).Str("answer", a.Answer).Msg("answered")
+		if a.Answer == contract.AnswerAlways {
+			if err := always.add(q.Session, q.Rule); err != nil {
+				log.Warn().Err(err).Msg("always not kept for later runs")
+			}
+		}
+		if a.Answer == contract.AnswerDeny && a.Text == "" {
+			a.Text = "The person said no."
+		}
+		return Answer{Decision: a.Answer, Text: a.Text}
+	}
+}
+
+// notAdded tells the person which of their messages for the run never
+// reached the agent: it had ended, or it takes none while it works.
+func (r *Runner) notAdded(ctx context.Context, job contract.Job, conv *conversation) string {
+	var late []string
+	if conv != nil {
+		conv.stop()
+		late = conv.leftover()
+	} else if m, err := r.events.GetLastMsgForSubject(ctx, contract.EventSubject(job.User, contract.KindSteer)); err == nil {
+		var ev contract.Event
+		if contract.Decode(m.Data, &ev) == nil && ev.JobID == job.ID {
+			late = append(late, ev.Text)
+		}
+	}
+	if len(late) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("Not added to this run (it had finished, or its agent takes no messages while it works); send again what you still need:")
+	for _, t := range late {
+		b.WriteString("\n• " + cutRunes(firstLine(t), 100))
+	}
+	return b.String()
+}
