@@ -122,7 +122,9 @@ func newTelegramSender(t Telegram, log zerolog.Logger) (*telegramSender, error) 
 
 // Send implements Sender with one Bot API call: a text, a photo with its
 // caption, a media group (caption on the first), or the edit of the run's
-// status message.
+// status message. A message's choices are buttons under it (an inline
+// keyboard); a media group cannot carry them, so they follow it in a
+// message asking for the choice.
 func (s *telegramSender) Send(ctx context.Context, u contract.User, m Message) (string, error) {
 	chat := u.ID
 	var sent *models.Message
@@ -131,11 +133,11 @@ func (s *telegramSender) Send(ctx context.Context, u contract.User, m Message) (
 	case m.Progress:
 		return s.progress(ctx, chat, m)
 	case len(m.Media) == 0:
-		sent, err = s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: m.Body})
+		sent, err = s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: m.Body, ReplyMarkup: keyboard(m.Choices)})
 	case len(m.Media) == 1:
 		var photo models.InputFile
 		if photo, err = s.photo(ctx, m.Media[0]); err == nil {
-			sent, err = s.bot.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Photo: photo, Caption: m.Body})
+			sent, err = s.bot.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Photo: photo, Caption: m.Body, ReplyMarkup: keyboard(m.Choices)})
 		}
 	default:
 		var group []models.InputMedia
@@ -156,6 +158,7 @@ func (s *telegramSender) Send(ctx context.Context, u contract.User, m Message) (
 		var msgs []*models.Message
 		if msgs, err = s.bot.SendMediaGroup(ctx, &bot.SendMediaGroupParams{ChatID: chat, Media: group}); err == nil && len(msgs) > 0 {
 			sent = msgs[0]
+			s.buttons(ctx, chat, m.Choices)
 		}
 	}
 	if err != nil {
@@ -165,6 +168,50 @@ func (s *telegramSender) Send(ctx context.Context, u contract.User, m Message) (
 		return "", &SendError{Err: errors.New("telegram: no message in the answer")}
 	}
 	return strconv.Itoa(sent.ID), nil
+}
+
+// buttons sends the choices after a media group, which cannot carry them.
+// The group is sent: a failure here is only logged, since sending the
+// message again would repeat the group, and its text says what to reply.
+func (s *telegramSender) buttons(ctx context.Context, chat string, choices []string) {
+	if len(choices) == 0 {
+		return
+	}
+	_, err := s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: ask(choices), ReplyMarkup: keyboard(choices)})
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(telegramError(err, s.cfg.BotToken)).Str("user", contract.ChannelTelegram+"."+chat).Msg("buttons after a media group not sent")
+	}
+}
+
+// keyboard is one row of buttons, one per choice, whose press sends the
+// choice: "yes" shows as "Yes". Nil without choices.
+func keyboard(choices []string) models.ReplyMarkup {
+	if len(choices) == 0 {
+		return nil
+	}
+	row := make([]models.InlineKeyboardButton, len(choices))
+	for i, c := range choices {
+		row[i] = models.InlineKeyboardButton{Text: label(c), CallbackData: c}
+	}
+	return &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{row}}
+}
+
+// ask asks for one of the choices in words: "Approve or reject?".
+func ask(choices []string) string {
+	last := len(choices) - 1
+	words := choices[last]
+	if last > 0 {
+		words = strings.Join(choices[:last], ", ") + " or " + words
+	}
+	return label(words) + "?"
+}
+
+// label is a choice as a button shows it: "yes" is "Yes".
+func label(choice string) string {
+	if choice == "" {
+		return ""
+	}
+	return strings.ToUpper(choice[:1]) + choice[1:]
 }
 
 // progress shows a progress line in the run's status message: sent for the

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -221,5 +222,39 @@ func TestTelegramElevenImages(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if n := len(h.api.Calls()); n != 2 {
 		t.Errorf("%d calls; want 2", n)
+	}
+}
+
+// The replies that answer a message come as its buttons, one row of one
+// per reply, each sending its reply: under a question, under an approval
+// request's text or photo. An album cannot carry buttons: a message
+// asking for the reply follows it with them.
+func TestTelegramChoices(t *testing.T) {
+	h := startTelegram(t, false)
+	answers := []string{"yes", "no", "always"}
+	approval := []string{contract.ActionApprove, contract.ActionReject}
+	h.publish(contract.Event{Kind: contract.KindQuestion, Text: "May I run `rm -rf build`?", Question: 1, Choices: answers})
+	h.publish(contract.Event{Kind: contract.KindDone, Text: "Changed 2 files. Reply approve or reject.", Status: contract.StatusOK, Approval: true, Choices: approval})
+	h.publish(contract.Event{Kind: contract.KindDone, Text: "the diff", Images: images[:1], Status: contract.StatusOK, Approval: true, Choices: approval})
+	h.publish(contract.Event{Kind: contract.KindDone, Text: "three diffs", Images: images, Status: contract.StatusOK, Approval: true, Choices: approval})
+	h.publish(contract.Event{Kind: contract.KindDone, Text: "no choices", Status: contract.StatusOK})
+	yesNo := [][]telegramtest.Button{{{Text: "Yes", Data: "yes"}, {Text: "No", Data: "no"}, {Text: "Always", Data: "always"}}}
+	approveReject := [][]telegramtest.Button{{{Text: "Approve", Data: "approve"}, {Text: "Reject", Data: "reject"}}}
+	want := []struct {
+		method, text string
+		keyboard     [][]telegramtest.Button
+	}{
+		{"sendMessage", "May I run `rm -rf build`?", yesNo},
+		{"sendMessage", "Changed 2 files. Reply approve or reject.", approveReject},
+		{"sendPhoto", "the diff", approveReject},
+		{"sendMediaGroup", "three diffs", nil},
+		{"sendMessage", "Approve or reject?", approveReject},
+		{"sendMessage", "no choices", nil},
+	}
+	calls := h.api.WaitCalls(t, len(want), 5*time.Second)
+	for i, w := range want {
+		if c := calls[i]; c.Method != w.method || c.Text != w.text || !reflect.DeepEqual(c.Keyboard, w.keyboard) {
+			t.Errorf("call %d: %s %q with keyboard %v; want %s %q with %v", i, c.Method, c.Text, c.Keyboard, w.method, w.text, w.keyboard)
+		}
 	}
 }

@@ -10,9 +10,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
+	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
 )
@@ -73,9 +76,10 @@ func ParseList(s string) []string {
 	return out
 }
 
-// telegramWebhook takes one update from Telegram. Telegram retries an
-// update until it gets a 2xx, so every update it should not retry gets 200:
-// those from chats not allowed and those that are not messages.
+// telegramWebhook takes one update from Telegram: a message, or the press
+// of a button under one of the bot's messages (a callback query). Telegram
+// retries an update until it gets a 2xx, so every update it should not
+// retry gets 200: those from chats not allowed and those that are neither.
 func (i *Ingress) telegramWebhook(w http.ResponseWriter, r *http.Request) {
 	t := i.cfg.Telegram
 	got := r.Header.Get("X-Telegram-Bot-Api-Secret-Token")
@@ -96,22 +100,50 @@ func (i *Ingress) telegramWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, log := i.traced(r)
 	log = log.With().Int64("update_id", upd.ID).Logger()
-	msg := upd.Message
-	if msg == nil {
-		log.Debug().Msg("telegram update is not a new message; ignored")
+	var in contract.Inbound
+	var ok bool
+	switch {
+	case upd.Message != nil:
+		in, ok = i.telegramMessage(log, upd.ID, upd.Message)
+	case upd.CallbackQuery != nil:
+		in, ok = i.telegramCallback(log, upd.CallbackQuery)
+	default:
+		log.Debug().Msg("telegram update is neither a new message nor a button pressed; ignored")
+	}
+	if !ok {
 		return
 	}
-	u, err := contract.NewUser(contract.ChannelTelegram, strconv.FormatInt(msg.Chat.ID, 10))
+	if err := i.Publish(ctx, in); err != nil {
+		log.Error().Err(err).Msg("telegram update not stored; Telegram will retry")
+		http.Error(w, "could not take the message", http.StatusServiceUnavailable)
+		return
+	}
+	if upd.CallbackQuery != nil {
+		i.settleCallback(ctx, log.With().Str("user", in.User.Key()).Logger(), upd.CallbackQuery)
+	}
+}
+
+// telegramUser is the user of a chat, if the chat is allowed.
+func (i *Ingress) telegramUser(log zerolog.Logger, chat int64) (contract.User, bool) {
+	u, err := contract.NewUser(contract.ChannelTelegram, strconv.FormatInt(chat, 10))
 	if err != nil {
-		log.Warn().Int64("chat", msg.Chat.ID).Msg("telegram chat id unusable; ignored")
-		return
+		log.Warn().Int64("chat", chat).Msg("telegram chat id unusable; ignored")
+		return u, false
 	}
-	log = log.With().Str("user", u.Key()).Logger()
 	if _, ok := i.chats[u.ID]; !ok {
-		log.Info().Msg("chat not in TELEGRAM_ALLOWED_CHATS; ignored")
-		return
+		log.Info().Str("user", u.Key()).Msg("chat not in TELEGRAM_ALLOWED_CHATS; ignored")
+		return u, false
 	}
-	in := contract.Inbound{ID: "tg" + strconv.FormatInt(upd.ID, 10), User: u, Text: msg.Text}
+	return u, true
+}
+
+// telegramMessage is the inbound message of a message from an allowed chat.
+func (i *Ingress) telegramMessage(log zerolog.Logger, update int64, msg *models.Message) (contract.Inbound, bool) {
+	u, ok := i.telegramUser(log, msg.Chat.ID)
+	if !ok {
+		return contract.Inbound{}, false
+	}
+	in := contract.Inbound{ID: "tg" + strconv.FormatInt(update, 10), User: u, Text: msg.Text}
 	if in.Text == "" {
 		in.Text = msg.Caption
 	}
@@ -124,11 +156,98 @@ func (i *Ingress) telegramWebhook(w http.ResponseWriter, r *http.Request) {
 		// Not an image: the dispatcher answers that it cannot read it.
 		in.Media = append(in.Media, contract.Media{URL: telegramFile, ContentType: "application/octet-stream"})
 	}
-	if err := i.Publish(ctx, in); err != nil {
-		log.Error().Err(err).Msg("telegram update not stored; Telegram will retry")
-		http.Error(w, "could not take the message", http.StatusServiceUnavailable)
+	return in, true
+}
+
+// telegramChoices are the replies a button may send (contract.Event's
+// Choices): a question's answers, an approval request's.
+var telegramChoices = map[string]bool{"yes": true, "no": true, contract.AnswerAlways: true, contract.ActionApprove: true, contract.ActionReject: true}
+
+// telegramCallback is the inbound message of a button pressed in an
+// allowed chat: the button's reply as the person's message, its id the
+// query's, so that Telegram's retries are stored once.
+func (i *Ingress) telegramCallback(log zerolog.Logger, q *models.CallbackQuery) (contract.Inbound, bool) {
+	chat, _, ok := callbackMessage(q)
+	if !ok {
+		log.Info().Msg("telegram button not under a message of a chat; ignored")
+		return contract.Inbound{}, false
+	}
+	u, ok := i.telegramUser(log, chat)
+	if !ok {
+		return contract.Inbound{}, false
+	}
+	in := contract.Inbound{ID: "tgcb" + q.ID, User: u, Text: q.Data}
+	if !telegramChoices[q.Data] {
+		log.Info().Str("user", u.Key()).Int("data_len", len(q.Data)).Msg("telegram button with an unknown reply; ignored")
+		return contract.Inbound{}, false
+	}
+	if _, err := contract.NewUser(contract.ChannelTelegram, in.ID); err != nil { // a message id is a token too
+		log.Warn().Str("user", u.Key()).Msg("telegram callback query id unusable; ignored")
+		return contract.Inbound{}, false
+	}
+	return in, true
+}
+
+// callbackMessage is the chat and id of the message whose button was
+// pressed; not ok for a button of an inline message, in no chat.
+func callbackMessage(q *models.CallbackQuery) (chat int64, id int, ok bool) {
+	switch m := q.Message; {
+	case m.Message != nil:
+		return m.Message.Chat.ID, m.Message.ID, true
+	case m.InaccessibleMessage != nil:
+		return m.InaccessibleMessage.Chat.ID, m.InaccessibleMessage.MessageID, true
+	}
+	return 0, 0, false
+}
+
+// settleCallback tells Telegram the press was taken, so that the button
+// stops spinning, and shows the reply chosen under the message, its
+// buttons gone (only the buttons go from a photo, or a text too long to
+// add to). Done for Telegram's retries of the press too: the first try
+// may have been cut short. Failures are logged: the reply is stored.
+func (i *Ingress) settleCallback(ctx context.Context, log zerolog.Logger, q *models.CallbackQuery) {
+	t := i.cfg.Telegram
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	b, err := t.newBot()
+	if err != nil {
+		log.Error().Err(err).Msg("telegram client")
 		return
 	}
+	if _, err := b.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: q.ID}); err != nil {
+		log.Warn().Err(t.clean(err)).Msg("telegram answerCallbackQuery")
+	}
+	chat, id, _ := callbackMessage(q)
+	m := q.Message.Message
+	if text := "\n\n→ " + label(q.Data); m != nil && m.Text != "" && utf8.RuneCountInString(m.Text+text) <= telegramTextLimit {
+		_, err = b.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: chat, MessageID: id, Text: m.Text + text})
+	} else {
+		_, err = b.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: chat, MessageID: id})
+	}
+	if err != nil {
+		log.Warn().Err(t.clean(err)).Int("message_id", id).Msg("telegram message answered by a button not edited")
+	}
+}
+
+// telegramTextLimit is the most characters a Telegram message holds.
+const telegramTextLimit = 4096
+
+// label is a reply as its button shows it: "yes" is "Yes".
+func label(reply string) string {
+	if reply == "" {
+		return ""
+	}
+	return strings.ToUpper(reply[:1]) + reply[1:]
+}
+
+// newBot is a client of the Bot API.
+func (t *Telegram) newBot() (*bot.Bot, error) {
+	return bot.New(t.BotToken, bot.WithServerURL(t.APIURL), bot.WithSkipGetMe())
+}
+
+// clean is err without the bot token, which the Bot API's URLs hold.
+func (t *Telegram) clean(err error) error {
+	return errors.New(strings.ReplaceAll(err.Error(), t.BotToken, "<token>"))
 }
 
 // telegramDownload fetches a file a person sent on Telegram.
@@ -137,17 +256,17 @@ func (i *Ingress) telegramDownload(ctx context.Context, fileID string) ([]byte, 
 	if t == nil {
 		return nil, errors.New("telegram is not configured")
 	}
-	b, err := bot.New(t.BotToken, bot.WithServerURL(t.APIURL), bot.WithSkipGetMe())
+	b, err := t.newBot()
 	if err != nil {
 		return nil, err
 	}
 	f, err := b.GetFile(ctx, &bot.GetFileParams{FileID: fileID})
 	if err != nil {
-		return nil, fmt.Errorf("getFile: %w", err)
+		return nil, t.clean(fmt.Errorf("getFile: %w", err))
 	}
 	data, err := i.download(ctx, b.FileDownloadLink(f), nil)
 	if err != nil { // the link holds the token
-		return nil, errors.New(strings.ReplaceAll(err.Error(), t.BotToken, "<token>"))
+		return nil, t.clean(err)
 	}
 	return data, nil
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,6 +136,83 @@ func TestTelegramWebhook(t *testing.T) {
 	}
 }
 
+// A button pressed in an allowed chat is the person's reply: published
+// once however often Telegram sends the press, which is answered (the
+// button stops spinning) and shown under the message, its buttons gone.
+// Presses without the secret, in chats not allowed or of buttons that
+// are no reply publish nothing.
+func TestTelegramButtons(t *testing.T) {
+	api := telegramtest.NewAPI(t)
+	h, post := startTelegram(t, api)
+	answers := [][]telegramtest.Button{{{Text: "Yes", Data: "yes"}, {Text: "No", Data: "no"}, {Text: "Always", Data: "always"}}}
+	question := api.AddMessage(4242, "May I run `rm -rf build`?", answers)
+	approval := api.AddMessage(4242, strings.Repeat("diff ", 819), [][]telegramtest.Button{{{Text: "Approve", Data: "approve"}, {Text: "Reject", Data: "reject"}}})
+	elsewhere := api.AddMessage(999, "May I?", answers)
+	yes, approve := api.Callback(1, 4242, question, "yes"), api.Callback(5, 4242, approval, "approve")
+
+	for _, tc := range []struct {
+		name   string
+		secret string
+		body   []byte
+		want   int
+	}{
+		{"yes", tgSecret, yes, 200},
+		{"retry of the same press", tgSecret, yes, 200},
+		{"no secret", "", api.Callback(2, 4242, question, "no"), 403},
+		{"chat not allowed", tgSecret, api.Callback(3, 999, elsewhere, "yes"), 200},
+		{"not a reply", tgSecret, api.Callback(4, 4242, question, "rm -rf /"), 200},
+		{"approve under a long text", tgSecret, approve, 200},
+	} {
+		if got := post(t, tc.secret, tc.body); got != tc.want {
+			t.Errorf("%s: status %d; want %d", tc.name, got, tc.want)
+		}
+	}
+	if all, mine := len(h.stored(contract.StreamIn, "")), len(h.stored(contract.StreamIn, "ts.in.telegram.4242")); all != 2 || mine != 2 {
+		t.Fatalf("%d inbound messages, %d on ts.in.telegram.4242; want 2, both there", all, mine)
+	}
+	got := h.inbound()
+	for i, w := range []struct {
+		press []byte
+		text  string
+	}{{yes, "yes"}, {approve, "approve"}} {
+		if id := "tgcb" + queryID(t, w.press); got[i].ID != id || got[i].User.Key() != "telegram.4242" || got[i].Text != w.text {
+			t.Errorf("inbound %d: %+v; want id %s, user telegram.4242, text %q", i, got[i], id, w.text)
+		}
+	}
+
+	// Each press answered once (Telegram refuses the retry's answer and
+	// edit, which the webhook only logs); the question shows the reply, the
+	// text too long to add to loses its buttons only.
+	calls := api.Calls()
+	want := []telegramtest.Call{
+		{Method: "answerCallbackQuery", QueryID: queryID(t, yes)},
+		{Method: "editMessageText", ChatID: "4242", MessageID: question, Text: "May I run `rm -rf build`?\n\n→ Yes"},
+		{Method: "answerCallbackQuery", QueryID: queryID(t, approve)},
+		{Method: "editMessageReplyMarkup", ChatID: "4242", MessageID: approval},
+	}
+	if len(calls) != len(want) || api.Attempts() != len(want)+2 {
+		t.Fatalf("%d Bot API calls taken of %d; want %d taken, and the retry's 2 refused: %+v", len(calls), api.Attempts(), len(want), calls)
+	}
+	for i, w := range want {
+		c := calls[i]
+		if c.Method != w.Method || c.QueryID != w.QueryID || c.ChatID != w.ChatID || c.MessageID != w.MessageID || c.Text != w.Text || c.Keyboard != nil {
+			t.Errorf("call %d: %+v; want %+v without a keyboard", i, c, w)
+		}
+	}
+}
+
+// queryID is the id of the callback query in an update.
+func queryID(t *testing.T, update []byte) string {
+	t.Helper()
+	var u struct {
+		CallbackQuery struct{ ID string } `json:"callback_query"`
+	}
+	if err := json.Unmarshal(update, &u); err != nil || u.CallbackQuery.ID == "" {
+		t.Fatalf("no callback query in %s: %v", update, err)
+	}
+	return u.CallbackQuery.ID
+}
+
 func TestTelegramConfig(t *testing.T) {
 	ns := natstest.RunJetStream(t)
 	for _, tc := range []ingress.Telegram{
@@ -157,6 +235,8 @@ func FuzzTelegramWebhook(f *testing.F) {
 	f.Add([]byte(`{"update_id":3,"message":{"chat":{"id":"4242"},"photo":[]}}`), true)
 	f.Add([]byte(`{"update_id":-1,"message":{"chat":{"id":99999999999999999999}}}`), true)
 	f.Add([]byte(`{"update_id":4,"message":{"chat":{"id":4242},"document":{"file_id":"d","mime_type":"application/pdf"}}}`), false)
+	f.Add([]byte(`{"update_id":5,"callback_query":{"id":"77","message":{"message_id":1,"date":1,"chat":{"id":4242,"type":"private"},"text":"May I?"},"data":"yes"}}`), true)
+	f.Add([]byte(`{"update_id":6,"callback_query":{"id":"x:y","message":{"message_id":1,"date":0,"chat":{"id":4242}},"data":"no"}}`), true)
 	_, post := startTelegram(f, telegramtest.NewAPI(f))
 	f.Fuzz(func(t *testing.T, body []byte, secret bool) {
 		s := ""

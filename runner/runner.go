@@ -130,15 +130,15 @@ func (c *Config) defaults() {
 
 // Runner takes jobs from JOBS and runs them.
 type Runner struct {
-	cfg   Config
-	js    jetstream.JetStream
-	log   zerolog.Logger
-	agent Agent
-	user  *agentUser
+	cfg    Config
+	js     jetstream.JetStream
+	log    zerolog.Logger
+	agent  Agent
+	user   *agentUser
 	users  jetstream.KeyValue // the dispatcher's state, read to skip cancelled jobs
 	events jetstream.Stream
-	shots *shotServer        // the screenshot endpoint, while Run runs
-	bin   string             // the directory of the agents' textslash command, or ""
+	shots  *shotServer // the screenshot endpoint, while Run runs
+	bin    string      // the directory of the agents' textslash command, or ""
 	// limited: runs get a cgroup with the sandbox's limits.
 	limited bool
 

@@ -1,17 +1,21 @@
 // Package telegramtest is a fake Telegram Bot API for tests: it takes the
 // methods textslash calls (sendMessage, editMessageText, sendPhoto,
-// sendMediaGroup, getFile and file downloads), records them, and fails on
-// request the way Telegram does (429 with retry_after, 400, 403).
+// sendMediaGroup, editMessageReplyMarkup, answerCallbackQuery, getFile and
+// file downloads), records them, keeps the messages sent to check edits
+// against, and fails on request the way Telegram does (429 with
+// retry_after, 400, 403).
 package telegramtest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +35,29 @@ type Call struct {
 	// Photos are the photos sent: a URL, or "upload:<n bytes>" for an
 	// uploaded file.
 	Photos []string
-	At     time.Time
+	// Keyboard is the inline keyboard sent or set (reply_markup), by rows.
+	Keyboard [][]Button
+	// QueryID is the callback query answered (answerCallbackQuery).
+	QueryID string
+	At      time.Time
+}
+
+// Button is a button of an inline keyboard: its text, and the
+// callback_data its press sends.
+type Button struct {
+	Text string `json:"text"`
+	Data string `json:"callback_data"`
+}
+
+// message is what a chat shows of a message the bot sent.
+type message struct {
+	text     string // text, or the caption
+	photo    bool
+	keyboard [][]Button
+}
+
+func (m message) same(o message) bool {
+	return m.text == o.text && m.photo == o.photo && slices.EqualFunc(m.keyboard, o.keyboard, slices.Equal[[]Button])
 }
 
 type failure struct {
@@ -50,12 +76,14 @@ type API struct {
 	attempts int
 	failNext []failure
 	nextID   int
-	files    map[string][]byte // by file_id
+	files    map[string][]byte  // by file_id
+	messages map[string]message // by chat id and message id, "<chat>:<id>"
+	queries  map[string]bool    // callback queries made, true once answered
 }
 
 // NewAPI starts the fake; it stops with the test.
 func NewAPI(t testing.TB) *API {
-	a := &API{t: t, nextID: 100, files: map[string][]byte{}}
+	a := &API{t: t, nextID: 100, files: map[string][]byte{}, messages: map[string]message{}, queries: map[string]bool{}}
 	srv := httptest.NewServer(http.HandlerFunc(a.serve))
 	t.Cleanup(srv.Close)
 	a.URL = srv.URL
@@ -169,11 +197,21 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	a.mu.Unlock()
 	call := Call{Method: method, ChatID: form.Get("chat_id"), At: time.Now()}
-	if call.ChatID == "" && method != "getFile" {
+	switch {
+	case method == "answerCallbackQuery":
+		a.answer(w, call, form)
+		return
+	case call.ChatID == "" && method != "getFile":
 		fail(w, http.StatusBadRequest, "Bad Request: chat_id is empty")
 		return
 	}
-	var result any
+	switch method {
+	case "sendMessage", "sendPhoto", "editMessageText", "editMessageReplyMarkup":
+		if call.Keyboard, err = keyboard(form.Get("reply_markup")); err != nil {
+			fail(w, http.StatusBadRequest, "Bad Request: "+err.Error())
+			return
+		}
+	}
 	switch method {
 	case "getFile":
 		id := form.Get("file_id")
@@ -196,25 +234,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 			fail(w, http.StatusBadRequest, "Bad Request: message is too long")
 			return
 		}
-		if method == "editMessageText" {
-			call.MessageID, _ = strconv.Atoi(form.Get("message_id"))
-			if call.MessageID == 0 {
-				fail(w, http.StatusBadRequest, "Bad Request: message to edit not found")
-				return
-			}
-			a.mu.Lock()
-			same := false
-			for _, c := range a.calls {
-				if c.MessageID == call.MessageID {
-					same = c.Text == call.Text
-				}
-			}
-			a.mu.Unlock()
-			if same {
-				fail(w, http.StatusBadRequest, "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message")
-				return
-			}
-		}
+	case "editMessageReplyMarkup":
 	case "sendPhoto":
 		call.Text = form.Get("caption")
 		p, err := a.photo(form.Get("photo"), files["photo"])
@@ -254,21 +274,103 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, "Not Found: method not found")
 		return
 	}
-	a.mu.Lock()
-	if call.MessageID == 0 {
-		a.nextID++
-		call.MessageID = a.nextID
+	if strings.HasPrefix(method, "edit") {
+		call.MessageID, _ = strconv.Atoi(form.Get("message_id"))
 	}
-	a.calls = append(a.calls, call)
+	a.mu.Lock()
+	refused := a.record(&call)
 	a.mu.Unlock()
-	a.t.Logf("telegramtest: %s chat=%s id=%d text=%q photos=%q", method, call.ChatID, call.MessageID, prefix(call.Text, 40), call.Photos)
+	if refused != "" {
+		fail(w, http.StatusBadRequest, "Bad Request: "+refused)
+		return
+	}
+	a.t.Logf("telegramtest: %s chat=%s id=%d text=%q photos=%q keyboard=%v", method, call.ChatID, call.MessageID, prefix(call.Text, 40), call.Photos, call.Keyboard)
 	chat, _ := strconv.ParseInt(call.ChatID, 10, 64)
 	msg := map[string]any{"message_id": call.MessageID, "date": time.Now().Unix(), "chat": map[string]any{"id": chat, "type": "private"}}
-	result = msg
+	var result any = msg
 	if method == "sendMediaGroup" {
 		result = []any{msg}
 	}
 	write(w, http.StatusOK, reply{OK: true, Result: result})
+}
+
+// record keeps an accepted call and what the chat now shows of the message
+// it sends or edits. An edit Telegram would refuse is not kept: record
+// returns Telegram's description of why.
+func (a *API) record(c *Call) (refused string) {
+	m := message{text: c.Text, photo: len(c.Photos) > 0, keyboard: c.Keyboard}
+	if strings.HasPrefix(c.Method, "edit") {
+		old, ok := a.messages[messageKey(c.ChatID, c.MessageID)]
+		switch {
+		case !ok:
+			return "message to edit not found"
+		case c.Method == "editMessageReplyMarkup":
+			m.text, m.photo = old.text, old.photo
+		case old.photo:
+			return "there is no text in the message to edit"
+		}
+		if m.same(old) {
+			return "message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message"
+		}
+	} else {
+		a.nextID++
+		c.MessageID = a.nextID
+	}
+	a.messages[messageKey(c.ChatID, c.MessageID)] = m
+	a.calls = append(a.calls, *c)
+	return ""
+}
+
+func messageKey(chat string, id int) string { return chat + ":" + strconv.Itoa(id) }
+
+// answer takes answerCallbackQuery: each query made by Callback is
+// answered once, with at most 200 characters of text.
+func (a *API) answer(w http.ResponseWriter, call Call, form url.Values) {
+	call.QueryID, call.Text = form.Get("callback_query_id"), form.Get("text")
+	if len([]rune(call.Text)) > 200 {
+		fail(w, http.StatusBadRequest, "Bad Request: MESSAGE_TOO_LONG")
+		return
+	}
+	a.mu.Lock()
+	answered, made := a.queries[call.QueryID]
+	if made && !answered {
+		a.queries[call.QueryID] = true
+		a.calls = append(a.calls, call)
+	}
+	a.mu.Unlock()
+	if !made || answered {
+		fail(w, http.StatusBadRequest, "Bad Request: query is too old and response timeout expired or query ID is invalid")
+		return
+	}
+	a.t.Logf("telegramtest: answerCallbackQuery id=%s text=%q", call.QueryID, call.Text)
+	write(w, http.StatusOK, reply{OK: true, Result: true})
+}
+
+// keyboard reads a reply_markup as Telegram does. The fake takes inline
+// keyboards of callback buttons only.
+func keyboard(markup string) ([][]Button, error) {
+	if markup == "" {
+		return nil, nil
+	}
+	var m struct {
+		InlineKeyboard [][]Button `json:"inline_keyboard"`
+	}
+	if err := json.Unmarshal([]byte(markup), &m); err != nil || m.InlineKeyboard == nil {
+		return nil, errors.New("can't parse reply keyboard markup JSON object")
+	}
+	for _, row := range m.InlineKeyboard {
+		for _, b := range row {
+			switch {
+			case b.Text == "":
+				return nil, errors.New("can't parse inline keyboard button: Text must be non-empty")
+			case b.Data == "":
+				return nil, errors.New("can't parse inline keyboard button: Text buttons are unallowed in the inline keyboard")
+			case len(b.Data) > 64:
+				return nil, errors.New("BUTTON_DATA_INVALID")
+			}
+		}
+	}
+	return m.InlineKeyboard, nil
 }
 
 // photo checks one photo as Telegram would: an uploaded file, or a URL it
@@ -364,5 +466,50 @@ func Update(updateID int, chat int64, text, fileID string) []byte {
 		msg["text"] = text
 	}
 	b, _ := json.Marshal(map[string]any{"update_id": updateID, "message": msg})
+	return b
+}
+
+// AddMessage makes a text message the bot sent to chat before the test,
+// with an inline keyboard (nil: none), for callbacks and edits to refer
+// to; it returns the message's id.
+func (a *API) AddMessage(chat int64, text string, keyboard [][]Button) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.nextID++
+	a.messages[messageKey(strconv.FormatInt(chat, 10), a.nextID)] = message{text: text, keyboard: keyboard}
+	return a.nextID
+}
+
+// Callback is the JSON of an update with a callback query: the person in
+// private chat pressed the button with data under the bot's message id, as
+// the chat shows it now. Each call makes a new query, which
+// answerCallbackQuery takes once.
+func (a *API) Callback(updateID int, chat int64, id int, data string) []byte {
+	a.mu.Lock()
+	m, ok := a.messages[messageKey(strconv.FormatInt(chat, 10), id)]
+	query := strconv.Itoa(7_000_000_000 + len(a.queries))
+	a.queries[query] = false
+	a.mu.Unlock()
+	if !ok {
+		a.t.Fatalf("telegramtest: callback on message %d of chat %d, which the bot never sent", id, chat)
+	}
+	msg := map[string]any{
+		"message_id": id, "date": time.Now().Unix(),
+		"chat": map[string]any{"id": chat, "type": "private"},
+		"from": map[string]any{"id": 123456, "is_bot": true, "first_name": "textslash"},
+	}
+	if m.photo {
+		msg["photo"] = []any{map[string]any{"file_id": "sent", "file_unique_id": "sent", "width": 800, "height": 600}}
+		msg["caption"] = m.text
+	} else {
+		msg["text"] = m.text
+	}
+	if m.keyboard != nil {
+		msg["reply_markup"] = map[string]any{"inline_keyboard": m.keyboard}
+	}
+	b, _ := json.Marshal(map[string]any{"update_id": updateID, "callback_query": map[string]any{
+		"id": query, "from": map[string]any{"id": chat, "is_bot": false, "first_name": "Test"},
+		"message": msg, "chat_instance": "-4242", "data": data,
+	}})
 	return b
 }

@@ -154,7 +154,7 @@ const (
 	MsgGoWorking = "Claude is still working. Reply go once the plan has arrived."
 	// GoPrompt is the message a go sends the agent.
 	GoPrompt = "The plan is approved: carry it out now."
-	MsgHelp          = `Send any message and the agent works on it in your workspace.
+	MsgHelp  = `Send any message and the agent works on it in your workspace.
 Keywords:
   status   what is happening now
   cancel   stop the current run and clear the queue
@@ -236,9 +236,9 @@ const (
 
 // Input is one thing that happened to a user.
 type Input struct {
-	Kind     InputKind
-	ID       string
-	Keyword  string
+	Kind    InputKind
+	ID      string
+	Keyword string
 	// Arg is a keyword's argument; Text a message's text (for answers and
 	// steering); Media: the message has attachments.
 	Arg      string
