@@ -183,7 +183,7 @@ type claudeInput struct {
 // send writes v as a line; it reports false once stdin is closed.
 func (in *claudeInput) send(v any) bool {
 	b, err := json.Marshal(v)
-	if err != nil {
+	if err != nil || in == nil {
 		return false
 	}
 	in.mu.Lock()
@@ -226,6 +226,9 @@ func (in *claudeInput) steer(steers <-chan string) {
 
 // close ends stdin: the CLI finishes what it was given and exits.
 func (in *claudeInput) close() {
+	if in == nil {
+		return
+	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if !in.closed {

@@ -64,6 +64,8 @@ type config struct {
 	Timeout      time.Duration
 	StopGrace    time.Duration
 	Approval     time.Duration
+	Permission   time.Duration
+	DefaultMode  string
 	Replicas     int
 	LogLevel     string
 	PprofAddr    string
@@ -253,6 +255,8 @@ func parseConfig(name string, services []string, args []string, stderr io.Writer
 	}
 	f.dur(&c.IdleExit, "idle-exit", "TEXTSLASH_IDLE_EXIT", idleExit, "a process running the runner exits after this long without a job (0: never; default 30m for the runner binary alone, 0 elsewhere); jobs wait in JetStream for the next start")
 	f.dur(&c.Approval, "approval-timeout", "TEXTSLASH_APPROVAL_TIMEOUT", 30*time.Minute, "how long an approval request waits for approve or reject; then the changes stay on disk, uncommitted")
+	f.dur(&c.Permission, "permission-timeout", "TEXTSLASH_PERMISSION_TIMEOUT", 10*time.Minute, "how long a question from the agent (may it run this command?) waits for yes, no or always; then the agent is told no")
+	f.str(&c.DefaultMode, "default-mode", "TEXTSLASH_DEFAULT_MODE", "ask", "permission mode of people who have not chosen one with the mode keyword: ask (Claude Code asks before each change), auto (it acts without asking, inside the sandbox) or plan (it only plans; go carries the plan out)")
 	f.int(&c.Replicas, "replicas", "TEXTSLASH_REPLICAS", 1, "replicas of each stream and bucket (3 on a NATS cluster)")
 	f.str(&c.TwilioSID, "twilio-account-sid", "TWILIO_ACCOUNT_SID", "", "Twilio account; setting it (with the token) turns WhatsApp and SMS on")
 	f.str(&c.TwilioToken, "twilio-auth-token", "TWILIO_AUTH_TOKEN", "", "Twilio auth token: checks webhook signatures and sends messages")

@@ -133,7 +133,8 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		svcs = append(svcs, in)
 	}
 	if cfg.runs(Dispatcher) {
-		disp, err := dispatcher.New(dispatcher.Config{ApprovalTimeout: cfg.Approval}, js, log)
+		disp, err := dispatcher.New(dispatcher.Config{ApprovalTimeout: cfg.Approval,
+			PermissionTimeout: cfg.Permission, DefaultMode: cfg.DefaultMode}, js, log)
 		if err != nil {
 			return err
 		}
@@ -148,6 +149,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		run, err := runner.New(runner.Config{
 			Agent: cfg.Agent, ClaudeBin: cfg.ClaudeBin, Workspaces: cfg.Workspaces, AgentUser: cfg.AgentUser,
 			Concurrency: cfg.Concurrency, Timeout: cfg.Timeout, IdleExit: cfg.IdleExit, StopGrace: cfg.StopGrace,
+			PermissionTimeout: cfg.Permission,
 			Chromium: cfg.Chromium, ShotAddr: cfg.ShotAddr, ShotCommand: self, ID: cfg.RunnerID,
 			Sandbox: cfg.sandbox(),
 		}, js, log)
