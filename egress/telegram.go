@@ -123,8 +123,8 @@ func newTelegramSender(t Telegram, log zerolog.Logger) (*telegramSender, error) 
 // Send implements Sender with one Bot API call: a text, a photo with its
 // caption, a media group (caption on the first), or the edit of the run's
 // status message. A message's choices are buttons under it (an inline
-// keyboard); a media group cannot carry them, so they follow it in a
-// message asking for the choice.
+// keyboard), except under a media group, which cannot carry them: a
+// second call sends them after it, in a message asking for the choice.
 func (s *telegramSender) Send(ctx context.Context, u contract.User, m Message) (string, error) {
 	chat := u.ID
 	var sent *models.Message
@@ -158,7 +158,7 @@ func (s *telegramSender) Send(ctx context.Context, u contract.User, m Message) (
 		var msgs []*models.Message
 		if msgs, err = s.bot.SendMediaGroup(ctx, &bot.SendMediaGroupParams{ChatID: chat, Media: group}); err == nil && len(msgs) > 0 {
 			sent = msgs[0]
-			s.buttons(ctx, chat, m.Choices)
+			s.buttons(ctx, u, m.Choices)
 		}
 	}
 	if err != nil {
@@ -173,13 +173,13 @@ func (s *telegramSender) Send(ctx context.Context, u contract.User, m Message) (
 // buttons sends the choices after a media group, which cannot carry them.
 // The group is sent: a failure here is only logged, since sending the
 // message again would repeat the group, and its text says what to reply.
-func (s *telegramSender) buttons(ctx context.Context, chat string, choices []string) {
+func (s *telegramSender) buttons(ctx context.Context, u contract.User, choices []string) {
 	if len(choices) == 0 {
 		return
 	}
-	_, err := s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: ask(choices), ReplyMarkup: keyboard(choices)})
+	_, err := s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: u.ID, Text: ask(choices), ReplyMarkup: keyboard(choices)})
 	if err != nil {
-		zerolog.Ctx(ctx).Warn().Err(telegramError(err, s.cfg.BotToken)).Str("user", contract.ChannelTelegram+"."+chat).Msg("buttons after a media group not sent")
+		zerolog.Ctx(ctx).Warn().Err(telegramError(err, s.cfg.BotToken)).Str("user", u.Key()).Msg("buttons after a media group not sent")
 	}
 }
 
