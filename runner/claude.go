@@ -150,9 +150,12 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 	lines.flush()
 
 	res := claudeResult{Result: st.result(), started: st.started}
-	if st.plan != "" {
-		// Plan mode: the plan is the reply.
-		res.Text, res.Truncated = cutBytes(st.plan, st.cap)+"\n\n"+MsgPlanGo, len(st.plan) > st.cap
+	if r.Job.Mode == contract.ModePlan && st.done && !st.isError {
+		// The plan is the reply: the one Claude presented, or its answer.
+		if st.plan != "" {
+			res.Text, res.Truncated = cutBytes(st.plan, st.cap), len(st.plan) > st.cap
+		}
+		res.Text = strings.TrimSpace(res.Text) + "\n\n" + MsgPlanGo
 	}
 	res.ExitCode = exitCode(cmd) // also right when something it started kept the output open
 	switch {

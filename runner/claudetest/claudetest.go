@@ -185,6 +185,21 @@ func NewModel(t testing.TB, turns ...Turn) *Model {
 // URL is the base URL for ANTHROPIC_BASE_URL.
 func (m *Model) URL() string { return m.srv.URL }
 
+// SetTurn replaces turn i of the script before it is answered: for inputs
+// known only once the test runs (a workspace's absolute path).
+func (m *Model) SetTurn(i int, tr Turn) {
+	m.t.Helper()
+	if tr.err != nil {
+		m.t.Fatalf("claudetest: turn %d (%s): %v", i, tr.tool, tr.err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if i < m.next || i >= len(m.turns) {
+		m.t.Fatalf("claudetest: SetTurn(%d): answered already or past the script's %d turns", i, len(m.turns))
+	}
+	m.turns[i] = tr
+}
+
 // Requests returns every request received so far, in order.
 func (m *Model) Requests() []Request {
 	m.mu.Lock()
