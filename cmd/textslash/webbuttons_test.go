@@ -157,3 +157,39 @@ func TestWebButtonsInBrowser(t *testing.T) {
 	}
 	waitPage(ctx, t, replyHas, "got typed", "reply to the typed message after the buttons")
 }
+
+// A run that leaves changes for approval ends with Approve and Reject
+// buttons; a press answers the approval request as typing reject does.
+func TestWebButtonsApprovalInBrowser(t *testing.T) {
+	ctx := browser(t, 90*time.Second) // first: skips without Chromium
+	inst := startServe(t, `TEXTSLASH_AGENT=read -r m; echo "got $m"; echo "::approval::"`)
+	nc, err := nats.Connect(inst.adminURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	sent := inbounds(t, nc)
+
+	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)),
+		chromedp.Navigate(inst.URL+"/"),
+		chromedp.WaitVisible(chromedp.ID("input")),
+		chromedp.SendKeys(chromedp.ID("input"), "change it"),
+		chromedp.Click(chromedp.ID("send")),
+	); err != nil {
+		t.Fatalf("open the page and send: %v", err)
+	}
+	job := nextInbound(t, sent, "typed change it").ID
+	waitChoices(ctx, t, job, "Approve+ Reject+")
+	waitPage(ctx, t, `(want) => document.getElementById('state').className === want`, contract.StateAwaitingApproval,
+		"the state awaiting approval")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.job[data-job="`+job+`"] .choices button[data-choice="reject"]`))); err != nil {
+		t.Fatalf("press Reject: %v", err)
+	}
+	if in := nextInbound(t, sent, "the Reject button"); in.Text != "reject" {
+		t.Fatalf("the Reject button sent %q; want %q", in.Text, "reject")
+	}
+	waitChoices(ctx, t, job, "Approve- Reject-*")
+	waitPage(ctx, t, `(want) => [...document.querySelectorAll('#messages .notice')].some(e => e.innerText.includes(want))`,
+		"Rejected.", "the dispatcher's answer to the rejection")
+}
