@@ -44,11 +44,13 @@ var Choices = []string{"yes", "no", "always"}
 
 // rule is what an "always" allows for the rest of the session: every use
 // of Tool (edits: all of Edit, Write, MultiEdit and NotebookEdit), or for
-// Bash the commands starting with Prefix, for WebFetch the URLs of Host.
+// Bash that Command again and the simple commands starting with Prefix,
+// for WebFetch the URLs of Host.
 type rule struct {
-	Tool   string `json:"tool"`
-	Prefix string `json:"prefix,omitempty"`
-	Host   string `json:"host,omitempty"`
+	Tool    string `json:"tool"`
+	Command string `json:"command,omitempty"`
+	Prefix  string `json:"prefix,omitempty"`
+	Host    string `json:"host,omitempty"`
 }
 
 // editTools are the tools that change files: one "always" covers them all,
@@ -63,10 +65,11 @@ func ruleFor(tool string, input map[string]any, suggested string) rule {
 		return rule{Tool: "Edit"}
 	case tool == "Bash":
 		p := strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(suggested, "*"), ":"))
+		cmd := strings.TrimSpace(str(input["command"]))
 		if p == "" {
-			p, _, _ = strings.Cut(strings.TrimSpace(str(input["command"])), " ")
+			p, _, _ = strings.Cut(cmd, " ")
 		}
-		return rule{Tool: tool, Prefix: p}
+		return rule{Tool: tool, Command: cmd, Prefix: p}
 	case tool == "WebFetch":
 		return rule{Tool: tool, Host: host(str(input["url"]))}
 	}
@@ -82,7 +85,11 @@ func (r rule) allows(tool string, input map[string]any) bool {
 		return false
 	case tool == "Bash":
 		cmd := strings.TrimSpace(str(input["command"]))
-		// A prefix of whole words, and one command: not "npm install; rm -rf ~".
+		if cmd == r.Command {
+			return true
+		}
+		// A prefix of whole words, and one simple command: not
+		// "npm install; rm -rf ~", nor a redirection over a file.
 		return r.Prefix != "" && (cmd == r.Prefix || strings.HasPrefix(cmd, r.Prefix+" ")) &&
 			!strings.ContainsAny(cmd, ";&|`$()<>\n")
 	case tool == "WebFetch":

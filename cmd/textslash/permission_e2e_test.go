@@ -239,11 +239,13 @@ func TestPlanThenGo(t *testing.T) {
 	c.send("mode auto")
 	notice(t, events, "Mode auto")
 	c.ask(events, "remember the goal")
+	idle(t, events)
 	c.send("mode plan")
 	notice(t, events, "Mode plan")
 	c.send("status")
 	notice(t, events, "Mode: plan.")
 	reply := c.ask(events, "plan the build")
+	idle(t, events) // go while the plan is still being written is refused
 	if !strings.Contains(reply.Text, "1. Write plan.txt") || !strings.HasSuffix(reply.Text, "Reply go to carry out this plan, or tell me what to change.") {
 		t.Errorf("plan reply %q; want the plan and how to go on", reply.Text)
 	}
@@ -263,6 +265,14 @@ func TestPlanThenGo(t *testing.T) {
 	if turns := userTurns(model); !mentionsAll(turns, "remember the goal", "plan the build", "The plan is approved") {
 		t.Errorf("go: the model saw user turns %q; want the same session, told to carry out the plan", turns)
 	}
+}
+
+// idle waits for the person to become idle.
+func idle(t *testing.T, events <-chan sseEvent) {
+	t.Helper()
+	waitFor(t, events, 90*time.Second, func(ev sseEvent) bool {
+		return ev.Kind == string(contract.KindState) && ev.Event.To == contract.StateIdle
+	})
 }
 
 // btw during a run reaches the model's next request in that run.
