@@ -156,6 +156,18 @@ func TestNATSPermissions(t *testing.T) {
 			_, err := js.Publish(ctx, "$KV.users."+u.Key(), []byte(`{}`))
 			return err
 		}},
+		{app.Runner, "read the dispatcher's done events", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Consumer(ctx, contract.StreamEvents, contract.ConsumerDispatcherDone)
+			return err
+		}},
+		{app.Runner, "pull from egress's consumer", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Conn().Request("$JS.API.CONSUMER.MSG.NEXT.EVENTS.egress-whatsapp", []byte(`{"batch":1}`), time.Second)
+			return err
+		}},
+		{app.Runner, "answer its own question", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Publish(ctx, contract.EventSubject(u, contract.KindAnswer), []byte(`{}`))
+			return err
+		}},
 		{app.Egress, "publish a job", func(ctx context.Context, js jetstream.JetStream) error {
 			_, err := js.Publish(ctx, contract.JobSubject(u), []byte(`{}`))
 			return err
@@ -213,5 +225,41 @@ func TestNATSPermissions(t *testing.T) {
 				return nil
 			})
 		})
+	}
+}
+
+// The runner reads a person's answers and added messages, which the
+// dispatcher publishes, with an ordered consumer of its own.
+func TestNATSRunnerReadsAnswers(t *testing.T) {
+	n := runNATSUsers(t)
+	u, _ := contract.NewUser(contract.ChannelWeb, "perm")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	disp, _ := n.connect(t, app.Dispatcher)
+	run, _ := n.connect(t, app.Runner)
+	before := len(n.violations())
+	for _, kind := range []contract.EventKind{contract.KindAnswer, contract.KindSteer} {
+		ev := contract.Event{Kind: kind, User: u, JobID: "j1", Question: 1, Answer: contract.AnswerAllow, Text: "btw"}
+		if err := contract.PublishEvent(ctx, disp, ev, contract.MsgID(u, "j1", string(kind))); err != nil {
+			t.Fatalf("dispatcher publishes %s: %v", kind, err)
+		}
+	}
+	cons, err := run.OrderedConsumer(ctx, contract.StreamEvents, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{contract.EventSubject(u, contract.KindAnswer), contract.EventSubject(u, contract.KindSteer)},
+	})
+	if err != nil {
+		t.Fatalf("runner's ordered consumer: %v", err)
+	}
+	for _, want := range []string{"answer", "steer"} {
+		m, err := cons.Next(jetstream.FetchContext(ctx))
+		if err != nil {
+			t.Fatalf("runner reads the %s: %v", want, err)
+		}
+		if !strings.HasSuffix(m.Subject(), "."+want) {
+			t.Errorf("read %s; want the %s", m.Subject(), want)
+		}
+	}
+	if v := n.violations(); len(v) > before {
+		t.Errorf("violations: %q", v[before:])
 	}
 }
