@@ -128,13 +128,20 @@ func stepCases(ns bool) []stepCase {
 	startQ := Effect{Kind: Start, ID: headQ, Dequeue: true, NewSession: ns}
 	fromQ := Snapshot{State: Working, Job: headQ, JobNewSession: ns}
 	notice := func(text string) Effect { return Effect{Kind: Notice, Text: text} }
-	msg := func(id, head string) Input { return Input{Kind: Message, ID: id, QueueHead: head} }
+	msg := func(id, head string) Input { return Input{Kind: Message, ID: id, QueueHead: head, Text: "hi"} }
 	kw := func(k, head string) Input { return Input{Kind: Keyword, Keyword: k, ID: kwK, QueueHead: head} }
 	done := func(id string, approval bool, head string) Input {
 		return Input{Kind: Done, ID: id, Approval: approval, QueueHead: head}
 	}
 	timeout := func(id, head string) Input { return Input{Kind: Timeout, ID: id, QueueHead: head} }
 	kick := func(head string) Input { return Input{Kind: Kick, QueueHead: head} }
+	question := func(id string, n int) Input { return Input{Kind: Question, ID: id, Question: n} }
+	text := func(id, t string) Input { return Input{Kind: Message, ID: id, Text: t} }
+	asking := Snapshot{State: AwaitingPermission, Job: jobJ, NewSession: ns, Question: 2}
+	answered := asking
+	answered.State = Working
+	steering := working
+	steering.Steer = true
 
 	var cases []stepCase
 	// Keywords that do the same in every state.
@@ -207,6 +214,41 @@ func stepCases(ns bool) []stepCase {
 		{"working + timeout of another job (stale)", working, timeout(jobX, ""), working, nil},
 		{"working + kick, empty queue", working, kick(""), working, nil},
 		{"working + kick, queue waiting → nothing starts", working, kick(headQ), working, nil},
+
+		// awaiting_permission: the running job asked question 2
+		{"working + question → awaiting_permission, its timer armed", working, question(jobJ, 2),
+			asking, []Effect{{Kind: ScheduleTimeout, ID: jobJ, Question: 2}}},
+		{"working + a question answered before (redelivered)", answered, question(jobJ, 2), answered, nil},
+		{"working + a question of another job (stale)", working, question(jobX, 1), working, nil},
+		{"idle + question (the run was cancelled)", idle, question(jobJ, 1), idle, nil},
+		{"asking + the same question again", asking, question(jobJ, 2), asking, nil},
+		{"asking + yes → working, allowed", asking, text(msgM, "Yes"), answered, []Effect{
+			{Kind: CancelTimeout, ID: jobJ, Question: 2}, {Kind: Answer, ID: jobJ, Question: 2, Answer: AnswerAllow}, notice(MsgAllowed)}},
+		{"asking + always → working, always", asking, text(msgM, "always"), answered, []Effect{
+			{Kind: CancelTimeout, ID: jobJ, Question: 2}, {Kind: Answer, ID: jobJ, Question: 2, Answer: AnswerAlways}, notice(MsgAlways)}},
+		{"asking + no, with a reason → working, denied with it", asking, text(msgM, "no, use pnpm"), answered, []Effect{
+			{Kind: CancelTimeout, ID: jobJ, Question: 2}, {Kind: Answer, ID: jobJ, Question: 2, Answer: AnswerDeny, Text: "use pnpm"},
+			notice(MsgDeniedReason + "use pnpm")}},
+		{"asking + the running message again → its start repeated, no answer", asking, msg(jobJ, ""),
+			asking, []Effect{{Kind: Start, ID: jobJ, Dequeue: true}}},
+		{"asking + approve → answer first", asking, kw(Approve, ""), asking, []Effect{notice(MsgAnswerFirst)}},
+		{"asking + cancel → idle, timer and run cancelled", asking, kw(Cancel, headQ), idle, []Effect{
+			{Kind: CancelTimeout, ID: jobJ, Question: 2}, {Kind: CancelRun, ID: jobJ}, {Kind: ClearQueue}, notice(MsgCancelled)}},
+		{"asking + btw → added to the run", asking, Input{Kind: Keyword, Keyword: Btw, Arg: "use pnpm", ID: kwK},
+			asking, []Effect{{Kind: SteerRun, ID: jobJ, Text: "use pnpm"}, notice(MsgSteered)}},
+		{"asking + timeout of the question → working, denied", asking, Input{Kind: Timeout, ID: jobJ, Question: 2},
+			answered, []Effect{{Kind: Answer, ID: jobJ, Question: 2, Answer: AnswerDeny, Text: DeniedNoAnswer}, notice(MsgQuestionTimedOut)}},
+		{"working + timeout of an answered question (stale)", answered, Input{Kind: Timeout, ID: jobJ, Question: 2}, answered, nil},
+		{"asking + done (runner died, or cancelled) → idle, timer cancelled", asking, done(jobJ, false, ""),
+			idle, []Effect{{Kind: CancelTimeout, ID: jobJ, Question: 2}}},
+		{"asking + done, queue waiting → timer cancelled, head starts", asking, done(jobJ, false, headQ),
+			fromQ, []Effect{{Kind: CancelTimeout, ID: jobJ, Question: 2}, startQ}},
+		{"working, steer on + message → added to the run", steering, msg(msgM, ""),
+			steering, []Effect{{Kind: SteerRun, ID: jobJ, Text: "hi"}, notice(MsgSteered)}},
+		{"working, steer on + message with images → queued", steering, Input{Kind: Message, ID: msgM, Text: "hi", Media: true},
+			steering, []Effect{{Kind: Enqueue, ID: msgM}}},
+		{"idle + btw → a message like any other", idle, Input{Kind: Keyword, Keyword: Btw, Arg: "x", Text: "btw x", ID: kwK},
+			Snapshot{State: Working, Job: kwK, JobNewSession: ns}, []Effect{{Kind: Start, ID: kwK, NewSession: ns}}},
 
 		// awaiting_approval
 		{"awaiting + message → queued", awaiting, msg(msgM, ""), awaiting, []Effect{{Kind: Enqueue, ID: msgM}}},
