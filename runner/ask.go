@@ -203,6 +203,8 @@ func (r *Runner) converse(ctx context.Context, log zerolog.Logger, job contract.
 		FilterSubjects: []string{contract.EventSubject(job.User, contract.KindAnswer), contract.EventSubject(job.User, contract.KindSteer)},
 		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
 		OptStartTime:   &start,
+		// The server drops it soon after the run stops reading.
+		InactiveThreshold: time.Minute,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read answers: %w", err)
