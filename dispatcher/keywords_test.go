@@ -375,11 +375,30 @@ func TestKeywordStatus(t *testing.T) {
 		want  []string // parts of it
 		not   []string // what it must not say
 	}{
-		{name: "new user", exact: "Idle: nothing is running."},
+		{name: "new user", exact: "Idle: nothing is running.\nMode: ask."},
 		{
 			name:  "idle",
 			setup: func(b *bench, u contract.User) { b.into(u, contract.StateIdle) },
-			exact: "Idle: nothing is running.",
+			exact: "Idle: nothing is running.\nMode: ask.",
+		},
+		{
+			name: "a mode chosen, steering on",
+			setup: func(b *bench, u contract.User) {
+				b.say(u, "m1", "mode plan")
+				b.say(u, "m2", "steer on")
+			},
+			exact: "Idle: nothing is running.\nMode: plan. Messages sent while working are added to the run.",
+		},
+		{
+			name: "waiting for an answer",
+			setup: func(b *bench, u contract.User) {
+				b.say(u, "w1", "echo w1")
+				b.event(contract.Event{Kind: contract.KindQuestion, User: u, JobID: "w1", Question: 1,
+					Text: "Claude wants to run `rm -rf build` in your workspace. Reply yes, no or always."}, "1")
+				b.waitState(u, contract.StateAwaitingPermission, "w1")
+			},
+			want: []string{"Claude is waiting for your answer (for ", "):\nClaude wants to run `rm -rf build`", "\nMode: ask."},
+			not:  []string{"Working", "Idle"},
 		},
 		{
 			name: "working",
@@ -949,7 +968,7 @@ func TestKeywordsWholeMessageAnyCase(t *testing.T) {
 		state, text, want string
 	}{
 		{newUser, " HELP ", fsm.MsgHelp},
-		{contract.StateIdle, "Status\r\n", "Idle: nothing is running."},
+		{contract.StateIdle, "Status\r\n", "Idle: nothing is running.\nMode: ask."},
 		{contract.StateIdle, "NEW", fsm.MsgNewSession},
 		{contract.StateWorking, "\tReject", fsm.MsgStillWorking},
 		{contract.StateAwaitingApproval, "APPROVE  ", fsm.MsgApproving},

@@ -23,7 +23,8 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 		claudetest.ToolUse("Bash", map[string]any{"command": "echo hi > hello.txt", "description": "write a file"}),
 		claudetest.Text("All done: wrote hello.txt"),
 	)
-	env := append([]string{"TEXTSLASH_AGENT=claude", "TEXTSLASH_CLAUDE_BIN=" + bin}, claudetest.Env(model)...)
+	// Mode auto: Claude Code acts without asking (ask mode: permission_e2e_test.go).
+	env := append([]string{"TEXTSLASH_AGENT=claude", "TEXTSLASH_CLAUDE_BIN=" + bin, "TEXTSLASH_DEFAULT_MODE=auto"}, claudetest.Env(model)...)
 	if u := claudetest.AgentUser(t); u != "" {
 		env = append(env, "TEXTSLASH_AGENT_USER="+u)
 	}
@@ -57,10 +58,11 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 }
 
 // startClaude runs the all-in-one with the real Claude Code CLI against
-// model.
+// model, in mode auto unless env says otherwise.
 func startClaude(t *testing.T, model *claudetest.Model, env ...string) *instance {
 	t.Helper()
-	env = append(append([]string{"TEXTSLASH_AGENT=claude", "TEXTSLASH_CLAUDE_BIN=" + claudetest.Binary(t)}, claudetest.Env(model)...), env...)
+	env = append(append([]string{"TEXTSLASH_AGENT=claude", "TEXTSLASH_CLAUDE_BIN=" + claudetest.Binary(t),
+		"TEXTSLASH_DEFAULT_MODE=auto"}, claudetest.Env(model)...), env...)
 	if u := claudetest.AgentUser(t); u != "" {
 		env = append(env, "TEXTSLASH_AGENT_USER="+u)
 	}

@@ -74,7 +74,8 @@ func TestAskOverWhatsApp(t *testing.T) {
 	}
 }
 
-// claudeEnv runs the real Claude Code CLI against model, as the agent user.
+// claudeEnv runs the real Claude Code CLI against model, as the agent
+// user, in the default mode (ask).
 func claudeEnv(t *testing.T, model *claudetest.Model) []string {
 	t.Helper()
 	env := append([]string{"TEXTSLASH_AGENT=claude", "TEXTSLASH_CLAUDE_BIN=" + claudetest.Binary(t)}, claudetest.Env(model)...)
@@ -121,7 +122,7 @@ func TestAskTimeout(t *testing.T) {
 		claudetest.ToolUse("Bash", map[string]any{"command": "echo four > four.txt"}),
 		claudetest.Text("Nobody answered, so I stopped."),
 	)
-	inst := startClaude(t, model, "TEXTSLASH_PERMISSION_TIMEOUT=2s")
+	inst := startClaude(t, model, "TEXTSLASH_DEFAULT_MODE=ask", "TEXTSLASH_PERMISSION_TIMEOUT=2s")
 	c := inst.newChat(t)
 	events := c.events(t.Context())
 	id := c.send("make four")
@@ -148,7 +149,7 @@ func TestAskCancel(t *testing.T) {
 		claudetest.ToolUse("Bash", map[string]any{"command": "echo five > five.txt"}),
 		claudetest.Text("never said"),
 	)
-	inst := startClaude(t, model)
+	inst := startClaude(t, model, "TEXTSLASH_DEFAULT_MODE=ask")
 	c := inst.newChat(t)
 	events := c.events(t.Context())
 	c.send("make five")
@@ -199,7 +200,7 @@ func TestAskRunnerKilled(t *testing.T) {
 		claudetest.ToolUse("Bash", map[string]any{"command": "echo six > six.txt"}),
 		claudetest.Text("never said"),
 	)
-	inst := startClaude(t, model)
+	inst := startClaude(t, model, "TEXTSLASH_DEFAULT_MODE=ask")
 	c := inst.newChat(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	events := c.events(ctx)
@@ -281,7 +282,7 @@ func TestBtwSteersTheRun(t *testing.T) {
 		claudetest.ToolUse("Bash", map[string]any{"command": "sleep 3"}),
 		claudetest.Text("Done, with tests."),
 	)
-	inst := startClaude(t, model, "TEXTSLASH_DEFAULT_MODE=auto")
+	inst := startClaude(t, model)
 	c := inst.newChat(t)
 	events := c.events(t.Context())
 	id := c.send("build it")

@@ -1,0 +1,87 @@
+package dispatcher_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/dispatcher"
+)
+
+// A run's question makes the person's next message its answer: the answer
+// goes to the runner as an event, the question's timeout is armed and then
+// disarmed, and the run goes on.
+func TestPermissionAnswer(t *testing.T) {
+	b := newBench(t, dispatcher.Config{})
+	u := user(t, "alice")
+	b.into(u, contract.StateWorking)
+	b.event(contract.Event{Kind: contract.KindQuestion, User: u, JobID: "w1", Question: 1, Text: "Claude wants to run `npm i`."}, "1")
+	b.waitState(u, contract.StateAwaitingPermission, "w1")
+	if got := b.raw(contract.StreamTimers, contract.PermissionScheduleSubject(u)); len(got) != 1 {
+		t.Fatalf("permission timeouts armed: %d; want 1", len(got))
+	}
+	if got := b.say(u, "a1", "no, use pnpm"); len(got) != 1 || got[0] != "Denied. Claude was told: use pnpm" {
+		t.Errorf("notices %q", got)
+	}
+	b.waitState(u, contract.StateWorking, "w1")
+	answers := b.events(u, contract.KindAnswer)
+	if len(answers) != 1 || answers[0].JobID != "w1" || answers[0].Question != 1 || answers[0].Answer != contract.AnswerDeny || answers[0].Text != "use pnpm" {
+		t.Errorf("answers %+v; want a denial of question 1 of w1 with the reason", answers)
+	}
+	if got := b.raw(contract.StreamTimers, contract.PermissionScheduleSubject(u)); len(got) != 0 {
+		t.Errorf("permission timeouts armed after the answer: %d; want 0", len(got))
+	}
+	if jobs := b.jobsOf(u); len(jobs) != 1 {
+		t.Errorf("jobs %v; want only w1 (an answer is no message for the agent)", jobIDs(jobs))
+	}
+}
+
+// Nobody answers: the dispatcher denies the question when its schedule
+// fires, and tells the person.
+func TestPermissionTimeout(t *testing.T) {
+	b := newBench(t, dispatcher.Config{PermissionTimeout: time.Second})
+	u := user(t, "alice")
+	b.into(u, contract.StateWorking)
+	b.event(contract.Event{Kind: contract.KindQuestion, User: u, JobID: "w1", Question: 1, Text: "Claude wants to write a.txt."}, "1")
+	b.waitState(u, contract.StateAwaitingPermission, "w1")
+	b.waitState(u, contract.StateWorking, "w1")
+	answers := b.events(u, contract.KindAnswer)
+	if len(answers) != 1 || answers[0].Answer != contract.AnswerDeny || answers[0].Text == "" {
+		t.Errorf("answers %+v; want one denial telling the agent nobody answered", answers)
+	}
+	found := false
+	for _, n := range b.events(u, contract.KindNotice) {
+		found = found || n.Text == "No answer in 1 second, so Claude was told no."
+	}
+	if !found {
+		t.Error("the person was not told that the question went unanswered")
+	}
+}
+
+// btw while a run works is handed to it; with steer on, so is every
+// message; otherwise messages wait their turn.
+func TestSteer(t *testing.T) {
+	b := newBench(t, dispatcher.Config{})
+	u := user(t, "alice")
+	b.into(u, contract.StateWorking)
+	if got := b.say(u, "s1", "btw use pnpm"); len(got) != 1 || got[0] != "Added to the current run: Claude sees it at its next step." {
+		t.Errorf("btw: notices %q", got)
+	}
+	b.say(u, "s2", "steer on")
+	b.say(u, "s3", "and add tests")
+	b.say(u, "s4", "steer off")
+	b.say(u, "s5", "then deploy")
+	var texts []string
+	for _, ev := range b.events(u, contract.KindSteer) {
+		if ev.JobID != "w1" {
+			t.Errorf("steer of %s; want w1", ev.JobID)
+		}
+		texts = append(texts, ev.Text)
+	}
+	if len(texts) != 2 || texts[0] != "use pnpm" || texts[1] != "and add tests" {
+		t.Errorf("added to the run: %q; want the btw's text and the message sent with steer on", texts)
+	}
+	if q := b.queued(u); len(q) != 1 || q[0] != "s5" {
+		t.Errorf("queue %q; want the message sent with steer off", q)
+	}
+}
