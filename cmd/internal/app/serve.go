@@ -150,7 +150,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 			Agent: cfg.Agent, ClaudeBin: cfg.ClaudeBin, Workspaces: cfg.Workspaces, AgentUser: cfg.AgentUser,
 			Concurrency: cfg.Concurrency, Timeout: cfg.Timeout, IdleExit: cfg.IdleExit, StopGrace: cfg.StopGrace,
 			PermissionTimeout: cfg.Permission,
-			Chromium: cfg.Chromium, ShotAddr: cfg.ShotAddr, ShotCommand: self, ID: cfg.RunnerID,
+			Chromium:          cfg.Chromium, ShotAddr: cfg.ShotAddr, ShotCommand: self, ID: cfg.RunnerID,
 			Sandbox: cfg.sandbox(),
 		}, js, log)
 		if err != nil {
