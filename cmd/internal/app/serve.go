@@ -149,9 +149,8 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		run, err := runner.New(runner.Config{
 			Agent: cfg.Agent, ClaudeBin: cfg.ClaudeBin, Workspaces: cfg.Workspaces, AgentUser: cfg.AgentUser,
 			Concurrency: cfg.Concurrency, Timeout: cfg.Timeout, IdleExit: cfg.IdleExit, StopGrace: cfg.StopGrace,
-			PermissionTimeout: cfg.Permission,
-			Chromium:          cfg.Chromium, ShotAddr: cfg.ShotAddr, ShotCommand: self, ID: cfg.RunnerID,
-			Sandbox: cfg.sandbox(),
+			Chromium: cfg.Chromium, ShotAddr: cfg.ShotAddr, ShotCommand: self, ID: cfg.RunnerID,
+			Sandbox: cfg.sandbox(), PermissionTimeout: cfg.Permission,
 		}, js, log)
 		if err != nil {
 			return err
