@@ -108,8 +108,9 @@ func (c *Config) defaults() {
 	if c.PermissionTimeout <= 0 {
 		c.PermissionTimeout = contract.PermissionTimeout
 	}
-	// A run must end within the dedup window, for the started mark to
-	// tell a job that ran from one that did not.
+	// A run's own work must end within the dedup window, for the started
+	// mark to tell a job that ran from one that did not; a run that also
+	// waited for the person is told apart by markStarted's look-up.
 	c.Timeout = min(c.Timeout, contract.DedupWindow-time.Minute)
 	if c.OutputCap <= 0 {
 		c.OutputCap = 10 << 20
