@@ -94,7 +94,8 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error
 // call; the retry bounds of the first channel apply to all.
 func (e *Egress) pusher(r Retry) *pusher {
 	if e.push == nil {
-		e.push = &pusher{js: e.js, log: e.log, retry: r.withDefaults(), channels: map[string]channel{}, users: map[string]*userQueue{}}
+		e.push = &pusher{js: e.js, log: e.log, retry: r.withDefaults(), channels: map[string]channel{}, users: map[string]*userQueue{},
+			typing: typing{log: e.log}}
 	}
 	return e.push
 }

@@ -96,6 +96,9 @@ type Rules struct {
 	// person; in between, the latest progress waits and older ones are
 	// dropped. Every event still travels on NATS.
 	ProgressEvery time.Duration
+	// TypingEvery, for a Sender that is a Typer, is how often the typing
+	// indicator is shown again while a run works (zero: never shown).
+	TypingEvery time.Duration
 }
 
 func (r Rules) withDefaults(d Rules) Rules {
@@ -224,6 +227,7 @@ type pusher struct {
 	sent  *sentWaiter // nil: do not wait for delivery status
 
 	channels map[string]channel
+	typing   typing
 
 	mu    sync.Mutex
 	users map[string]*userQueue // by user key
@@ -313,6 +317,7 @@ func (p *pusher) route(ctx context.Context, m jetstream.Msg) {
 	}
 	switch ev.Kind {
 	case contract.KindNotice, contract.KindProgress, contract.KindDone, contract.KindMore, contract.KindQuestion:
+	case contract.KindStarted, contract.KindAnswer: // the typing indicator's cues
 	case contract.KindDelivery:
 		if p.sent != nil {
 			p.sent.report(ev.ProviderID, ev.Status)
@@ -333,6 +338,14 @@ func (p *pusher) route(ctx context.Context, m jetstream.Msg) {
 		log.Error().Str("user", ev.User.Key()).Str("kind", string(ev.Kind)).Str("subject", m.Subject()).Uint64("seq", md.Sequence.Stream).
 			Msg("event for a user not allowed dropped: nobody on the channel's allowlist (ALLOWED_PHONE_NUMBERS, TELEGRAM_ALLOWED_CHATS) sent it; something else published it")
 		refused.WithLabelValues(ev.User.Channel).Inc()
+		_ = m.Ack()
+		return
+	}
+	switch ev.Kind {
+	case contract.KindStarted, contract.KindAnswer, contract.KindDone, contract.KindQuestion:
+		p.typing.note(ctx, ch, ev)
+	}
+	if ev.Kind == contract.KindStarted || ev.Kind == contract.KindAnswer {
 		_ = m.Ack()
 		return
 	}

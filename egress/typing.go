@@ -1,0 +1,75 @@
+package egress
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// Typer is a Sender that can show the person that the agent is busy
+// ("typing…"), for as long as the provider shows it; egress calls it again
+// every Rules.TypingEvery while a run works.
+type Typer interface {
+	Typing(ctx context.Context, u contract.User, jobID string) error
+}
+
+// typingLongest bounds a typing indicator whose run's end never comes
+// (its runner died and nobody reported it yet).
+const typingLongest = 30 * time.Minute
+
+// typing keeps one typing indicator per person while their run works: from
+// its start (or an answer to its question) until its end (or a question,
+// which waits for the person).
+type typing struct {
+	log zerolog.Logger
+
+	mu   sync.Mutex
+	runs map[string]context.CancelFunc // by user key
+}
+
+// note starts or stops u's indicator for ev.
+func (t *typing) note(ctx context.Context, ch channel, ev contract.Event) {
+	typer, ok := ch.sender.(Typer)
+	if !ok || ch.rules.TypingEvery <= 0 {
+		return
+	}
+	key := ev.User.Key()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if stop := t.runs[key]; stop != nil {
+		stop()
+		delete(t.runs, key)
+	}
+	switch ev.Kind {
+	case contract.KindStarted, contract.KindAnswer:
+	default:
+		return
+	}
+	if time.Since(ev.At) > typingLongest {
+		return // an old event read again: that run is long over
+	}
+	if t.runs == nil {
+		t.runs = map[string]context.CancelFunc{}
+	}
+	ctx, stop := context.WithTimeout(ctx, typingLongest)
+	t.runs[key] = stop
+	go func() {
+		defer stop()
+		tick := time.NewTicker(ch.rules.TypingEvery)
+		defer tick.Stop()
+		for {
+			if err := typer.Typing(ctx, ev.User, ev.JobID); err != nil && ctx.Err() == nil {
+				t.log.Debug().Err(err).Str("user", key).Msg("typing indicator")
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+}
