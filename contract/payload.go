@@ -46,6 +46,32 @@ type Job struct {
 	// Mode is how the agent may act: ModeAuto, ModeAsk or ModePlan (empty:
 	// ModeAsk). Agents without permissions of their own (the shell) ignore it.
 	Mode string `json:"mode,omitempty"`
+	// Budget, when set, is what the run may still spend: the least left of
+	// the person's and the deployment's budgets.
+	Budget *Budget `json:"budget,omitempty"`
+}
+
+// Budget is what a run may spend.
+type Budget struct {
+	// LeftUSD is what is left; zero or less refuses the run.
+	LeftUSD float64 `json:"left_usd"`
+	// Of names the budget that leaves the least, for the person
+	// ("your daily budget of $5.00").
+	Of string `json:"of"`
+}
+
+// Cost is what runs cost: one run, or a person's or the deployment's runs
+// of a day or a month (bucket costs).
+type Cost struct {
+	V            int     `json:"v"`
+	USD          float64 `json:"usd"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	Runs         int     `json:"runs"`
+	// Jobs are the last jobs counted, so that a done event read twice is
+	// counted once.
+	Jobs []string  `json:"jobs,omitempty"`
+	At   time.Time `json:"at"`
 }
 
 // Permission modes, the person's choice (the "mode" keyword).
@@ -128,6 +154,7 @@ const (
 	StatusTimeout     = "timeout"     // the run hit its time limit
 	StatusInterrupted = "interrupted" // the runner died during the run; not run again
 	StatusCanceled    = "canceled"    // the person said cancel
+	StatusBudget      = "budget"      // a budget was used up: refused, or stopped mid-way
 )
 
 // User states kept by the dispatcher.
@@ -164,7 +191,10 @@ type Event struct {
 	ExitCode   int     `json:"exit_code,omitempty"`
 	DurationMS int64   `json:"duration_ms,omitempty"`
 	CostUSD    float64 `json:"cost_usd,omitempty"`
-	Truncated  bool    `json:"truncated,omitempty"`
+	// The model's tokens the run used (input counts cache reads and writes).
+	InputTokens  int  `json:"input_tokens,omitempty"`
+	OutputTokens int  `json:"output_tokens,omitempty"`
+	Truncated    bool `json:"truncated,omitempty"`
 	// Approval: the run left changes for the person to approve or reject.
 	Approval bool `json:"approval,omitempty"`
 
@@ -257,6 +287,7 @@ func (p *Job) setVersion()       { p.V = Version }
 func (p *Event) setVersion()     { p.V = Version }
 func (p *UserState) setVersion() { p.V = Version }
 func (p *Timer) setVersion()     { p.V = Version }
+func (p *Cost) setVersion()      { p.V = Version }
 
 // Decode unmarshals a payload and refuses versions newer than this contract.
 // Every failure wraps ErrInvalidPayload or ErrVersion: a redelivery cannot
@@ -303,6 +334,7 @@ func (p *Job) version() int       { return p.V }
 func (p *Event) version() int     { return p.V }
 func (p *UserState) version() int { return p.V }
 func (p *Timer) version() int     { return p.V }
+func (p *Cost) version() int      { return p.V }
 
 // MsgID is the Nats-Msg-Id of a message about one of a user's messages:
 // provider ids are unique per user, so the user key makes them unique.

@@ -26,6 +26,7 @@ const (
 	BucketEgress     = "egress"     // KV: what egress sent, and the pages still to send
 	BucketRunners    = "runners"    // KV: runners alive, by runner id, expiring
 	BucketWorkspaces = "workspaces" // KV: the runner holding each user's workspace
+	BucketCosts      = "costs"      // KV: what runs cost, per person and day or month, and for the deployment
 
 	// PriorityGroup is the pull group of pinned consumers.
 	PriorityGroup = "active"
@@ -288,6 +289,26 @@ func WorkspacesBucket(o Options) jetstream.KeyValueConfig {
 	}
 }
 
+// CostsBucket holds what runs cost (Cost values): per person and day or
+// month, for the whole deployment, and each person's last run. Entries of
+// the past expire after CostsKept.
+func CostsBucket(o Options) jetstream.KeyValueConfig {
+	o = o.withDefaults()
+	return jetstream.KeyValueConfig{
+		Bucket:      BucketCosts,
+		Description: "what runs cost, per person and for the deployment",
+		History:     1,
+		TTL:         CostsKept,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+		MaxBytes:    SmallMaxBytes,
+	}
+}
+
+// CostsKept is how long a cost entry lasts after its last change: past a
+// month's end and a week's look back.
+const CostsKept = 40 * 24 * time.Hour
+
 // MediaBucket holds images; objects expire after the TTL.
 func MediaBucket(o Options) jetstream.ObjectStoreConfig {
 	o = o.withDefaults()
@@ -331,7 +352,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
 			}
 		}
 	}
-	for _, cfg := range []jetstream.KeyValueConfig{UsersBucket(o), EgressBucket(o), RunnersBucket(o), WorkspacesBucket(o)} {
+	for _, cfg := range []jetstream.KeyValueConfig{UsersBucket(o), EgressBucket(o), RunnersBucket(o), WorkspacesBucket(o), CostsBucket(o)} {
 		if _, err := js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
 			return fmt.Errorf("provision bucket %s: %w", cfg.Bucket, err)
 		}

@@ -48,11 +48,13 @@ type Run struct {
 
 // Result is what an agent produced.
 type Result struct {
-	Text      string  // the reply
-	ExitCode  int     // the program's exit code
-	CostUSD   float64 // what the model calls cost, when known
-	SessionID string  // the agent's session, when it has one
-	Truncated bool    // output went past OutputCap and was cut
+	Text     string  // the reply
+	ExitCode int     // the program's exit code
+	CostUSD  float64 // what the model calls cost, when known
+	// The model's tokens, when known: input (cache included) and output.
+	InputTokens, OutputTokens int
+	SessionID                 string // the agent's session, when it has one
+	Truncated                 bool   // output went past OutputCap and was cut
 	// Approval: the agent asked for the person's approval of its changes
 	// (it printed ::approval::).
 	Approval bool

@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -20,6 +21,10 @@ import (
 // API failed, the CLI reported an error, or it exited without a result.
 // The Result returned with it carries the agent's own (raw) text.
 var ErrAgentFailed = errors.New("agent failed")
+
+// ErrBudget means the run stopped because it reached Job.Budget; the
+// Result carries what the agent had said so far.
+var ErrBudget = errors.New("budget reached")
 
 const (
 	// maxStreamLine is the longest stream-json line kept; longer lines (a
@@ -118,6 +123,9 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 	if c.AppendSystemPrompt != "" {
 		args = append(args, "--append-system-prompt", c.AppendSystemPrompt)
 	}
+	if b := r.Job.Budget; b != nil {
+		args = append(args, "--max-budget-usd", strconv.FormatFloat(b.LeftUSD, 'f', -1, 64))
+	}
 	if session != "" {
 		args = append(args, "--resume", session)
 	}
@@ -163,6 +171,8 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 		return res, fmt.Errorf("claude: %w: %w", ErrAgentFailed, ctx.Err())
 	case !st.done:
 		return res, fmt.Errorf("claude: %w: exit code %d without a result: %s", ErrAgentFailed, res.ExitCode, stderrEnd(stderr.buf.Bytes()))
+	case st.subtype == "error_max_budget_usd":
+		return res, fmt.Errorf("claude: %w", ErrBudget)
 	case st.isError:
 		return res, fmt.Errorf("claude: %w: %s", ErrAgentFailed, cutRunes(firstLine(res.Text), 200))
 	case res.ExitCode != 0:
@@ -252,14 +262,16 @@ type claudeStream struct {
 	cap      int
 	plan     string // the plan Claude proposed (plan mode)
 
-	text      strings.Builder // assistant text, for a run without a result
-	done      bool            // a result line came
-	isError   bool
-	final     string
-	cost      float64
-	sessionID string
-	truncated bool
-	started   bool // the CLI began a conversation (its system init line came)
+	text          strings.Builder // assistant text, for a run without a result
+	done          bool            // a result line came
+	isError       bool
+	subtype       string // the result's: success, error_max_budget_usd, ...
+	inTok, outTok int    // the result's tokens
+	final         string
+	cost          float64
+	sessionID     string
+	truncated     bool
+	started       bool // the CLI began a conversation (its system init line came)
 }
 
 func (s *claudeStream) handle(line []byte) {
@@ -297,6 +309,7 @@ func (s *claudeStream) handle(line []byte) {
 	case "result":
 		// The last one counts: background work can start another turn.
 		s.done, s.isError, s.final, s.cost = true, ev.IsError, ev.Result, ev.CostUSD
+		s.subtype, s.inTok, s.outTok = ev.Subtype, ev.InputTokens, ev.OutputTokens
 		s.in.close()
 	case "control_request":
 		if ev.Request != nil && ev.Request.Subtype == "can_use_tool" {
@@ -345,9 +358,9 @@ func (s *claudeStream) permission(id string, req *controlRequest) map[string]any
 }
 
 func (s *claudeStream) result() Result {
-	res := Result{CostUSD: s.cost, SessionID: s.sessionID, Truncated: s.truncated}
+	res := Result{CostUSD: s.cost, SessionID: s.sessionID, Truncated: s.truncated, InputTokens: s.inTok, OutputTokens: s.outTok}
 	res.Text = s.text.String()
-	if s.done {
+	if s.done && s.final != "" { // a run stopped short has no result text: what it said so far
 		res.Text, res.Truncated = s.final, false
 	}
 	if len(res.Text) > s.cap {
@@ -371,6 +384,8 @@ type streamEvent struct {
 	Result  string
 	IsError bool
 	CostUSD float64
+	// The model's tokens: input (with cache reads and writes) and output.
+	InputTokens, OutputTokens int
 
 	// control_request
 	RequestID string
@@ -476,6 +491,17 @@ func parseStreamLine(line []byte) (streamEvent, error) {
 		ev.Result = jsonString(top["result"])
 		_ = json.Unmarshal(top["is_error"], &ev.IsError)
 		_ = json.Unmarshal(top["total_cost_usd"], &ev.CostUSD)
+		var models map[string]struct {
+			In          int `json:"inputTokens"`
+			Out         int `json:"outputTokens"`
+			CacheRead   int `json:"cacheReadInputTokens"`
+			CacheCreate int `json:"cacheCreationInputTokens"`
+		}
+		_ = json.Unmarshal(top["modelUsage"], &models)
+		for _, m := range models {
+			ev.InputTokens += m.In + m.CacheRead + m.CacheCreate
+			ev.OutputTokens += m.Out
+		}
 	case "control_request":
 		ev.RequestID = jsonString(top["request_id"])
 		var req controlRequest

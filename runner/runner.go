@@ -39,6 +39,9 @@ const (
 	MsgNoOutput    = "(no output)"
 	MsgCancelled   = "Stopped."
 	MsgApprove     = "Reply approve to keep the changes (committed on a branch), or reject to discard them."
+	// With the budget's name ("your daily budget of $5.00").
+	MsgBudgetUsed    = "Not run: %s is used up. Reply cost to see what was spent."
+	MsgBudgetStopped = "This run was stopped: it reached %s. Here is what it had done so far."
 )
 
 // Config of the runner.
@@ -91,6 +94,8 @@ type Config struct {
 	// Sandbox, when set, confines each run (see Sandbox); nil runs agents
 	// unconfined, as the agent user only.
 	Sandbox *Sandbox
+	// ShowCost appends a run's cost and tokens to its reply.
+	ShowCost bool
 	// ID names this runner among those sharing the jobs: each user's jobs
 	// run on the runner holding their workspace (see affinity). It must
 	// stay the same across restarts with the same Workspaces. Default:
@@ -495,6 +500,11 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	if job.Action != "" {
 		agent, name = gitAction{}, "git "+job.Action
 	}
+	if b := job.Budget; b != nil && b.LeftUSD <= 0 && job.Action == "" {
+		log.Info().Str("budget", b.Of).Msg("budget used up; not running")
+		done.Status, done.Text = contract.StatusBudget, fmt.Sprintf(MsgBudgetUsed, b.Of)
+		return r.publishDone(ctx, done)
+	}
 	var conv *conversation
 	if _, ok := agent.(*Claude); ok {
 		// Claude Code takes answers and added messages while it works.
@@ -518,6 +528,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	}
 	done.DurationMS = time.Since(start).Milliseconds()
 	done.ExitCode, done.CostUSD, done.Truncated = res.ExitCode, res.CostUSD, res.Truncated
+	done.InputTokens, done.OutputTokens = res.InputTokens, res.OutputTokens
 	done.Text = strings.TrimSpace(res.Text)
 	var lim *errLimit
 	if !errors.As(context.Cause(runCtx), &lim) && cg != nil {
@@ -537,6 +548,10 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	case errors.Is(context.Cause(runCtx), errRunTimeout):
 		done.Status = contract.StatusTimeout
 		done.Text = joinText(MsgTimeout, done.Text)
+	case errors.Is(err, ErrBudget):
+		log.Info().Float64("cost_usd", res.CostUSD).Msg("run stopped at its budget")
+		done.Status = contract.StatusBudget
+		done.Text = joinText(fmt.Sprintf(MsgBudgetStopped, job.Budget.Of), done.Text)
 	case err != nil:
 		// What the agent said about its failure is for the log, not the
 		// person: it may name internals (API errors, paths).
@@ -584,6 +599,9 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 			}
 			done.Text = joinText(done.Text, text+MsgApprove)
 		}
+	}
+	if r.cfg.ShowCost && (done.CostUSD > 0 || done.InputTokens > 0) {
+		done.Text = joinText(done.Text, costLine(done))
 	}
 	runSeconds.WithLabelValues(done.Status).Observe(float64(done.DurationMS) / 1000)
 	log.Info().Str("status", done.Status).Int("exit_code", done.ExitCode).Int64("duration_ms", done.DurationMS).
