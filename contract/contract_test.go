@@ -816,3 +816,18 @@ func TestProvisionLimits(t *testing.T) {
 		t.Errorf("object store %s has no byte limit (%v)", contract.BucketMedia, err)
 	}
 }
+
+func TestCostString(t *testing.T) {
+	for _, c := range []struct {
+		cost contract.Cost
+		want string
+	}{
+		{contract.Cost{}, "$0.0000, 0 tokens in, 0 out"},
+		{contract.Cost{USD: 0.01234, InputTokens: 1234567, OutputTokens: 999}, "$0.0123, 1,234,567 tokens in, 999 out"},
+		{contract.Cost{USD: 2, InputTokens: 1000, OutputTokens: 100000}, "$2.0000, 1,000 tokens in, 100,000 out"},
+	} {
+		if got := c.cost.String(); got != c.want {
+			t.Errorf("%+v: got %q; want %q", c.cost, got, c.want)
+		}
+	}
+}

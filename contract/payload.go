@@ -74,6 +74,20 @@ type Cost struct {
 	At   time.Time `json:"at"`
 }
 
+// String says what c cost: "$0.0123, 12,345 tokens in, 678 out".
+func (c Cost) String() string {
+	return fmt.Sprintf("$%.4f, %s tokens in, %s out", c.USD, thousands(c.InputTokens), thousands(c.OutputTokens))
+}
+
+// thousands writes 12345 as 12,345.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
 // Permission modes, the person's choice (the "mode" keyword).
 const (
 	// ModeAuto: the agent acts without asking (inside its sandbox).

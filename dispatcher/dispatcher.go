@@ -46,6 +46,11 @@ type Config struct {
 	// DefaultMode is the permission mode of people who have not chosen one
 	// (contract.ModeAsk, ModeAuto or ModePlan; default ModeAsk).
 	DefaultMode string
+	// Budgets bound what runs may cost; each job carries what is left.
+	Budgets Budgets
+	// Location is the time zone of the days and months of costs and
+	// budgets; default the server's.
+	Location *time.Location
 }
 
 // Dispatcher routes inbound messages and starts queued ones.
@@ -57,6 +62,7 @@ type Dispatcher struct {
 	queue  jetstream.Stream
 	timers jetstream.Stream
 	events jetstream.Stream
+	costs  *costs
 }
 
 // New returns a dispatcher using js.
@@ -72,6 +78,12 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Dispatcher, e
 	}
 	if cfg.ApprovalTimeout < time.Second || cfg.PermissionTimeout < time.Second {
 		return nil, fmt.Errorf("approval timeout %s, permission timeout %s: must be at least 1s", cfg.ApprovalTimeout, cfg.PermissionTimeout)
+	}
+	if b := cfg.Budgets; b.PersonDaily < 0 || b.PersonMonthly < 0 || b.Daily < 0 || b.Monthly < 0 {
+		return nil, fmt.Errorf("budgets %+v: must not be negative (0: no limit)", b)
+	}
+	if cfg.Location == nil {
+		cfg.Location = time.Local
 	}
 	if cfg.DefaultMode == "" {
 		cfg.DefaultMode = contract.ModeAsk
@@ -96,6 +108,10 @@ func (d *Dispatcher) run(ctx context.Context) error {
 	var err error
 	if d.users, err = d.js.KeyValue(ctx, contract.BucketUsers); err != nil {
 		return fmt.Errorf("bucket %s: %w", contract.BucketUsers, err)
+	}
+	d.costs = &costs{loc: d.cfg.Location, budgets: d.cfg.Budgets}
+	if d.costs.kv, err = d.js.KeyValue(ctx, contract.BucketCosts); err != nil {
+		return fmt.Errorf("bucket %s: %w", contract.BucketCosts, err)
 	}
 	for _, s := range []struct {
 		name string
@@ -175,6 +191,9 @@ func (d *Dispatcher) handleDone(ctx context.Context, msg jetstream.Msg) error {
 	}
 	if ev.Kind == contract.KindQuestion {
 		return d.apply(ctx, ev.User, fsm.Input{Kind: fsm.Question, ID: ev.JobID, Question: ev.Question}, nil)
+	}
+	if err := d.costs.record(ctx, ev); err != nil {
+		return err
 	}
 	return d.apply(ctx, ev.User, fsm.Input{Kind: fsm.Done, ID: ev.JobID, Approval: ev.Approval}, nil)
 }
@@ -357,6 +376,11 @@ func (d *Dispatcher) carryOut(ctx context.Context, log zerolog.Logger, u contrac
 				contract.MsgID(u, e.ID, "steer", input.ID))
 		case fsm.ReportStatus:
 			err = d.notice(ctx, u, input.ID, ref+":"+fmt.Sprint(i), d.status(ctx, u, before))
+		case fsm.ReportCost:
+			var text string
+			if text, err = d.costs.report(ctx, u); err == nil {
+				err = d.notice(ctx, u, input.ID, ref+":"+fmt.Sprint(i), text)
+			}
 		case fsm.NextPage:
 			err = contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindMore, User: u, JobID: input.ID},
 				contract.MsgID(u, input.ID, "more"))
@@ -391,6 +415,13 @@ func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.U
 		job.Text, job.Media, job.At = in.Text, in.Media, in.At
 	default:
 		return nil // neither queued nor at hand: it was published before
+	}
+	if job.Action == "" {
+		b, err := d.costs.budget(ctx, u)
+		if err != nil {
+			return err
+		}
+		job.Budget = b
 	}
 	data, err := contract.Encode(&job)
 	if err != nil {

@@ -46,11 +46,3 @@ func TestClaudeBudget(t *testing.T) {
 		t.Errorf("cost %v; want what the stopped run cost", res.CostUSD)
 	}
 }
-
-func TestThousands(t *testing.T) {
-	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1234: "-1,234"} {
-		if got := thousands(n); got != want {
-			t.Errorf("thousands(%d) = %q; want %q", n, got, want)
-		}
-	}
-}

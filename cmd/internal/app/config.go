@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/textslash/textslash/dispatcher"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/ingress"
 	"github.com/textslash/textslash/runner"
@@ -66,6 +67,8 @@ type config struct {
 	Approval     time.Duration
 	Permission   time.Duration
 	DefaultMode  string
+	Budgets      dispatcher.Budgets
+	ShowCost     bool
 	Replicas     int
 	LogLevel     string
 	PprofAddr    string
@@ -257,6 +260,11 @@ func parseConfig(name string, services []string, args []string, stderr io.Writer
 	f.dur(&c.Approval, "approval-timeout", "TEXTSLASH_APPROVAL_TIMEOUT", 30*time.Minute, "how long an approval request waits for approve or reject; then the changes stay on disk, uncommitted")
 	f.dur(&c.Permission, "permission-timeout", "TEXTSLASH_PERMISSION_TIMEOUT", 10*time.Minute, "how long a question from the agent (may it run this command?) waits for yes, no or always; then the agent is told no")
 	f.str(&c.DefaultMode, "default-mode", "TEXTSLASH_DEFAULT_MODE", "ask", "permission mode of people who have not chosen one with the mode keyword: ask (Claude Code asks before each change), auto (it acts without asking, inside the sandbox) or plan (it only plans; go carries the plan out)")
+	f.float(&c.Budgets.PersonDaily, "budget-person-daily", "TEXTSLASH_BUDGET_PERSON_DAILY", 0, "most each person's runs may cost in a day, in USD (0: no limit); a run that would start over it is refused, one that reaches it is stopped with what it did so far")
+	f.float(&c.Budgets.PersonMonthly, "budget-person-monthly", "TEXTSLASH_BUDGET_PERSON_MONTHLY", 0, "most each person's runs may cost in a month, in USD (0: no limit)")
+	f.float(&c.Budgets.Daily, "budget-daily", "TEXTSLASH_BUDGET_DAILY", 0, "most everybody's runs together may cost in a day, in USD (0: no limit)")
+	f.float(&c.Budgets.Monthly, "budget-monthly", "TEXTSLASH_BUDGET_MONTHLY", 0, "most everybody's runs together may cost in a month, in USD (0: no limit)")
+	f.bool(&c.ShowCost, "show-cost", "TEXTSLASH_SHOW_COST", false, "end each reply with what its run cost and the tokens it used")
 	f.int(&c.Replicas, "replicas", "TEXTSLASH_REPLICAS", 1, "replicas of each stream and bucket (3 on a NATS cluster)")
 	f.str(&c.TwilioSID, "twilio-account-sid", "TWILIO_ACCOUNT_SID", "", "Twilio account; setting it (with the token) turns WhatsApp and SMS on")
 	f.str(&c.TwilioToken, "twilio-auth-token", "TWILIO_AUTH_TOKEN", "", "Twilio auth token: checks webhook signatures and sends messages")

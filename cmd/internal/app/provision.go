@@ -19,8 +19,9 @@ import (
 // KV_<bucket>, an object store OBJ_<bucket>): a service of its own waits
 // for them at start and is ready only while they are there.
 var streamsOf = map[string][]string{
-	Ingress:    {contract.StreamIn, contract.StreamEvents, "OBJ_" + contract.BucketMedia},
-	Dispatcher: {contract.StreamIn, contract.StreamQueue, contract.StreamJobs, contract.StreamEvents, contract.StreamTimers, "KV_" + contract.BucketUsers},
+	Ingress: {contract.StreamIn, contract.StreamEvents, "OBJ_" + contract.BucketMedia},
+	Dispatcher: {contract.StreamIn, contract.StreamQueue, contract.StreamJobs, contract.StreamEvents, contract.StreamTimers,
+		"KV_" + contract.BucketUsers, "KV_" + contract.BucketCosts},
 	Runner: {contract.StreamJobs, contract.StreamEvents, "KV_" + contract.BucketUsers, "KV_" + contract.BucketRunners,
 		"KV_" + contract.BucketWorkspaces, "OBJ_" + contract.BucketMedia},
 	Media:  {"OBJ_" + contract.BucketMedia},

@@ -134,7 +134,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	}
 	if cfg.runs(Dispatcher) {
 		disp, err := dispatcher.New(dispatcher.Config{ApprovalTimeout: cfg.Approval,
-			PermissionTimeout: cfg.Permission, DefaultMode: cfg.DefaultMode}, js, log)
+			PermissionTimeout: cfg.Permission, DefaultMode: cfg.DefaultMode, Budgets: cfg.Budgets}, js, log)
 		if err != nil {
 			return err
 		}
@@ -150,7 +150,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 			Agent: cfg.Agent, ClaudeBin: cfg.ClaudeBin, Workspaces: cfg.Workspaces, AgentUser: cfg.AgentUser,
 			Concurrency: cfg.Concurrency, Timeout: cfg.Timeout, IdleExit: cfg.IdleExit, StopGrace: cfg.StopGrace,
 			Chromium: cfg.Chromium, ShotAddr: cfg.ShotAddr, ShotCommand: self, ID: cfg.RunnerID,
-			Sandbox: cfg.sandbox(), PermissionTimeout: cfg.Permission,
+			Sandbox: cfg.sandbox(), PermissionTimeout: cfg.Permission, ShowCost: cfg.ShowCost,
 		}, js, log)
 		if err != nil {
 			return err

@@ -57,6 +57,8 @@ const (
 	More    = "more"
 	New     = "new"
 	Help    = "help"
+	// Cost reports what the person's runs cost, and their budgets.
+	Cost = "cost"
 	// Go carries out the plan just made, for a person in plan mode (for
 	// anyone else "go" is a message like any other).
 	Go = "go"
@@ -66,7 +68,7 @@ const (
 	Btw   = "btw"
 )
 
-var keywords = []string{Cancel, Approve, Reject, Status, More, New, Help, Go}
+var keywords = []string{Cancel, Approve, Reject, Status, More, New, Help, Go, Cost}
 
 // ParseKeyword reports whether text is a keyword: one of the words above
 // as the whole message (any case), or mode, steer or btw followed by their
@@ -157,6 +159,7 @@ const (
 	MsgHelp  = `Send any message and the agent works on it in your workspace.
 Keywords:
   status   what is happening now
+  cost     what your runs cost today, this week, and the last one
   cancel   stop the current run and clear the queue
   approve  commit the changes the agent proposed
   reject   discard those changes
@@ -280,6 +283,8 @@ const (
 	Answer
 	// SteerRun hands Text to the running job ID.
 	SteerRun
+	// ReportCost sends the person what their runs cost.
+	ReportCost
 )
 
 // Effect is one thing to do.
@@ -392,6 +397,8 @@ func keyword(s Snapshot, in Input) (Snapshot, []Effect) {
 		return s, []Effect{{Kind: Notice, Text: MsgHelp}}
 	case Status:
 		return s, []Effect{{Kind: ReportStatus}}
+	case Cost:
+		return s, []Effect{{Kind: ReportCost}}
 	case More:
 		return s, []Effect{{Kind: NextPage}}
 	case New:

@@ -1,0 +1,231 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// Budgets are spending limits in USD; zero is no limit. Days and months
+// are those of the dispatcher's time zone.
+type Budgets struct {
+	// PersonDaily and PersonMonthly bound each person's runs.
+	PersonDaily, PersonMonthly float64
+	// Daily and Monthly bound everybody's runs together.
+	Daily, Monthly float64
+}
+
+func (b Budgets) any() bool {
+	return b.PersonDaily > 0 || b.PersonMonthly > 0 || b.Daily > 0 || b.Monthly > 0
+}
+
+// costs keeps what runs cost in the costs bucket: per person and day or
+// month, the same for the whole deployment, and each person's last run.
+type costs struct {
+	kv      jetstream.KeyValue
+	loc     *time.Location
+	budgets Budgets
+}
+
+// everybody owns the deployment's entries.
+const everybody = "all"
+
+func dayKey(owner string, t time.Time) string   { return owner + ".d." + t.Format("2006-01-02") }
+func monthKey(owner string, t time.Time) string { return owner + ".m." + t.Format("2006-01") }
+func lastKey(u contract.User) string            { return u.Key() + ".last" }
+
+// record counts a run's cost once, however often its done event is read.
+func (c *costs) record(ctx context.Context, ev contract.Event) error {
+	if ev.CostUSD == 0 && ev.InputTokens == 0 && ev.OutputTokens == 0 {
+		return nil // the shell, or nothing reached the model
+	}
+	at := ev.At.In(c.loc)
+	for i, key := range []string{dayKey(ev.User.Key(), at), monthKey(ev.User.Key(), at), dayKey(everybody, at), monthKey(everybody, at)} {
+		added, err := c.add(ctx, key, ev)
+		if err != nil {
+			return fmt.Errorf("count cost: %w", err)
+		}
+		if i == 0 && added {
+			costUSD.WithLabelValues(ev.User.Channel).Add(ev.CostUSD)
+			tokens.WithLabelValues(ev.User.Channel, "input").Add(float64(ev.InputTokens))
+			tokens.WithLabelValues(ev.User.Channel, "output").Add(float64(ev.OutputTokens))
+		}
+	}
+	last := contract.Cost{USD: ev.CostUSD, InputTokens: ev.InputTokens, OutputTokens: ev.OutputTokens, Runs: 1, At: ev.At}
+	data, err := contract.Encode(&last)
+	if err != nil {
+		return err
+	}
+	if _, err := c.kv.Put(ctx, lastKey(ev.User), data); err != nil {
+		return fmt.Errorf("last run's cost: %w", err)
+	}
+	return nil
+}
+
+// add adds ev's cost to the entry at key by compare-and-set, unless it is
+// counted there already.
+func (c *costs) add(ctx context.Context, key string, ev contract.Event) (bool, error) {
+	for {
+		sum, rev, err := c.get(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		if slices.Contains(sum.Jobs, ev.JobID) {
+			return false, nil
+		}
+		sum.USD += ev.CostUSD
+		sum.InputTokens += ev.InputTokens
+		sum.OutputTokens += ev.OutputTokens
+		sum.Runs++
+		sum.At = ev.At
+		sum.Jobs = append(sum.Jobs, ev.JobID)
+		if n := len(sum.Jobs) - contract.FinishedKept; n > 0 {
+			sum.Jobs = sum.Jobs[n:]
+		}
+		data, err := contract.Encode(&sum)
+		if err != nil {
+			return false, err
+		}
+		if rev == 0 {
+			_, err = c.kv.Create(ctx, key, data)
+		} else {
+			_, err = c.kv.Update(ctx, key, data, rev)
+		}
+		if conflict(err) {
+			continue // another run counted meanwhile
+		}
+		return err == nil, err
+	}
+}
+
+// get reads an entry; a missing one is zero at revision 0.
+func (c *costs) get(ctx context.Context, key string) (contract.Cost, uint64, error) {
+	var sum contract.Cost
+	e, err := c.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return sum, 0, nil
+	}
+	if err != nil {
+		return sum, 0, err
+	}
+	if err := contract.Decode(e.Value(), &sum); err != nil {
+		return sum, 0, err
+	}
+	return sum, e.Revision(), nil
+}
+
+// limit is one budget and what was spent against it.
+type limit struct {
+	of    string
+	max   float64
+	spent float64
+}
+
+func (l limit) left() float64 { return l.max - l.spent }
+
+// limits are the budgets that apply to u now, with what was spent.
+func (c *costs) limits(ctx context.Context, u contract.User, now time.Time) ([]limit, error) {
+	now = now.In(c.loc)
+	var out []limit
+	for _, l := range []struct {
+		of  string
+		max float64
+		key string
+	}{
+		{"your daily budget", c.budgets.PersonDaily, dayKey(u.Key(), now)},
+		{"your monthly budget", c.budgets.PersonMonthly, monthKey(u.Key(), now)},
+		{"everybody's daily budget", c.budgets.Daily, dayKey(everybody, now)},
+		{"everybody's monthly budget", c.budgets.Monthly, monthKey(everybody, now)},
+	} {
+		if l.max <= 0 {
+			continue
+		}
+		sum, _, err := c.get(ctx, l.key)
+		if err != nil {
+			return nil, fmt.Errorf("budget: %w", err)
+		}
+		out = append(out, limit{of: fmt.Sprintf("%s of $%.2f", l.of, l.max), max: l.max, spent: sum.USD})
+	}
+	return out, nil
+}
+
+// budget is what u's next run may spend, or nil without budgets.
+func (c *costs) budget(ctx context.Context, u contract.User) (*contract.Budget, error) {
+	if !c.budgets.any() {
+		return nil, nil
+	}
+	ls, err := c.limits(ctx, u, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	least := slices.MinFunc(ls, func(a, b limit) int { return cmpFloat(a.left(), b.left()) })
+	return &contract.Budget{LeftUSD: least.left(), Of: least.of}, nil
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// report answers the cost keyword: today, this week (from Monday), the
+// last run, and the budgets.
+func (c *costs) report(ctx context.Context, u contract.User) (string, error) {
+	now := time.Now().In(c.loc)
+	today, _, err := c.get(ctx, dayKey(u.Key(), now))
+	if err != nil {
+		return "", err
+	}
+	var week contract.Cost
+	monday := now.AddDate(0, 0, -((int(now.Weekday()) + 6) % 7))
+	for d := monday; !d.After(now); d = d.AddDate(0, 0, 1) {
+		day, _, err := c.get(ctx, dayKey(u.Key(), d))
+		if err != nil {
+			return "", err
+		}
+		week.USD, week.Runs = week.USD+day.USD, week.Runs+day.Runs
+		week.InputTokens, week.OutputTokens = week.InputTokens+day.InputTokens, week.OutputTokens+day.OutputTokens
+	}
+	last, _, err := c.get(ctx, lastKey(u))
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Today: %s in %s.\nThis week: %s in %s.", today, plural(today.Runs, "run"), week, plural(week.Runs, "run"))
+	if last.Runs > 0 {
+		fmt.Fprintf(&b, "\nLast run: %s (%s ago).", last, time.Since(last.At).Round(time.Second))
+	}
+	ls, err := c.limits(ctx, u, now)
+	if err != nil {
+		return "", err
+	}
+	for _, l := range ls {
+		of := strings.Replace(l.of, "your ", "", 1)
+		fmt.Fprintf(&b, "\n%s%s: $%.2f left.", strings.ToUpper(of[:1]), of[1:], max(l.left(), 0))
+	}
+	return b.String(), nil
+}
+
+var (
+	costUSD = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "textslash_cost_usd_total",
+		Help: "What agent runs cost, in USD as the agent reports it, by channel.",
+	}, []string{"channel"})
+	tokens = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "textslash_tokens_total",
+		Help: "The model's tokens agent runs used, by channel and kind (input, with cache reads and writes; output).",
+	}, []string{"channel", "kind"})
+)

@@ -1,0 +1,70 @@
+package dispatcher_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/dispatcher"
+)
+
+// What runs cost is counted once per run, whatever is read twice, and
+// the cost keyword tells it.
+func TestCostKeyword(t *testing.T) {
+	b := newBench(t, dispatcher.Config{})
+	u := user(t, "alice")
+	var ran []string
+	for _, id := range []string{"r1", "r2"} {
+		b.say(u, id, "echo "+id)
+		ran = append(ran, id)
+		b.waitRan(u, ran...)
+		b.event(contract.Event{Kind: contract.KindDone, User: u, JobID: id, Status: contract.StatusOK, Text: "ok",
+			CostUSD: 0.25, InputTokens: 1000, OutputTokens: 200})
+		b.waitState(u, contract.StateIdle, "")
+	}
+	// r2's done again, as after a crash: JetStream drops the same message
+	// id, so send it under another.
+	b.event(contract.Event{Kind: contract.KindDone, User: u, JobID: "r2", Status: contract.StatusOK, CostUSD: 0.25, InputTokens: 1000}, "again")
+	got := b.say(u, "c1", "Cost")
+	if len(got) != 1 {
+		t.Fatalf("cost: notices %q", got)
+	}
+	for _, want := range []string{
+		"Today: $0.5000, 2,000 tokens in, 400 out in 2 runs.",
+		"This week: $0.5000, 2,000 tokens in, 400 out in 2 runs.",
+		"Last run: $0.2500, 1,000 tokens in",
+	} {
+		if !strings.Contains(got[0], want) {
+			t.Errorf("cost: %q; want it to say %q", got[0], want)
+		}
+	}
+	if jobs := b.jobsOf(u); len(jobs) != 2 || jobs[0].Budget != nil {
+		t.Errorf("jobs %+v; want two, with no budget (none configured)", jobIDs(jobs))
+	}
+}
+
+// Each job carries what is left of the tightest budget; once one is used
+// up, the job carries nothing left (the runner refuses it), and the
+// person's cost report says so.
+func TestBudgets(t *testing.T) {
+	b := newBench(t, dispatcher.Config{Budgets: dispatcher.Budgets{PersonDaily: 1, Monthly: 50}})
+	u := user(t, "alice")
+	b.say(u, "r1", "echo r1")
+	b.waitRan(u, "r1")
+	if got := b.job(u, "r1").Budget; got == nil || got.LeftUSD != 1 || got.Of != "your daily budget of $1.00" {
+		t.Errorf("first job's budget %+v; want $1 left of the daily budget", got)
+	}
+	b.event(contract.Event{Kind: contract.KindDone, User: u, JobID: "r1", Status: contract.StatusBudget, CostUSD: 1.2, InputTokens: 9})
+	b.waitState(u, contract.StateIdle, "")
+	b.say(u, "r2", "echo r2")
+	b.waitRan(u, "r1", "r2")
+	if got := b.job(u, "r2").Budget; got == nil || got.LeftUSD > 0 || !strings.Contains(got.Of, "daily budget of $1.00") {
+		t.Errorf("second job's budget %+v; want nothing left of the daily budget", got)
+	}
+	b.finish(u, "r2", false)
+	b.waitState(u, contract.StateIdle, "")
+	got := b.say(u, "c1", "cost")
+	if len(got) != 1 || !strings.Contains(got[0], "Daily budget of $1.00: $0.00 left.") || !strings.Contains(got[0], "Everybody's monthly budget of $50.00: $48.80 left.") {
+		t.Errorf("cost: %q; want both budgets and what is left", got)
+	}
+}
