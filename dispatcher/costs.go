@@ -153,7 +153,7 @@ func (c *costs) limits(ctx context.Context, u contract.User, now time.Time) ([]l
 		if err != nil {
 			return nil, fmt.Errorf("budget: %w", err)
 		}
-		out = append(out, limit{of: fmt.Sprintf("%s of $%.2f", l.of, l.max), max: l.max, spent: sum.USD})
+		out = append(out, limit{of: l.of + " of " + dollars(l.max), max: l.max, spent: sum.USD})
 	}
 	return out, nil
 }
@@ -214,9 +214,17 @@ func (c *costs) report(ctx context.Context, u contract.User) (string, error) {
 	}
 	for _, l := range ls {
 		of := strings.Replace(l.of, "your ", "", 1)
-		fmt.Fprintf(&b, "\n%s%s: $%.2f left.", strings.ToUpper(of[:1]), of[1:], max(l.left(), 0))
+		fmt.Fprintf(&b, "\n%s%s: %s left.", strings.ToUpper(of[:1]), of[1:], dollars(max(l.left(), 0)))
 	}
 	return b.String(), nil
+}
+
+// dollars writes an amount in cents, or finer when it is below a cent.
+func dollars(usd float64) string {
+	if usd != 0 && usd < 0.01 {
+		return fmt.Sprintf("$%.4f", usd)
+	}
+	return fmt.Sprintf("$%.2f", usd)
 }
 
 var (
