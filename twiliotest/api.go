@@ -58,11 +58,17 @@ type Message struct {
 	To                  string
 	From                string
 	MessagingServiceSID string
-	Body                string
-	MediaURLs           []string // in the order sent
-	StatusCallback      string
-	At                  time.Time
-	Form                url.Values // the whole form as received
+	// Body is the text sent; for a content message, the content's body
+	// with the variables filled in.
+	Body      string
+	MediaURLs []string // in the order sent
+	// ContentSID and ContentVariables: the content (Contents) the message
+	// was sent with, and the values of its placeholders.
+	ContentSID       string
+	ContentVariables map[string]string
+	StatusCallback   string
+	At               time.Time
+	Form             url.Values // the whole form as received
 }
 
 // Callback is a status callback the fake sent.
@@ -113,11 +119,17 @@ func Quiet() Option {
 // API is a fake Twilio REST API for the Messages resource. It answers
 // POST /2010-04-01/Accounts/{AccountSid}/Messages.json like Twilio:
 // basic auth with AccountSID and AuthToken, a form with To, From or
-// MessagingServiceSid, Body, MediaUrl (repeated), ContentSid and
-// StatusCallback, validated as Twilio does; 201 and a Message resource, or
-// Twilio's JSON error. Accepted messages get signed status callbacks, "sent"
-// then "delivered", when they name a StatusCallback. Media added with
-// AddMedia is served at Twilio-shaped URLs.
+// MessagingServiceSid, Body, MediaUrl (repeated), ContentSid with
+// ContentVariables, and StatusCallback, validated as Twilio does; 201 and
+// a Message resource, or Twilio's JSON error. Accepted messages get signed
+// status callbacks, "sent" then "delivered", when they name a
+// StatusCallback. Media added with AddMedia is served at Twilio-shaped URLs.
+//
+// It also stands in for content.twilio.com's Content API (POST and GET
+// /v1/Content: Contents, AddContent; a message's ContentSid must name one
+// of them) and messaging.twilio.com's typing indicator (POST
+// /v2/Indicators/Typing.json: Typing). A client pointed at URL sends every
+// host there.
 //
 // The fake is stricter than Twilio in one place: Twilio drops all but the
 // first attachment of a WhatsApp message, the fake refuses such a message
@@ -141,6 +153,9 @@ type API struct {
 	failTo       map[string]failure
 	failDelivery map[string]failure // by recipient, final set
 	media        map[string]media   // by URL path
+	contents     []Content
+	failContent  failure // of every Content API request, when code is set
+	typing       []TypingCall
 }
 
 type attempt struct {
@@ -187,6 +202,8 @@ func NewAPI(t testing.TB, opts ...Option) *API {
 		a.create(ctx, w, r)
 	})
 	mux.HandleFunc("/2010-04-01/Accounts/{sid}/Messages/{msg}/Media/{media}", a.serveMedia)
+	mux.HandleFunc("/v1/Content", a.serveContents)
+	mux.HandleFunc("/v2/Indicators/Typing.json", a.serveTyping)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		a.t.Logf("twiliotest: %s %s: not found", r.Method, r.URL.Path)
 		writeError(w, http.StatusNotFound, CodeNotFound, "")
@@ -284,6 +301,9 @@ func (a *API) dump() string {
 		fmt.Fprintf(&b, "  %d. %s %s to=%q from=%q body=%q media=%d: %d",
 			i+1, at.at.Format("15:04:05.000"), at.sid, at.form.Get("To"), at.form.Get("From"),
 			prefix(at.form.Get("Body"), 60), len(at.form["MediaUrl"]), at.status)
+		if c := at.form.Get("ContentSid"); c != "" {
+			fmt.Fprintf(&b, " content=%s %s", c, at.form.Get("ContentVariables"))
+		}
 		if at.code != 0 {
 			fmt.Fprintf(&b, " code %d", at.code)
 		}
@@ -325,11 +345,11 @@ func (a *API) serveMedia(w http.ResponseWriter, r *http.Request) {
 	w.Write(m.data)
 }
 
-// authorized checks basic auth and the account in the path, answering 401
-// when they do not match.
+// authorized checks basic auth and the account in the path, if the path
+// has one, answering 401 when they do not match.
 func (a *API) authorized(w http.ResponseWriter, r *http.Request) bool {
 	user, pass, ok := r.BasicAuth()
-	if ok && r.PathValue("sid") == a.AccountSID &&
+	if sid := r.PathValue("sid"); ok && (sid == "" || sid == a.AccountSID) &&
 		subtle.ConstantTimeCompare([]byte(user), []byte(a.AccountSID)) == 1 &&
 		subtle.ConstantTimeCompare([]byte(pass), []byte(a.AuthToken)) == 1 {
 		return true
@@ -352,6 +372,9 @@ func (a *API) create(ctx context.Context, w http.ResponseWriter, r *http.Request
 		a.mu.Unlock()
 		line := fmt.Sprintf("twiliotest: create to=%q body=%q media=%d: %d", at.form.Get("To"),
 			prefix(at.form.Get("Body"), 40), len(at.form["MediaUrl"]), at.status)
+		if c := at.form.Get("ContentSid"); c != "" {
+			line += " content=" + c
+		}
 		if at.code != 0 {
 			line += fmt.Sprintf(" code %d", at.code)
 		}
@@ -371,24 +394,6 @@ func (a *API) create(ctx context.Context, w http.ResponseWriter, r *http.Request
 		at.status, at.code = http.StatusUnauthorized, CodeAuthenticate
 		return
 	}
-	a.mu.Lock()
-	f, fail := failure{}, false
-	if len(a.failNext) > 0 {
-		f, fail, a.failNext = a.failNext[0], true, a.failNext[1:]
-	} else {
-		f, fail = a.failTo[at.form.Get("To")]
-	}
-	a.mu.Unlock()
-	if !fail {
-		f = validate(at.form)
-		fail = f.code != 0
-	}
-	if fail {
-		at.status, at.code = f.status, f.code
-		writeError(w, f.status, f.code, f.msg)
-		return
-	}
-
 	m := Message{
 		SID:                 newID("SM"),
 		To:                  at.form.Get("To"),
@@ -400,6 +405,29 @@ func (a *API) create(ctx context.Context, w http.ResponseWriter, r *http.Request
 		At:                  at.at,
 		Form:                at.form,
 	}
+	a.mu.Lock()
+	f, fail := failure{}, false
+	if len(a.failNext) > 0 {
+		f, fail, a.failNext = a.failNext[0], true, a.failNext[1:]
+	} else {
+		f, fail = a.failTo[m.To]
+	}
+	if !fail {
+		f = validate(at.form)
+		fail = f.code != 0
+	}
+	if !fail && at.form.Get("ContentSid") != "" {
+		var c Content
+		c, m.ContentVariables, f = a.render(at.form)
+		m.ContentSID, m.Body, fail = c.SID, c.body(m.ContentVariables), f.code != 0
+	}
+	a.mu.Unlock()
+	if fail {
+		at.status, at.code = f.status, f.code
+		writeError(w, f.status, f.code, f.msg)
+		return
+	}
+
 	at.status, at.sid = http.StatusCreated, m.SID
 	a.mu.Lock()
 	// Together, so that who sees the message also counts its attempt.

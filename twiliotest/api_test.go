@@ -1,6 +1,7 @@
 package twiliotest_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -132,8 +133,18 @@ func TestAPIAuth(t *testing.T) {
 	}
 }
 
+// templateSID is a content the tests' fakes hold (addTemplate).
+const templateSID = "HX0123456789abcdef0123456789abcdef"
+
+// addTemplate gives a the content templateSID, a twilio/text "Hello {{1}}".
+func addTemplate(a *twiliotest.API) {
+	a.AddContent(twiliotest.Content{SID: templateSID, FriendlyName: "hello", Language: "en",
+		Variables: map[string]string{"1": "there"}, Types: map[string]json.RawMessage{"twilio/text": json.RawMessage(`{"body":"Hello {{1}}"}`)}})
+}
+
 func TestAPIValidation(t *testing.T) {
 	a := twiliotest.NewAPI(t)
+	addTemplate(a)
 	c := newClient(a)
 	urls := func(n int) []string {
 		var out []string
@@ -153,8 +164,14 @@ func TestAPIValidation(t *testing.T) {
 		{"no Body", func(p *api.CreateMessageParams) { p.SetTo("+1555").SetFrom("+1444") }, twiliotest.CodeBodyOrMedia},
 		{"media only", func(p *api.CreateMessageParams) { p.SetTo("+1555").SetFrom("+1444").SetMediaUrl(urls(1)) }, 0},
 		{"template", func(p *api.CreateMessageParams) {
-			p.SetTo("whatsapp:+1555").SetFrom("whatsapp:+1444").SetContentSid("HX0123456789abcdef0123456789abcdef")
+			p.SetTo("whatsapp:+1555").SetFrom("whatsapp:+1444").SetContentSid(templateSID)
 		}, 0},
+		{"unknown template", func(p *api.CreateMessageParams) {
+			p.SetTo("whatsapp:+1555").SetFrom("whatsapp:+1444").SetContentSid("HXffffffffffffffffffffffffffffffff")
+		}, twiliotest.CodeContentSid},
+		{"template variables not JSON", func(p *api.CreateMessageParams) {
+			p.SetTo("whatsapp:+1555").SetFrom("whatsapp:+1444").SetContentSid(templateSID).SetContentVariables("1=you")
+		}, twiliotest.CodeContentVariables},
 		{"1600 characters", func(p *api.CreateMessageParams) {
 			p.SetTo("+1555").SetFrom("+1444").SetBody(strings.Repeat("é", 1600))
 		}, 0},

@@ -66,7 +66,9 @@ var createForms = []struct {
 	{"messaging service", url.Values{"To": {"+15559870000"},
 		"MessagingServiceSid": {"MG0123456789abcdef0123456789abcdef"}, "Body": {"hi"}}, 201, 201},
 	{"template", url.Values{"To": {"whatsapp:+15559870000"}, "From": {"whatsapp:+15551230000"},
-		"ContentSid": {"HX0123456789abcdef0123456789abcdef"}}, 201, 201},
+		"ContentSid": {templateSID}}, 201, 201},
+	{"template with variables", url.Values{"To": {"whatsapp:+15559870000"}, "From": {"whatsapp:+15551230000"},
+		"ContentSid": {templateSID}, "ContentVariables": {`{"1":"Alice"}`}}, 201, 201},
 	{"no To", url.Values{"From": {"+15551230000"}, "Body": {"hi"}}, 422, 400},
 	{"no From", url.Values{"To": {"+15559870000"}, "Body": {"hi"}}, 422, 400},
 	{"no Body", url.Values{"To": {"+15559870000"}, "From": {"+15551230000"}}, 422, 400},
@@ -75,6 +77,8 @@ var createForms = []struct {
 		"Body": {strings.Repeat("a", 1601)}}, 201, 400},
 	{"whatsapp 2 media", url.Values{"To": {"whatsapp:+15559870000"}, "From": {"whatsapp:+15551230000"},
 		"MediaUrl": {"https://files.example/a.png", "https://files.example/b.png"}}, 201, 400},
+	{"a content the account does not have", url.Values{"To": {"whatsapp:+15559870000"}, "From": {"whatsapp:+15551230000"},
+		"ContentSid": {"HXffffffffffffffffffffffffffffffff"}}, 201, 400},
 }
 
 // TestPrism starts Prism once and checks it, twilio-go and the fake
@@ -93,6 +97,7 @@ func TestPrism(t *testing.T) {
 
 	t.Run("contract", func(t *testing.T) {
 		fake := twiliotest.NewAPI(t, twiliotest.WithoutCallbacks())
+		addTemplate(fake)
 		for _, c := range createForms {
 			status, body := post(t, base, prismSID, prismToken, c.form)
 			if status != c.prism {
