@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -126,7 +127,7 @@ func (i *Ingress) twilioWebhook(w http.ResponseWriter, r *http.Request) {
 		twiml(w)
 		return
 	}
-	in := contract.Inbound{ID: sid, User: u, Text: form.Get("Body")}
+	in := contract.Inbound{ID: sid, User: u, Text: twilioText(form)}
 	n, _ := strconv.Atoi(form.Get("NumMedia"))
 	for k := range min(max(n, 0), twilioMaxMedia) {
 		m := contract.Media{URL: form.Get("MediaUrl" + strconv.Itoa(k)), ContentType: form.Get("MediaContentType" + strconv.Itoa(k))}
@@ -141,6 +142,23 @@ func (i *Ingress) twilioWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	twiml(w)
+}
+
+// buttonAnswers are the button payloads that answer textslash: the
+// choices egress shows as WhatsApp quick-reply buttons.
+var buttonAnswers = []string{"yes", "no", "always", contract.ActionApprove, contract.ActionReject}
+
+// twilioText is what the person said: the payload of the quick-reply
+// button they pressed when it is one of textslash's answers (its title may
+// read otherwise), else the button's title, else the message's body.
+func twilioText(form url.Values) string {
+	if p := form.Get("ButtonPayload"); slices.Contains(buttonAnswers, p) {
+		return p
+	}
+	if t := form.Get("ButtonText"); t != "" {
+		return t
+	}
+	return form.Get("Body")
 }
 
 // twilioStatus takes a status callback about a message sent to a person

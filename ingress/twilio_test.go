@@ -155,7 +155,16 @@ func TestTwilioWebhook(t *testing.T) {
 	withMedia.Set("MediaContentType1", "application/pdf")
 	extra := inboundForm("whatsapp:"+alice, "hi", sid1)
 	extra.Set("SomethingNew", "x")
-	extra.Set("ButtonPayload", "approve")
+	// A quick-reply button's press: Body and ButtonText are its title.
+	button := func(payload, title string) url.Values {
+		f := inboundForm("whatsapp:"+alice, title, sid1)
+		f.Set("MessageType", "button")
+		f.Set("ButtonPayload", payload)
+		f.Set("ButtonText", title)
+		return f
+	}
+	buttonTextOnly := button("", "Yes")
+	buttonTextOnly.Set("Body", "")
 
 	tests := []struct {
 		name   string
@@ -176,6 +185,15 @@ func TestTwilioWebhook(t *testing.T) {
 				{URL: "https://api.twilio.com/a", ContentType: "image/jpeg"}, {URL: "https://api.twilio.com/b", ContentType: "application/pdf"}}}},
 		{"extra fields", "/webhook", extra, true, 200,
 			&contract.Inbound{ID: sid1, User: contract.User{Channel: "whatsapp", ID: "15551230001"}, Text: "hi"}},
+		{"button yes", "/webhook", button("yes", "Yes"), true, 200,
+			&contract.Inbound{ID: sid1, User: contract.User{Channel: "whatsapp", ID: "15551230001"}, Text: "yes"}},
+		{"button approve titled otherwise", "/webhook", button("approve", "Approve ✅"), true, 200,
+			&contract.Inbound{ID: sid1, User: contract.User{Channel: "whatsapp", ID: "15551230001"}, Text: "approve"}},
+		{"button of another payload", "/webhook", button("menu_1", "Show the menu"), true, 200,
+			&contract.Inbound{ID: sid1, User: contract.User{Channel: "whatsapp", ID: "15551230001"}, Text: "Show the menu"}},
+		{"button text without a body", "/webhook", buttonTextOnly, true, 200,
+			&contract.Inbound{ID: sid1, User: contract.User{Channel: "whatsapp", ID: "15551230001"}, Text: "Yes"}},
+		{"button unsigned", "/webhook", button("yes", "Yes"), false, 403, nil},
 		{"unsigned", "/webhook", inboundForm("whatsapp:"+alice, "hi", sid1), false, 403, nil},
 		{"not allowlisted", "/webhook", inboundForm("whatsapp:"+mallory, "hi", sid1), true, 200, nil},
 		{"unsupported sender", "/webhook", inboundForm("messenger:123", "hi", sid1), true, 200, nil},
@@ -443,6 +461,7 @@ func FuzzTwilioWebhook(f *testing.F) {
 	f.Add("MessageSid=SM1&From=%2B15551230001&NumMedia=99&MediaUrl98=x", true)
 	f.Add("MessageSid=SM1&From=whatsapp:&Body=%zz", true)
 	f.Add("NumMedia=-1&MessageSid=SM1&From=%2B15551230001&MediaUrl0=", false)
+	f.Add("MessageSid=SM1&From=whatsapp:%2B15551230001&ButtonPayload=yes&ButtonText=&Body=", true)
 	h := startTwilio(f, ingress.Twilio{})
 	f.Fuzz(func(t *testing.T, body string, sign bool) {
 		req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/webhook", strings.NewReader(body))
