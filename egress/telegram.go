@@ -36,7 +36,8 @@ type Telegram struct {
 	// whoever published it.
 	Allowed []string
 	// Rules of the channel; zero values take defaults (4,096 characters,
-	// media groups of 10, captions of 1,024, progress edits every 3 s).
+	// media groups of 10, captions of 1,024, progress edits every 3 s,
+	// "typing…" shown again every 4 s, a negative TypingEvery: never).
 	Rules Rules
 	// Retry of failed sends.
 	Retry Retry
@@ -48,6 +49,9 @@ const (
 	telegramCaptionLimit = 1024
 	telegramMediaGroup   = 10
 	telegramPhotoBytes   = 10 << 20
+	// telegramTypingEvery renews "typing…", which Telegram shows for 5 s
+	// (or until the bot's next message), before it fades.
+	telegramTypingEvery = 4 * time.Second
 )
 
 func (t *Telegram) validate() error {
@@ -75,6 +79,9 @@ func (t *Telegram) validate() error {
 	if t.Rules.ProgressEvery <= 0 {
 		t.Rules.ProgressEvery = 3 * time.Second
 	}
+	if t.Rules.TypingEvery == 0 {
+		t.Rules.TypingEvery = telegramTypingEvery
+	}
 	t.Rules = t.Rules.withDefaults(Rules{BodyLimit: telegramBodyLimit, MaxMedia: telegramMediaGroup, MaxImageBytes: telegramPhotoBytes})
 	if t.Rules.CaptionLimit <= 0 {
 		t.Rules.CaptionLimit = telegramCaptionLimit
@@ -101,7 +108,10 @@ type telegramSender struct {
 
 	mu     sync.Mutex
 	status map[string]statusMessage // by chat
+	quiet  map[string]time.Time     // by chat: no typing before, after a 429
 }
+
+var _ Typer = (*telegramSender)(nil)
 
 // statusMessage is the message showing a run's progress.
 type statusMessage struct {
@@ -117,7 +127,7 @@ func newTelegramSender(t Telegram, log zerolog.Logger) (*telegramSender, error) 
 	if err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
-	return &telegramSender{cfg: t, bot: b, upload: t.PublicURL == "", status: map[string]statusMessage{}}, nil
+	return &telegramSender{cfg: t, bot: b, upload: t.PublicURL == "", status: map[string]statusMessage{}, quiet: map[string]time.Time{}}, nil
 }
 
 // Send implements Sender with one Bot API call: a text, a photo with its
@@ -168,6 +178,35 @@ func (s *telegramSender) Send(ctx context.Context, u contract.User, m Message) (
 		return "", &SendError{Err: errors.New("telegram: no message in the answer")}
 	}
 	return strconv.Itoa(sent.ID), nil
+}
+
+// Typing implements Typer: one sendChatAction "typing" to u's chat, which
+// shows it for 5 s or until the bot's next message there. A failure is
+// returned, not tried again: the next Rules.TypingEvery calls again. After
+// a 429 the chat gets no "typing" until its retry_after has passed, which
+// leaves the chat's rate to the messages.
+func (s *telegramSender) Typing(ctx context.Context, u contract.User, _ string) error {
+	s.mu.Lock()
+	quiet := time.Now().Before(s.quiet[u.ID])
+	if !quiet {
+		delete(s.quiet, u.ID)
+	}
+	s.mu.Unlock()
+	if quiet {
+		return nil
+	}
+	_, err := s.bot.SendChatAction(ctx, &bot.SendChatActionParams{ChatID: u.ID, Action: models.ChatActionTyping})
+	if err == nil {
+		return nil
+	}
+	err = telegramError(err, s.cfg.BotToken)
+	var se *SendError
+	if errors.As(err, &se) && se.RetryAfter > 0 {
+		s.mu.Lock()
+		s.quiet[u.ID] = time.Now().Add(se.RetryAfter)
+		s.mu.Unlock()
+	}
+	return err
 }
 
 // buttons sends the choices after a media group, which cannot carry them.

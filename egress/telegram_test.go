@@ -37,6 +37,15 @@ type tgHarness struct {
 // Telegram does), local otherwise (egress uploads them).
 func startTelegram(t *testing.T, upload bool) *tgHarness {
 	t.Helper()
+	return startTelegramRules(t, upload, egress.Rules{ProgressEvery: 100 * time.Millisecond, TypingEvery: typingEvery})
+}
+
+// typingEvery is how often the harness's egress shows "typing…" again.
+const typingEvery = 50 * time.Millisecond
+
+// startTelegramRules is startTelegram with the channel's rules.
+func startTelegramRules(t *testing.T, upload bool, rules egress.Rules) *tgHarness {
+	t.Helper()
 	ns := natstest.RunJetStream(t)
 	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
 		t.Fatal(err)
@@ -53,7 +62,7 @@ func startTelegram(t *testing.T, upload bool) *tgHarness {
 	h := &tgHarness{t: t, js: ns.JS, api: telegramtest.NewAPI(t)}
 	cfg := egress.Telegram{BotToken: telegramtest.Token, APIURL: h.api.URL, Allowed: []string{carol.ID},
 		Retry: egress.Retry{Attempts: 4, Base: 10 * time.Millisecond, Max: 50 * time.Millisecond},
-		Rules: egress.Rules{ProgressEvery: 100 * time.Millisecond}}
+		Rules: rules}
 	if upload {
 		cfg.LocalURL = media.URL
 	} else {
@@ -256,5 +265,134 @@ func TestTelegramChoices(t *testing.T) {
 		if c := calls[i]; c.Method != w.method || c.Text != w.text || !reflect.DeepEqual(c.Keyboard, w.keyboard) {
 			t.Errorf("call %d: %s %q with keyboard %v; want %s %q with %v", i, c.Method, c.Text, c.Keyboard, w.method, w.text, w.keyboard)
 		}
+	}
+}
+
+// typing returns the chat actions shown in chat.
+func (h *tgHarness) typing(chat string) []telegramtest.ChatAction {
+	var out []telegramtest.ChatAction
+	for _, a := range h.api.ChatActions() {
+		if a.ChatID == chat {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// typingAtLeast waits until chat was shown "typing…" n times in all.
+func (h *tgHarness) typingAtLeast(chat string, n int) {
+	h.t.Helper()
+	natstest.CheckFor(h.t, 5*time.Second, 10*time.Millisecond, func() error {
+		acts := h.typing(chat)
+		for _, a := range acts {
+			if a.Action != "typing" {
+				h.t.Fatalf("chat action %+v; want typing", a)
+			}
+		}
+		if len(acts) < n {
+			return fmt.Errorf("%d typing calls to %s; want %d", len(acts), chat, n)
+		}
+		return nil
+	})
+}
+
+// typingStops waits until chat's typing indicator stopped (no call in 3
+// TypingEvery: one in flight when it was stopped may still land), then
+// checks that no call comes for 300 ms.
+func (h *tgHarness) typingStops(chat string) {
+	h.t.Helper()
+	var n int
+	natstest.CheckFor(h.t, 5*time.Second, 10*time.Millisecond, func() error {
+		acts := h.typing(chat)
+		if n = len(acts); n > 0 {
+			if ago := time.Since(acts[n-1].At); ago < 3*typingEvery {
+				return fmt.Errorf("typing goes on: %d calls, the last %v ago", n, ago)
+			}
+		}
+		return nil
+	})
+	holdsUntil(h.t, time.Now().Add(300*time.Millisecond), func() error {
+		if got := len(h.typing(chat)); got != n {
+			return fmt.Errorf("typing went on: %d calls, then %d", n, got)
+		}
+		return nil
+	})
+}
+
+// holdsUntil checks f until the deadline has passed and fails as soon as
+// it does not hold: how to wait for something that must not happen.
+func holdsUntil(t *testing.T, deadline time.Time, f func() error) {
+	t.Helper()
+	for {
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// While a run works its chat shows "typing…", shown again every
+// TypingEvery: from its start until a question, which waits for the
+// person, from the answer until its end. A chat nobody allowed is shown
+// nothing.
+func TestTelegramTyping(t *testing.T) {
+	h := startTelegram(t, false)
+	stranger := contract.User{Channel: contract.ChannelTelegram, ID: "999"}
+	h.publish(contract.Event{Kind: contract.KindStarted, User: stranger, JobID: "s1", At: time.Now()})
+	waitLog(t, &h.logs, 1)
+
+	h.publish(contract.Event{Kind: contract.KindStarted, JobID: "job1", At: time.Now()})
+	h.typingAtLeast(carol.ID, 3)
+
+	h.publish(contract.Event{Kind: contract.KindQuestion, JobID: "job1", Text: "May I run `ls`?", Question: 1, Choices: []string{"yes", "no"}, At: time.Now()})
+	h.api.WaitCalls(t, 1, 5*time.Second)
+	h.typingStops(carol.ID)
+
+	before := len(h.typing(carol.ID))
+	h.publish(contract.Event{Kind: contract.KindAnswer, JobID: "job1", Question: 1, Text: "yes", At: time.Now()})
+	h.typingAtLeast(carol.ID, before+3)
+
+	h.publish(contract.Event{Kind: contract.KindDone, JobID: "job1", Text: "done", Status: contract.StatusOK, At: time.Now()})
+	if calls := h.api.WaitCalls(t, 2, 5*time.Second); calls[1].Text != "done" {
+		t.Fatalf("calls %+v; want the question, then the reply", calls)
+	}
+	h.typingStops(carol.ID)
+
+	if got := h.typing(stranger.ID); len(got) != 0 {
+		t.Errorf("typing shown to a chat nobody allowed: %+v", got)
+	}
+}
+
+// By default "typing…" is shown again every 4 s, before Telegram's 5 s
+// run out: once at the start, and not again within 300 ms.
+func TestTelegramTypingByDefault(t *testing.T) {
+	h := startTelegramRules(t, false, egress.Rules{})
+	h.publish(contract.Event{Kind: contract.KindStarted, JobID: "job1", At: time.Now()})
+	h.typingAtLeast(carol.ID, 1)
+	holdsUntil(t, time.Now().Add(300*time.Millisecond), func() error {
+		if n := len(h.typing(carol.ID)); n != 1 {
+			return fmt.Errorf("%d typing calls in 300 ms; want 1 (the next after 4 s)", n)
+		}
+		return nil
+	})
+}
+
+// A 429 to sendChatAction is not tried again: the chat is shown "typing…"
+// again once its retry_after has passed.
+func TestTelegramTypingWaitsOutA429(t *testing.T) {
+	h := startTelegram(t, false)
+	h.api.FailChatActions(1, http.StatusTooManyRequests, 1)
+	start := time.Now()
+	h.publish(contract.Event{Kind: contract.KindStarted, JobID: "job1", At: start})
+	h.typingAtLeast(carol.ID, 1)
+	if first := h.typing(carol.ID)[0]; first.At.Sub(start) < time.Second {
+		t.Errorf("typing shown %v after the start, through a 429 asking for 1 s", first.At.Sub(start))
+	}
+	h.publish(contract.Event{Kind: contract.KindDone, JobID: "job1", Text: "done", Status: contract.StatusOK, At: time.Now()})
+	if c := h.api.WaitCalls(t, 1, 5*time.Second)[0]; c.Text != "done" {
+		t.Errorf("reply %+v; want done", c)
 	}
 }

@@ -1,9 +1,9 @@
 // Package telegramtest is a fake Telegram Bot API for tests: it takes the
 // methods textslash calls (sendMessage, editMessageText, sendPhoto,
-// sendMediaGroup, editMessageReplyMarkup, answerCallbackQuery, getFile and
-// file downloads), records them, keeps the messages sent to check edits
-// against, and fails on request the way Telegram does (429 with
-// retry_after, 400, 403).
+// sendMediaGroup, editMessageReplyMarkup, answerCallbackQuery,
+// sendChatAction, getFile and file downloads), records them, keeps the
+// messages sent to check edits against, and fails on request the way
+// Telegram does (429 with retry_after, 400, 403).
 package telegramtest
 
 import (
@@ -79,6 +79,9 @@ type API struct {
 	files    map[string][]byte  // by file_id
 	messages map[string]message // by chat id and message id, "<chat>:<id>"
 	queries  map[string]bool    // callback queries made, true once answered
+
+	actions     []ChatAction // sendChatAction calls taken, apart from calls
+	failActions []failure
 }
 
 // NewAPI starts the fake; it stops with the test.
@@ -156,6 +159,20 @@ func fail(w http.ResponseWriter, code int, desc string) {
 	write(w, code, reply{ErrorCode: code, Description: desc})
 }
 
+// refuse answers a call with a failure asked for (FailNext,
+// FailChatActions); a 429 carries its retry_after.
+func (a *API) refuse(w http.ResponseWriter, method string, f failure) {
+	rep := reply{ErrorCode: f.code, Description: f.desc}
+	if f.code == http.StatusTooManyRequests {
+		rep.Description = fmt.Sprintf("Too Many Requests: retry after %d", f.retryAfter)
+		rep.Parameters = &struct {
+			RetryAfter int `json:"retry_after,omitempty"`
+		}{f.retryAfter}
+	}
+	a.t.Logf("telegramtest: %s refused: %d", method, f.code)
+	write(w, f.code, rep)
+}
+
 func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+Token+"/"); ok {
 		a.mu.Lock()
@@ -178,21 +195,17 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "Bad Request: "+err.Error())
 		return
 	}
+	if method == "sendChatAction" {
+		a.chatAction(w, form)
+		return
+	}
 	a.mu.Lock()
 	a.attempts++
 	if len(a.failNext) > 0 {
 		f := a.failNext[0]
 		a.failNext = a.failNext[1:]
 		a.mu.Unlock()
-		rep := reply{ErrorCode: f.code, Description: f.desc}
-		if f.code == http.StatusTooManyRequests {
-			rep.Description = fmt.Sprintf("Too Many Requests: retry after %d", f.retryAfter)
-			rep.Parameters = &struct {
-				RetryAfter int `json:"retry_after,omitempty"`
-			}{f.retryAfter}
-		}
-		a.t.Logf("telegramtest: %s refused: %d", method, f.code)
-		write(w, f.code, rep)
+		a.refuse(w, method, f)
 		return
 	}
 	a.mu.Unlock()
