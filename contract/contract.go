@@ -103,6 +103,17 @@ func PermissionScheduleSubject(u User) string { return subjectTimer + "." + u.Ke
 // when they fire (Timer.Kind tells which).
 func ApprovalExpiredSubject(u User) string { return subjectTimer + "." + u.Key() + ".expired" }
 
+// ScheduleSubject holds one of a user's scheduled messages, id: a
+// JetStream message schedule (once, cron or every) that fires into
+// ScheduledSubject.
+func ScheduleSubject(u User, id string) string { return subjectTimer + "." + u.Key() + ".sched." + id }
+
+// UserSchedules filters every schedule of one user.
+func UserSchedules(u User) string { return subjectTimer + "." + u.Key() + ".sched.*" }
+
+// ScheduledSubject receives a user's scheduled messages when they fire.
+func ScheduledSubject(u User) string { return subjectTimer + "." + u.Key() + ".run" }
+
 // InboundSubject is where ingress publishes a person's message.
 func InboundSubject(u User) string { return subjectIn + "." + u.Key() }
 

@@ -270,6 +270,9 @@ type UserState struct {
 	// Steer: every message sent while a run works is added to that run
 	// (as "btw …" is), instead of waiting its turn.
 	Steer bool `json:"steer,omitempty"`
+	// Zone is the person's time zone for schedules (IANA name; "": the
+	// server's).
+	Zone string `json:"zone,omitempty"`
 }
 
 // FinishedKept is how many finished job ids a UserState remembers.
@@ -287,6 +290,18 @@ type Timer struct {
 	Question int    `json:"question,omitempty"`
 }
 
+// Schedule is a message a person scheduled ("at 18:00 run the tests"):
+// the payload of its schedule in TIMERS and of each message it fires.
+type Schedule struct {
+	V    int    `json:"v"`
+	ID   string `json:"id"`
+	User User   `json:"user"`
+	Text string `json:"text"`
+	// When says when it runs ("every weekday at 09:00 (Europe/Paris)").
+	When    string    `json:"when"`
+	Created time.Time `json:"created"`
+}
+
 // TimerPermission is Timer.Kind of a permission question's timeout.
 const TimerPermission = "permission"
 
@@ -302,6 +317,7 @@ func (p *Event) setVersion()     { p.V = Version }
 func (p *UserState) setVersion() { p.V = Version }
 func (p *Timer) setVersion()     { p.V = Version }
 func (p *Cost) setVersion()      { p.V = Version }
+func (p *Schedule) setVersion()  { p.V = Version }
 
 // Decode unmarshals a payload and refuses versions newer than this contract.
 // Every failure wraps ErrInvalidPayload or ErrVersion: a redelivery cannot
@@ -325,6 +341,12 @@ func Decode(data []byte, p interface{ version() int }) error {
 func (p *Inbound) validate() error { return validateRef(p.User, p.ID) }
 func (p *Job) validate() error     { return validateRef(p.User, p.ID) }
 func (p *Timer) validate() error   { return validateRef(p.User, p.JobID) }
+func (p *Schedule) validate() error {
+	if p.Text == "" {
+		return errors.New("nothing to run")
+	}
+	return validateRef(p.User, p.ID)
+}
 func (p *Event) validate() error {
 	if p.Kind == "" {
 		return errors.New("no kind")
@@ -349,6 +371,7 @@ func (p *Event) version() int     { return p.V }
 func (p *UserState) version() int { return p.V }
 func (p *Timer) version() int     { return p.V }
 func (p *Cost) version() int      { return p.V }
+func (p *Schedule) version() int  { return p.V }
 
 // MsgID is the Nats-Msg-Id of a message about one of a user's messages:
 // provider ids are unique per user, so the user key makes them unique.

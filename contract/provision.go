@@ -20,7 +20,7 @@ const (
 	ConsumerDispatcher     = "dispatcher"        // IN: every inbound message
 	ConsumerDispatcherDone = "dispatcher-done"   // EVENTS: done events (start the next job) and questions
 	ConsumerRunner         = "runner"            // JOBS: every job
-	ConsumerTimers         = "dispatcher-timers" // TIMERS: approval and permission timeouts that fired
+	ConsumerTimers         = "dispatcher-timers" // TIMERS: timeouts that fired, scheduled messages
 
 	BucketUsers      = "users"      // KV: UserState per User.Key
 	BucketEgress     = "egress"     // KV: what egress sent, and the pages still to send
@@ -201,8 +201,8 @@ func Consumers() map[string][]jetstream.ConsumerConfig {
 		}},
 		StreamTimers: {{
 			Durable:        ConsumerTimers,
-			Description:    "dispatcher: end approvals and permission questions nobody answered",
-			FilterSubject:  subjectTimer + ".*.*.expired",
+			Description:    "dispatcher: end approvals and permission questions nobody answered; run scheduled messages",
+			FilterSubjects: []string{subjectTimer + ".*.*.expired", subjectTimer + ".*.*.run"},
 			AckPolicy:      jetstream.AckExplicitPolicy,
 			AckWait:        30 * time.Second,
 			PriorityPolicy: jetstream.PriorityPolicyPinned,

@@ -198,8 +198,12 @@ func (d *Dispatcher) handleDone(ctx context.Context, msg jetstream.Msg) error {
 	return d.apply(ctx, ev.User, fsm.Input{Kind: fsm.Done, ID: ev.JobID, Approval: ev.Approval}, nil)
 }
 
-// handleTimeout ends an approval request nobody answered.
+// handleTimeout ends an approval request or a question nobody answered,
+// and runs scheduled messages.
 func (d *Dispatcher) handleTimeout(ctx context.Context, msg jetstream.Msg) error {
+	if strings.HasSuffix(msg.Subject(), ".run") {
+		return d.handleScheduled(ctx, msg)
+	}
 	var t contract.Timer
 	if err := contract.Decode(msg.Data(), &t); err != nil {
 		return err
@@ -241,7 +245,7 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 		snap, effects := fsm.Step(snapshot(st), input)
 		next := contract.UserState{State: snap.State, JobID: snap.Job, NewSession: snap.NewSession,
 			Action: snap.Action, JobNewSession: snap.JobNewSession, JobMode: snap.JobMode, Question: snap.Question,
-			Mode: snap.Mode, Usual: snap.Usual, Steer: snap.Steer, Since: st.Since, Queued: st.Queued, Finished: st.Finished}
+			Mode: snap.Mode, Usual: snap.Usual, Steer: snap.Steer, Zone: snap.Zone, Since: st.Since, Queued: st.Queued, Finished: st.Finished}
 		if running(st.State) && (!running(snap.State) || snap.Job != st.JobID) {
 			next.Finished = appendFinished(st.Finished, st.JobID) // ended or cancelled
 		}
@@ -283,7 +287,7 @@ func conflict(err error) bool {
 func snapshot(st contract.UserState) fsm.Snapshot {
 	return fsm.Snapshot{State: st.State, Job: st.JobID, NewSession: st.NewSession, Action: st.Action,
 		JobNewSession: st.JobNewSession, JobMode: st.JobMode, Question: st.Question,
-		Mode: st.Mode, Usual: st.Usual, Steer: st.Steer}
+		Mode: st.Mode, Usual: st.Usual, Steer: st.Steer, Zone: st.Zone}
 }
 
 // running reports whether a job runs in state (maybe waiting for an answer).
@@ -376,6 +380,19 @@ func (d *Dispatcher) carryOut(ctx context.Context, log zerolog.Logger, u contrac
 				contract.MsgID(u, e.ID, "steer", input.ID))
 		case fsm.ReportStatus:
 			err = d.notice(ctx, u, input.ID, ref+":"+fmt.Sprint(i), d.status(ctx, u, before))
+		case fsm.AddSchedule, fsm.ListSchedules, fsm.RemoveSchedule:
+			var text string
+			switch e.Kind {
+			case fsm.AddSchedule:
+				text, err = d.schedule(ctx, u, now, input.ID, e.Action, e.Text)
+			case fsm.ListSchedules:
+				text, err = d.listSchedules(ctx, u)
+			default:
+				text, err = d.unschedule(ctx, u, e.Text)
+			}
+			if err == nil {
+				err = d.notice(ctx, u, input.ID, ref+":"+fmt.Sprint(i), text)
+			}
 		case fsm.ReportCost:
 			var text string
 			if text, err = d.costs.report(ctx, u); err == nil {

@@ -68,6 +68,7 @@ type config struct {
 	Permission   time.Duration
 	DefaultMode  string
 	Budgets      dispatcher.Budgets
+	TimeZone     string
 	ShowCost     bool
 	Replicas     int
 	LogLevel     string
@@ -264,6 +265,7 @@ func parseConfig(name string, services []string, args []string, stderr io.Writer
 	f.float(&c.Budgets.PersonMonthly, "budget-person-monthly", "TEXTSLASH_BUDGET_PERSON_MONTHLY", 0, "most each person's runs may cost in a month, in USD (0: no limit)")
 	f.float(&c.Budgets.Daily, "budget-daily", "TEXTSLASH_BUDGET_DAILY", 0, "most everybody's runs together may cost in a day, in USD (0: no limit)")
 	f.float(&c.Budgets.Monthly, "budget-monthly", "TEXTSLASH_BUDGET_MONTHLY", 0, "most everybody's runs together may cost in a month, in USD (0: no limit)")
+	f.str(&c.TimeZone, "time-zone", "TEXTSLASH_TIME_ZONE", "", "time zone (IANA name, like Europe/Paris) of the days and months of costs and budgets, and of schedules for people who set none with tz; default the server's")
 	f.bool(&c.ShowCost, "show-cost", "TEXTSLASH_SHOW_COST", false, "end each reply with what its run cost and the tokens it used")
 	f.int(&c.Replicas, "replicas", "TEXTSLASH_REPLICAS", 1, "replicas of each stream and bucket (3 on a NATS cluster)")
 	f.str(&c.TwilioSID, "twilio-account-sid", "TWILIO_ACCOUNT_SID", "", "Twilio account; setting it (with the token) turns WhatsApp and SMS on")
@@ -373,6 +375,9 @@ func (c *config) validate() error {
 	}
 	if c.IdleExit < 0 {
 		return fmt.Errorf("TEXTSLASH_IDLE_EXIT=%s: must not be negative", c.IdleExit)
+	}
+	if _, err := time.LoadLocation(c.TimeZone); err != nil {
+		return fmt.Errorf("TEXTSLASH_TIME_ZONE=%q: %v", c.TimeZone, err)
 	}
 	if c.Approval < time.Second {
 		return fmt.Errorf("TEXTSLASH_APPROVAL_TIMEOUT=%s: must be at least 1s", c.Approval)
@@ -551,4 +556,13 @@ func (c *config) telegramEgress() *egress.Telegram {
 		Allowed:  ingress.ParseList(c.TelegramAllowed),
 		LocalURL: "http://" + net.JoinHostPort(host, strconv.Itoa(c.Port)),
 		Rules:    egress.Rules{Truncate: c.LongReplies == "truncate"}}
+}
+
+// location is TEXTSLASH_TIME_ZONE's (checked by validate), or the server's.
+func (c *config) location() *time.Location {
+	if c.TimeZone == "" {
+		return time.Local
+	}
+	loc, _ := time.LoadLocation(c.TimeZone)
+	return loc
 }

@@ -134,7 +134,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	}
 	if cfg.runs(Dispatcher) {
 		disp, err := dispatcher.New(dispatcher.Config{ApprovalTimeout: cfg.Approval,
-			PermissionTimeout: cfg.Permission, DefaultMode: cfg.DefaultMode, Budgets: cfg.Budgets}, js, log)
+			PermissionTimeout: cfg.Permission, DefaultMode: cfg.DefaultMode, Budgets: cfg.Budgets, Location: cfg.location()}, js, log)
 		if err != nil {
 			return err
 		}

@@ -18,6 +18,7 @@ package fsm
 import (
 	"slices"
 	"strings"
+	"time"
 )
 
 // States.
@@ -66,9 +67,16 @@ const (
 	Mode  = "mode"
 	Steer = "steer"
 	Btw   = "btw"
+	// Scheduled messages: "at 18:00 run the tests", "every weekday 9:00
+	// summarize open PRs", "schedules", "unschedule 3f2a9c", "tz Europe/Paris".
+	At         = "at"
+	Every      = "every"
+	Schedules  = "schedules"
+	Unschedule = "unschedule"
+	Zone       = "tz"
 )
 
-var keywords = []string{Cancel, Approve, Reject, Status, More, New, Help, Go, Cost}
+var keywords = []string{Cancel, Approve, Reject, Status, More, New, Help, Go, Cost, Schedules}
 
 // ParseKeyword reports whether text is a keyword: one of the words above
 // as the whole message (any case), or mode, steer or btw followed by their
@@ -89,6 +97,14 @@ func ParseKeyword(text string) (kw, arg string, ok bool) {
 	case Btw:
 		if rest != "" {
 			return Btw, rest, true
+		}
+	case At, Every:
+		if looksScheduled(first, rest) {
+			return first, rest, true
+		}
+	case Unschedule, Zone:
+		if rest != "" && !strings.ContainsAny(rest, " \n") {
+			return first, rest, true
 		}
 	}
 	return "", "", false
@@ -154,6 +170,8 @@ const (
 	MsgModeAsk   = "Mode ask: Claude asks before each change. Reply yes, no (with a reason if you like) or always."
 	MsgModePlan  = "Mode plan: Claude plans without changing anything, and the plan is its reply. Reply go to carry it out."
 	MsgGoWorking = "Claude is still working. Reply go once the plan has arrived."
+	MsgZone      = "OK: your schedules use the time zone "
+	MsgZoneUsage = "Say tz and a time zone's name, like tz Europe/Paris or tz America/New_York."
 	// GoPrompt is the message a go sends the agent.
 	GoPrompt = "The plan is approved: carry it out now."
 	MsgHelp  = `Send any message and the agent works on it in your workspace.
@@ -169,6 +187,9 @@ Keywords:
   go       carry out the plan (in plan mode)
   btw …    add a message to the run that is working
   steer    on: every message sent while working is added to the run
+  at 18:00 <task>, every weekday 9:00 <task>, every 2h <task>
+           run a task later; schedules lists them, unschedule <id> ends one
+  tz       your time zone for schedules (tz Europe/Paris)
   help     this list
 When Claude asks, reply yes, no (no, <what to do instead>) or always.`
 )
@@ -194,11 +215,13 @@ type Snapshot struct {
 	Mode  string
 	Usual string
 	Steer bool
+	// Zone is the person's time zone for schedules ("" : the server's).
+	Zone string
 }
 
 // settings is s's person settings alone: what survives every transition.
 func (s Snapshot) settings() Snapshot {
-	return Snapshot{NewSession: s.NewSession, Mode: s.Mode, Usual: s.Usual, Steer: s.Steer}
+	return Snapshot{NewSession: s.NewSession, Mode: s.Mode, Usual: s.Usual, Steer: s.Steer, Zone: s.Zone}
 }
 
 // working is s running the job e starts. A message's job uses up the
@@ -285,6 +308,12 @@ const (
 	SteerRun
 	// ReportCost sends the person what their runs cost.
 	ReportCost
+	// AddSchedule schedules Text, the words after Action (at or every).
+	AddSchedule
+	// ListSchedules sends the person their schedules.
+	ListSchedules
+	// RemoveSchedule removes the schedule named Text.
+	RemoveSchedule
 )
 
 // Effect is one thing to do.
@@ -399,6 +428,18 @@ func keyword(s Snapshot, in Input) (Snapshot, []Effect) {
 		return s, []Effect{{Kind: ReportStatus}}
 	case Cost:
 		return s, []Effect{{Kind: ReportCost}}
+	case At, Every:
+		return s, []Effect{{Kind: AddSchedule, Action: in.Keyword, Text: in.Arg}}
+	case Schedules:
+		return s, []Effect{{Kind: ListSchedules}}
+	case Unschedule:
+		return s, []Effect{{Kind: RemoveSchedule, Text: in.Arg}}
+	case Zone:
+		if _, err := time.LoadLocation(in.Arg); err != nil || in.Arg == "Local" {
+			return s, []Effect{{Kind: Notice, Text: MsgZoneUsage}}
+		}
+		s.Zone = in.Arg
+		return s, []Effect{{Kind: Notice, Text: MsgZone + in.Arg + "."}}
 	case More:
 		return s, []Effect{{Kind: NextPage}}
 	case New:

@@ -1,0 +1,86 @@
+package dispatcher_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/dispatcher"
+	"github.com/textslash/textslash/natstest"
+)
+
+// A task scheduled with at runs once when its time comes, even with the
+// dispatcher stopped and started again in between.
+func TestScheduleAtSurvivesRestart(t *testing.T) {
+	b := newBench(t, dispatcher.Config{Location: time.UTC})
+	u := user(t, "alice")
+	at := time.Now().UTC().Add(3 * time.Second)
+	got := b.say(u, "s1", "at "+at.Format("15:04:05")+" echo later")
+	if len(got) != 1 || !strings.HasPrefix(got[0], "Scheduled ") || !strings.Contains(got[0], "“echo later”, at ") {
+		t.Fatalf("notices %q; want the schedule confirmed", got)
+	}
+	id := strings.Fields(got[0])[1]
+	id = strings.TrimSuffix(id, ":")
+	if list := b.say(u, "s2", "schedules"); len(list) != 1 || !strings.Contains(list[0], id+"  at ") {
+		t.Errorf("schedules: %q; want %s listed", list, id)
+	}
+	b.stopDispatcher()
+	time.Sleep(time.Until(at) + time.Second) // the schedule fires while no dispatcher runs
+	b.startDispatcher()
+	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		for _, j := range b.jobsOf(u) {
+			if j.Text == "echo later" {
+				return nil
+			}
+		}
+		return fmt.Errorf("jobs %v", jobIDs(b.jobsOf(u)))
+	})
+	b.finish(u, b.jobsOf(u)[0].ID, false)
+	b.waitState(u, contract.StateIdle, "")
+	if jobs := b.jobsOf(u); len(jobs) != 1 {
+		t.Errorf("jobs %v; want the scheduled task once", jobIDs(jobs))
+	}
+	if list := b.say(u, "s3", "schedules"); len(list) != 1 || !strings.HasPrefix(list[0], "No schedules") {
+		t.Errorf("schedules after it ran: %q; want none", list)
+	}
+}
+
+// every repeats until unscheduled; unknown ids and bad times are told.
+func TestScheduleEvery(t *testing.T) {
+	b := newBench(t, dispatcher.Config{Location: time.UTC})
+	u := user(t, "alice")
+	got := b.say(u, "s1", "every 5s ping")
+	if len(got) != 1 || !strings.Contains(got[0], "every 5s") {
+		t.Fatalf("notices %q", got)
+	}
+	id := strings.TrimSuffix(strings.Fields(got[0])[1], ":")
+	for n := 1; n <= 2; n++ {
+		natstest.CheckFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+			if jobs := b.jobsOf(u); len(jobs) < n {
+				return fmt.Errorf("%d runs", len(jobs))
+			}
+			return nil
+		})
+		jobs := b.jobsOf(u)
+		b.finish(u, jobs[len(jobs)-1].ID, false)
+		b.waitState(u, contract.StateIdle, "")
+	}
+	if got := b.say(u, "s2", "unschedule "+id); len(got) != 1 || got[0] != "Unscheduled "+id+"." {
+		t.Errorf("unschedule: %q", got)
+	}
+	if got := b.say(u, "s3", "unschedule nope"); len(got) != 1 || !strings.HasPrefix(got[0], "No schedule nope.") {
+		t.Errorf("unschedule nope: %q", got)
+	}
+	if got := b.say(u, "s4", "at 2020-01-01 09:00 too late"); len(got) != 1 || !strings.Contains(got[0], "is past") {
+		t.Errorf("a past time: %q", got)
+	}
+	n := len(b.jobsOf(u))
+	holdsUntil(t, time.Now().Add(6*time.Second), func() error {
+		if m := len(b.jobsOf(u)); m != n {
+			return fmt.Errorf("%d runs after unschedule; want %d", m, n)
+		}
+		return nil
+	})
+}
