@@ -7,13 +7,16 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
 	twilio "github.com/twilio/twilio-go"
 	"github.com/twilio/twilio-go/client"
 	openapi "github.com/twilio/twilio-go/rest/api/v2010"
+	messaging "github.com/twilio/twilio-go/rest/messaging/v2"
 
 	"github.com/textslash/textslash/contract"
 )
@@ -46,6 +49,8 @@ type Twilio struct {
 	// message goes anyway.
 	SentWait time.Duration
 	// Rules of the WhatsApp and SMS channels; zero values take defaults.
+	// WhatsApp shows a typing indicator every 20 s while a run works (a
+	// negative TypingEvery: never); SMS has none.
 	WhatsApp Rules
 	SMS      Rules
 	// Retry of failed sends.
@@ -60,6 +65,9 @@ const (
 	twilioMMSMedia       = 10
 	twilioCodeRateLimit  = 20429
 	twilioCodeOutOfReply = 63016 // outside WhatsApp's 24-hour customer service window
+	// twilioTypingEvery: Twilio shows a typing indicator up to 25 s, or
+	// until the next message.
+	twilioTypingEvery = 20 * time.Second
 )
 
 func (t *Twilio) validate() error {
@@ -95,20 +103,30 @@ func (t *Twilio) validate() error {
 		t.SentWait = 15 * time.Second
 	}
 	t.WhatsApp = t.WhatsApp.withDefaults(Rules{BodyLimit: twilioBodyLimit, MaxMedia: 1, MaxImageBytes: twilioWhatsAppImage})
+	if t.WhatsApp.TypingEvery == 0 {
+		t.WhatsApp.TypingEvery = twilioTypingEvery
+	}
 	t.SMS = t.SMS.withDefaults(Rules{BodyLimit: twilioBodyLimit, MaxMedia: twilioMMSMedia, MaxImageBytes: twilioMMSImage})
 	t.Retry = t.Retry.withDefaults()
 	return nil
 }
 
-// twilioSender sends through Twilio's Messages API with twilio-go.
+// twilioSender sends through Twilio's Messages API with twilio-go; on
+// WhatsApp, choices go as quick-reply buttons (twilio_content.go) and a
+// typing indicator shows while a run works.
 type twilioSender struct {
 	cfg Twilio
-	api *openapi.ApiService
-	// prefix of addresses on this channel: "whatsapp:" or "".
+	api *twilio.RestClient
+	// prefix of addresses on this channel: whatsappPrefix or "".
 	prefix string
+	quick  quickReplies
 }
 
-func newTwilioAPI(cfg Twilio) *openapi.ApiService {
+const whatsappPrefix = "whatsapp:"
+
+// newTwilioAPI is twilio-go's client of api.twilio.com, content.twilio.com
+// and messaging.twilio.com, all three sent to APIURL when it is set.
+func newTwilioAPI(cfg Twilio) *twilio.RestClient {
 	hc := &http.Client{
 		Timeout:       15 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -119,7 +137,7 @@ func newTwilioAPI(cfg Twilio) *openapi.ApiService {
 	}
 	c := &client.Client{Credentials: client.NewCredentials(cfg.AccountSID, cfg.AuthToken), HTTPClient: hc}
 	c.SetAccountSid(cfg.AccountSID)
-	return twilio.NewRestClientWithParams(twilio.ClientParams{Client: c}).Api
+	return twilio.NewRestClientWithParams(twilio.ClientParams{Client: c})
 }
 
 // rebase sends requests meant for Twilio's API hosts to another base URL:
@@ -137,13 +155,22 @@ func (r rebase) RoundTrip(req *http.Request) (*http.Response, error) {
 	return r.next.RoundTrip(req)
 }
 
-// Send creates one message. twilio-go takes no context: the HTTP client's
-// timeout bounds the call.
-func (s *twilioSender) Send(_ context.Context, u contract.User, m Message) (string, error) {
+// Send creates one message; on WhatsApp, one with choices is a quick reply
+// (and may take two). twilio-go takes no context: the HTTP client's
+// timeout bounds each call.
+func (s *twilioSender) Send(ctx context.Context, u contract.User, m Message) (string, error) {
 	to, ok := u.Phone()
 	if !ok {
 		return "", &SendError{Err: fmt.Errorf("user %s has no phone number", u), Permanent: true}
 	}
+	if s.prefix == whatsappPrefix && quickReplyable(m.Choices) {
+		return s.sendWithButtons(zerolog.Ctx(ctx), to, m)
+	}
+	return s.create(s.params(to, m))
+}
+
+// params are the create parameters of m to the number to.
+func (s *twilioSender) params(to string, m Message) *openapi.CreateMessageParams {
 	p := &openapi.CreateMessageParams{}
 	p.SetTo(s.prefix + to)
 	if s.cfg.MessagingServiceSID != "" {
@@ -160,7 +187,12 @@ func (s *twilioSender) Send(_ context.Context, u contract.User, m Message) (stri
 	if s.cfg.StatusCallbacks {
 		p.SetStatusCallback(s.cfg.PublicURL + StatusCallbackPath)
 	}
-	resp, err := s.api.CreateMessage(p)
+	return p
+}
+
+// create sends one message; failures are *SendError.
+func (s *twilioSender) create(p *openapi.CreateMessageParams) (string, error) {
+	resp, err := s.api.Api.CreateMessage(p)
 	if err != nil {
 		return "", twilioError(err)
 	}
@@ -172,8 +204,9 @@ func (s *twilioSender) Send(_ context.Context, u contract.User, m Message) (stri
 
 // Find looks among the person's latest messages for m created since then:
 // the send a crash left unrecorded. Twilio keeps no idempotency keys, so
-// the body, the media count and the time are the match; the person's
-// messages go out one at a time, so the newest match is the one.
+// the body, the media count and the time are the match (a quick reply's
+// body is its text); the person's messages go out one at a time, so the
+// newest match is the one.
 func (s *twilioSender) Find(_ context.Context, u contract.User, m Message, since time.Time) (string, error) {
 	to, ok := u.Phone()
 	if !ok {
@@ -182,7 +215,7 @@ func (s *twilioSender) Find(_ context.Context, u contract.User, m Message, since
 	p := &openapi.ListMessageParams{}
 	p.SetTo(s.prefix + to)
 	p.SetPageSize(20)
-	page, err := s.api.PageMessage(p, "", "")
+	page, err := s.api.Api.PageMessage(p, "", "")
 	if err != nil {
 		return "", twilioError(err)
 	}
@@ -200,6 +233,26 @@ func (s *twilioSender) Find(_ context.Context, u contract.User, m Message, since
 		return *msg.Sid, nil // newest first
 	}
 	return "", nil
+}
+
+// messageSidRE is a Twilio message's SID (SM…) or media message's (MM…):
+// a WhatsApp person's job id, the message a typing indicator answers.
+var messageSidRE = regexp.MustCompile(`^(SM|MM)[0-9a-fA-F]{32}$`)
+
+// Typing shows a WhatsApp person "typing…" in answer to their message
+// jobID, for up to 25 s or until the next message; it also marks their
+// message read. SMS has no typing indicator, and a job that did not come
+// from a Twilio message (a SID) has nothing to answer: both are no-ops.
+func (s *twilioSender) Typing(_ context.Context, _ contract.User, jobID string) error {
+	if s.prefix != whatsappPrefix || !messageSidRE.MatchString(jobID) {
+		return nil
+	}
+	p := &messaging.CreateTypingIndicatorParams{}
+	p.SetChannel("whatsapp").SetMessageId(jobID)
+	if _, err := s.api.MessagingV2.CreateTypingIndicator(p); err != nil {
+		return fmt.Errorf("typing indicator: %w", err)
+	}
+	return nil
 }
 
 // findSlack is how much earlier than our record of a send Twilio's may be.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"slices"
 	"strings"
@@ -81,6 +82,12 @@ func prepare(t *testing.T, cfg egress.Twilio) (*harness, egress.Twilio) {
 
 func (h *harness) run(cfg egress.Twilio) {
 	h.t.Helper()
+	h.t.Cleanup(h.runStoppable(cfg))
+}
+
+// runStoppable runs egress until the returned stop is called.
+func (h *harness) runStoppable(cfg egress.Twilio) (stop func()) {
+	h.t.Helper()
 	log := testLog(h.t)
 	if h.logs != nil {
 		log = zerolog.New(h.logs)
@@ -92,7 +99,7 @@ func (h *harness) run(cfg egress.Twilio) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
-	h.t.Cleanup(func() {
+	return sync.OnceFunc(func() {
 		cancel()
 		if err := <-done; err != nil {
 			h.t.Errorf("egress: %v", err)
@@ -421,5 +428,283 @@ func TestUnrecordedSend(t *testing.T) {
 				t.Errorf("sent mark %q (%v); want the message's sid %s", e.Value(), err, msgs[0].SID)
 			}
 		})
+	}
+}
+
+// buttons are the titles and ids of the quick reply m was sent with,
+// "Yes=yes"; nil when m was sent as text.
+func (h *harness) buttons(m twiliotest.Message) []string {
+	h.t.Helper()
+	if m.ContentSID == "" {
+		return nil
+	}
+	for _, c := range h.api.Contents() {
+		if c.SID != m.ContentSID {
+			continue
+		}
+		if c.QuickReply == nil || c.QuickReply.Body != "{{1}}" {
+			h.t.Fatalf("content %s is %+v; want a quick reply whose body is variable 1", c.SID, c)
+		}
+		var out []string
+		for _, a := range c.QuickReply.Actions {
+			out = append(out, a.Title+"="+a.ID)
+		}
+		return out
+	}
+	h.t.Fatalf("message %s sent with content %s, which the fake does not hold", m.SID, m.ContentSID)
+	return nil
+}
+
+var (
+	askChoices     = []string{"yes", "no", "always"}
+	approveChoices = []string{"approve", "reject"}
+	askButtons     = []string{"Yes=yes", "No=no", "Always=always"}
+	approveButtons = []string{"Approve=approve", "Reject=reject"}
+)
+
+func question(u contract.User, text string) contract.Event {
+	return contract.Event{Kind: contract.KindQuestion, User: u, Text: text, Question: 1, Choices: askChoices}
+}
+
+// A question to a WhatsApp person is a quick reply: its text as variable 1
+// of a content with a button per choice. Each choice set's content is
+// made once, and found again by a restarted egress rather than made
+// twice. SMS gets the text.
+func TestQuickReplies(t *testing.T) {
+	h, cfg := prepare(t, egress.Twilio{})
+	stop := h.runStoppable(cfg)
+	asks := []string{
+		"Claude wants to run `ls` in your workspace. Reply yes, no or always.",
+		"Claude wants to edit `main.go` in your workspace. Reply yes, no or always.",
+		"Claude wants to run `make` in your workspace. Reply yes, no or always.",
+	}
+	check := func(m twiliotest.Message, body string, buttons []string) {
+		t.Helper()
+		if got := h.buttons(m); !slices.Equal(got, buttons) {
+			t.Errorf("%q sent with buttons %q; want %q", m.Body, got, buttons)
+		}
+		if m.Body != body {
+			t.Errorf("sent %q; want %q", m.Body, body)
+		}
+		if m.Form.Has("Body") != (buttons == nil) {
+			t.Errorf("sent with a Body field: %v; want one only without buttons", m.Form.Has("Body"))
+		}
+		if buttons != nil && (len(m.ContentVariables) != 1 || m.ContentVariables["1"] != body) {
+			t.Errorf("content variables %v; want the text as 1", m.ContentVariables)
+		}
+	}
+	h.publish(question(alice, asks[0]))
+	h.publish(question(alice, asks[1]))
+	msgs := h.api.WaitMessages(t, 2, 5*time.Second)
+	check(msgs[0], asks[0], askButtons)
+	check(msgs[1], asks[1], askButtons)
+
+	stop()
+	h.run(cfg)
+	h.publish(question(alice, asks[2]))
+	m := h.api.WaitMessages(t, 3, 5*time.Second)[2]
+	check(m, asks[2], askButtons)
+	if n := len(h.api.Contents()); n != 1 || m.ContentSID != msgs[0].ContentSID {
+		t.Errorf("%d contents, the last message's %s; want the first one's, %s, reused", n, m.ContentSID, msgs[0].ContentSID)
+	}
+
+	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: "Changed 1 file. Reply approve or reject.",
+		Status: contract.StatusOK, Approval: true, Choices: approveChoices})
+	check(h.api.WaitMessages(t, 4, 5*time.Second)[3], "Changed 1 file. Reply approve or reject.", approveButtons)
+	if n := len(h.api.Contents()); n != 2 {
+		t.Errorf("%d contents; want one per choice set, 2", n)
+	}
+
+	h.publish(question(bob, asks[0]))
+	check(h.api.WaitMessages(t, 5, 5*time.Second)[4], asks[0], nil)
+}
+
+// A reply too long for a quick reply (1,024 characters), or with an image,
+// goes as it is, followed by a short quick reply naming the choices.
+func TestQuickReplyAfterTheMessage(t *testing.T) {
+	h := start(t, egress.Twilio{})
+	long := strings.Repeat("kept.txt | 1 +\n", 80) + "Reply approve to commit or reject to discard."
+	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: long, Status: contract.StatusOK, Approval: true, Choices: approveChoices})
+	msgs := h.api.WaitMessages(t, 2, 5*time.Second)
+	if msgs[0].Body != long || msgs[0].ContentSID != "" {
+		t.Errorf("first %q (content %q); want the reply as text", prefix(msgs[0].Body), msgs[0].ContentSID)
+	}
+	if got := h.buttons(msgs[1]); msgs[1].Body != "Reply approve or reject." || !slices.Equal(got, approveButtons) {
+		t.Errorf("then %q with buttons %q; want the short quick reply", msgs[1].Body, got)
+	}
+
+	diff := []contract.Image{{ID: "d1", ContentType: "image/jpeg", Size: 10}}
+	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: "Changed 1 file.", Images: diff, Status: contract.StatusOK, Approval: true, Choices: approveChoices})
+	msgs = h.api.WaitMessages(t, 4, 5*time.Second)
+	if msgs[2].Body != "Changed 1 file." || len(msgs[2].MediaURLs) != 1 || msgs[2].ContentSID != "" {
+		t.Errorf("first %q with %d images (content %q); want the text and the diff", msgs[2].Body, len(msgs[2].MediaURLs), msgs[2].ContentSID)
+	}
+	if got := h.buttons(msgs[3]); msgs[3].Body != "Reply approve or reject." || !slices.Equal(got, approveButtons) {
+		t.Errorf("then %q with buttons %q; want the short quick reply", msgs[3].Body, got)
+	}
+	if n := len(h.api.Messages()); n != 4 {
+		t.Errorf("%d messages; want 4", n)
+	}
+}
+
+func prefix(s string) string { return s[:min(len(s), 40)] }
+
+// Without quick replies a question still goes, as text: when the Content
+// API fails, and when Twilio refuses the quick reply. A refusal that may
+// pass is tried again, buttons and all.
+func TestQuickReplyFallback(t *testing.T) {
+	const ask = "Claude wants to run `ls` in your workspace. Reply yes, no or always."
+	for _, tt := range []struct {
+		name     string
+		fail     func(*twiliotest.API)
+		attempts int
+		buttons  []string
+	}{
+		{"Content API down", func(a *twiliotest.API) { a.FailContent(503, 20500) }, 1, nil},
+		{"quick reply refused", func(a *twiliotest.API) { a.FailNext(1, 400, twiliotest.CodeContentVariables) }, 2, nil},
+		{"rate limited", func(a *twiliotest.API) { a.FailNext(1, 429, 20429) }, 2, askButtons},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := start(t, egress.Twilio{})
+			tt.fail(h.api)
+			h.publish(question(alice, ask))
+			m := h.api.WaitMessages(t, 1, 5*time.Second)[0]
+			if got := h.buttons(m); m.Body != ask || !slices.Equal(got, tt.buttons) {
+				t.Errorf("sent %q with buttons %q; want the question with %q", m.Body, got, tt.buttons)
+			}
+			if n := h.api.Attempts(); n != tt.attempts {
+				t.Errorf("%d message creates; want %d", n, tt.attempts)
+			}
+		})
+	}
+}
+
+// waSID is a WhatsApp person's message SID: the job id of what they sent.
+const waSID = "SM00000000000000000000000000000a11"
+
+// typingStops waits until the typing indicator stopped (no call for 3
+// TypingEvery: one in flight when it was stopped may still land), then
+// checks that no call comes for 300 ms.
+func (h *harness) typingStops(every time.Duration) {
+	h.t.Helper()
+	var n int
+	natstest.CheckFor(h.t, 5*time.Second, 10*time.Millisecond, func() error {
+		calls := h.api.Typing()
+		if n = len(calls); n > 0 {
+			if ago := time.Since(calls[n-1].At); ago < 3*every {
+				return fmt.Errorf("typing goes on: %d calls, the last %v ago", n, ago)
+			}
+		}
+		return nil
+	})
+	holdsUntil(h.t, time.Now().Add(300*time.Millisecond), func() error {
+		if got := len(h.api.Typing()); got != n {
+			return fmt.Errorf("typing went on: %d calls, then %d", n, got)
+		}
+		return nil
+	})
+}
+
+
+// While a WhatsApp person's run works they see "typing…" in answer to
+// their message (the job's id), shown again every TypingEvery, until the
+// run ends. SMS has no typing indicator.
+func TestWhatsAppTyping(t *testing.T) {
+	const every = 30 * time.Millisecond
+	h := start(t, egress.Twilio{WhatsApp: egress.Rules{TypingEvery: every}, SMS: egress.Rules{TypingEvery: every}})
+	h.publish(contract.Event{Kind: contract.KindStarted, User: bob, JobID: "SM00000000000000000000000000000b0b"})
+	h.publish(contract.Event{Kind: contract.KindStarted, User: alice, JobID: waSID})
+	natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if n := len(h.api.Typing()); n < 3 {
+			return fmt.Errorf("%d typing calls; want 3", n)
+		}
+		return nil
+	})
+	h.publish(contract.Event{Kind: contract.KindDone, User: alice, JobID: waSID, Text: "finished", Status: contract.StatusOK})
+	h.api.WaitMessages(t, 1, 5*time.Second)
+	h.typingStops(every)
+	for _, c := range h.api.Typing() {
+		if c.MessageID != waSID || c.Channel != "whatsapp" {
+			t.Fatalf("typing %+v; want only WhatsApp, answering %s", c, waSID)
+		}
+	}
+}
+
+// By default the indicator is shown again every 20 s, within the 25 s
+// Twilio shows it: once at the start, and not again soon.
+func TestWhatsAppTypingByDefault(t *testing.T) {
+	h := start(t, egress.Twilio{})
+	h.publish(contract.Event{Kind: contract.KindStarted, User: alice, JobID: waSID})
+	natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if n := len(h.api.Typing()); n != 1 {
+			return fmt.Errorf("%d typing calls; want 1", n)
+		}
+		return nil
+	})
+	holdsUntil(t, time.Now().Add(300*time.Millisecond), func() error {
+		if n := len(h.api.Typing()); n != 1 {
+			return fmt.Errorf("%d typing calls in 300 ms; want 1 (the next after 20 s)", n)
+		}
+		return nil
+	})
+}
+
+// A quick reply's message create is valid by Twilio's OpenAPI description
+// of Messages-create, served by Prism; its content comes from the fake,
+// whose Content API Prism does not describe.
+func TestQuickReplyContract(t *testing.T) {
+	prism, err := url.Parse(twiliotest.StartPrism(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, cfg := prepare(t, egress.Twilio{Retry: egress.Retry{Attempts: 1}})
+	fake, _ := url.Parse(h.api.URL)
+	type create struct {
+		contentSid string
+		status     int
+	}
+	var mu sync.Mutex
+	var creates []create
+	toPrism := httputil.NewSingleHostReverseProxy(prism)
+	toPrism.ModifyResponse = func(r *http.Response) error {
+		mu.Lock()
+		defer mu.Unlock()
+		creates = append(creates, create{r.Request.Header.Get("X-Test-Content-Sid"), r.StatusCode})
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", httputil.NewSingleHostReverseProxy(fake))
+	mux.HandleFunc("/2010-04-01/", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		form, _ := url.ParseQuery(string(body))
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		r.Header.Set("X-Test-Content-Sid", form.Get("ContentSid"))
+		toPrism.ServeHTTP(w, r)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	cfg.APIURL = srv.URL
+	h.run(cfg)
+
+	h.publish(question(alice, "Claude wants to run `ls` in your workspace. Reply yes, no or always."))
+	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: strings.Repeat("a long approval ", 80),
+		Status: contract.StatusOK, Approval: true, Choices: approveChoices})
+	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(creates) < 3 {
+			return fmt.Errorf("%d of 3 message creates", len(creates))
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for i, c := range creates {
+		if c.status != http.StatusCreated {
+			t.Errorf("create %d: Prism answered %d; want 201", i+1, c.status)
+		}
+	}
+	if creates[0].contentSid == "" || creates[1].contentSid != "" || creates[2].contentSid == "" {
+		t.Errorf("creates %+v; want a quick reply, then a text and a quick reply", creates)
 	}
 }
