@@ -605,7 +605,6 @@ func (h *harness) typingStops(every time.Duration) {
 	})
 }
 
-
 // While a WhatsApp person's run works they see "typing…" in answer to
 // their message (the job's id), shown again every TypingEvery, until the
 // run ends. SMS has no typing indicator.
