@@ -795,7 +795,7 @@ func TestProvisionLimits(t *testing.T) {
 			t.Errorf("stream %s discards %v when full; want new messages refused", name, cfg.Discard)
 		}
 	}
-	for _, b := range []string{contract.BucketUsers, contract.BucketEgress, contract.BucketRunners, contract.BucketWorkspaces, contract.BucketCosts} {
+	for _, b := range []string{contract.BucketUsers, contract.BucketEgress, contract.BucketRunners, contract.BucketWorkspaces, contract.BucketCosts, contract.BucketPeople, contract.BucketPairing} {
 		kv, err := ns.JS.KeyValue(ctx, b)
 		if err != nil {
 			t.Fatal(err)

@@ -352,7 +352,8 @@ func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
 			}
 		}
 	}
-	for _, cfg := range []jetstream.KeyValueConfig{UsersBucket(o), EgressBucket(o), RunnersBucket(o), WorkspacesBucket(o), CostsBucket(o)} {
+	for _, cfg := range []jetstream.KeyValueConfig{UsersBucket(o), EgressBucket(o), RunnersBucket(o), WorkspacesBucket(o), CostsBucket(o),
+		PeopleBucket(o), PairingBucket(o)} {
 		if _, err := js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
 			return fmt.Errorf("provision bucket %s: %w", cfg.Bucket, err)
 		}

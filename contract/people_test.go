@@ -1,0 +1,89 @@
+package contract_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/natstest"
+)
+
+// A code pairs in the first stranger who sends it, once; at most three
+// wait at once; a stranger's wrong tries are limited; revoking unpairs;
+// the watched set follows.
+func TestPairing(t *testing.T) {
+	s := natstest.RunJetStream(t)
+	ctx := t.Context()
+	if err := contract.Provision(ctx, s.JS, contract.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := contract.OpenPairing(ctx, s.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	people, err := contract.WatchPeople(ctx, s.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var codes []string
+	for range contract.PairingPending {
+		c, err := p.NewCode(ctx, "operator")
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes = append(codes, c)
+	}
+	if _, err := p.NewCode(ctx, "operator"); !errors.Is(err, contract.ErrTooManyCodes) {
+		t.Errorf("a fourth code: %v; want ErrTooManyCodes", err)
+	}
+	bob, _ := contract.PhoneUser(contract.ChannelWhatsApp, "+15550001111")
+	eve, _ := contract.PhoneUser(contract.ChannelSMS, "+15550002222")
+	if ok, err := p.Redeem(ctx, bob, "  "+strings.ToLower(codes[0])+"\n"); !ok || err != nil {
+		t.Fatalf("bob's code: %v, %v; want paired", ok, err)
+	}
+	if ok, _ := p.Redeem(ctx, eve, codes[0]); ok {
+		t.Error("a code paired a second person")
+	}
+	natstest.CheckFor(t, 2*time.Second, 10*time.Millisecond, func() error {
+		if !people.Has(bob) {
+			return errors.New("bob not in the watched set")
+		}
+		return nil
+	})
+	if smsBob, _ := contract.PhoneUser(contract.ChannelSMS, "+15550001111"); !people.Has(smsBob) || people.Has(eve) {
+		t.Error("a paired number is one person on WhatsApp and SMS, and nobody else is in")
+	}
+	// Eve guesses: after PairingTries wrong codes even a right one is not looked up.
+	for i := range contract.PairingTries {
+		if ok, err := p.Redeem(ctx, eve, fmt.Sprintf("ZZZZZ%d", i+2)); ok || err != nil {
+			t.Fatalf("wrong try %d: %v, %v", i, ok, err)
+		}
+	}
+	if ok, _ := p.Redeem(ctx, eve, codes[1]); ok {
+		t.Error("a stranger past the wrong tries limit was paired")
+	}
+	for _, text := range []string{"hello", "12345", "ABCDEFG", "ABC DE"} {
+		if ok, _ := p.Redeem(ctx, bob, text); ok {
+			t.Errorf("%q paired someone", text)
+		}
+	}
+	list, err := p.List(ctx)
+	if err != nil || len(list) != 1 || list[0].User != bob || list[0].By != "operator" {
+		t.Errorf("people %+v, %v; want bob, by operator", list, err)
+	}
+	if err := p.Revoke(ctx, contract.PersonKey(bob)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Revoke(ctx, contract.PersonKey(bob)); !errors.Is(err, contract.ErrNotPaired) {
+		t.Errorf("revoking twice: %v; want ErrNotPaired", err)
+	}
+	natstest.CheckFor(t, 2*time.Second, 10*time.Millisecond, func() error {
+		if people.Has(bob) {
+			return errors.New("bob still in the watched set after revoke")
+		}
+		return nil
+	})
+}
