@@ -21,6 +21,9 @@ type Inbound struct {
 	Text  string    `json:"text"`
 	Media []Media   `json:"media,omitempty"`
 	At    time.Time `json:"at"`
+	// Paired: the message was a pairing code that just paired the person
+	// in; it is answered with a welcome, never run.
+	Paired bool `json:"paired,omitempty"`
 }
 
 // Media is an attachment of an inbound message.

@@ -62,6 +62,28 @@ func PersonKey(u User) string {
 	return u.Key()
 }
 
+// AddressKey is the PersonKey of an address as people write it: an E.164
+// number ("+15551234567", WhatsApp and SMS) or "telegram:<chat id>".
+func AddressKey(addr string) (string, error) {
+	if u, err := PhoneUser(ChannelSMS, addr); err == nil {
+		return PersonKey(u), nil
+	}
+	ch, id, _ := strings.Cut(addr, ":")
+	u, err := NewUser(ch, id)
+	if err != nil || ch != ChannelTelegram {
+		return "", fmt.Errorf("%w: %q is neither +<number> nor telegram:<chat id>", ErrInvalidUser, addr)
+	}
+	return PersonKey(u), nil
+}
+
+// Address is how a person is named: their number, or telegram:<chat id>.
+func Address(u User) string {
+	if n, ok := u.Phone(); ok && (u.Channel == ChannelWhatsApp || u.Channel == ChannelSMS) {
+		return n
+	}
+	return u.Channel + ":" + u.ID
+}
+
 // Person is a paired person's entry.
 type Person struct {
 	V     int       `json:"v"`

@@ -51,18 +51,23 @@ type Config struct {
 	// Location is the time zone of the days and months of costs and
 	// budgets; default the server's.
 	Location *time.Location
+	// Admins may pair people in, list and revoke them: people bucket keys
+	// (contract.PersonKey, contract.AddressKey: "phone.15551234567",
+	// "telegram.123456789").
+	Admins []string
 }
 
 // Dispatcher routes inbound messages and starts queued ones.
 type Dispatcher struct {
-	cfg    Config
-	js     jetstream.JetStream
-	log    zerolog.Logger
-	users  jetstream.KeyValue
-	queue  jetstream.Stream
-	timers jetstream.Stream
-	events jetstream.Stream
-	costs  *costs
+	cfg     Config
+	js      jetstream.JetStream
+	log     zerolog.Logger
+	users   jetstream.KeyValue
+	queue   jetstream.Stream
+	timers  jetstream.Stream
+	events  jetstream.Stream
+	costs   *costs
+	pairing *contract.Pairing
 }
 
 // New returns a dispatcher using js.
@@ -108,6 +113,9 @@ func (d *Dispatcher) run(ctx context.Context) error {
 	var err error
 	if d.users, err = d.js.KeyValue(ctx, contract.BucketUsers); err != nil {
 		return fmt.Errorf("bucket %s: %w", contract.BucketUsers, err)
+	}
+	if d.pairing, err = contract.OpenPairing(ctx, d.js); err != nil {
+		return err
 	}
 	d.costs = &costs{loc: d.cfg.Location, budgets: d.cfg.Budgets}
 	if d.costs.kv, err = d.js.KeyValue(ctx, contract.BucketCosts); err != nil {
@@ -155,6 +163,9 @@ func (d *Dispatcher) handleInbound(ctx context.Context, msg jetstream.Msg) error
 	var in contract.Inbound
 	if err := contract.Decode(msg.Data(), &in); err != nil {
 		return err
+	}
+	if in.Paired {
+		return d.notice(ctx, in.User, in.ID, "welcome", MsgWelcome+fsm.MsgHelp)
 	}
 	images := slices.DeleteFunc(slices.Clone(in.Media), func(m contract.Media) bool { return !readable(m) })
 	if len(images) < len(in.Media) {
@@ -380,9 +391,11 @@ func (d *Dispatcher) carryOut(ctx context.Context, log zerolog.Logger, u contrac
 				contract.MsgID(u, e.ID, "steer", input.ID))
 		case fsm.ReportStatus:
 			err = d.notice(ctx, u, input.ID, ref+":"+fmt.Sprint(i), d.status(ctx, u, before))
-		case fsm.AddSchedule, fsm.ListSchedules, fsm.RemoveSchedule:
+		case fsm.AddSchedule, fsm.ListSchedules, fsm.RemoveSchedule, fsm.Admin:
 			var text string
 			switch e.Kind {
+			case fsm.Admin:
+				text, err = d.admin(ctx, u, e.Action, e.Text)
 			case fsm.AddSchedule:
 				text, err = d.schedule(ctx, u, now, input.ID, e.Action, e.Text)
 			case fsm.ListSchedules:

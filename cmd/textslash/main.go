@@ -21,6 +21,8 @@ Usage:
                             ingress, dispatcher, runner, media and egress)
   textslash provision       create the streams, consumers and buckets on NATS_URL
                             for services started on their own
+  textslash pair            make a code that pairs one new person in (an hour,
+                            one use): they send it as their first message
   textslash shot [--desktop] [--full] URL
                             inside an agent's run: screenshot a page for the reply
   textslash version         print the version
@@ -49,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return app.Provision(args[1:], stderr)
 	case "shot":
 		return app.Shot(args[1:], stdout, stderr)
+	case "pair":
+		return app.Pair(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "textslash", app.Version)
 		return 0

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/dispatcher"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/ingress"
@@ -69,6 +70,7 @@ type config struct {
 	DefaultMode  string
 	Budgets      dispatcher.Budgets
 	TimeZone     string
+	Admins       string
 	ShowCost     bool
 	Replicas     int
 	LogLevel     string
@@ -266,6 +268,7 @@ func parseConfig(name string, services []string, args []string, stderr io.Writer
 	f.float(&c.Budgets.Daily, "budget-daily", "TEXTSLASH_BUDGET_DAILY", 0, "most everybody's runs together may cost in a day, in USD (0: no limit)")
 	f.float(&c.Budgets.Monthly, "budget-monthly", "TEXTSLASH_BUDGET_MONTHLY", 0, "most everybody's runs together may cost in a month, in USD (0: no limit)")
 	f.str(&c.TimeZone, "time-zone", "TEXTSLASH_TIME_ZONE", "", "time zone (IANA name, like Europe/Paris) of the days and months of costs and budgets, and of schedules for people who set none with tz; default the server's")
+	f.str(&c.Admins, "admins", "TEXTSLASH_ADMINS", "", "comma-separated people who may pair others in (the pair, people and revoke keywords): numbers (+15551234567) and telegram:<chat id>")
 	f.bool(&c.ShowCost, "show-cost", "TEXTSLASH_SHOW_COST", false, "end each reply with what its run cost and the tokens it used")
 	f.int(&c.Replicas, "replicas", "TEXTSLASH_REPLICAS", 1, "replicas of each stream and bucket (3 on a NATS cluster)")
 	f.str(&c.TwilioSID, "twilio-account-sid", "TWILIO_ACCOUNT_SID", "", "Twilio account; setting it (with the token) turns WhatsApp and SMS on")
@@ -375,6 +378,9 @@ func (c *config) validate() error {
 	}
 	if c.IdleExit < 0 {
 		return fmt.Errorf("TEXTSLASH_IDLE_EXIT=%s: must not be negative", c.IdleExit)
+	}
+	if _, err := c.admins(); err != nil {
+		return fmt.Errorf("TEXTSLASH_ADMINS: %w", err)
 	}
 	if _, err := time.LoadLocation(c.TimeZone); err != nil {
 		return fmt.Errorf("TEXTSLASH_TIME_ZONE=%q: %v", c.TimeZone, err)
@@ -565,4 +571,20 @@ func (c *config) location() *time.Location {
 	}
 	loc, _ := time.LoadLocation(c.TimeZone)
 	return loc
+}
+
+// admins are TEXTSLASH_ADMINS as people bucket keys.
+func (c *config) admins() ([]string, error) {
+	var keys []string
+	for _, a := range strings.Split(c.Admins, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		k, err := contract.AddressKey(a)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
 }

@@ -21,7 +21,7 @@ import (
 var streamsOf = map[string][]string{
 	Ingress: {contract.StreamIn, contract.StreamEvents, "OBJ_" + contract.BucketMedia},
 	Dispatcher: {contract.StreamIn, contract.StreamQueue, contract.StreamJobs, contract.StreamEvents, contract.StreamTimers,
-		"KV_" + contract.BucketUsers, "KV_" + contract.BucketCosts},
+		"KV_" + contract.BucketUsers, "KV_" + contract.BucketCosts, "KV_" + contract.BucketPeople, "KV_" + contract.BucketPairing},
 	Runner: {contract.StreamJobs, contract.StreamEvents, "KV_" + contract.BucketUsers, "KV_" + contract.BucketRunners,
 		"KV_" + contract.BucketWorkspaces, "OBJ_" + contract.BucketMedia},
 	Media:  {"OBJ_" + contract.BucketMedia},

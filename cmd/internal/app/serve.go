@@ -133,8 +133,9 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		svcs = append(svcs, in)
 	}
 	if cfg.runs(Dispatcher) {
+		admins, _ := cfg.admins() // checked by validate
 		disp, err := dispatcher.New(dispatcher.Config{ApprovalTimeout: cfg.Approval,
-			PermissionTimeout: cfg.Permission, DefaultMode: cfg.DefaultMode, Budgets: cfg.Budgets, Location: cfg.location()}, js, log)
+			PermissionTimeout: cfg.Permission, DefaultMode: cfg.DefaultMode, Budgets: cfg.Budgets, Location: cfg.location(), Admins: admins}, js, log)
 		if err != nil {
 			return err
 		}

@@ -74,9 +74,14 @@ const (
 	Schedules  = "schedules"
 	Unschedule = "unschedule"
 	Zone       = "tz"
+	// An admin's: pair makes a pairing code, people lists those paired
+	// in, "revoke +15551234567" unpairs one.
+	Pair   = "pair"
+	People = "people"
+	Revoke = "revoke"
 )
 
-var keywords = []string{Cancel, Approve, Reject, Status, More, New, Help, Go, Cost, Schedules}
+var keywords = []string{Cancel, Approve, Reject, Status, More, New, Help, Go, Cost, Schedules, Pair, People}
 
 // ParseKeyword reports whether text is a keyword: one of the words above
 // as the whole message (any case), or mode, steer or btw followed by their
@@ -102,7 +107,7 @@ func ParseKeyword(text string) (kw, arg string, ok bool) {
 		if looksScheduled(first, rest) {
 			return first, rest, true
 		}
-	case Unschedule, Zone:
+	case Unschedule, Zone, Revoke:
 		if rest != "" && !strings.ContainsAny(rest, " \n") {
 			return first, rest, true
 		}
@@ -314,6 +319,9 @@ const (
 	ListSchedules
 	// RemoveSchedule removes the schedule named Text.
 	RemoveSchedule
+	// Admin does what an admin asked (Action: pair, people or revoke, Text
+	// its argument), if the person is one.
+	Admin
 )
 
 // Effect is one thing to do.
@@ -432,6 +440,8 @@ func keyword(s Snapshot, in Input) (Snapshot, []Effect) {
 		return s, []Effect{{Kind: AddSchedule, Action: in.Keyword, Text: in.Arg}}
 	case Schedules:
 		return s, []Effect{{Kind: ListSchedules}}
+	case Pair, People, Revoke:
+		return s, []Effect{{Kind: Admin, Action: in.Keyword, Text: in.Arg}}
 	case Unschedule:
 		return s, []Effect{{Kind: RemoveSchedule, Text: in.Arg}}
 	case Zone:

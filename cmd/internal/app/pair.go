@@ -1,0 +1,112 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/textslash/textslash/contract"
+)
+
+const pairUsage = `Usage: textslash pair
+
+Makes a pairing code for one new person: valid for an hour, used up by the
+first number or Telegram chat that sends it as a message; at most three
+wait at once. Against textslash serve's embedded NATS it logs in with
+<data>/nats/admin.env; elsewhere set NATS_URL, NATS_USER and NATS_PASSWORD.
+People paired in are listed by the people keyword and removed by revoke
+(for an admin, TEXTSLASH_ADMINS).
+
+`
+
+// Pair makes a pairing code and prints it.
+func Pair(args []string, stdout, stderr io.Writer) int {
+	var c config
+	f := &envFlags{FlagSet: flag.NewFlagSet("textslash pair", flag.ContinueOnError)}
+	f.SetOutput(stderr)
+	f.Usage = func() {
+		fmt.Fprint(stderr, pairUsage)
+		f.PrintDefaults()
+	}
+	f.str(&c.NATSURL, "nats-url", "NATS_URL", "", "the NATS server; default the one in <data>/nats/admin.env")
+	f.str(&c.NATSUser, "nats-user", "NATS_USER", "", "user to connect as")
+	f.str(&c.NATSPass, "nats-password", "NATS_PASSWORD", "", "that user's password")
+	f.str(&c.Data, "data", "TEXTSLASH_DATA", "./data", "textslash serve's data directory, for its admin login")
+	f.str(&c.LogFormat, "log-format", "TEXTSLASH_LOG_FORMAT", "auto", "json, console, or auto (console on a terminal)")
+	err := f.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err == nil {
+		err = errors.Join(f.errs...)
+	}
+	if err == nil && c.NATSURL == "" {
+		err = loginFrom(filepath.Join(c.Data, "nats", "admin.env"), &c)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "textslash pair: %v\n", err)
+		return 2
+	}
+	c.Services = []string{"pair"}
+	log := newLogger(c, stderr)
+	nc, closeNATS, err := connectNATS(c, log)
+	if err != nil {
+		log.Error().Err(err).Msg("pair failed")
+		return 1
+	}
+	defer closeNATS()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	code, err := func() (string, error) {
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return "", err
+		}
+		p, err := contract.OpenPairing(ctx, js)
+		if err != nil {
+			return "", err
+		}
+		return p.NewCode(ctx, "textslash pair")
+	}()
+	if err != nil {
+		fmt.Fprintf(stderr, "textslash pair: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s\nValid for an hour, for one new person: they send it as their first message to textslash.\n", code)
+	return 0
+}
+
+// loginFrom reads NATS_URL, NATS_USER and NATS_PASSWORD from an env file
+// that textslash serve wrote.
+func loginFrom(path string, c *config) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("NATS_URL is not set, and %w (run textslash serve first, or set NATS_URL)", err)
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), "=")
+		switch k {
+		case "NATS_URL":
+			c.NATSURL = v
+		case "NATS_USER":
+			c.NATSUser = v
+		case "NATS_PASSWORD":
+			c.NATSPass = v
+		}
+	}
+	if c.NATSURL == "" {
+		return fmt.Errorf("%s: no NATS_URL", path)
+	}
+	return sc.Err()
+}
