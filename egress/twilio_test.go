@@ -435,24 +435,18 @@ func TestUnrecordedSend(t *testing.T) {
 // "Yes=yes"; nil when m was sent as text.
 func (h *harness) buttons(m twiliotest.Message) []string {
 	h.t.Helper()
-	if m.ContentSID == "" {
+	qr := h.api.QuickReplyOf(m)
+	if qr == nil {
 		return nil
 	}
-	for _, c := range h.api.Contents() {
-		if c.SID != m.ContentSID {
-			continue
-		}
-		if c.QuickReply == nil || c.QuickReply.Body != "{{1}}" {
-			h.t.Fatalf("content %s is %+v; want a quick reply whose body is variable 1", c.SID, c)
-		}
-		var out []string
-		for _, a := range c.QuickReply.Actions {
-			out = append(out, a.Title+"="+a.ID)
-		}
-		return out
+	if qr.Body != "{{1}}" {
+		h.t.Fatalf("quick reply %+v; want its body to be variable 1", qr)
 	}
-	h.t.Fatalf("message %s sent with content %s, which the fake does not hold", m.SID, m.ContentSID)
-	return nil
+	var out []string
+	for _, a := range qr.Actions {
+		out = append(out, a.Title+"="+a.ID)
+	}
+	return out
 }
 
 var (

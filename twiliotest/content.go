@@ -72,6 +72,15 @@ func (a *API) Contents() []Content {
 	return append([]Content(nil), a.contents...)
 }
 
+// QuickReplyOf is the quick reply m was sent with; nil when m was not
+// sent with a twilio/quick-reply content.
+func (a *API) QuickReplyOf(m Message) *QuickReply {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c, _ := a.content(m.ContentSID)
+	return c.QuickReply
+}
+
 // AddContent stores c as if it had been created through the API (a
 // template made in Twilio's console, or by an earlier run) and returns it
 // with its SID (a new one unless set) and time.

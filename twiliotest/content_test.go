@@ -77,6 +77,9 @@ func TestAPIContent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateMessage with the content: %v", err)
 	}
+	if qr := a.QuickReplyOf(a.Messages()[0]); qr == nil || qr.Body != "{{1}}" {
+		t.Errorf("QuickReplyOf the message = %+v; want the content's quick reply", qr)
+	}
 	if *m.Body != "Run ls?" {
 		t.Errorf("message body %q; want the content's body with the variable", *m.Body)
 	}
