@@ -44,7 +44,7 @@ const codeContentSid = 21655
 // refuses the quick reply, m goes as plain text, as on a channel without
 // buttons: its text says what to reply.
 func (s *twilioSender) sendWithButtons(log *zerolog.Logger, to string, m Message) (string, error) {
-	if len(m.Media) > 0 || m.Body == "" || pages.Length(m.Body) > quickReplyBodyLimit {
+	if len(m.Media) > 0 || pages.Length(m.Body) > quickReplyBodyLimit {
 		id, err := s.create(s.params(to, m))
 		if err != nil {
 			return "", err
