@@ -228,6 +228,9 @@ type pusher struct {
 
 	channels map[string]channel
 	typing   typing
+	// people paired in (contract.Pairing) may be answered too.
+	people  *contract.People
+	pairing *contract.Pairing
 
 	mu    sync.Mutex
 	users map[string]*userQueue // by user key
@@ -262,6 +265,13 @@ type userQueue struct {
 
 // run consumes every channel's events until ctx ends.
 func (p *pusher) run(ctx context.Context) error {
+	var err error
+	if p.pairing, err = contract.OpenPairing(ctx, p.js); err != nil {
+		return err
+	}
+	if p.people, err = contract.WatchPeople(ctx, p.js); err != nil {
+		return err
+	}
 	ccs := make([]jetstream.ConsumeContext, 0, len(p.channels))
 	defer func() {
 		for _, cc := range ccs {
@@ -333,7 +343,7 @@ func (p *pusher) route(ctx context.Context, m jetstream.Msg) {
 		_ = m.Ack()
 		return
 	}
-	if !ch.allowed[ev.User.ID] {
+	if !p.allowed(ctx, ch, ev.User) {
 		log := contract.TraceLog(p.log, contract.Trace(m.Headers()))
 		log.Error().Str("user", ev.User.Key()).Str("kind", string(ev.Kind)).Str("subject", m.Subject()).Uint64("seq", md.Sequence.Stream).
 			Msg("event for a user not allowed dropped: nobody on the channel's allowlist (ALLOWED_PHONE_NUMBERS, TELEGRAM_ALLOWED_CHATS) sent it; something else published it")
@@ -367,6 +377,20 @@ func (p *pusher) route(ctx context.Context, m jetstream.Msg) {
 	case q.wake <- struct{}{}:
 	default:
 	}
+}
+
+// allowed reports whether u may be answered on ch: listed in the
+// configuration, or paired in (the watched set, else the bucket itself:
+// the watch may not have seen someone paired in a moment ago).
+func (p *pusher) allowed(ctx context.Context, ch channel, u contract.User) bool {
+	if ch.allowed[u.ID] || p.people.Has(u) {
+		return true
+	}
+	ok, err := p.pairing.Has(ctx, u)
+	if err != nil {
+		p.log.Warn().Err(err).Str("user", u.Key()).Msg("people bucket")
+	}
+	return ok
 }
 
 // keepAlive tells JetStream that queued events are in hand, so it does not

@@ -25,6 +25,13 @@ const mediaMaxBytes = 16 << 20
 // holding Twilio's and Telegram's credentials, may download. Webhooks are
 // served by Handler; Run is not needed for them.
 func (i *Ingress) Run(ctx context.Context) error {
+	if i.cfg.Twilio == nil && i.cfg.Telegram == nil {
+		<-ctx.Done()
+		return nil
+	}
+	if err := i.openGate(ctx); err != nil {
+		return err
+	}
 	if (i.cfg.Twilio == nil || i.cfg.Twilio.AccountSID == "") && i.cfg.Telegram == nil {
 		<-ctx.Done()
 		return nil

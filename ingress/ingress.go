@@ -66,6 +66,7 @@ type Ingress struct {
 	validator *client.RequestValidator
 	allow     map[string]struct{} // E.164 numbers
 	chats     map[string]struct{} // Telegram chat ids
+	gate      gate                // and the people paired in
 }
 
 // New returns an ingress publishing through js.

@@ -104,7 +104,7 @@ func (i *Ingress) telegramWebhook(w http.ResponseWriter, r *http.Request) {
 	var ok bool
 	switch {
 	case upd.Message != nil:
-		in, ok = i.telegramMessage(log, upd.ID, upd.Message)
+		in, ok = i.telegramMessage(ctx, log, upd.ID, upd.Message)
 	case upd.CallbackQuery != nil:
 		in, ok = i.telegramCallback(log, upd.CallbackQuery)
 	default:
@@ -123,27 +123,35 @@ func (i *Ingress) telegramWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// telegramUser is the user of a chat, if the chat is allowed.
+// telegramUser is the user of a chat, and whether the chat is allowed
+// (listed, or paired in).
 func (i *Ingress) telegramUser(log zerolog.Logger, chat int64) (contract.User, bool) {
 	u, err := contract.NewUser(contract.ChannelTelegram, strconv.FormatInt(chat, 10))
 	if err != nil {
 		log.Warn().Int64("chat", chat).Msg("telegram chat id unusable; ignored")
 		return u, false
 	}
-	if _, ok := i.chats[u.ID]; !ok {
-		log.Info().Str("user", u.Key()).Msg("chat not in TELEGRAM_ALLOWED_CHATS; ignored")
+	if _, ok := i.chats[u.ID]; !ok && !i.paired(u) {
 		return u, false
 	}
 	return u, true
 }
 
-// telegramMessage is the inbound message of a message from an allowed chat.
-func (i *Ingress) telegramMessage(log zerolog.Logger, update int64, msg *models.Message) (contract.Inbound, bool) {
+// telegramMessage is the inbound message of a message from an allowed chat,
+// or of a stranger's pairing code.
+func (i *Ingress) telegramMessage(ctx context.Context, log zerolog.Logger, update int64, msg *models.Message) (contract.Inbound, bool) {
+	id := "tg" + strconv.FormatInt(update, 10)
 	u, ok := i.telegramUser(log, msg.Chat.ID)
 	if !ok {
+		if u.ID != "" {
+			if in, paired := i.pairIn(ctx, log, u, id, msg.Text); paired {
+				return in, true
+			}
+			log.Info().Str("user", u.Key()).Msg("chat not in TELEGRAM_ALLOWED_CHATS nor paired in; ignored")
+		}
 		return contract.Inbound{}, false
 	}
-	in := contract.Inbound{ID: "tg" + strconv.FormatInt(update, 10), User: u, Text: msg.Text}
+	in := contract.Inbound{ID: id, User: u, Text: msg.Text}
 	if in.Text == "" {
 		in.Text = msg.Caption
 	}
@@ -174,6 +182,7 @@ func (i *Ingress) telegramCallback(log zerolog.Logger, q *models.CallbackQuery) 
 	}
 	u, ok := i.telegramUser(log, chat)
 	if !ok {
+		log.Info().Str("user", u.Key()).Msg("button from a chat not in TELEGRAM_ALLOWED_CHATS nor paired in; ignored")
 		return contract.Inbound{}, false
 	}
 	in := contract.Inbound{ID: "tgcb" + q.ID, User: u, Text: q.Data}

@@ -122,8 +122,14 @@ func (i *Ingress) twilioWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log = log.With().Str("user", u.Key()).Logger()
-	if !i.allowed(u) {
-		log.Info().Msg("sender not in ALLOWED_PHONE_NUMBERS; ignored")
+	if !i.allowed(u) && !i.paired(u) {
+		if in, ok := i.pairIn(ctx, log, u, sid, form.Get("Body")); ok {
+			if err := i.Publish(ctx, in); err != nil {
+				log.Error().Err(err).Msg("welcome not stored")
+			}
+		} else {
+			log.Info().Msg("sender not in ALLOWED_PHONE_NUMBERS nor paired in; ignored")
+		}
 		twiml(w)
 		return
 	}
