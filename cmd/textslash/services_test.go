@@ -185,10 +185,14 @@ func TestSeparateServices(t *testing.T) {
 	if !strings.HasSuffix(msgs[3].Body, runner.MsgApprove) || len(msgs[3].MediaURLs) != 1 {
 		t.Fatalf("sent %q with media %q; want the changes to approve, with the diff drawn", msgs[3].Body, msgs[3].MediaURLs)
 	}
+	// On WhatsApp a quick reply with Approve and Reject buttons follows it.
+	if msgs = api.WaitMessages(t, 5, 30*time.Second); msgs[4].Body != "Reply approve or reject." || msgs[4].ContentSID == "" {
+		t.Fatalf("sent %q (content %q); want the approval's quick reply", msgs[4].Body, msgs[4].ContentSID)
+	}
 	s.webhook(t, "whatsapp:"+phoneAlice, "approve", nil)
-	msgs = api.WaitMessages(t, 6, 30*time.Second)
-	if !strings.HasPrefix(msgs[4].Body, "Approved.") || !strings.HasPrefix(msgs[5].Body, "Committed the changes to 1 file(s)") {
-		t.Fatalf("sent %q; want Approved., then Committed the changes …", sentBodies(msgs[4:]))
+	msgs = api.WaitMessages(t, 7, 30*time.Second)
+	if !strings.HasPrefix(msgs[5].Body, "Approved.") || !strings.HasPrefix(msgs[6].Body, "Committed the changes to 1 file(s)") {
+		t.Fatalf("sent %q; want Approved., then Committed the changes …", sentBodies(msgs[5:]))
 	}
 	// Media keeps one image: the diff's; the first is gone.
 	natstest.CheckFor(t, 5*time.Second, 50*time.Millisecond, func() error {
@@ -203,13 +207,13 @@ func TestSeparateServices(t *testing.T) {
 	procs[app.Runner].kill()
 	s.webhook(t, "whatsapp:"+phoneAlice, "echo again", nil)
 	time.Sleep(300 * time.Millisecond)
-	if msgs := api.Messages(); len(msgs) != 6 {
+	if msgs := api.Messages(); len(msgs) != 7 {
 		t.Fatalf("sent %q with dispatcher and runner down; want only the replies so far", sentBodies(msgs))
 	}
 	procs[app.Dispatcher].start(t)
 	procs[app.Runner].start(t)
-	msgs = api.WaitMessages(t, 7, 30*time.Second)
-	if got := msgs[6].Body; got != "again" {
+	msgs = api.WaitMessages(t, 8, 30*time.Second)
+	if got := msgs[7].Body; got != "again" {
 		t.Errorf("sent %q after the restart; want again", got)
 	}
 
