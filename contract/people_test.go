@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/natstest"
 )
@@ -86,4 +88,39 @@ func TestPairing(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A code not used within the pairing bucket's TTL is gone.
+func TestPairingCodeExpires(t *testing.T) {
+	s := natstest.RunJetStream(t)
+	ctx := t.Context()
+	short := contract.PairingBucket(contract.Options{})
+	short.TTL = time.Second // an hour in production
+	for _, cfg := range []jetstream.KeyValueConfig{contract.PeopleBucket(contract.Options{}), short} {
+		if _, err := s.JS.CreateKeyValue(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := contract.OpenPairing(ctx, s.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := p.NewCode(ctx, "operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, _ := contract.PhoneUser(contract.ChannelWhatsApp, "+15550001111")
+	natstest.CheckFor(t, 10*time.Second, 100*time.Millisecond, func() error {
+		kv, err := s.JS.KeyValue(ctx, contract.BucketPairing)
+		if err != nil {
+			return err
+		}
+		if _, err := kv.Get(ctx, "code."+code); err == nil {
+			return errors.New("the code is still there")
+		}
+		return nil
+	})
+	if ok, err := p.Redeem(ctx, bob, code); ok || err != nil {
+		t.Errorf("an expired code: %v, %v; want nobody paired", ok, err)
+	}
 }
