@@ -70,3 +70,40 @@ func TestScheduleKeywords(t *testing.T) {
 		t.Errorf("tz Mars/Olympus changed the zone to %q", s.Zone)
 	}
 }
+
+// FuzzParseSchedule: whatever follows at or every, a schedule read is
+// one that can be armed: something to run, once in the future, or a cron
+// or an interval of 5 s or more; and a keyword is only ever taken for a
+// schedule when it parses or is answered with why not.
+func FuzzParseSchedule(f *testing.F) {
+	for _, s := range []string{"18:00 run tests", "2026-12-01 09:30 x", "weekday 9:00 y", "mondays 7:05 z", "2h check", "5s ping", "25:00 x", "0:00", "99999m x"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 11, 24, 17, 30, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, arg string) {
+		for _, kw := range []string{At, Every} {
+			s, err := ParseSchedule(kw, arg, now, time.UTC)
+			if err != nil {
+				continue
+			}
+			if s.Text == "" || s.When == "" {
+				t.Fatalf("%s %q: %+v has nothing to run or no when", kw, arg, s)
+			}
+			switch kinds := btoi(!s.At.IsZero()) + btoi(s.Cron != "") + btoi(s.Every > 0); {
+			case kinds != 1:
+				t.Fatalf("%s %q: %+v is not exactly one kind of schedule", kw, arg, s)
+			case !s.At.IsZero() && !s.At.After(now):
+				t.Fatalf("%s %q: at %v, not after now", kw, arg, s.At)
+			case s.Every > 0 && s.Every < 5*time.Second:
+				t.Fatalf("%s %q: every %v", kw, arg, s.Every)
+			}
+		}
+	})
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
