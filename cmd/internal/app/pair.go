@@ -3,8 +3,6 @@ package app
 import (
 	"bufio"
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
 )
@@ -31,23 +28,11 @@ People paired in are listed by the people keyword and removed by revoke
 // Pair makes a pairing code and prints it.
 func Pair(args []string, stdout, stderr io.Writer) int {
 	var c config
-	f := &envFlags{FlagSet: flag.NewFlagSet("textslash pair", flag.ContinueOnError)}
-	f.SetOutput(stderr)
-	f.Usage = func() {
-		fmt.Fprint(stderr, pairUsage)
-		f.PrintDefaults()
-	}
-	f.str(&c.NATSURL, "nats-url", "NATS_URL", "", "the NATS server; default the one in <data>/nats/admin.env")
-	f.str(&c.NATSUser, "nats-user", "NATS_USER", "", "user to connect as")
-	f.str(&c.NATSPass, "nats-password", "NATS_PASSWORD", "", "that user's password")
+	f := adminFlags("textslash pair", pairUsage, "the NATS server; default the one in <data>/nats/admin.env", &c, stderr)
 	f.str(&c.Data, "data", "TEXTSLASH_DATA", "./data", "textslash serve's data directory, for its admin login")
-	f.str(&c.LogFormat, "log-format", "TEXTSLASH_LOG_FORMAT", "auto", "json, console, or auto (console on a terminal)")
-	err := f.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
+	help, err := f.parse(args)
+	if help {
 		return 0
-	}
-	if err == nil {
-		err = errors.Join(f.errs...)
 	}
 	if err == nil && c.NATSURL == "" {
 		err = loginFrom(filepath.Join(c.Data, "nats", "admin.env"), &c)
@@ -56,9 +41,7 @@ func Pair(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "textslash pair: %v\n", err)
 		return 2
 	}
-	c.Services = []string{"pair"}
-	log := newLogger(c, stderr)
-	nc, closeNATS, err := connectNATS(c, log)
+	js, log, closeNATS, err := connectAdmin(c, "pair", stderr)
 	if err != nil {
 		log.Error().Err(err).Msg("pair failed")
 		return 1
@@ -66,17 +49,11 @@ func Pair(args []string, stdout, stderr io.Writer) int {
 	defer closeNATS()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	code, err := func() (string, error) {
-		js, err := jetstream.New(nc)
-		if err != nil {
-			return "", err
-		}
-		p, err := contract.OpenPairing(ctx, js)
-		if err != nil {
-			return "", err
-		}
-		return p.NewCode(ctx, "textslash pair")
-	}()
+	p, err := contract.OpenPairing(ctx, js)
+	var code string
+	if err == nil {
+		code, err = p.NewCode(ctx, "textslash pair")
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "textslash pair: %v\n", err)
 		return 1

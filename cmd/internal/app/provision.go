@@ -86,27 +86,59 @@ per NATS (again after an upgrade), as a user allowed to manage JetStream
 Flags (each also read from the environment variable in brackets):
 `
 
-// Provision is `textslash provision`.
-func Provision(args []string, stderr io.Writer) int {
-	var c config
-	f := &envFlags{FlagSet: flag.NewFlagSet("textslash provision", flag.ContinueOnError)}
+// adminFlags are the flags of the commands that act on NATS as its admin
+// (provision, pair): the login and the log's format.
+func adminFlags(name, usage, urlHelp string, c *config, stderr io.Writer) *envFlags {
+	f := &envFlags{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
 	f.SetOutput(stderr)
 	f.Usage = func() {
-		fmt.Fprint(stderr, provisionUsage)
+		fmt.Fprint(stderr, usage)
 		f.PrintDefaults()
 	}
-	f.str(&c.NATSURL, "nats-url", "NATS_URL", "", "the NATS server (required)")
+	f.str(&c.NATSURL, "nats-url", "NATS_URL", "", urlHelp)
 	f.str(&c.NATSUser, "nats-user", "NATS_USER", "", "user to connect as")
 	f.str(&c.NATSPass, "nats-password", "NATS_PASSWORD", "", "that user's password")
-	f.int(&c.Replicas, "replicas", "TEXTSLASH_REPLICAS", 1, "replicas of each stream and bucket (3 on a NATS cluster)")
-	f.dur(&c.MediaTTL, "media-ttl", "TEXTSLASH_MEDIA_TTL", 30*time.Minute, "how long images (and their links) last")
 	f.str(&c.LogFormat, "log-format", "TEXTSLASH_LOG_FORMAT", "auto", "json, console, or auto (console on a terminal)")
-	err := f.Parse(args)
+	return f
+}
+
+// parse reads args and the environment: help is true for -h.
+func (f *envFlags) parse(args []string) (help bool, err error) {
+	err = f.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
-		return 0
+		return true, nil
 	}
 	if err == nil {
 		err = errors.Join(f.errs...)
+	}
+	return false, err
+}
+
+// connectAdmin logs in to NATS for the command name.
+func connectAdmin(c config, name string, stderr io.Writer) (jetstream.JetStream, zerolog.Logger, func(), error) {
+	c.Services = []string{name}
+	log := newLogger(c, stderr)
+	nc, closeNATS, err := connectNATS(c, log)
+	if err != nil {
+		return nil, log, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		closeNATS()
+		return nil, log, nil, err
+	}
+	return js, log, closeNATS, nil
+}
+
+// Provision is `textslash provision`.
+func Provision(args []string, stderr io.Writer) int {
+	var c config
+	f := adminFlags("textslash provision", provisionUsage, "the NATS server (required)", &c, stderr)
+	f.int(&c.Replicas, "replicas", "TEXTSLASH_REPLICAS", 1, "replicas of each stream and bucket (3 on a NATS cluster)")
+	f.dur(&c.MediaTTL, "media-ttl", "TEXTSLASH_MEDIA_TTL", 30*time.Minute, "how long images (and their links) last")
+	help, err := f.parse(args)
+	if help {
+		return 0
 	}
 	if err == nil && c.NATSURL == "" {
 		err = errors.New("NATS_URL: required")
@@ -118,16 +150,9 @@ func Provision(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "textslash provision: %v\n", err)
 		return 2
 	}
-	c.Services = []string{"provision"}
-	log := newLogger(c, stderr)
-	nc, closeNATS, err := connectNATS(c, log)
-	if err != nil {
-		log.Error().Err(err).Msg("provision failed")
-		return 1
-	}
-	defer closeNATS()
-	js, err := jetstream.New(nc)
+	js, log, closeNATS, err := connectAdmin(c, "provision", stderr)
 	if err == nil {
+		defer closeNATS()
 		err = contract.Provision(context.Background(), js, contract.Options{Replicas: c.Replicas, MediaTTL: c.MediaTTL})
 	}
 	if err != nil {
