@@ -152,6 +152,7 @@ type API struct {
 	failNext     []failure // consumed one per create
 	failTo       map[string]failure
 	failDelivery map[string]failure // by recipient, final set
+	closed       map[string]bool    // WhatsApp recipients outside their window
 	media        map[string]media   // by URL path
 	contents     []Content
 	failContent  failure // of every Content API request, when code is set
@@ -190,7 +191,7 @@ func NewAPI(t testing.TB, opts ...Option) *API {
 	}
 	a := &API{
 		AccountSID: o.sid, AuthToken: o.token, t: t, opts: o,
-		failTo: map[string]failure{}, failDelivery: map[string]failure{}, media: map[string]media{},
+		failTo: map[string]failure{}, failDelivery: map[string]failure{}, closed: map[string]bool{}, media: map[string]media{},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	mux := http.NewServeMux()
@@ -229,11 +230,36 @@ func (a *API) FailNext(n int, status, code int) {
 }
 
 // FailTo makes every create request to the recipient fail with HTTP
-// status and Twilio error code, e.g. 400 and CodeOutsideWindow.
+// status and Twilio error code, e.g. 400 and CodeOutsideWindow; code 0
+// ends it.
 func (a *API) FailTo(to string, status, code int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if code == 0 {
+		delete(a.failTo, to)
+		return
+	}
 	a.failTo[to] = failure{status: status, code: code}
+}
+
+// CloseWindow puts the WhatsApp recipient to ("whatsapp:+…") outside its
+// 24-hour customer service window, as when the person last wrote longer
+// ago: a free-form message to it is accepted and then fails, its status
+// callback "failed" with ErrorCode CodeOutsideWindow, as Twilio reports
+// it; a message with the ContentSid of an approved template
+// (Content.Approved) is delivered. OpenWindow ends it, as the person's
+// next message does.
+func (a *API) CloseWindow(to string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed[to] = true
+}
+
+// OpenWindow ends CloseWindow: the person wrote.
+func (a *API) OpenWindow(to string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.closed, to)
 }
 
 // FailDelivery makes messages to the recipient accepted but not delivered:
@@ -416,10 +442,12 @@ func (a *API) create(ctx context.Context, w http.ResponseWriter, r *http.Request
 		f = validate(at.form)
 		fail = f.code != 0
 	}
+	template := false // an approved template, which may go outside the window
 	if !fail && at.form.Get("ContentSid") != "" {
 		var c Content
 		c, m.ContentVariables, f = a.render(at.form)
 		m.ContentSID, m.Body, fail = c.SID, c.body(m.ContentVariables), f.code != 0
+		template = c.Approved
 	}
 	a.mu.Unlock()
 	if fail {
@@ -433,6 +461,9 @@ func (a *API) create(ctx context.Context, w http.ResponseWriter, r *http.Request
 	// Together, so that who sees the message also counts its attempt.
 	a.msgs, a.attempts, recorded = append(a.msgs, m), append(a.attempts, at), true
 	df, failDelivery := a.failDelivery[m.To]
+	if a.closed[m.To] && !template {
+		df, failDelivery = failure{final: "failed", code: CodeOutsideWindow}, true
+	}
 	if m.StatusCallback != "" && !a.opts.noCallbacks {
 		a.scheduled++
 		a.wg.Add(1)

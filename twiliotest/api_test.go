@@ -429,3 +429,61 @@ func deref(s *string) any {
 	}
 	return *s
 }
+
+// Outside a WhatsApp person's window a free-form message is accepted and
+// then fails with 63016 in its status callback; an approved template goes
+// through, a content that is not approved does not; OpenWindow lets
+// free-form messages through again. FailTo(to, 0, 0) ends FailTo.
+func TestAPIWindow(t *testing.T) {
+	a := twiliotest.NewAPI(t, twiliotest.WithCallbackDelay(time.Millisecond))
+	sink := newCallbackSink(t, a.AuthToken)
+	c := newClient(a)
+	text := json.RawMessage(`{"body":"Your task finished. Reply to see the result."}`)
+	approved := a.AddContent(twiliotest.Content{FriendlyName: "window", Language: "en", Approved: true,
+		Types: map[string]json.RawMessage{"twilio/text": text}})
+	unapproved := a.AddContent(twiliotest.Content{FriendlyName: "draft", Language: "en",
+		Types: map[string]json.RawMessage{"twilio/text": text}})
+	const to = "whatsapp:+1666"
+	send := func(body, contentSid string) {
+		t.Helper()
+		p := (&api.CreateMessageParams{}).SetTo(to).SetFrom("whatsapp:+1444").SetStatusCallback(sink.srv.URL + "/status")
+		if contentSid != "" {
+			p.SetContentSid(contentSid)
+		} else {
+			p.SetBody(body)
+		}
+		if _, err := c.Api.CreateMessage(p); err != nil {
+			t.Fatalf("create %q %s: %v; want accepted", body, contentSid, err)
+		}
+	}
+	a.CloseWindow(to)
+	send("free-form", "")
+	send("", approved.SID)
+	send("", unapproved.SID)
+	a.OpenWindow(to) // the fate of a message is decided when it is created
+	send("after", "")
+	got := sink.wait(1 + 2 + 1 + 2)
+	bySid := map[string][]string{}
+	for _, cb := range got {
+		s := cb.Get("MessageStatus")
+		if cb.Has("ErrorCode") {
+			s += " " + cb.Get("ErrorCode")
+		}
+		bySid[cb.Get("MessageSid")] = append(bySid[cb.Get("MessageSid")], s)
+	}
+	want := [][]string{{"failed 63016"}, {"sent", "delivered"}, {"failed 63016"}, {"sent", "delivered"}}
+	for i, m := range a.Messages() {
+		if !slices.Equal(bySid[m.SID], want[i]) {
+			t.Errorf("message %d (%q, content %s): callbacks %v; want %v", i+1, m.Body, m.ContentSID, bySid[m.SID], want[i])
+		}
+	}
+
+	a.FailTo(to, 400, twiliotest.CodeOutsideWindow)
+	if _, err := c.Api.CreateMessage((&api.CreateMessageParams{}).SetTo(to).SetFrom("whatsapp:+1444").SetBody("refused")); err == nil {
+		t.Errorf("FailTo: accepted; want refused")
+	}
+	a.FailTo(to, 0, 0)
+	if _, err := c.Api.CreateMessage((&api.CreateMessageParams{}).SetTo(to).SetFrom("whatsapp:+1444").SetBody("again")); err != nil {
+		t.Errorf("after FailTo(to, 0, 0): %v; want accepted", err)
+	}
+}

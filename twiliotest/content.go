@@ -41,7 +41,11 @@ type Content struct {
 	Types        map[string]json.RawMessage // by content type ("twilio/quick-reply"), as sent
 	// QuickReply is the twilio/quick-reply type, when the content has one.
 	QuickReply *QuickReply
-	At         time.Time
+	// Approved: WhatsApp approved the content as a template, which may be
+	// sent outside the person's 24-hour window (CloseWindow). Contents
+	// made through the API are not approved.
+	Approved bool
+	At       time.Time
 }
 
 // QuickReply is a twilio/quick-reply content type: a body, and buttons

@@ -9,7 +9,8 @@
 //	req := twiliotest.SignedRequest(token, "https://bot.example/twilio", srv.URL+"/twilio", p)
 //
 // Messages out: NewAPI is a fake Twilio REST API that records messages,
-// fails on demand, serves media and sends signed status callbacks; StartPrism
+// fails on demand (or, CloseWindow, as WhatsApp does outside a person's
+// 24-hour window), serves media and sends signed status callbacks; StartPrism
 // runs Stoplight Prism on Twilio's own OpenAPI description of the Messages
 // create operation, to check requests against the contract. RedirectClient
 // points twilio-go's client at either.
