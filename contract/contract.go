@@ -173,6 +173,12 @@ func (u User) Phone() (string, bool) {
 // e164RE: a plus and up to 15 digits, no leading zero.
 var e164RE = regexp.MustCompile(`^\+[1-9][0-9]{1,14}$`)
 
+// HeldKey is the key, in the egress bucket, of the messages egress holds
+// for u until they write again: those the provider refused outside u's
+// reply window (WhatsApp's 24 hours), and those behind them. Ingress reads
+// it (a direct get) to tell egress when u writes (KindWindow).
+func HeldKey(u User) string { return "held." + u.Key() }
+
 // MediaPath is the URL path media serves an image at.
 func MediaPath(img Image) string {
 	ext := ".jpeg"

@@ -162,6 +162,12 @@ const (
 	// KindSteer: the person added Text to the running job JobID ("btw …"),
 	// from the dispatcher to the runner, which hands it to the agent.
 	KindSteer EventKind = "steer"
+	// KindWindow: the person wrote (JobID: their message) on a channel with
+	// a reply window (WhatsApp's 24 hours) while egress held messages for
+	// them that the provider refused outside it (HeldKey): the window is
+	// open, and egress sends them. Published by ingress before the message
+	// itself, so they go out before its reply.
+	KindWindow EventKind = "window"
 )
 
 // Run outcomes carried by done events.
@@ -229,6 +235,9 @@ type Event struct {
 	ProviderID string `json:"provider_id,omitempty"`
 	Code       int    `json:"code,omitempty"`
 	Attempts   int    `json:"attempts,omitempty"`
+	// undelivered: the message is not lost but held (HeldKey) until the
+	// person writes again (WhatsApp's window was closed).
+	Held bool `json:"held,omitempty"`
 }
 
 // Image describes an object in the media store.

@@ -42,6 +42,10 @@ type Message struct {
 	// choice as the person's message. Channels without buttons ignore
 	// them: the body says what to reply.
 	Choices []string
+	// Template, when set, is sent instead of Body and Media: an approved
+	// template by the provider's id (Twilio's Content SID), which may go
+	// out when free-form messages may not (window.go).
+	Template string
 }
 
 // Finder is a Sender that can tell whether a message reached the provider:
@@ -248,6 +252,9 @@ type channel struct {
 	// ingress admits by): EVENTS can be written by more than textslash's
 	// own services, and a send costs the operator money and reputation.
 	allowed map[string]bool
+	// window, when set, is the channel's reply window: messages refused
+	// outside it are held until the person writes again (window.go).
+	window *window
 }
 
 // item is one event in a user's queue.
@@ -299,6 +306,9 @@ func (p *pusher) run(ctx context.Context) error {
 	}
 	heartbeat := time.NewTicker(contract.EgressAckWait / 3)
 	defer heartbeat.Stop()
+	refresh := time.NewTicker(time.Hour)
+	defer refresh.Stop()
+	p.refreshHeld(ctx, heldRefresh)
 	for {
 		select {
 		case <-ctx.Done():
@@ -306,6 +316,8 @@ func (p *pusher) run(ctx context.Context) error {
 			return nil
 		case <-heartbeat.C:
 			p.keepAlive()
+		case <-refresh.C:
+			p.refreshHeld(ctx, heldRefresh)
 		}
 	}
 }
@@ -328,9 +340,10 @@ func (p *pusher) route(ctx context.Context, m jetstream.Msg) {
 	switch ev.Kind {
 	case contract.KindNotice, contract.KindProgress, contract.KindDone, contract.KindMore, contract.KindQuestion:
 	case contract.KindStarted, contract.KindAnswer: // the typing indicator's cues
+	case contract.KindWindow: // the person wrote: send what was held
 	case contract.KindDelivery:
 		if p.sent != nil {
-			p.sent.report(ev.ProviderID, ev.Status)
+			p.sent.report(ev.ProviderID, ev.Status, ev.Code)
 		}
 		_ = m.Ack()
 		return
@@ -532,6 +545,8 @@ func (p *pusher) send(ctx context.Context, log zerolog.Logger, ch channel, it it
 		}
 	case contract.KindMore:
 		return p.more(ctx, log, ch, it)
+	case contract.KindWindow:
+		return p.flush(ctx, log, ch, it)
 	default:
 		msgs = []Message{{Body: pages.Truncate(ev.Text, ch.rules.BodyLimit, "…"), Progress: ev.Kind == contract.KindProgress,
 			JobID: ev.JobID, Choices: ev.Choices}}
@@ -541,6 +556,9 @@ func (p *pusher) send(ctx context.Context, log zerolog.Logger, ch channel, it it
 			continue
 		}
 		if err := p.sendOnce(ctx, log, ch, it, i, m); err != nil {
+			if errors.Is(err, errHeld) {
+				continue // the parts behind it are held too
+			}
 			if errors.Is(err, errUndeliverable) {
 				return nil
 			}
@@ -569,12 +587,12 @@ func (p *pusher) more(ctx context.Context, log zerolog.Logger, ch channel, it it
 	}
 	if len(left.Pages) == 0 {
 		err := p.sendOnce(ctx, log, ch, it, 0, Message{Body: MsgNoMore})
-		if errors.Is(err, errUndeliverable) {
+		if errors.Is(err, errUndeliverable) || errors.Is(err, errHeld) {
 			return nil
 		}
 		return err
 	}
-	if err := p.sendOnce(ctx, log, ch, it, 0, Message{Body: left.Pages[0]}); err != nil && !errors.Is(err, errUndeliverable) {
+	if err := p.sendOnce(ctx, log, ch, it, 0, Message{Body: left.Pages[0]}); err != nil && !errors.Is(err, errUndeliverable) && !errors.Is(err, errHeld) {
 		return err
 	}
 	left.Pages, left.MoreSeq = left.Pages[1:], it.seq
@@ -589,14 +607,42 @@ func pagesKey(u contract.User) string { return "pages." + u.Key() }
 
 // sendOnce sends part i of an event unless an earlier delivery of the
 // event already did, retrying failures that may pass; then it waits for
-// the provider to report the message sent, if status reports are on.
+// the provider to report the message sent, if status reports are on. On a
+// channel with a reply window, a message refused outside it, or behind
+// one held, is held (errHeld).
 func (p *pusher) sendOnce(ctx context.Context, log zerolog.Logger, ch channel, it item, part int, m Message) error {
+	log = log.With().Str("kind", string(it.ev.Kind)).Str("job_id", it.ev.JobID).Int("part", part).Logger()
+	if ch.window != nil {
+		if err := p.heldBefore(ctx, log, ch, it, part, m); err != nil {
+			return err
+		}
+	}
+	err := p.sendKeyed(ctx, log, ch, it, slot{seq: it.seq, part: strconv.Itoa(part)}, m)
+	var closed closedWindow
+	if errors.As(err, &closed) {
+		return p.hold(ctx, log, ch, it, part, m, closed.attempts)
+	}
+	return err
+}
+
+// slot names one message egress sends: its key in the egress bucket,
+// sent.<user>.<seq>.<part>, and its dead letter's Nats-Msg-Id.
+type slot struct {
+	seq  uint64 // EVENTS sequence of the event that asked for it
+	part string
+}
+
+// sendKeyed sends m once for its slot: see sendOnce. A refusal outside
+// the channel's reply window is a closedWindow, with no dead letter.
+func (p *pusher) sendKeyed(ctx context.Context, log zerolog.Logger, ch channel, it item, s slot, m Message) error {
 	// The key holds the provider's id once sent; before the first try it
 	// is marked with the time, so that a crash between a send and its
 	// record can be told from a send never tried.
-	key := "sent." + it.ev.User.Key() + "." + strconv.FormatUint(it.seq, 10) + "." + strconv.Itoa(part)
-	log = log.With().Str("kind", string(it.ev.Kind)).Str("job_id", it.ev.JobID).Int("part", part).Logger()
+	key := sentKey(it.ev.User, s)
 	if e, err := p.kv.Get(ctx, key); err == nil {
+		if string(e.Value()) == heldMark {
+			return nil // held for the person, and sent or still held
+		}
 		at, tried := strings.CutPrefix(string(e.Value()), triedMark)
 		if !tried {
 			return nil // sent before
@@ -632,7 +678,7 @@ func (p *pusher) sendOnce(ctx context.Context, log zerolog.Logger, ch channel, i
 				return nil
 			}
 		}
-		var wait <-chan string
+		var wait <-chan delivery
 		tried = time.Now()
 		id, err := ch.sender.Send(ctx, it.ev.User, m)
 		if err == nil {
@@ -645,7 +691,11 @@ func (p *pusher) sendOnce(ctx context.Context, log zerolog.Logger, ch channel, i
 			messagesOut.WithLabelValues(it.ev.User.Channel, string(it.ev.Kind)).Inc()
 			log.Info().Str("provider_id", id).Int("body_len", len(m.Body)).Int("media", len(m.Media)).Int("attempt", attempt).Msg("sent")
 			if wait != nil {
-				p.sent.await(ctx, log, it.msg, id, wait)
+				d := p.sent.await(ctx, log, it.msg, id, wait)
+				if ch.window != nil && d.code == ch.window.closed && (d.status == "failed" || d.status == "undelivered") {
+					sendErrors.WithLabelValues(it.ev.User.Channel, strconv.Itoa(d.code)).Inc()
+					return closedWindow{attempts: attempt}
+				}
 			}
 			return nil
 		}
@@ -659,11 +709,14 @@ func (p *pusher) sendOnce(ctx context.Context, log zerolog.Logger, ch channel, i
 		if hint := explainTwilio(se.Code); hint != "" {
 			l = l.With().Str("hint", hint).Logger()
 		}
+		if ch.window != nil && se.Code == ch.window.closed {
+			return closedWindow{attempts: attempt}
+		}
 		if se.Permanent || attempt >= p.retry.Attempts {
 			l.Error().Msg("message not delivered; dead letter published")
 			dead := contract.Event{Kind: contract.KindUndelivered, User: it.ev.User, JobID: it.ev.JobID,
 				Text: m.Body, Code: se.Code, Attempts: attempt}
-			if err := contract.PublishEvent(ctx, p.js, dead, contract.MsgID(it.ev.User, strconv.FormatUint(it.seq, 10), "undelivered", strconv.Itoa(part))); err != nil {
+			if err := contract.PublishEvent(ctx, p.js, dead, contract.MsgID(it.ev.User, strconv.FormatUint(s.seq, 10), "undelivered", s.part)); err != nil {
 				return err
 			}
 			return errUndeliverable
@@ -702,17 +755,24 @@ func sleep(ctx context.Context, msg jetstream.Msg, d time.Duration) error {
 type sentWaiter struct {
 	timeout time.Duration
 	mu      sync.Mutex
-	waiting map[string]chan string // provider id → status
-	early   map[string]early       // reports that came before their waiter
+	waiting map[string]chan delivery // by provider id
+	early   map[string]early         // reports that came before their waiter
+}
+
+// delivery is the provider's final report on a message: its status and
+// error code.
+type delivery struct {
+	status string
+	code   int
 }
 
 type early struct {
-	status string
-	at     time.Time
+	delivery
+	at time.Time
 }
 
 func newSentWaiter(timeout time.Duration) *sentWaiter {
-	return &sentWaiter{timeout: timeout, waiting: map[string]chan string{}, early: map[string]early{}}
+	return &sentWaiter{timeout: timeout, waiting: map[string]chan delivery{}, early: map[string]early{}}
 }
 
 // final reports whether a status ends the wait: the message left the
@@ -725,28 +785,29 @@ func final(status string) bool {
 	return false
 }
 
-func (s *sentWaiter) expect(id string) <-chan string {
-	c := make(chan string, 1)
+func (s *sentWaiter) expect(id string) <-chan delivery {
+	c := make(chan delivery, 1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.early[id]; ok {
 		delete(s.early, id)
-		c <- e.status
+		c <- e.delivery
 		return c
 	}
 	s.waiting[id] = c
 	return c
 }
 
-func (s *sentWaiter) report(id, status string) {
+func (s *sentWaiter) report(id, status string, code int) {
 	if !final(status) {
 		return
 	}
+	d := delivery{status: status, code: code}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.waiting[id]; ok {
 		delete(s.waiting, id)
-		c <- status
+		c <- d
 		return
 	}
 	now := time.Now()
@@ -757,31 +818,37 @@ func (s *sentWaiter) report(id, status string) {
 			}
 		}
 	}
-	s.early[id] = early{status: status, at: now}
+	s.early[id] = early{delivery: d, at: now}
 }
 
-func (s *sentWaiter) await(ctx context.Context, log zerolog.Logger, msg jetstream.Msg, id string, c <-chan string) {
+// await waits for the provider's report on message id and returns it;
+// zero when none came in time.
+func (s *sentWaiter) await(ctx context.Context, log zerolog.Logger, msg jetstream.Msg, id string, c <-chan delivery) delivery {
 	t := time.NewTimer(s.timeout)
 	defer t.Stop()
 	tick := time.NewTicker(contract.EgressAckWait / 3)
 	defer tick.Stop()
 	for {
 		select {
-		case st := <-c:
-			if st == "failed" || st == "undelivered" {
-				log.Warn().Str("provider_id", id).Str("status", st).Msg("provider could not deliver the message")
+		case d := <-c:
+			if d.status == "failed" || d.status == "undelivered" {
+				l := log.Warn().Str("provider_id", id).Str("status", d.status).Int("code", d.code)
+				if hint := explainTwilio(d.code); hint != "" {
+					l = l.Str("hint", hint)
+				}
+				l.Msg("provider could not deliver the message")
 			}
-			return
+			return d
 		case <-t.C:
 			s.mu.Lock()
 			delete(s.waiting, id)
 			s.mu.Unlock()
 			log.Warn().Str("provider_id", id).Dur("waited", s.timeout).Msg("no status callback in time; sending on (is PUBLIC_URL reachable by Twilio?)")
-			return
+			return delivery{}
 		case <-tick.C:
 			_ = msg.InProgress()
 		case <-ctx.Done():
-			return
+			return delivery{}
 		}
 	}
 }

@@ -55,6 +55,12 @@ type Twilio struct {
 	SMS      Rules
 	// Retry of failed sends.
 	Retry Retry
+	// WindowContentSID is an approved WhatsApp template (a Content SID,
+	// HX…, sent without variables) that tells a person something waits
+	// for them, sent once when a message to them is refused outside
+	// WhatsApp's 24-hour window (TWILIO_CONTENT_SID_WINDOW). Either way
+	// the refused message is held and sent when they write again.
+	WindowContentSID string
 }
 
 // Twilio's limits.
@@ -91,6 +97,9 @@ func (t *Twilio) validate() error {
 		return fmt.Errorf("twilio: PUBLIC_URL=%q: want the https://host Twilio reaches textslash at (for images and status callbacks)", t.PublicURL)
 	}
 	t.PublicURL = strings.TrimSuffix(t.PublicURL, "/")
+	if t.WindowContentSID != "" && !contentSidRE.MatchString(t.WindowContentSID) {
+		return fmt.Errorf("twilio: TWILIO_CONTENT_SID_WINDOW=%q: want a Content SID, HX and 32 hex digits", t.WindowContentSID)
+	}
 	if len(t.Allowed) == 0 {
 		return errors.New("twilio: ALLOWED_PHONE_NUMBERS is empty: nobody could be answered")
 	}
@@ -163,7 +172,12 @@ func (s *twilioSender) Send(ctx context.Context, u contract.User, m Message) (st
 	if !ok {
 		return "", &SendError{Err: fmt.Errorf("user %s has no phone number", u), Permanent: true}
 	}
-	if s.prefix == whatsappPrefix && quickReplyable(m.Choices) {
+	switch {
+	case m.Template != "":
+		p := s.params(to, Message{})
+		p.SetContentSid(m.Template)
+		return s.create(p)
+	case s.prefix == whatsappPrefix && quickReplyable(m.Choices):
 		return s.sendWithButtons(zerolog.Ctx(ctx), to, m)
 	}
 	return s.create(s.params(to, m))
@@ -234,6 +248,9 @@ func (s *twilioSender) Find(_ context.Context, u contract.User, m Message, since
 	}
 	return "", nil
 }
+
+// contentSidRE is a Twilio content's SID.
+var contentSidRE = regexp.MustCompile(`^HX[0-9a-fA-F]{32}$`)
 
 // messageSidRE is a Twilio message's SID (SM…) or media message's (MM…):
 // a WhatsApp person's job id, the message a typing indicator answers.

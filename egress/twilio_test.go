@@ -234,7 +234,6 @@ func TestRetries(t *testing.T) {
 		{"server error, then sent", 503, 20500, 1, true, 2},
 		{"server errors past the bound", 500, 20500, 4, false, 4},
 		{"validation error: no retry", 400, 21211, 1, false, 1},
-		{"outside the 24-hour window: no retry", 400, 63016, 1, false, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twilio/twilio-go/client"
 
 	"github.com/textslash/textslash/contract"
@@ -142,12 +145,61 @@ func (i *Ingress) twilioWebhook(w http.ResponseWriter, r *http.Request) {
 		}
 		in.Media = append(in.Media, m)
 	}
+	i.openWindow(ctx, log, u, sid)
 	if err := i.Publish(ctx, in); err != nil {
 		log.Error().Err(err).Msg("twilio message not stored; Twilio may retry")
 		http.Error(w, "could not take the message", http.StatusServiceUnavailable)
 		return
 	}
 	twiml(w)
+}
+
+// openWindow tells egress that u wrote, when it holds messages for them
+// that WhatsApp refused outside its 24-hour window (contract.HeldKey): a
+// window event, deduplicated by the message's sid, published before the
+// message so that they go out before its reply. A failure is logged: they
+// wait for the person's next message.
+func (i *Ingress) openWindow(ctx context.Context, log zerolog.Logger, u contract.User, sid string) {
+	if u.Channel != contract.ChannelWhatsApp {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	held, err := i.heldFor(ctx, u)
+	if err != nil {
+		log.Warn().Err(err).Msg("held messages not looked up; they wait for the next message")
+		return
+	}
+	if !held {
+		return
+	}
+	ev := contract.Event{Kind: contract.KindWindow, User: u, JobID: sid}
+	if err := contract.PublishEvent(ctx, i.js, ev, contract.MsgID(u, sid, string(contract.KindWindow))); err != nil {
+		log.Error().Err(err).Msg("window event not published; held messages wait for the next message")
+		return
+	}
+	log.Info().Msg("the person wrote while messages were held for them: window event published")
+}
+
+// heldFor reports whether egress holds messages for u: a direct get of
+// contract.HeldKey in the egress bucket, by its subject. It is the one
+// read of that bucket ingress may do (nats.conf), and one request: a KV
+// handle would look the bucket's stream up first.
+func (i *Ingress) heldFor(ctx context.Context, u contract.User) (bool, error) {
+	subject := "$JS.API.DIRECT.GET.KV_" + contract.BucketEgress + ".$KV." + contract.BucketEgress + "." + contract.HeldKey(u)
+	m, err := i.js.Conn().RequestWithContext(ctx, subject, nil)
+	if err != nil {
+		return false, fmt.Errorf("direct get %s: %w", contract.HeldKey(u), err)
+	}
+	switch m.Header.Get("Status") {
+	case "":
+	case "404":
+		return false, nil
+	default:
+		return false, fmt.Errorf("direct get %s: %s %s", contract.HeldKey(u), m.Header.Get("Status"), m.Header.Get("Description"))
+	}
+	op := m.Header.Get("KV-Operation") // a deleted key's marker
+	return op != "DEL" && op != "PURGE", nil
 }
 
 // buttonAnswers are the button payloads that answer textslash: the

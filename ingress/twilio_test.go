@@ -481,3 +481,56 @@ func FuzzTwilioWebhook(f *testing.F) {
 		}
 	})
 }
+
+// A WhatsApp message from a person egress holds messages for
+// (contract.HeldKey) is announced as a window event, once per MessageSid,
+// and goes on to the dispatcher as usual; without held messages, or once
+// they are gone, or on SMS, there is none.
+func TestTwilioWebhookOpensWindow(t *testing.T) {
+	h := startTwilio(t, ingress.Twilio{})
+	kv, err := h.js.KeyValue(t.Context(), contract.BucketEgress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wa := contract.User{Channel: contract.ChannelWhatsApp, ID: alice[1:]}
+	sms := contract.User{Channel: contract.ChannelSMS, ID: alice[1:]}
+	post := func(from, sid string) {
+		t.Helper()
+		if resp := h.post("/webhook", inboundForm(from, "hi", sid), true); resp.StatusCode != 200 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	post("whatsapp:"+alice, "SMnothingheld")
+	for _, u := range []contract.User{wa, sms} {
+		if _, err := kv.Put(t.Context(), contract.HeldKey(u), []byte(`{"msgs":[{"seq":1,"body":"the result"}]}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 { // Twilio's retries
+		post("whatsapp:"+alice, "SMheld")
+	}
+	post(alice, "SMsms")
+	if err := kv.Delete(t.Context(), contract.HeldKey(wa)); err != nil {
+		t.Fatal(err)
+	}
+	post("whatsapp:"+alice, "SMsent")
+
+	windows := h.stored(contract.StreamEvents, "ts.ev.>")
+	if len(windows) != 1 {
+		t.Fatalf("stored %d events; want 1 window event", len(windows))
+	}
+	var ev contract.Event
+	if err := contract.Decode(windows[0].Data, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if windows[0].Subject != "ts.ev.whatsapp.15551230001.window" || ev.Kind != contract.KindWindow || ev.User != wa || ev.JobID != "SMheld" {
+		t.Errorf("event %+v on %s; want the window of %s, for SMheld", ev, windows[0].Subject, wa)
+	}
+	var ids []string
+	for _, in := range h.inbound() {
+		ids = append(ids, in.ID)
+	}
+	if got, want := strings.Join(ids, " "), "SMnothingheld SMheld SMsms SMsent"; got != want {
+		t.Errorf("inbound %s; want every message stored: %s", got, want)
+	}
+}

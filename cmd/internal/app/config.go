@@ -82,6 +82,7 @@ type config struct {
 	TwilioFrom      string
 	TwilioService   string
 	TwilioAPI       string
+	TwilioWindow    string
 	PublicURL       string
 	Allowed         string
 	StatusCallbacks bool
@@ -276,6 +277,7 @@ func parseConfig(name string, services []string, args []string, stderr io.Writer
 	f.str(&c.TwilioFrom, "twilio-phone-number", "TWILIO_PHONE_NUMBER", "", "Twilio number replies come from, E.164 (+15551234567); WhatsApp sends from whatsapp:<it>")
 	f.str(&c.TwilioService, "twilio-messaging-service-sid", "TWILIO_MESSAGING_SERVICE_SID", "", "send through this Messaging Service instead of the phone number")
 	f.str(&c.TwilioAPI, "twilio-api-url", "TEXTSLASH_TWILIO_API_URL", "", "send Twilio API requests to this base URL instead of https://api.twilio.com (tests, proxies)")
+	f.str(&c.TwilioWindow, "twilio-content-sid-window", "TWILIO_CONTENT_SID_WINDOW", "", "Content SID (HX…) of an approved WhatsApp template without variables that tells a person a reply waits for them (Your task finished. Reply to see the result.), sent once when WhatsApp refuses a message outside its 24-hour window; the refused messages are held and go out when the person writes, with or without it")
 	f.str(&c.PublicURL, "public-url", "PUBLIC_URL", "", "the https URL Twilio reaches this server at (webhook signatures, image links, status callbacks); set Twilio's webhook to <it>/webhook")
 	f.str(&c.Allowed, "allowed-phone-numbers", "ALLOWED_PHONE_NUMBERS", "", "comma-separated E.164 numbers that may use textslash over WhatsApp or SMS; others are ignored")
 	f.bool(&c.StatusCallbacks, "twilio-status-callbacks", "TEXTSLASH_TWILIO_STATUS_CALLBACKS", true, "ask Twilio for delivery status and send a person's next message only after the previous one is sent, so replies arrive in order")
@@ -517,7 +519,7 @@ func (c *config) twilioEgress() *egress.Twilio {
 	rules := egress.Rules{Truncate: c.LongReplies == "truncate", ProgressEvery: c.ProgressEvery}
 	return &egress.Twilio{
 		AccountSID: c.TwilioSID, AuthToken: c.TwilioToken, From: c.TwilioFrom, MessagingServiceSID: c.TwilioService,
-		APIURL: c.TwilioAPI, PublicURL: c.PublicURL, StatusCallbacks: c.StatusCallbacks,
+		APIURL: c.TwilioAPI, PublicURL: c.PublicURL, StatusCallbacks: c.StatusCallbacks, WindowContentSID: c.TwilioWindow,
 		Allowed: ingress.ParseList(c.Allowed), WhatsApp: rules, SMS: rules,
 	}
 }
