@@ -133,7 +133,7 @@ func (d *Dispatcher) handleScheduled(ctx context.Context, msg jetstream.Msg) err
 	if err := d.notice(ctx, s.User, in.ID, "scheduled", fmt.Sprintf("Scheduled task %s: “%s”", s.ID, s.Text)); err != nil {
 		return err
 	}
-	return d.apply(ctx, s.User, fsm.Input{Kind: fsm.Message, ID: in.ID, Text: in.Text}, &in)
+	return d.apply(ctx, s.User, fsm.Input{Kind: fsm.Message, ID: in.ID, Text: in.Text, Scheduled: true}, &in)
 }
 
 // zoneName is loc's IANA name for cron schedules; the server's own zone

@@ -271,11 +271,13 @@ type Input struct {
 	ID      string
 	Keyword string
 	// Arg is a keyword's argument; Text a message's text (for answers and
-	// steering); Media: the message has attachments.
-	Arg      string
-	Text     string
-	Media    bool
-	Approval bool
+	// steering); Media: the message has attachments; Scheduled: a task
+	// the person scheduled, never an answer nor an addition to a run.
+	Arg       string
+	Text      string
+	Media     bool
+	Scheduled bool
+	Approval  bool
 	// Question: the question of a Question input, or of a Timeout (0:
 	// the approval timeout).
 	Question int
@@ -372,9 +374,9 @@ func message(s Snapshot, in Input) (Snapshot, []Effect) {
 		return restart(s)
 	case s.State == AwaitingApproval && s.Job == in.ID:
 		return s, nil // it ran; its changes await approval
-	case s.State == AwaitingPermission:
+	case s.State == AwaitingPermission && !in.Scheduled:
 		return answer(s, in)
-	case s.State == Working && s.Steer && !in.Media:
+	case s.State == Working && s.Steer && !in.Media && !in.Scheduled:
 		return s, []Effect{{Kind: SteerRun, ID: s.Job, Text: in.Text}, {Kind: Notice, Text: MsgSteered}}
 	case s.State == Idle && in.QueueHead == "":
 		e := Effect{Kind: Start, ID: in.ID, NewSession: s.NewSession, Mode: s.Mode}
