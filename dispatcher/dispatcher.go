@@ -389,26 +389,9 @@ func (d *Dispatcher) carryOut(ctx context.Context, log zerolog.Logger, u contrac
 			log.Info().Str("steer", input.ID).Int("len", len(e.Text)).Msg("message added to the run")
 			err = contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindSteer, User: u, JobID: e.ID, Text: e.Text},
 				contract.MsgID(u, e.ID, "steer", input.ID))
-		case fsm.ReportStatus:
-			err = d.notice(ctx, u, input.ID, ref+":"+fmt.Sprint(i), d.status(ctx, u, before))
-		case fsm.AddSchedule, fsm.ListSchedules, fsm.RemoveSchedule, fsm.Admin:
+		case fsm.ReportStatus, fsm.ReportCost, fsm.AddSchedule, fsm.ListSchedules, fsm.RemoveSchedule, fsm.Admin:
 			var text string
-			switch e.Kind {
-			case fsm.Admin:
-				text, err = d.admin(ctx, u, e.Action, e.Text)
-			case fsm.AddSchedule:
-				text, err = d.schedule(ctx, u, now, input.ID, e.Action, e.Text)
-			case fsm.ListSchedules:
-				text, err = d.listSchedules(ctx, u)
-			default:
-				text, err = d.unschedule(ctx, u, e.Text)
-			}
-			if err == nil {
-				err = d.notice(ctx, u, input.ID, ref+":"+fmt.Sprint(i), text)
-			}
-		case fsm.ReportCost:
-			var text string
-			if text, err = d.costs.report(ctx, u); err == nil {
+			if text, err = d.reply(ctx, u, before, input.ID, e); err == nil {
 				err = d.notice(ctx, u, input.ID, ref+":"+fmt.Sprint(i), text)
 			}
 		case fsm.NextPage:
@@ -423,6 +406,26 @@ func (d *Dispatcher) carryOut(ctx context.Context, log zerolog.Logger, u contrac
 		return d.apply(ctx, u, fsm.Input{Kind: fsm.Kick}, nil)
 	}
 	return nil
+}
+
+// reply is the answer to a keyword that asks something of the dispatcher
+// (status, cost, schedules, an admin's): st is the state it was sent in,
+// msgID its message's id.
+func (d *Dispatcher) reply(ctx context.Context, u contract.User, st contract.UserState, msgID string, e fsm.Effect) (string, error) {
+	switch e.Kind {
+	case fsm.ReportStatus:
+		return d.status(ctx, u, st), nil
+	case fsm.ReportCost:
+		return d.costs.report(ctx, u)
+	case fsm.AddSchedule:
+		return d.schedule(ctx, u, st, msgID, e.Action, e.Text)
+	case fsm.ListSchedules:
+		return d.listSchedules(ctx, u)
+	case fsm.RemoveSchedule:
+		return d.unschedule(ctx, u, e.Text)
+	default:
+		return d.admin(ctx, u, e.Action, e.Text)
+	}
 }
 
 // start publishes a job. Publishing is deduplicated by the job's id, so

@@ -323,21 +323,6 @@ func (b *bench) unchanged(u contract.User, before snapshot) {
 	}
 }
 
-// holdsUntil checks f until the deadline has passed and fails as soon as
-// it does not hold: how to wait for something that must not happen.
-func holdsUntil(t *testing.T, deadline time.Time, f func() error) {
-	t.Helper()
-	for {
-		if err := f(); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // timedOut reports whether a notice is the approval timeout's.
 func timedOut(text string) bool { return strings.HasPrefix(text, "No answer to the approval request") }
 
@@ -778,7 +763,7 @@ func TestApprovalAnsweredBeforeTimeout(t *testing.T) {
 			b.waitState(u, contract.StateIdle, "")
 			_, rev := b.state(u)
 
-			holdsUntil(t, deadline, func() error {
+			natstest.HoldsUntil(t, deadline, func() error {
 				if got := b.noticesOf(u, "w1"); len(got) != 0 {
 					return fmt.Errorf("notices about w1 after %s: got %q; want none", tt.keyword, got)
 				}
@@ -880,7 +865,7 @@ func TestCancelWhileAwaitingApproval(t *testing.T) {
 		t.Errorf("schedules after cancel: got %+v; want none", got)
 	}
 	b.noCancel(cancels) // nothing runs
-	holdsUntil(t, deadline, func() error {
+	natstest.HoldsUntil(t, deadline, func() error {
 		if got := b.noticesOf(u, "w1"); len(got) != 0 {
 			return fmt.Errorf("notices about w1 after cancel: got %q; want none", got)
 		}

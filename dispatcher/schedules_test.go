@@ -77,7 +77,7 @@ func TestScheduleEvery(t *testing.T) {
 		t.Errorf("a past time: %q", got)
 	}
 	n := len(b.jobsOf(u))
-	holdsUntil(t, time.Now().Add(6*time.Second), func() error {
+	natstest.HoldsUntil(t, time.Now().Add(6*time.Second), func() error {
 		if m := len(b.jobsOf(u)); m != n {
 			return fmt.Errorf("%d runs after unschedule; want %d", m, n)
 		}

@@ -311,27 +311,12 @@ func (h *tgHarness) typingStops(chat string) {
 		}
 		return nil
 	})
-	holdsUntil(h.t, time.Now().Add(300*time.Millisecond), func() error {
+	natstest.HoldsUntil(h.t, time.Now().Add(300*time.Millisecond), func() error {
 		if got := len(h.typing(chat)); got != n {
 			return fmt.Errorf("typing went on: %d calls, then %d", n, got)
 		}
 		return nil
 	})
-}
-
-// holdsUntil checks f until the deadline has passed and fails as soon as
-// it does not hold: how to wait for something that must not happen.
-func holdsUntil(t *testing.T, deadline time.Time, f func() error) {
-	t.Helper()
-	for {
-		if err := f(); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // While a run works its chat shows "typing…", shown again every
@@ -372,7 +357,7 @@ func TestTelegramTypingByDefault(t *testing.T) {
 	h := startTelegramRules(t, false, egress.Rules{})
 	h.publish(contract.Event{Kind: contract.KindStarted, JobID: "job1", At: time.Now()})
 	h.typingAtLeast(carol.ID, 1)
-	holdsUntil(t, time.Now().Add(300*time.Millisecond), func() error {
+	natstest.HoldsUntil(t, time.Now().Add(300*time.Millisecond), func() error {
 		if n := len(h.typing(carol.ID)); n != 1 {
 			return fmt.Errorf("%d typing calls in 300 ms; want 1 (the next after 4 s)", n)
 		}

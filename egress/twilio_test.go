@@ -590,7 +590,7 @@ func (h *harness) typingStops(every time.Duration) {
 		}
 		return nil
 	})
-	holdsUntil(h.t, time.Now().Add(300*time.Millisecond), func() error {
+	natstest.HoldsUntil(h.t, time.Now().Add(300*time.Millisecond), func() error {
 		if got := len(h.api.Typing()); got != n {
 			return fmt.Errorf("typing went on: %d calls, then %d", n, got)
 		}
@@ -633,7 +633,7 @@ func TestWhatsAppTypingByDefault(t *testing.T) {
 		}
 		return nil
 	})
-	holdsUntil(t, time.Now().Add(300*time.Millisecond), func() error {
+	natstest.HoldsUntil(t, time.Now().Add(300*time.Millisecond), func() error {
 		if n := len(h.api.Typing()); n != 1 {
 			return fmt.Errorf("%d typing calls in 300 ms; want 1 (the next after 20 s)", n)
 		}

@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -47,10 +48,12 @@ func TestTypingFollowsTheRun(t *testing.T) {
 	stopped := func() {
 		t.Helper()
 		n := f.n()
-		time.Sleep(100 * time.Millisecond) // a holds-until: nothing may happen
-		if f.n() != n {
-			t.Fatalf("typing went on: %d calls, then %d", n, f.n())
-		}
+		natstest.HoldsUntil(t, time.Now().Add(100*time.Millisecond), func() error {
+			if f.n() != n {
+				return fmt.Errorf("typing went on: %d calls, then %d", n, f.n())
+			}
+			return nil
+		})
 	}
 	ty.note(t.Context(), ch, ev(contract.KindStarted))
 	natstest.CheckFor(t, 2*time.Second, 10*time.Millisecond, func() error {

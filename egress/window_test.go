@@ -88,7 +88,7 @@ func (h *harness) wrote(u contract.User) {
 // sendsNoMore checks that the fake gets no message beyond n for 300 ms.
 func (h *harness) sendsNoMore(n int) {
 	h.t.Helper()
-	holdsUntil(h.t, time.Now().Add(300*time.Millisecond), func() error {
+	natstest.HoldsUntil(h.t, time.Now().Add(300*time.Millisecond), func() error {
 		if got := h.api.Messages(); len(got) != n {
 			return fmt.Errorf("%d messages %q; want %d", len(got), bodies(got), n)
 		}

@@ -122,3 +122,18 @@ func CheckFor(t testing.TB, total, sleep time.Duration, f func() error) {
 	}
 	t.Fatalf("not true after %v: %v", total, err)
 }
+
+// HoldsUntil calls f until deadline and fails the test as soon as it
+// returns an error: how to wait for something that must not happen.
+func HoldsUntil(t testing.TB, deadline time.Time, f func() error) {
+	t.Helper()
+	for {
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

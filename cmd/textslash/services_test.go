@@ -62,15 +62,12 @@ func startService(t *testing.T, service string, env ...string) *instance {
 // answered through egress. With the dispatcher and the runner down, ingress
 // still takes messages, and they are answered once those two are back; each
 // process serves only its own routes, and none is refused anything by NATS.
-func TestSeparateServices(t *testing.T) {
-	ns := runNATSUsers(t)
-	api := twiliotest.NewAPI(t)
-	tg := telegramtest.NewAPI(t)
-	procs := map[string]*instance{}
-	front := frontProxy(t, procs)
-	env := []string{
+// servicesEnv is the settings every service run apart shares: WhatsApp
+// and SMS through the fake Twilio api, behind the proxy at publicURL.
+func servicesEnv(api *twiliotest.API, publicURL string) []string {
+	return []string{
 		"TEXTSLASH_MEDIA_KEY=a-key-shared-by-media-and-egress",
-		"PUBLIC_URL=" + front.URL,
+		"PUBLIC_URL=" + publicURL,
 		"TWILIO_ACCOUNT_SID=" + api.AccountSID,
 		"TWILIO_AUTH_TOKEN=" + api.AuthToken,
 		"TWILIO_PHONE_NUMBER=" + twilioFrom,
@@ -78,6 +75,15 @@ func TestSeparateServices(t *testing.T) {
 		"ALLOWED_PHONE_NUMBERS=" + phoneAlice,
 		"TEXTSLASH_AGENT=shell",
 	}
+}
+
+func TestSeparateServices(t *testing.T) {
+	ns := runNATSUsers(t)
+	api := twiliotest.NewAPI(t)
+	tg := telegramtest.NewAPI(t)
+	procs := map[string]*instance{}
+	front := frontProxy(t, procs)
+	env := servicesEnv(api, front.URL)
 	env = append(env, telegramEnv(tg)...)
 	for _, s := range app.All {
 		e := append(slices.Clone(env), ns.env(s)...)

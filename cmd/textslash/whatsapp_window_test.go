@@ -61,17 +61,7 @@ func TestWhatsAppWindowSeparateServices(t *testing.T) {
 		Types: map[string]json.RawMessage{"twilio/text": json.RawMessage(`{"body":"Your task finished. Reply to see the result."}`)}})
 	procs := map[string]*instance{}
 	front := frontProxy(t, procs)
-	env := []string{
-		"TEXTSLASH_MEDIA_KEY=a-key-shared-by-media-and-egress",
-		"PUBLIC_URL=" + front.URL,
-		"TWILIO_ACCOUNT_SID=" + api.AccountSID,
-		"TWILIO_AUTH_TOKEN=" + api.AuthToken,
-		"TWILIO_PHONE_NUMBER=" + twilioFrom,
-		"TEXTSLASH_TWILIO_API_URL=" + api.URL,
-		"TWILIO_CONTENT_SID_WINDOW=" + windowTemplate,
-		"ALLOWED_PHONE_NUMBERS=" + phoneAlice,
-		"TEXTSLASH_AGENT=shell",
-	}
+	env := append(servicesEnv(api, front.URL), "TWILIO_CONTENT_SID_WINDOW="+windowTemplate)
 	for _, svc := range app.All {
 		procs[svc] = startService(t, svc, append(slices.Clone(env), ns.env(svc)...)...)
 	}
