@@ -276,26 +276,7 @@ func TestClusterLeaderLoss(t *testing.T) {
 
 	// Nobody is left working, and nothing is left waiting.
 	for _, c := range chats {
-		natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			defer cancel()
-			kv, err := js.KeyValue(rctx, contract.BucketUsers)
-			if err != nil {
-				return err
-			}
-			e, err := kv.Get(rctx, c.User.Key())
-			if err != nil {
-				return err
-			}
-			var st contract.UserState
-			if err := contract.Decode(e.Value(), &st); err != nil {
-				return err
-			}
-			if st.State != contract.StateIdle {
-				return fmt.Errorf("%s left %s (job %s)", c.User, st.State, st.JobID)
-			}
-			return nil
-		})
+		natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error { return stateIdle(ctx, js, c.User) })
 	}
 	// An acknowledgement in flight to the lost server is lost too: its
 	// message comes again after the consumer's AckWait, and is then

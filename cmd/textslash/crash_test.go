@@ -133,20 +133,8 @@ func TestCrashLoop(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	kv, err := js.KeyValue(t.Context(), contract.BucketUsers)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range chats {
-		e, err := kv.Get(t.Context(), c.User.Key())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st contract.UserState
-		_ = contract.Decode(e.Value(), &st)
-		if st.State != contract.StateIdle {
-			t.Errorf("%s left %s (job %s)", c.User, st.State, st.JobID)
-		}
+		natstest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error { return stateIdle(t.Context(), js, c.User) })
 	}
 	// Acknowledgements trail the replies a little.
 	for _, name := range []string{contract.StreamQueue, contract.StreamJobs, contract.StreamIn} {

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/natstest"
 )
 
 // tap records every subject seen on ts.> over a real NATS connection, the
@@ -108,20 +109,8 @@ func TestWebChatEndToEnd(t *testing.T) {
 			t.Errorf("streams %v lack %s", streams, s)
 		}
 	}
-	// The user is idle again, in the KV bucket.
-	kv, err := js.KeyValue(ctx, contract.BucketUsers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := kv.Get(ctx, u.Key())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st contract.UserState
-	_ = contract.Decode(e.Value(), &st)
-	if st.State != contract.StateIdle {
-		t.Errorf("state = %q; want idle", st.State)
-	}
+	// The user is idle again, in the users bucket.
+	natstest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error { return stateIdle(ctx, js, u) })
 	// The shell ran in the user's own workspace.
 	if _, err := os.Stat(filepath.Join(inst.Data, "workspaces", u.Key())); err != nil {
 		t.Errorf("workspace: %v", err)

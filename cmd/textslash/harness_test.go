@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/textslash/textslash/contract"
 )
 
@@ -392,4 +394,28 @@ func sharedDir(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// stateIdle returns nil once u's state in the users bucket is idle. The
+// dispatcher takes a done event just after the person sees it, so callers
+// wait for this with natstest.CheckFor rather than read it once.
+func stateIdle(ctx context.Context, js jetstream.JetStream, u contract.User) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, contract.BucketUsers)
+	if err != nil {
+		return err
+	}
+	e, err := kv.Get(ctx, u.Key())
+	if err != nil {
+		return err
+	}
+	var st contract.UserState
+	if err := contract.Decode(e.Value(), &st); err != nil {
+		return err
+	}
+	if st.State != contract.StateIdle {
+		return fmt.Errorf("%s left %s (job %s)", u, st.State, st.JobID)
+	}
+	return nil
 }
