@@ -179,8 +179,13 @@ var e164RE = regexp.MustCompile(`^\+[1-9][0-9]{1,14}$`)
 // it (a direct get) to tell egress when u writes (KindWindow).
 func HeldKey(u User) string { return "held." + u.Key() }
 
-// MediaPath is the URL path media serves an image at.
+// MediaPath is the URL path media serves an image at, or a file (an Image
+// that is not an image) under its name, which is what WhatsApp shows as a
+// document's name.
 func MediaPath(img Image) string {
+	if !IsImage(img.ContentType) {
+		return "/files/" + img.ID + "/" + SafeName(img.Name)
+	}
 	ext := ".jpeg"
 	if img.ContentType == "image/png" {
 		ext = ".png"

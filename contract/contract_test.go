@@ -831,3 +831,31 @@ func TestCostString(t *testing.T) {
 		}
 	}
 }
+
+func TestSafeName(t *testing.T) {
+	long := strings.Repeat("a", 200) + ".pdf"
+	for in, want := range map[string]string{
+		"report.pdf":           "report.pdf",
+		"../../etc/passwd":     "passwd",
+		`C:\\x\\bad name!.txt`: "bad_name_.txt",
+		".bashrc":              "bashrc",
+		"":                     "file",
+		"..":                   "file",
+		"naïve.csv":            "na__ve.csv",
+		long:                   strings.Repeat("a", 96) + ".pdf",
+	} {
+		if got := contract.SafeName(in); got != want {
+			t.Errorf("SafeName(%q) = %q; want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzSafeName(f *testing.F) {
+	f.Add("../a b/c.pdf")
+	f.Fuzz(func(t *testing.T, name string) {
+		got := contract.SafeName(name)
+		if got == "" || len(got) > 100 || strings.ContainsAny(got, "/\\ ") || got[0] == '.' || got == ".." {
+			t.Fatalf("SafeName(%q) = %q", name, got)
+		}
+	})
+}

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -33,6 +35,59 @@ func PutImage(ctx context.Context, store jetstream.ObjectStore, contentType stri
 		return Image{}, fmt.Errorf("store image: %w", err)
 	}
 	return img, nil
+}
+
+// PutFile stores any file in the media object store under a fresh
+// unguessable id, with its Content-Type as an object header. Images go
+// through PutImage, which checks them; a file's name is made safe
+// (SafeName).
+func PutFile(ctx context.Context, store jetstream.ObjectStore, contentType, name string, data []byte) (Image, error) {
+	if IsImage(contentType) {
+		return PutImage(ctx, store, contentType, data)
+	}
+	if contentType == "" {
+		contentType = "application/octet-stream"
+	}
+	f := Image{ID: nuid.Next(), ContentType: contentType, Size: len(data), Name: SafeName(name)}
+	meta := jetstream.ObjectMeta{Name: f.ID, Headers: nats.Header{"Content-Type": []string{contentType}}}
+	if _, err := store.Put(ctx, meta, bytes.NewReader(data)); err != nil {
+		return Image{}, fmt.Errorf("store file: %w", err)
+	}
+	return f, nil
+}
+
+// IsImage reports whether contentType is an image every channel shows as
+// one: JPEG or PNG. Other files are documents.
+func IsImage(contentType string) bool {
+	return contentType == "image/jpeg" || contentType == "image/png"
+}
+
+// SafeName is name made safe for a file in a workspace, a URL path and a
+// download: its last path element, with letters, digits, '.', '-' and '_'
+// kept and anything else replaced by '_', no leading dot, at most 100
+// bytes (the extension kept); "file" when nothing is left.
+func SafeName(name string) string {
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	name = strings.TrimLeft(string(b), "._")
+	if len(name) > 100 {
+		ext := filepath.Ext(name)
+		if len(ext) > 10 {
+			ext = ""
+		}
+		name = name[:100-len(ext)] + ext
+	}
+	if name == "" {
+		return "file"
+	}
+	return name
 }
 
 // SubjectMediaFetch is the request-reply service that copies a person's

@@ -26,10 +26,20 @@ type Inbound struct {
 	Paired bool `json:"paired,omitempty"`
 }
 
-// Media is an attachment of an inbound message.
+// Media is an attachment of an inbound message: an image, a voice note or
+// any other file.
 type Media struct {
 	URL         string `json:"url"`
 	ContentType string `json:"content_type"`
+	// Name is the file's name as the person's app sent it (a Telegram
+	// document's, a web chat upload's), if the channel gives one. It is
+	// the person's text: the runner makes it safe before using it.
+	Name string `json:"name,omitempty"`
+	// Voice: a voice note or an audio recording, transcribed into the
+	// message's text before the agent runs.
+	Voice bool `json:"voice,omitempty"`
+	// Seconds is its length when the channel says (Telegram does).
+	Seconds int `json:"seconds,omitempty"`
 }
 
 // Job is a message the dispatcher has cleared to run now: the user has no
@@ -240,11 +250,15 @@ type Event struct {
 	Held bool `json:"held,omitempty"`
 }
 
-// Image describes an object in the media store.
+// Image describes an object in the media store: an image, or, when its
+// ContentType is not an image's (IsImage), a file for the person that
+// channels deliver as a document.
 type Image struct {
 	ID          string `json:"id"`
 	ContentType string `json:"content_type"`
 	Size        int    `json:"size"`
+	// Name is a file's name, safe for a URL path and a download (SafeName).
+	Name string `json:"name,omitempty"`
 	Width       int    `json:"width,omitempty"`
 	Height      int    `json:"height,omitempty"`
 }
