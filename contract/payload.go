@@ -258,9 +258,9 @@ type Image struct {
 	ContentType string `json:"content_type"`
 	Size        int    `json:"size"`
 	// Name is a file's name, safe for a URL path and a download (SafeName).
-	Name string `json:"name,omitempty"`
-	Width       int    `json:"width,omitempty"`
-	Height      int    `json:"height,omitempty"`
+	Name   string `json:"name,omitempty"`
+	Width  int    `json:"width,omitempty"`
+	Height int    `json:"height,omitempty"`
 }
 
 // UserState is the dispatcher's record of one user in the state bucket,
