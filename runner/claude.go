@@ -78,10 +78,11 @@ func (c *Claude) Run(ctx context.Context, r *Run) (Result, error) {
 	return res.Result, err
 }
 
-// markerLines takes the marker lines out of an agent's reply: ::approval::
-// and SCREENSHOT_CAPTURED:<path> (see Command), alone on their lines.
+// markerLines takes the marker lines out of an agent's reply: ::approval::,
+// SCREENSHOT_CAPTURED:<path> and FILE_CAPTURED:<path> (see Command), alone
+// on their lines. Files come in shots too, as fileMarked paths.
 func markerLines(text string) (reply string, approval bool, shots []string) {
-	if !strings.Contains(text, "::approval::") && !strings.Contains(text, "SCREENSHOT_CAPTURED:") {
+	if !strings.Contains(text, "::approval::") && !strings.Contains(text, "SCREENSHOT_CAPTURED:") && !strings.Contains(text, "FILE_CAPTURED:") {
 		return text, false, nil
 	}
 	var keep []string
@@ -93,6 +94,10 @@ func markerLines(text string) (reply string, approval bool, shots []string) {
 		case strings.HasPrefix(t, "SCREENSHOT_CAPTURED:"):
 			if p := strings.TrimSpace(strings.TrimPrefix(t, "SCREENSHOT_CAPTURED:")); p != "" {
 				shots = append(shots, p)
+			}
+		case strings.HasPrefix(t, "FILE_CAPTURED:"):
+			if p := strings.TrimSpace(strings.TrimPrefix(t, "FILE_CAPTURED:")); p != "" {
+				shots = append(shots, fileMarked(p))
 			}
 		default:
 			keep = append(keep, line)
@@ -685,8 +690,11 @@ func (w *lineWriter) end() {
 // prompt is the person's message, plus where their images are.
 func prompt(r *Run) string {
 	p := r.Job.Text
+	if r.Spoken {
+		p += "\n\n[The person said this in a voice note, transcribed by speech recognition: some words may be misheard.]"
+	}
 	if len(r.Attachments) > 0 {
-		p += "\n\n[The person attached these images, in the workspace: " + strings.Join(r.Attachments, ", ") + "]"
+		p += "\n\n[The person attached these files, in the workspace: " + strings.Join(r.Attachments, ", ") + "]"
 	}
 	if r.Unfetched > 0 {
 		p += fmt.Sprintf("\n\n[%d more attachment(s) could not be fetched.]", r.Unfetched)

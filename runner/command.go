@@ -33,7 +33,8 @@ const (
 //	::progress:: <text>         send <text> to the person as progress (cut at 200 characters)
 //	::approval::                ask the person to approve the changes (the whole line, spaces around it allowed)
 //	SCREENSHOT_CAPTURED:<path>  an image for the reply, at <path> relative to the workspace
-//	                            (collected; the runner does not deliver these images yet)
+//	FILE_CAPTURED:<path>        a file of any kind for the reply (a document), at <path>
+//	                            relative to the workspace, at most 16 MiB
 //
 // Its stderr is never shown to the person: its end goes into the error
 // logged when the program fails.
@@ -160,6 +161,12 @@ func (o *commandOutput) marker(line string) bool {
 	if path, ok := strings.CutPrefix(line, "SCREENSHOT_CAPTURED:"); ok {
 		if path = strings.TrimSpace(path); path != "" {
 			o.screenshots = append(o.screenshots, path)
+		}
+		return true
+	}
+	if path, ok := strings.CutPrefix(line, "FILE_CAPTURED:"); ok {
+		if path = strings.TrimSpace(path); path != "" {
+			o.screenshots = append(o.screenshots, fileMarked(path))
 		}
 		return true
 	}

@@ -33,21 +33,35 @@ const (
 // errOutside: a screenshot path that is not a file inside the workspace.
 var errOutside = errors.New("not a file inside the workspace")
 
+// errTooLarge: a file larger than the runner takes.
+var errTooLarge = errors.New("too large")
+
+// workspacePath is p (relative to the workspace dir, or absolute) relative
+// to dir, or errOutside when it names a place outside dir (or dir itself).
+// Only a first check: links are resolved by readBeneath.
+func workspacePath(dir, p string) (string, error) {
+	rel := p
+	if filepath.IsAbs(p) {
+		var err error
+		if rel, err = filepath.Rel(dir, p); err != nil {
+			return "", fmt.Errorf("%s: %w", p, errOutside)
+		}
+	}
+	if rel = filepath.Clean(rel); rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("%s: %w", p, errOutside)
+	}
+	return rel, nil
+}
+
 // readScreenshot reads the image at p (relative to the workspace dir, or
 // absolute) if it is a regular PNG or JPEG file inside dir: a path outside
 // it is refused unopened, and links are followed only while they stay
 // inside (readBeneath), so textslash opens nothing else of the machine an
 // agent names (a device acting on open, a FIFO).
 func readScreenshot(dir, p string) ([]byte, error) {
-	rel := p
-	if filepath.IsAbs(p) {
-		var err error
-		if rel, err = filepath.Rel(dir, p); err != nil {
-			return nil, fmt.Errorf("%s: %w", p, errOutside)
-		}
-	}
-	if rel = filepath.Clean(rel); rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
-		return nil, fmt.Errorf("%s: %w", p, errOutside)
+	rel, err := workspacePath(dir, p)
+	if err != nil {
+		return nil, err
 	}
 	data, err := readBeneath(dir, rel, screenshotMaxFile)
 	if err != nil {
@@ -89,15 +103,30 @@ func dropped(dir string) []string {
 // as compressed JPEGs, at most room of them, publishes an image event for
 // each, and returns them. Paths outside the workspace, non-images and
 // unreadable files are refused and logged; an image too large to decode is
-// refused with a note for the person, returned in notes.
+// refused with a note for the person, returned in notes. The files the run
+// reported (FILE_CAPTURED, fileMarked among reported) are stored as they
+// are (collectFile) and returned after the images; each one that cannot be
+// sent has a note.
 func (r *Runner) collectScreenshots(ctx context.Context, log zerolog.Logger, job contract.Job, dir string, reported []string, room int) (images []contract.Image, notes []string) {
 	paths := append(slices.Clone(reported), dropped(dir)...)
 	seen := map[string]bool{}
+	var files []contract.Image
+	tried := 0
 	for _, p := range paths {
 		if seen[p] {
 			continue
 		}
 		seen[p] = true
+		if fp, ok := fileCaptured(p); ok {
+			f, note := r.collectFile(ctx, log, dir, fp, tried)
+			tried++
+			if note != "" {
+				notes = append(notes, note)
+			} else {
+				files = append(files, f)
+			}
+			continue
+		}
 		if strings.HasPrefix(filepath.Clean(p), DropDir+"/") {
 			defer removeBeneath(dir, p)
 		}
@@ -127,5 +156,5 @@ func (r *Runner) collectScreenshots(ctx context.Context, log zerolog.Logger, job
 		log.Info().Str("path", p).Str("object", img.ID).Int("size", img.Size).Int("width", img.Width).Int("height", img.Height).Msg("screenshot stored")
 		images = append(images, img)
 	}
-	return images, notes
+	return append(images, files...), notes
 }

@@ -1,0 +1,183 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// FILE_CAPTURED lines are markers like SCREENSHOT_CAPTURED, in Claude's
+// final answer and in a command agent's output; they come back marked as
+// files.
+func TestFileMarkers(t *testing.T) {
+	reply, _, shots := markerLines("Here:\nFILE_CAPTURED: out.csv\nSCREENSHOT_CAPTURED:a.png\n  FILE_CAPTURED:report.pdf \nsay FILE_CAPTURED:x inline\nFILE_CAPTURED:")
+	if want := "Here:\nsay FILE_CAPTURED:x inline"; reply != want {
+		t.Errorf("reply %q; want %q", reply, want)
+	}
+	if want := []string{fileMarked("out.csv"), "a.png", fileMarked("report.pdf")}; !reflect.DeepEqual(shots, want) {
+		t.Errorf("shots %q; want %q", shots, want)
+	}
+
+	r, _ := commandRun(t, "hi")
+	res, err := Command{Line: `echo 'FILE_CAPTURED: out.csv '; echo 'a FILE_CAPTURED:b'; printf 'FILE_CAPTURED:c.txt\r\n'; echo FILE_CAPTURED:`}.Run(t.Context(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{fileMarked("out.csv"), fileMarked("c.txt")}; !slices.Equal(res.Screenshots, want) {
+		t.Errorf("command screenshots %q; want %q", res.Screenshots, want)
+	}
+	if want := "a FILE_CAPTURED:b\n"; res.Text != want {
+		t.Errorf("command text %q; want %q", res.Text, want)
+	}
+	for _, p := range []string{"out.csv", "/abs/x", "shots/a.png"} {
+		if got, ok := fileCaptured(fileMarked(p)); !ok || got != p {
+			t.Errorf("fileCaptured(fileMarked(%q)) = %q, %t", p, got, ok)
+		}
+	}
+	if _, ok := fileCaptured("out.csv"); ok {
+		t.Error("a screenshot path taken for a file")
+	}
+}
+
+// A file for the person is read exactly as a screenshot is: only inside
+// the workspace, links followed only while they stay inside, regular files
+// only, and at most the cap.
+func TestReadFile(t *testing.T) {
+	root := t.TempDir()
+	ws, other := filepath.Join(root, "web.alice"), filepath.Join(root, "web.bob")
+	for _, d := range []string{ws, other, filepath.Join(ws, "sub")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(path string, data []byte) {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(ws, "out.csv"), []byte("a,b\n1,2\n"))
+	write(filepath.Join(ws, "sub", "big.bin"), make([]byte, 101))
+	write(filepath.Join(ws, "sub", "edge.bin"), make([]byte, 100))
+	write(filepath.Join(other, "secret.txt"), []byte("bob's"))
+	write(filepath.Join(root, "outside.txt"), []byte("root's"))
+	for target, name := range map[string]string{
+		filepath.Join(other, "secret.txt"): "bobs.txt",
+		"../outside.txt":                   "up.txt",
+		"out.csv":                          "inside.csv",
+		"/etc/passwd":                      "passwd",
+	} {
+		if err := os.Symlink(target, filepath.Join(ws, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		path string
+		want error // nil: read
+	}{
+		{"out.csv", nil},
+		{filepath.Join(ws, "out.csv"), nil},
+		{"inside.csv", nil},
+		{"sub/edge.bin", nil},
+		{"sub/big.bin", errTooLarge},
+		{"missing.csv", fs.ErrNotExist},
+		{"../outside.txt", errOutside},
+		{"../web.bob/secret.txt", errOutside},
+		{filepath.Join(other, "secret.txt"), errOutside},
+		{"/etc/passwd", errOutside},
+		{"/proc/self/environ", errOutside},
+		{"bobs.txt", errOutside},
+		{"up.txt", errOutside},
+		{"passwd", errOutside},
+		{"sub", errOutside},
+		{".", errOutside},
+	}
+	for _, tt := range tests {
+		data, err := readFile(ws, tt.path, 100)
+		switch {
+		case tt.want == nil && err != nil:
+			t.Errorf("readFile(%q): %v; want it read", tt.path, err)
+		case tt.want == nil && len(data) == 0:
+			t.Errorf("readFile(%q): no data", tt.path)
+		case tt.want != nil && !errors.Is(err, tt.want):
+			t.Errorf("readFile(%q) = %d bytes, %v; want %v", tt.path, len(data), err, tt.want)
+		}
+	}
+}
+
+// A command agent's FILE_CAPTURED file comes with the reply as a file in
+// the media store; one missing, outside or too big is named in the reply.
+func TestRunnerFiles(t *testing.T) {
+	e := newRunnerEnv(t)
+	r, err := New(Config{Agent: "bash", Workspaces: e.workspaces}, e.js, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan error, 1)
+	go func() { ended <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-ended:
+		case <-time.After(30 * time.Second):
+			t.Error("Run did not return")
+		}
+	})
+	u := e.user(contract.ChannelTelegram, "42")
+	e.job(u, "m1", strings.Join([]string{
+		"printf 'a,b\\n1,2\\n' > out.csv",
+		"head -c " + strconv.Itoa(fileMaxBytes+1) + " /dev/zero > big.bin",
+		"echo FILE_CAPTURED:out.csv",
+		"echo FILE_CAPTURED:missing.csv",
+		"echo FILE_CAPTURED:../../etc/passwd",
+		"echo FILE_CAPTURED:big.bin",
+		"echo done",
+	}, "\n"))
+	ev := e.waitDone(u, "m1", runnerWait)
+	if len(ev.Images) != 1 {
+		t.Fatalf("images %+v; want out.csv alone", ev.Images)
+	}
+	f := ev.Images[0]
+	if f.Name != "out.csv" || contract.IsImage(f.ContentType) || f.Size != 8 || !strings.HasPrefix(f.ContentType, "text/") {
+		t.Errorf("file %+v; want out.csv, 8 bytes of text", f)
+	}
+	store, err := e.js.ObjectStore(t.Context(), contract.BucketMedia)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := store.GetBytes(t.Context(), f.ID)
+	if err != nil || string(data) != "a,b\n1,2\n" {
+		t.Errorf("stored %q, %v; want the file's bytes", data, err)
+	}
+	info, err := store.GetInfo(t.Context(), f.ID)
+	if err != nil || info.Headers.Get("Content-Type") != f.ContentType {
+		t.Errorf("stored content type %v, %v; want %q", info, err, f.ContentType)
+	}
+	for _, want := range []string{"done", "missing.csv was not sent", "../../etc/passwd was not sent", "big.bin was not sent"} {
+		if !strings.Contains(ev.Text, want) {
+			t.Errorf("reply %q; want it to say %q", ev.Text, want)
+		}
+	}
+	if strings.Contains(ev.Text, "FILE_CAPTURED") {
+		t.Errorf("reply %q shows the markers", ev.Text)
+	}
+}
+
+// The system prompt tells Claude how to hand over a file.
+func TestSystemPromptFiles(t *testing.T) {
+	if !strings.Contains(SystemPrompt, "FILE_CAPTURED:<path") {
+		t.Errorf("SystemPrompt does not tell about FILE_CAPTURED:\n%s", SystemPrompt)
+	}
+}
