@@ -1,4 +1,4 @@
-// Package media serves images from the media object store over HTTP. Objects
+// Package media serves images and files from the media object store over HTTP. Objects
 // expire by the bucket's TTL; names are checked strictly and never touch a
 // file system path.
 package media
@@ -58,16 +58,21 @@ func (m *Media) Open(ctx context.Context) error {
 	return nil
 }
 
-// Handler serves GET and HEAD /images/<id>.jpeg (or .png) with a valid
+// Handler serves GET and HEAD /images/<id>.jpeg (or .png), and files as
+// downloads at /files/<id>/<name> (contract.MediaPath), with a valid
 // signature (?e=<expiry>&s=<signature>, made by contract.MediaSigner).
 func (m *Media) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /images/{name}", m.serve) // GET routes answer HEAD too
+	mux.HandleFunc("GET /files/{id}/{name}", m.serveFile)
 	return mux
 }
 
 // nameRE: an object id as the runner names them, and the image's extension.
 var nameRE = regexp.MustCompile(`^([A-Za-z0-9]{16,64})\.(jpeg|png)$`)
+
+// idRE: an object id as the runner names them.
+var idRE = regexp.MustCompile(`^[A-Za-z0-9]{16,64}$`)
 
 func (m *Media) serve(w http.ResponseWriter, r *http.Request) {
 	parts := nameRE.FindStringSubmatch(r.PathValue("name"))
@@ -81,6 +86,42 @@ func (m *Media) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "image link invalid or expired", http.StatusForbidden)
 		return
 	}
+	m.send(w, r, id, func(h http.Header, stored string) bool {
+		ct := "image/" + ext
+		h.Set("Content-Type", ct)
+		return stored == ct
+	})
+}
+
+// serveFile serves a file as a download under the name in its link, with
+// the type it was stored with, which browsers are told not to second-guess
+// and never to run as a page.
+func (m *Media) serveFile(w http.ResponseWriter, r *http.Request) {
+	id, name := r.PathValue("id"), r.PathValue("name")
+	if !idRE.MatchString(id) || name != contract.SafeName(name) {
+		http.Error(w, "bad file name", http.StatusBadRequest)
+		return
+	}
+	q := r.URL.Query()
+	if err := m.cfg.Signer.Check("/files/"+id+"/"+name, q.Get("e"), q.Get("s"), time.Now()); err != nil {
+		http.Error(w, "file link invalid or expired", http.StatusForbidden)
+		return
+	}
+	m.send(w, r, id, func(h http.Header, stored string) bool {
+		if stored == "" {
+			stored = "application/octet-stream"
+		}
+		h.Set("Content-Type", stored)
+		h.Set("Content-Disposition", `attachment; filename="`+name+`"`) // SafeName: no quote or backslash
+		h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+		return true
+	})
+}
+
+// send answers with object id when typed agrees: it sets the response's
+// type headers from the object's stored Content-Type and says whether
+// that object may be served here.
+func (m *Media) send(w http.ResponseWriter, r *http.Request, id string, typed func(h http.Header, stored string) bool) {
 	obj, err := m.store.Get(r.Context(), id)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		http.Error(w, "no such image (images expire)", http.StatusNotFound)
@@ -97,14 +138,15 @@ func (m *Media) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "image unavailable", http.StatusServiceUnavailable)
 		return
 	}
-	ct := "image/" + ext
-	if info.Headers.Get("Content-Type") != ct {
+	h := w.Header()
+	if !typed(h, info.Headers.Get("Content-Type")) {
+		for k := range h {
+			h.Del(k)
+		}
 		http.Error(w, "no such image", http.StatusNotFound)
 		return
 	}
 	etag := `"` + info.Digest + `"`
-	h := w.Header()
-	h.Set("Content-Type", ct)
 	h.Set("Content-Length", strconv.FormatUint(info.Size, 10))
 	h.Set("ETag", etag)
 	h.Set("Cache-Control", "private, max-age=300")
