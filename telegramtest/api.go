@@ -1,6 +1,6 @@
 // Package telegramtest is a fake Telegram Bot API for tests: it takes the
 // methods textslash calls (sendMessage, editMessageText, sendPhoto,
-// sendMediaGroup, editMessageReplyMarkup, answerCallbackQuery,
+// sendDocument, sendMediaGroup, editMessageReplyMarkup, answerCallbackQuery,
 // sendChatAction, getFile and file downloads), records them, keeps the
 // messages sent to check edits against, and fails on request the way
 // Telegram does (429 with retry_after, 400, 403).
@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,12 @@ type Call struct {
 	// Photos are the photos sent: a URL, or "upload:<n bytes>" for an
 	// uploaded file.
 	Photos []string
+	// Documents are the documents sent (sendDocument): a URL, or
+	// "upload:<n bytes>"; DocumentName is its file name (the upload's, or
+	// the URL's last path element) and DocumentData its bytes.
+	Documents    []string
+	DocumentName string
+	DocumentData []byte
 	// Keyboard is the inline keyboard sent or set (reply_markup), by rows.
 	Keyboard [][]Button
 	// QueryID is the callback query answered (answerCallbackQuery).
@@ -52,12 +59,13 @@ type Button struct {
 // message is what a chat shows of a message the bot sent.
 type message struct {
 	text     string // text, or the caption
-	photo    bool
+	photo    bool   // a photo, or a document: the text is a caption
+	document bool
 	keyboard [][]Button
 }
 
 func (m message) same(o message) bool {
-	return m.text == o.text && m.photo == o.photo && slices.EqualFunc(m.keyboard, o.keyboard, slices.Equal[[]Button])
+	return m.text == o.text && m.photo == o.photo && m.document == o.document && slices.EqualFunc(m.keyboard, o.keyboard, slices.Equal[[]Button])
 }
 
 type failure struct {
@@ -190,7 +198,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusUnauthorized, "Unauthorized")
 		return
 	}
-	form, files, err := parse(r)
+	form, files, names, err := parse(r)
 	if err != nil {
 		fail(w, http.StatusBadRequest, "Bad Request: "+err.Error())
 		return
@@ -219,7 +227,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch method {
-	case "sendMessage", "sendPhoto", "editMessageText", "editMessageReplyMarkup":
+	case "sendMessage", "sendPhoto", "sendDocument", "editMessageText", "editMessageReplyMarkup":
 		if call.Keyboard, err = keyboard(form.Get("reply_markup")); err != nil {
 			fail(w, http.StatusBadRequest, "Bad Request: "+err.Error())
 			return
@@ -256,6 +264,16 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		call.Photos = []string{p}
+	case "sendDocument":
+		call.Text = form.Get("caption")
+		if len([]rune(call.Text)) > captionLimit {
+			fail(w, http.StatusBadRequest, "Bad Request: message caption is too long")
+			return
+		}
+		if err := a.document(&call, form.Get("document"), files["document"], names["document"]); err != nil {
+			fail(w, http.StatusBadRequest, "Bad Request: "+err.Error())
+			return
+		}
 	case "sendMediaGroup":
 		var media []struct {
 			Type, Media, Caption string
@@ -297,7 +315,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "Bad Request: "+refused)
 		return
 	}
-	a.t.Logf("telegramtest: %s chat=%s id=%d text=%q photos=%q keyboard=%v", method, call.ChatID, call.MessageID, prefix(call.Text, 40), call.Photos, call.Keyboard)
+	a.t.Logf("telegramtest: %s chat=%s id=%d text=%q photos=%q documents=%q keyboard=%v", method, call.ChatID, call.MessageID, prefix(call.Text, 40), call.Photos, call.Documents, call.Keyboard)
 	chat, _ := strconv.ParseInt(call.ChatID, 10, 64)
 	msg := map[string]any{"message_id": call.MessageID, "date": time.Now().Unix(), "chat": map[string]any{"id": chat, "type": "private"}}
 	var result any = msg
@@ -311,14 +329,14 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 // it sends or edits. An edit Telegram would refuse is not kept: record
 // returns Telegram's description of why.
 func (a *API) record(c *Call) (refused string) {
-	m := message{text: c.Text, photo: len(c.Photos) > 0, keyboard: c.Keyboard}
+	m := message{text: c.Text, photo: len(c.Photos) > 0 || len(c.Documents) > 0, document: len(c.Documents) > 0, keyboard: c.Keyboard}
 	if strings.HasPrefix(c.Method, "edit") {
 		old, ok := a.messages[messageKey(c.ChatID, c.MessageID)]
 		switch {
 		case !ok:
 			return "message to edit not found"
 		case c.Method == "editMessageReplyMarkup":
-			m.text, m.photo = old.text, old.photo
+			m.text, m.photo, m.document = old.text, old.photo, old.document
 		case old.photo:
 			return "there is no text in the message to edit"
 		}
@@ -410,30 +428,85 @@ func (a *API) photo(ref string, upload []byte) (string, error) {
 	return ref, nil
 }
 
+// Telegram's limits the fake keeps: captions, uploads (50 MB), files
+// Telegram fetches by URL (20 MB, and for sendDocument GIF, PDF and ZIP
+// only).
+const (
+	captionLimit = 1024
+	uploadLimit  = 50 << 20
+	urlLimit     = 20 << 20
+)
+
+// urlDocuments are the types sendDocument takes by URL.
+var urlDocuments = []string{"image/gif", "application/pdf", "application/zip"}
+
+// document checks a sendDocument's document as Telegram would, and records
+// it in c: an upload of any type, or a URL of a GIF, PDF or ZIP file that
+// it fetches.
+func (a *API) document(c *Call, ref string, upload []byte, name string) error {
+	if upload != nil {
+		switch {
+		case len(upload) == 0:
+			return errors.New("file must be non-empty")
+		case len(upload) > uploadLimit:
+			return errors.New("file is too big")
+		}
+		c.Documents, c.DocumentName, c.DocumentData = []string{fmt.Sprintf("upload:%d bytes", len(upload))}, name, upload
+		return nil
+	}
+	if ref == "" {
+		return errors.New("there is no document in the request")
+	}
+	u, err := url.Parse(ref)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("wrong remote file identifier %q", ref)
+	}
+	resp, err := http.Get(ref)
+	if err != nil {
+		return fmt.Errorf("failed to get HTTP URL content: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("failed to get HTTP URL content: %s", resp.Status)
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if !slices.Contains(urlDocuments, ct) {
+		return errors.New("wrong type of the web page content")
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, urlLimit+1))
+	if err != nil || len(data) > urlLimit {
+		return errors.New("failed to get HTTP URL content")
+	}
+	c.Documents, c.DocumentName, c.DocumentData = []string{ref}, path.Base(u.Path), data
+	return nil
+}
+
 // parse reads a method call's parameters: a query string, a form, a
-// multipart form (its files by field name) or a JSON object.
-func parse(r *http.Request) (url.Values, map[string][]byte, error) {
-	files := map[string][]byte{}
+// multipart form (its files, and their file names, by field name) or a
+// JSON object.
+func parse(r *http.Request) (url.Values, map[string][]byte, map[string]string, error) {
+	files, names := map[string][]byte{}, map[string]string{}
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch ct {
 	case "multipart/form-data":
+		r.Body = http.MaxBytesReader(nil, r.Body, uploadLimit+1<<20)
 		if err := r.ParseMultipartForm(32 << 20); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		for name, fhs := range r.MultipartForm.File {
 			f, err := fhs[0].Open()
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			data, _ := io.ReadAll(f)
 			f.Close()
-			files[name] = data
+			files[name], names[name] = data, fhs[0].Filename
 		}
-		return r.Form, files, nil
+		return r.Form, files, names, nil
 	case "application/json":
 		var m map[string]any
 		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		v := url.Values{}
 		for k, x := range m {
@@ -445,9 +518,9 @@ func parse(r *http.Request) (url.Values, map[string][]byte, error) {
 				v.Set(k, string(b))
 			}
 		}
-		return v, files, nil
+		return v, files, names, nil
 	default:
-		return r.Form, files, r.ParseForm()
+		return r.Form, files, names, r.ParseForm()
 	}
 }
 
@@ -511,7 +584,10 @@ func (a *API) Callback(updateID int, chat int64, id int, data string) []byte {
 		"chat": map[string]any{"id": chat, "type": "private"},
 		"from": map[string]any{"id": 123456, "is_bot": true, "first_name": "textslash"},
 	}
-	if m.photo {
+	if m.document {
+		msg["document"] = map[string]any{"file_id": "sent", "file_unique_id": "sent"}
+		msg["caption"] = m.text
+	} else if m.photo {
 		msg["photo"] = []any{map[string]any{"file_id": "sent", "file_unique_id": "sent", "width": 800, "height": 600}}
 		msg["caption"] = m.text
 	} else {
