@@ -165,3 +165,8 @@ func (s MediaSigner) sign(path, exp string) string {
 	m.Write([]byte(path + "\n" + exp))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
 }
+
+// StoredMedia is the scheme of an attachment's URL when ingress took the
+// file itself (a web chat upload): the rest is its object in the media
+// store, and nothing needs fetching.
+const StoredMedia = "stored:"

@@ -30,10 +30,9 @@ import (
 
 // Replies of the dispatcher's own, from the seeds.
 const (
-	MsgEmpty      = fsm.MsgEmpty
-	MsgUnreadable = fsm.MsgUnreadable
-	MsgQueued     = fsm.MsgQueued
-	MsgQueueFull  = fsm.MsgQueueFull
+	MsgEmpty     = fsm.MsgEmpty
+	MsgQueued    = fsm.MsgQueued
+	MsgQueueFull = fsm.MsgQueueFull
 )
 
 // Config of the dispatcher.
@@ -167,16 +166,6 @@ func (d *Dispatcher) handleInbound(ctx context.Context, msg jetstream.Msg) error
 	if in.Paired {
 		return d.notice(ctx, in.User, in.ID, "welcome", MsgWelcome+fsm.MsgHelp)
 	}
-	images := slices.DeleteFunc(slices.Clone(in.Media), func(m contract.Media) bool { return !readable(m) })
-	if len(images) < len(in.Media) {
-		if err := d.notice(ctx, in.User, in.ID, "unreadable", fsm.MsgUnreadable); err != nil {
-			return err
-		}
-		if strings.TrimSpace(in.Text) == "" && len(images) == 0 {
-			return nil
-		}
-		in.Media = images
-	}
 	if strings.TrimSpace(in.Text) == "" && len(in.Media) == 0 {
 		return d.notice(ctx, in.User, in.ID, "empty", fsm.MsgEmpty)
 	}
@@ -185,12 +174,6 @@ func (d *Dispatcher) handleInbound(ctx context.Context, msg jetstream.Msg) error
 		input.Kind, input.Keyword, input.Arg = fsm.Keyword, kw, arg
 	}
 	return d.apply(ctx, in.User, input, &in)
-}
-
-// readable reports whether the agent can be given an attachment: images
-// it can look at.
-func readable(m contract.Media) bool {
-	return m.ContentType == "image/jpeg" || m.ContentType == "image/png"
 }
 
 // handleDone starts the user's next message, or makes them idle, when a run

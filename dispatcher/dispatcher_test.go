@@ -497,7 +497,8 @@ func TestEmptyMessage(t *testing.T) {
 
 func TestMedia(t *testing.T) {
 	jpeg := contract.Media{URL: "https://x/y.jpeg", ContentType: "image/jpeg"}
-	pdf := contract.Media{URL: "https://x/y.pdf", ContentType: "application/pdf"}
+	pdf := contract.Media{URL: "https://x/y.pdf", ContentType: "application/pdf", Name: "y.pdf"}
+	voice := contract.Media{URL: "https://x/v.ogg", ContentType: "audio/ogg", Voice: true}
 	tests := []struct {
 		name        string
 		text        string
@@ -506,9 +507,11 @@ func TestMedia(t *testing.T) {
 		wantMedia   []contract.Media // of the job; no job when nil
 	}{
 		{"image only runs", "", []contract.Media{jpeg}, nil, []contract.Media{jpeg}},
-		{"pdf only is refused", "", []contract.Media{pdf}, []string{"m1: " + dispatcher.MsgUnreadable}, nil},
-		{"text and pdf runs the text", "look", []contract.Media{pdf}, []string{"m1: " + dispatcher.MsgUnreadable}, []contract.Media{}},
-		{"image and pdf runs the image", "", []contract.Media{pdf, jpeg}, []string{"m1: " + dispatcher.MsgUnreadable}, []contract.Media{jpeg}},
+		{"pdf only runs", "", []contract.Media{pdf}, nil, []contract.Media{pdf}},
+		{"text and pdf run", "look", []contract.Media{pdf}, nil, []contract.Media{pdf}},
+		{"voice note runs", "", []contract.Media{voice}, nil, []contract.Media{voice}},
+		{"image and pdf run", "", []contract.Media{pdf, jpeg}, nil, []contract.Media{pdf, jpeg}},
+		{"a keyword with a file is a message", "status", []contract.Media{pdf}, nil, []contract.Media{pdf}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

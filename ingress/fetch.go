@@ -16,9 +16,12 @@ import (
 	"github.com/textslash/textslash/contract"
 )
 
-// mediaMaxBytes caps an attachment: Twilio passes on up to 5 MB per image,
-// Telegram 20 MB per file to bots.
+// mediaMaxBytes caps an attachment: Twilio passes on up to 5 MB per image
+// (16 MB for other media), Telegram 20 MB per file to bots.
 const mediaMaxBytes = 16 << 20
+
+// errTooLarge: an attachment over mediaMaxBytes.
+var errTooLarge = fmt.Errorf("larger than %d MB", mediaMaxBytes>>20)
 
 // Run serves the media fetch service (contract.SubjectMediaFetch) until ctx
 // ends: the runner asks it for the images people send, which only ingress,
@@ -84,17 +87,23 @@ func (i *Ingress) fetchMedia(ctx context.Context, store jetstream.ObjectStore, r
 		_ = req.Error("403", "not a media URL of this Twilio account or Telegram bot", nil)
 		return
 	}
+	if errors.Is(err, errTooLarge) {
+		log.Info().Str("url", f.Media.URL).Msg("attachment over the size limit; not fetched")
+		_ = req.Error("413", err.Error(), nil)
+		return
+	}
 	if err != nil {
 		log.Warn().Err(err).Str("url", f.Media.URL).Msg("media fetch failed")
 		_ = req.Error("502", err.Error(), nil)
 		return
 	}
+	// Images are what they are; other files keep the type the provider
+	// gave unless it claims an image they are not.
 	ct := http.DetectContentType(data)
-	img, err := contract.PutImage(ctx, store, ct, data)
-	if errors.Is(err, contract.ErrInvalidPayload) {
-		_ = req.Error("415", "not a JPEG or PNG image: "+ct, nil)
-		return
+	if !contract.IsImage(ct) && f.Media.ContentType != "" && !contract.IsImage(f.Media.ContentType) {
+		ct = f.Media.ContentType
 	}
+	img, err := contract.PutFile(ctx, store, ct, f.Media.Name, data)
 	if err != nil {
 		log.Error().Err(err).Msg("media store")
 		_ = req.Error("503", "media store unavailable", nil)
@@ -128,7 +137,7 @@ func (i *Ingress) download(ctx context.Context, url string, auth func(*http.Requ
 		return nil, err
 	}
 	if len(data) > mediaMaxBytes {
-		return nil, fmt.Errorf("larger than %d bytes", mediaMaxBytes)
+		return nil, errTooLarge
 	}
 	return data, nil
 }

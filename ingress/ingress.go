@@ -134,6 +134,7 @@ func (i *Ingress) WebChat() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", i.webPage)
 	mux.HandleFunc("POST /api/messages", i.webMessage)
+	mux.HandleFunc("POST /api/files", i.webFile)
 	return mux
 }
 

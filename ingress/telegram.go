@@ -155,16 +155,43 @@ func (i *Ingress) telegramMessage(ctx context.Context, log zerolog.Logger, updat
 	if in.Text == "" {
 		in.Text = msg.Caption
 	}
-	switch {
-	case len(msg.Photo) > 0: // sizes, smallest first
-		in.Media = append(in.Media, contract.Media{URL: telegramFile + msg.Photo[len(msg.Photo)-1].FileID, ContentType: "image/jpeg"})
-	case msg.Document != nil:
-		in.Media = append(in.Media, contract.Media{URL: telegramFile + msg.Document.FileID, ContentType: msg.Document.MimeType})
-	case msg.Voice != nil, msg.Audio != nil, msg.Video != nil, msg.VideoNote != nil, msg.Sticker != nil, msg.Animation != nil:
-		// Not an image: the dispatcher answers that it cannot read it.
-		in.Media = append(in.Media, contract.Media{URL: telegramFile, ContentType: "application/octet-stream"})
+	if m, ok := telegramMedia(msg); ok {
+		in.Media = append(in.Media, m)
 	}
 	return in, true
+}
+
+// telegramMedia is the attachment of a message, if it has one: a photo (its
+// largest size), a voice note, or any other file, which lands in the
+// person's inbox.
+func telegramMedia(msg *models.Message) (contract.Media, bool) {
+	file := func(id, contentType, name string, seconds int) (contract.Media, bool) {
+		if contentType == "" {
+			contentType = "application/octet-stream"
+		}
+		return contract.Media{URL: telegramFile + id, ContentType: contentType, Name: name, Seconds: seconds}, id != ""
+	}
+	switch {
+	case len(msg.Photo) > 0: // sizes, smallest first
+		return file(msg.Photo[len(msg.Photo)-1].FileID, "image/jpeg", "", 0)
+	case msg.Voice != nil:
+		m, ok := file(msg.Voice.FileID, msg.Voice.MimeType, "", msg.Voice.Duration)
+		m.Voice = true
+		return m, ok
+	case msg.Document != nil:
+		return file(msg.Document.FileID, msg.Document.MimeType, msg.Document.FileName, 0)
+	case msg.Audio != nil:
+		return file(msg.Audio.FileID, msg.Audio.MimeType, msg.Audio.FileName, msg.Audio.Duration)
+	case msg.Video != nil:
+		return file(msg.Video.FileID, msg.Video.MimeType, msg.Video.FileName, msg.Video.Duration)
+	case msg.VideoNote != nil:
+		return file(msg.VideoNote.FileID, "video/mp4", "", msg.VideoNote.Duration)
+	case msg.Animation != nil:
+		return file(msg.Animation.FileID, msg.Animation.MimeType, msg.Animation.FileName, msg.Animation.Duration)
+	case msg.Sticker != nil:
+		return file(msg.Sticker.FileID, "image/webp", "sticker.webp", 0)
+	}
+	return contract.Media{}, false
 }
 
 // telegramChoices are the replies a button may send (contract.Event's
@@ -270,10 +297,19 @@ func (i *Ingress) telegramDownload(ctx context.Context, fileID string) ([]byte, 
 		return nil, err
 	}
 	f, err := b.GetFile(ctx, &bot.GetFileParams{FileID: fileID})
+	if err != nil && strings.Contains(err.Error(), "file is too big") { // over Telegram's 20 MB for bots
+		return nil, errTooLarge
+	}
 	if err != nil {
 		return nil, t.clean(fmt.Errorf("getFile: %w", err))
 	}
+	if f.FileSize > mediaMaxBytes {
+		return nil, errTooLarge
+	}
 	data, err := i.download(ctx, b.FileDownloadLink(f), nil)
+	if errors.Is(err, errTooLarge) {
+		return nil, err
+	}
 	if err != nil { // the link holds the token
 		return nil, t.clean(err)
 	}

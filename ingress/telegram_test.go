@@ -83,14 +83,32 @@ func TestTelegramWebhook(t *testing.T) {
 		{"photo with caption", tgSecret, telegramtest.Update(6, 4242, "what is this?", "FILE1"), 200},
 		{"group chat", tgSecret, telegramtest.Update(7, -100777, "in the group", ""), 200},
 		{"too large", tgSecret, bytes.Repeat([]byte(" "), 70<<10), 413},
+		{"voice note", tgSecret, []byte(`{"update_id": 8, "message": {"message_id": 8, "date": 1, "chat": {"id": 4242, "type": "private"},
+			"voice": {"file_id": "VOICE1", "file_unique_id": "v1", "duration": 7, "mime_type": "audio/ogg", "file_size": 9000}}}`), 200},
+		{"document", tgSecret, []byte(`{"update_id": 9, "message": {"message_id": 9, "date": 1, "chat": {"id": 4242, "type": "private"}, "caption": "read this",
+			"document": {"file_id": "DOC1", "file_unique_id": "d1", "file_name": "../Q3 report.pdf", "mime_type": "application/pdf", "file_size": 1000}}}`), 200},
+		{"audio file", tgSecret, []byte(`{"update_id": 10, "message": {"message_id": 10, "date": 1, "chat": {"id": 4242, "type": "private"},
+			"audio": {"file_id": "AUD1", "file_unique_id": "a1", "duration": 200, "file_name": "song.mp3", "mime_type": "audio/mpeg"}}}`), 200},
 	} {
 		if got := post(t, tc.secret, tc.body); got != tc.want {
 			t.Errorf("%s: status %d; want %d", tc.name, got, tc.want)
 		}
 	}
 	got := h.inbound()
-	if len(got) != 3 {
-		t.Fatalf("%d inbound messages; want 3: %+v", len(got), got)
+	if len(got) != 6 {
+		t.Fatalf("%d inbound messages; want 6: %+v", len(got), got)
+	}
+	for i, want := range []contract.Media{
+		{URL: "telegram:VOICE1", ContentType: "audio/ogg", Voice: true, Seconds: 7},
+		{URL: "telegram:DOC1", ContentType: "application/pdf", Name: "../Q3 report.pdf"},
+		{URL: "telegram:AUD1", ContentType: "audio/mpeg", Name: "song.mp3", Seconds: 200},
+	} {
+		if m := got[3+i].Media; len(m) != 1 || m[0] != want {
+			t.Errorf("inbound %d: media %+v; want %+v", 3+i, m, want)
+		}
+	}
+	if got[4].Text != "read this" {
+		t.Errorf("document caption: %q", got[4].Text)
 	}
 	want := []struct{ id, user, text string }{{"tg1", "telegram.4242", "echo hi"}, {"tg6", "telegram.4242", "what is this?"}, {"tg7", "telegram.-100777", "in the group"}}
 	for i, w := range want {

@@ -140,9 +140,12 @@ func (i *Ingress) twilioWebhook(w http.ResponseWriter, r *http.Request) {
 	n, _ := strconv.Atoi(form.Get("NumMedia"))
 	for k := range min(max(n, 0), twilioMaxMedia) {
 		m := contract.Media{URL: form.Get("MediaUrl" + strconv.Itoa(k)), ContentType: form.Get("MediaContentType" + strconv.Itoa(k))}
-		if m.URL == "" {
+		if m.URL == "" || strings.HasPrefix(m.URL, contract.StoredMedia) {
 			continue
 		}
+		// WhatsApp's voice notes (audio/ogg) and MMS audio are spoken
+		// messages: transcribed, then run.
+		m.Voice = strings.HasPrefix(m.ContentType, "audio/")
 		in.Media = append(in.Media, m)
 	}
 	i.openWindow(ctx, log, u, sid)

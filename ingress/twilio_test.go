@@ -153,6 +153,10 @@ func TestTwilioWebhook(t *testing.T) {
 	withMedia.Set("MediaContentType0", "image/jpeg")
 	withMedia.Set("MediaUrl1", "https://api.twilio.com/b")
 	withMedia.Set("MediaContentType1", "application/pdf")
+	voice := inboundForm("whatsapp:"+alice, "", sid1)
+	voice.Set("NumMedia", "1")
+	voice.Set("MediaUrl0", "https://api.twilio.com/v")
+	voice.Set("MediaContentType0", "audio/ogg")
 	extra := inboundForm("whatsapp:"+alice, "hi", sid1)
 	extra.Set("SomethingNew", "x")
 	// A quick-reply button's press: Body and ButtonText are its title.
@@ -183,6 +187,9 @@ func TestTwilioWebhook(t *testing.T) {
 		{"media", "/webhook", withMedia, true, 200,
 			&contract.Inbound{ID: sid1, User: contract.User{Channel: "whatsapp", ID: "15551230001"}, Media: []contract.Media{
 				{URL: "https://api.twilio.com/a", ContentType: "image/jpeg"}, {URL: "https://api.twilio.com/b", ContentType: "application/pdf"}}}},
+		{"voice note", "/webhook", voice, true, 200,
+			&contract.Inbound{ID: sid1, User: contract.User{Channel: "whatsapp", ID: "15551230001"}, Media: []contract.Media{
+				{URL: "https://api.twilio.com/v", ContentType: "audio/ogg", Voice: true}}}},
 		{"extra fields", "/webhook", extra, true, 200,
 			&contract.Inbound{ID: sid1, User: contract.User{Channel: "whatsapp", ID: "15551230001"}, Text: "hi"}},
 		{"button yes", "/webhook", button("yes", "Yes"), true, 200,
@@ -443,8 +450,32 @@ func TestMediaFetch(t *testing.T) {
 	if data, err := store.GetBytes(t.Context(), got.ID); err != nil || !bytes.Equal(data, buf.Bytes()) {
 		t.Errorf("stored image: %v", err)
 	}
-	if _, code := ask(text); code != "415" {
-		t.Errorf("text file: error %q; want 415", code)
+	// Any file is taken, with the type the provider gave; a declared image
+	// that is not one is stored as what it is.
+	for _, tc := range []struct{ url, declared, want string }{
+		{text, "text/plain", "text/plain"},
+		{text, "image/png", "text/plain; charset=utf-8"},
+	} {
+		data, _ := contract.Encode(&contract.MediaFetch{User: u, Media: contract.Media{URL: tc.url, ContentType: tc.declared, Name: "notes.txt"}})
+		resp, err := ns.NC.Request(contract.SubjectMediaFetch, data, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f contract.Image
+		if code := resp.Header.Get(micro.ErrorCodeHeader); code != "" || json.Unmarshal(resp.Data, &f) != nil {
+			t.Fatalf("text file declared %s: error %q", tc.declared, code)
+		}
+		if f.ContentType != tc.want || f.Name != "notes.txt" || f.Size != 5 {
+			t.Errorf("text file declared %s: %+v; want %s named notes.txt", tc.declared, f, tc.want)
+		}
+		if data, err := store.GetBytes(t.Context(), f.ID); err != nil || string(data) != "hello" {
+			t.Errorf("stored file: %q, %v", data, err)
+		}
+	}
+	// A file over the limit is refused as too large, so the person can be told.
+	big := api.AddMedia("application/pdf", bytes.Repeat([]byte("x"), 16<<20+1))
+	if _, code := ask(big); code != "413" {
+		t.Errorf("file over the limit: error %q; want 413", code)
 	}
 	if _, code := ask("http://169.254.169.254/latest/meta-data"); code != "403" {
 		t.Errorf("foreign URL: error %q; want 403", code)

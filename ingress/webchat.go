@@ -1,15 +1,19 @@
 package ingress
 
 import (
+	"context"
 	"crypto/rand"
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/textslash/textslash/contract"
 )
@@ -113,6 +117,84 @@ func (i *Ingress) webMessage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusAccepted)
 	_ = json.NewEncoder(w).Encode(map[string]string{"id": in.ID})
+}
+
+// webFile takes a file from the page: multipart/form-data with the file
+// in "file", and optionally "id" (the client's, as for webMessage), "text"
+// (said with it) and "voice" (set: a recording made with the page's
+// microphone, to be transcribed). The file goes into the media store at
+// once, and the message names it there (contract.StoredMedia).
+func (i *Ingress) webFile(w http.ResponseWriter, r *http.Request) {
+	u, err := i.webUser(r)
+	if err != nil {
+		webError(w, http.StatusUnauthorized, "no web chat session: open / first")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, mediaMaxBytes+webMaxText+4<<10)
+	f, hdr, err := r.FormFile("file")
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		webError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("file too large: at most %d MB", mediaMaxBytes>>20))
+		return
+	case err != nil:
+		webError(w, http.StatusBadRequest, `body must be multipart/form-data with the file in "file"`)
+		return
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, mediaMaxBytes+1))
+	if err != nil || len(data) > mediaMaxBytes {
+		webError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("file too large: at most %d MB", mediaMaxBytes>>20))
+		return
+	}
+	if len(data) == 0 {
+		webError(w, http.StatusBadRequest, "the file is empty")
+		return
+	}
+	text, id := r.FormValue("text"), r.FormValue("id")
+	if len(text) > webMaxText {
+		webError(w, http.StatusRequestEntityTooLarge, "message too large")
+		return
+	}
+	if id == "" {
+		id = newID()
+	} else if _, err := contract.NewUser(contract.ChannelWeb, id); err != nil {
+		webError(w, http.StatusBadRequest, "id must be 1-64 letters, digits, - or _")
+		return
+	}
+	ctx, log := i.traced(r)
+	ct := hdr.Header.Get("Content-Type")
+	if detected := http.DetectContentType(data); contract.IsImage(detected) || ct == "" || contract.IsImage(ct) {
+		ct = detected
+	}
+	obj, err := i.storeFile(ctx, ct, hdr.Filename, data)
+	if err != nil {
+		log.Error().Err(err).Str("user", u.Key()).Msg("web file not stored")
+		webError(w, http.StatusServiceUnavailable, "could not take the file; try again")
+		return
+	}
+	m := contract.Media{URL: contract.StoredMedia + obj.ID, ContentType: obj.ContentType, Name: obj.Name}
+	m.Voice = r.FormValue("voice") != "" && strings.HasPrefix(ct, "audio/")
+	in := contract.Inbound{ID: id, User: u, Text: text, Media: []contract.Media{m}}
+	if err := i.Publish(ctx, in); err != nil {
+		log.Error().Err(err).Str("user", u.Key()).Str("job_id", in.ID).Msg("web message not stored")
+		webError(w, http.StatusServiceUnavailable, "could not take the message; try again")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	_ = json.NewEncoder(w).Encode(map[string]string{"id": in.ID})
+}
+
+// storeFile puts a file a person sent into the media store.
+func (i *Ingress) storeFile(ctx context.Context, contentType, name string, data []byte) (contract.Image, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	store, err := i.js.ObjectStore(ctx, contract.BucketMedia)
+	if err != nil {
+		return contract.Image{}, err
+	}
+	return contract.PutFile(ctx, store, contentType, name, data)
 }
 
 // webUser is the web chat user of a request's session cookie.

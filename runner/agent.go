@@ -21,11 +21,13 @@ type Run struct {
 	Job contract.Job
 	// Dir is the user's workspace: the program's working directory.
 	Dir string
-	// Attachments are the images the person sent with the message, as
-	// paths relative to Dir; Unfetched counts those that could not be
-	// fetched.
+	// Attachments are the files the person sent with the message (voice
+	// notes aside), as paths relative to Dir; Unfetched counts those that
+	// could not be fetched.
 	Attachments []string
 	Unfetched   int
+	// Spoken: Job.Text came (in part) from voice notes, transcribed.
+	Spoken bool
 	// SessionID is the agent session to continue (the user's last), or
 	// empty for a new one.
 	SessionID string

@@ -96,6 +96,15 @@ type Config struct {
 	Sandbox *Sandbox
 	// ShowCost appends a run's cost and tokens to its reply.
 	ShowCost bool
+	// Transcriber turns voice notes into the message's text; nil tells
+	// the person voice notes cannot be taken here.
+	Transcriber Transcriber
+	// VoiceMax is the longest voice note taken (default 5 minutes).
+	VoiceMax time.Duration
+	// VoiceGrace is how long the agent waits after the person is told what
+	// was heard, so that a misheard instruction can be cancelled before it
+	// runs (zero: no wait; textslash's default is 5 s).
+	VoiceGrace time.Duration
 	// ID names this runner among those sharing the jobs: each user's jobs
 	// run on the runner holding their workspace (see affinity). It must
 	// stay the same across restarts with the same Workspaces. Default:
@@ -104,6 +113,9 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
+	if c.VoiceMax <= 0 {
+		c.VoiceMax = 5 * time.Minute
+	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = 4
 	}
@@ -408,7 +420,22 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		return r.publishDone(ctx, done)
 	}
 
-	attachments, unfetched := r.attach(runCtx, log, job, dir)
+	tell := func(key, text string) {
+		ev := contract.Event{Kind: contract.KindNotice, User: u, JobID: job.ID, Text: text}
+		if err := contract.PublishEvent(ctx, r.js, ev, contract.MsgID(u, job.ID, key)); err != nil {
+			log.Warn().Err(err).Msg("notice")
+		}
+	}
+	attachments, unfetched := r.attach(runCtx, log, job, dir, tell)
+	var voices []attachment
+	var files []string
+	for _, a := range attachments {
+		if a.Media.Voice && job.Action == "" {
+			voices = append(voices, a)
+		} else {
+			files = append(files, a.Path)
+		}
+	}
 	session := ""
 	if !job.NewSession && job.Action == "" {
 		session = readSession(home)
@@ -484,7 +511,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	run := &Run{
 		Job:         job,
 		Dir:         dir,
-		Attachments: attachments,
+		Attachments: files,
 		Unfetched:   unfetched,
 		SessionID:   session,
 		Command:     command,
@@ -520,8 +547,30 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 			})
 		}
 	}
-	log.Info().Str("agent", name).Str("mode", job.Mode).Msg("run started")
-	res, err := agent.Run(runCtx, run)
+	if len(voices) > 0 {
+		said, err := r.listen(runCtx, log, voices, command)
+		var ev errVoice
+		switch {
+		case errors.As(err, &ev):
+			done.Status, done.Text = contract.StatusError, ev.msg
+			return r.publishDone(ctx, done)
+		case err == nil:
+			tell("heard", fmt.Sprintf(MsgHeard, said))
+			run.Job.Text, run.Spoken = joinText(job.Text, said), true
+			if r.cfg.VoiceGrace > 0 {
+				select { // a cancel now stops it before it runs
+				case <-time.After(r.cfg.VoiceGrace):
+				case <-runCtx.Done():
+				}
+			}
+		}
+	}
+	var res Result
+	err = nil
+	if runCtx.Err() == nil {
+		log.Info().Str("agent", name).Str("mode", job.Mode).Msg("run started")
+		res, err = agent.Run(runCtx, run)
+	}
 	var shots []contract.Image
 	if r.shots != nil {
 		shots = r.shots.close(shotToken)

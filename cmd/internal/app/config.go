@@ -72,7 +72,15 @@ type config struct {
 	TimeZone     string
 	Admins       string
 	ShowCost     bool
-	Replicas     int
+	// Voice notes.
+	TranscribeURL      string
+	TranscribeKey      string
+	TranscribeModel    string
+	TranscribeLanguage string
+	TranscribeCommand  string
+	VoiceMax           time.Duration
+	VoiceGrace         time.Duration
+	Replicas           int
 	LogLevel     string
 	PprofAddr    string
 	LogFormat    string
@@ -271,6 +279,13 @@ func parseConfig(name string, services []string, args []string, stderr io.Writer
 	f.str(&c.TimeZone, "time-zone", "TEXTSLASH_TIME_ZONE", "", "time zone (IANA name, like Europe/Paris) of the days and months of costs and budgets, and of schedules for people who set none with tz; default the server's")
 	f.str(&c.Admins, "admins", "TEXTSLASH_ADMINS", "", "comma-separated people who may pair others in (the pair, people and revoke keywords): numbers (+15551234567) and telegram:<chat id>")
 	f.bool(&c.ShowCost, "show-cost", "TEXTSLASH_SHOW_COST", false, "end each reply with what its run cost and the tokens it used")
+	f.str(&c.TranscribeURL, "transcribe-url", "TEXTSLASH_TRANSCRIBE_URL", "", "base URL of an OpenAI-compatible speech-to-text API that turns voice notes into messages (https://api.openai.com/v1, https://api.groq.com/openai/v1, a local whisper.cpp or faster-whisper server's http://127.0.0.1:8000/v1); without it or a command, voice notes are saved in the inbox and the person told")
+	f.str(&c.TranscribeKey, "transcribe-key", "TEXTSLASH_TRANSCRIBE_KEY", "", "API key of the speech-to-text API (sent as Authorization: Bearer)")
+	f.str(&c.TranscribeModel, "transcribe-model", "TEXTSLASH_TRANSCRIBE_MODEL", "whisper-1", "speech-to-text model (whisper-1, gpt-4o-transcribe; whisper-large-v3 on Groq)")
+	f.str(&c.TranscribeLanguage, "transcribe-language", "TEXTSLASH_TRANSCRIBE_LANGUAGE", "", "language of the voice notes, ISO-639-1 (en, fr); default the API's guess")
+	f.str(&c.TranscribeCommand, "transcribe-command", "TEXTSLASH_TRANSCRIBE_COMMAND", "", "a local speech-to-text program instead of the API, run with bash -c in the person's sandbox: 16 kHz mono WAV on stdin, the text on stdout (Debian's pocketsphinx: pocketsphinx_continuous -infile /dev/stdin -logfn /dev/null)")
+	f.dur(&c.VoiceMax, "voice-max", "TEXTSLASH_VOICE_MAX", 5*time.Minute, "longest voice note taken; longer ones are refused with a message and kept in the inbox")
+	f.dur(&c.VoiceGrace, "voice-grace", "TEXTSLASH_VOICE_GRACE", 5*time.Second, "after the person is sent what was heard in a voice note, how long the agent waits before running it, so that cancel can stop a misheard instruction (0: no wait)")
 	f.int(&c.Replicas, "replicas", "TEXTSLASH_REPLICAS", 1, "replicas of each stream and bucket (3 on a NATS cluster)")
 	f.str(&c.TwilioSID, "twilio-account-sid", "TWILIO_ACCOUNT_SID", "", "Twilio account; setting it (with the token) turns WhatsApp and SMS on")
 	f.str(&c.TwilioToken, "twilio-auth-token", "TWILIO_AUTH_TOKEN", "", "Twilio auth token: checks webhook signatures and sends messages")
@@ -432,6 +447,18 @@ func (c *config) validate() error {
 }
 
 // sandbox is the runner's sandbox; nil when TEXTSLASH_SANDBOX=off.
+// transcriber is the speech engine of voice notes: the API, else the
+// command, else none.
+func (c *config) transcriber() runner.Transcriber {
+	switch {
+	case c.TranscribeURL != "":
+		return &runner.OpenAITranscriber{URL: c.TranscribeURL, Key: c.TranscribeKey, Model: c.TranscribeModel, Language: c.TranscribeLanguage}
+	case c.TranscribeCommand != "":
+		return &runner.CommandTranscriber{Command: c.TranscribeCommand}
+	}
+	return nil
+}
+
 func (c *config) sandbox() *runner.Sandbox {
 	if c.Sandbox == "off" {
 		return nil

@@ -152,6 +152,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 			Concurrency: cfg.Concurrency, Timeout: cfg.Timeout, IdleExit: cfg.IdleExit, StopGrace: cfg.StopGrace,
 			Chromium: cfg.Chromium, ShotAddr: cfg.ShotAddr, ShotCommand: self, ID: cfg.RunnerID,
 			Sandbox: cfg.sandbox(), PermissionTimeout: cfg.Permission, ShowCost: cfg.ShowCost,
+			Transcriber: cfg.transcriber(), VoiceMax: cfg.VoiceMax, VoiceGrace: cfg.VoiceGrace,
 		}, js, log)
 		if err != nil {
 			return err

@@ -143,7 +143,6 @@ const (
 	MsgQueued        = "Got it, I'll process this next."
 	MsgQueueFull     = "Queue full, please wait for current tasks to finish."
 	MsgEmpty         = "I received an empty message."
-	MsgUnreadable    = "I can't read that kind of file yet: send text, or images (JPEG or PNG)."
 	MsgCancelled     = "Cancelled. Nothing is running now."
 	MsgCancelledKept = "Cancelled. The changes stay in your workspace, uncommitted."
 	MsgNothingToStop = "Nothing is running, so there is nothing to cancel."
@@ -374,7 +373,8 @@ func message(s Snapshot, in Input) (Snapshot, []Effect) {
 		return restart(s)
 	case s.State == AwaitingApproval && s.Job == in.ID:
 		return s, nil // it ran; its changes await approval
-	case s.State == AwaitingPermission && !in.Scheduled:
+	case s.State == AwaitingPermission && !in.Scheduled && !in.Media:
+		// A voice note or a file is no answer: it waits its turn.
 		return answer(s, in)
 	case s.State == Working && s.Steer && !in.Media && !in.Scheduled:
 		return s, []Effect{{Kind: SteerRun, ID: s.Job, Text: in.Text}, {Kind: Notice, Text: MsgSteered}}

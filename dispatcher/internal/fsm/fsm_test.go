@@ -247,6 +247,8 @@ func stepCases(ns bool) []stepCase {
 			steering, []Effect{{Kind: SteerRun, ID: jobJ, Text: "hi"}, notice(MsgSteered)}},
 		{"asking + a scheduled task → queued, no answer", asking, Input{Kind: Message, ID: msgM, Text: "run the tests", Scheduled: true},
 			asking, []Effect{{Kind: Enqueue, ID: msgM}}},
+		{"asking + a voice note or a file → queued, no answer", asking, Input{Kind: Message, ID: msgM, Media: true},
+			asking, []Effect{{Kind: Enqueue, ID: msgM}}},
 		{"working, steer on + a scheduled task → queued", steering, Input{Kind: Message, ID: msgM, Text: "run the tests", Scheduled: true},
 			steering, []Effect{{Kind: Enqueue, ID: msgM}}},
 		{"working, steer on + message with images → queued", steering, Input{Kind: Message, ID: msgM, Text: "hi", Media: true},
