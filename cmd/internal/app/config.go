@@ -81,9 +81,9 @@ type config struct {
 	VoiceMax           time.Duration
 	VoiceGrace         time.Duration
 	Replicas           int
-	LogLevel     string
-	PprofAddr    string
-	LogFormat    string
+	LogLevel           string
+	PprofAddr          string
+	LogFormat          string
 
 	TwilioSID       string
 	TwilioToken     string
