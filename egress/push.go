@@ -28,10 +28,14 @@ type Sender interface {
 	Send(ctx context.Context, u contract.User, m Message) (string, error)
 }
 
-// Message is one message as a channel sends it: text and image URLs.
+// Message is one message as a channel sends it: text and image URLs
+// (and file URLs, contract.MediaPath's /files/ links).
 type Message struct {
 	Body  string
 	Media []string
+	// Document: Media is one file, to be sent as a document (on channels
+	// whose Rules keep DocumentsApart).
+	Document bool `json:",omitempty"`
 	// Progress: a line about the run in progress (JobID), which a channel
 	// that can edit messages shows in one status message.
 	Progress bool
@@ -89,6 +93,14 @@ type Rules struct {
 	MaxMedia int
 	// MaxImageBytes: larger images are left out, with a note.
 	MaxImageBytes int
+	// MaxFileBytes: larger files (not images) are left out, with a note;
+	// default MaxImageBytes.
+	MaxFileBytes int
+	// DocumentsApart: files go in messages of their own, one each
+	// (Message.Document), after the images, never with them; the text
+	// goes with the first of them when there is no image. Otherwise files
+	// are media like images.
+	DocumentsApart bool
 	// CaptionLimit, when set, is the most characters that go with images
 	// in one message; a longer text is sent on its own before them.
 	CaptionLimit int
@@ -114,6 +126,12 @@ func (r Rules) withDefaults(d Rules) Rules {
 	}
 	if r.MaxImageBytes <= 0 {
 		r.MaxImageBytes = d.MaxImageBytes
+	}
+	if r.MaxFileBytes <= 0 {
+		r.MaxFileBytes = d.MaxFileBytes
+	}
+	if r.MaxFileBytes <= 0 {
+		r.MaxFileBytes = r.MaxImageBytes
 	}
 	if r.TruncateAt <= 0 || r.TruncateAt > r.BodyLimit {
 		r.TruncateAt = min(1500, r.BodyLimit)
@@ -155,9 +173,10 @@ func (r Retry) delay(n int) time.Duration {
 
 // Texts of paging.
 const (
-	MsgTruncated = "\n\n[Response truncated]"
-	MsgNoMore    = "There is nothing more: that was the whole reply."
-	msgTooLarge  = "(%d image(s) too large for this channel were left out.)"
+	MsgTruncated     = "\n\n[Response truncated]"
+	MsgNoMore        = "There is nothing more: that was the whole reply."
+	msgTooLarge      = "(%d image(s) too large for this channel were left out.)"
+	msgFilesTooLarge = "(%d file(s) too large for this channel were left out.)"
 )
 
 // pageFooter ends each page of a long reply.
@@ -171,17 +190,27 @@ func pageFooter(i, n int) string {
 // compose cuts a reply into the messages a channel sends now, in order,
 // and the pages left for "more".
 func (r Rules) compose(text string, images []contract.Image, mediaURL func(contract.Image) string) (msgs []Message, rest []string) {
-	var urls []string
-	tooLarge := 0
+	var urls, docs []string
+	tooLarge, filesTooLarge := 0, 0
 	for _, img := range images {
-		if img.Size > r.MaxImageBytes {
+		switch {
+		case contract.IsImage(img.ContentType) && img.Size > r.MaxImageBytes:
 			tooLarge++
-			continue
+		case contract.IsImage(img.ContentType):
+			urls = append(urls, mediaURL(img))
+		case img.Size > r.MaxFileBytes:
+			filesTooLarge++
+		case r.DocumentsApart:
+			docs = append(docs, mediaURL(img))
+		default:
+			urls = append(urls, mediaURL(img))
 		}
-		urls = append(urls, mediaURL(img))
 	}
 	if tooLarge > 0 {
 		text += "\n\n" + fmt.Sprintf(msgTooLarge, tooLarge)
+	}
+	if filesTooLarge > 0 {
+		text += "\n\n" + fmt.Sprintf(msgFilesTooLarge, filesTooLarge)
 	}
 	first := text
 	switch {
@@ -196,18 +225,26 @@ func (r Rules) compose(text string, images []contract.Image, mediaURL func(contr
 		}
 		first, rest = ps[0], ps[1:]
 	}
-	if r.CaptionLimit > 0 && len(urls) > 0 && pages.Length(first) > r.CaptionLimit {
+	if r.CaptionLimit > 0 && len(urls)+len(docs) > 0 && pages.Length(first) > r.CaptionLimit {
 		msgs = append(msgs, Message{Body: first})
 		first = ""
 	}
 	msg := Message{Body: first}
+	if len(urls) == 0 && len(docs) > 0 {
+		msg.Media, msg.Document, docs = docs[:1], true, docs[1:]
+	}
 	n := min(len(urls), r.MaxMedia)
-	msg.Media, urls = urls[:n], urls[n:]
+	if n > 0 {
+		msg.Media, urls = urls[:n], urls[n:]
+	}
 	msgs = append(msgs, msg)
 	for len(urls) > 0 {
 		n := min(len(urls), r.MaxMedia)
 		msgs = append(msgs, Message{Media: urls[:n]})
 		urls = urls[n:]
+	}
+	for _, d := range docs {
+		msgs = append(msgs, Message{Media: []string{d}, Document: true})
 	}
 	return msgs, rest
 }

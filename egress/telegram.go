@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,8 @@ const (
 	telegramCaptionLimit = 1024
 	telegramMediaGroup   = 10
 	telegramPhotoBytes   = 10 << 20
+	// telegramDocumentBytes is the most a bot uploads.
+	telegramDocumentBytes = 50 << 20
 	// telegramTypingEvery renews "typing…", which Telegram shows for 5 s
 	// (or until the bot's next message), before it fades.
 	telegramTypingEvery = 4 * time.Second
@@ -82,7 +85,8 @@ func (t *Telegram) validate() error {
 	if t.Rules.TypingEvery == 0 {
 		t.Rules.TypingEvery = telegramTypingEvery
 	}
-	t.Rules = t.Rules.withDefaults(Rules{BodyLimit: telegramBodyLimit, MaxMedia: telegramMediaGroup, MaxImageBytes: telegramPhotoBytes})
+	t.Rules = t.Rules.withDefaults(Rules{BodyLimit: telegramBodyLimit, MaxMedia: telegramMediaGroup, MaxImageBytes: telegramPhotoBytes, MaxFileBytes: telegramDocumentBytes})
+	t.Rules.DocumentsApart = true // a media group of photos takes no document
 	if t.Rules.CaptionLimit <= 0 {
 		t.Rules.CaptionLimit = telegramCaptionLimit
 	}
@@ -131,8 +135,8 @@ func newTelegramSender(t Telegram, log zerolog.Logger) (*telegramSender, error) 
 }
 
 // Send implements Sender with one Bot API call: a text, a photo with its
-// caption, a media group (caption on the first), or the edit of the run's
-// status message. A message's choices are buttons under it (an inline
+// caption, a media group (caption on the first), a document (a file, with
+// its caption), or the edit of the run's status message. A message's choices are buttons under it (an inline
 // keyboard), except under a media group, which cannot carry them: a
 // second call sends them after it, in a message asking for the choice.
 func (s *telegramSender) Send(ctx context.Context, u contract.User, m Message) (string, error) {
@@ -144,6 +148,11 @@ func (s *telegramSender) Send(ctx context.Context, u contract.User, m Message) (
 		return s.progress(ctx, chat, m)
 	case len(m.Media) == 0:
 		sent, err = s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: m.Body, ReplyMarkup: keyboard(m.Choices)})
+	case m.Document:
+		var doc models.InputFile
+		if doc, err = s.document(ctx, m.Media[0]); err == nil {
+			sent, err = s.bot.SendDocument(ctx, &bot.SendDocumentParams{ChatID: chat, Document: doc, Caption: m.Body, ReplyMarkup: keyboard(m.Choices)})
+		}
 	case len(m.Media) == 1:
 		var photo models.InputFile
 		if photo, err = s.photo(ctx, m.Media[0]); err == nil {
@@ -299,8 +308,28 @@ func (s *telegramSender) photo(ctx context.Context, link string) (models.InputFi
 	return &models.InputFileUpload{Filename: "image.jpeg", Data: bytes.NewReader(data)}, nil
 }
 
+// document is a file for sendDocument, always uploaded under its name (the
+// link's last path element): Telegram takes documents by URL only when
+// they are GIF, PDF or ZIP files.
+func (s *telegramSender) document(ctx context.Context, link string) (models.InputFile, error) {
+	data, err := s.fetchMax(ctx, link, telegramDocumentBytes)
+	if err != nil {
+		return nil, err
+	}
+	name := "file"
+	if u, err := url.Parse(link); err == nil {
+		name = path.Base(u.Path)
+	}
+	return &models.InputFileUpload{Filename: name, Data: bytes.NewReader(data)}, nil
+}
+
 // fetch reads an image from the media service, for an upload.
 func (s *telegramSender) fetch(ctx context.Context, link string) ([]byte, error) {
+	return s.fetchMax(ctx, link, telegramPhotoBytes)
+}
+
+// fetchMax reads at most max bytes of a link of the media service.
+func (s *telegramSender) fetchMax(ctx context.Context, link string, max int64) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link, nil)
 	if err != nil {
 		return nil, &SendError{Err: err, Permanent: true}
@@ -314,9 +343,12 @@ func (s *telegramSender) fetch(ctx context.Context, link string) ([]byte, error)
 		// Gone (expired) or refused: another try cannot help.
 		return nil, &SendError{Err: fmt.Errorf("image for upload: %s", resp.Status), Permanent: resp.StatusCode < 500, Status: resp.StatusCode}
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, telegramPhotoBytes+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
 		return nil, &SendError{Err: fmt.Errorf("image for upload: %w", err)}
+	}
+	if int64(len(data)) > max {
+		return nil, &SendError{Err: fmt.Errorf("file for upload: larger than %d bytes", max), Permanent: true}
 	}
 	return data, nil
 }

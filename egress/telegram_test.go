@@ -55,6 +55,11 @@ func startTelegramRules(t *testing.T, upload bool, rules egress.Rules) *tgHarnes
 			http.Error(w, err.Error(), http.StatusForbidden)
 			return
 		}
+		if strings.HasPrefix(r.URL.Path, "/files/") {
+			w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+			fmt.Fprint(w, csvData)
+			return
+		}
 		w.Header().Set("Content-Type", "image/jpeg")
 		fmt.Fprint(w, "\xff\xd8\xff\xe0 a jpeg")
 	}))

@@ -65,12 +65,14 @@ type Twilio struct {
 
 // Twilio's limits.
 const (
-	twilioBodyLimit      = 1600
-	twilioWhatsAppImage  = 5 << 20
-	twilioMMSImage       = 1 << 20
-	twilioMMSMedia       = 10
-	twilioCodeRateLimit  = 20429
-	twilioCodeOutOfReply = 63016 // outside WhatsApp's 24-hour customer service window
+	twilioBodyLimit     = 1600
+	twilioWhatsAppImage = 5 << 20
+	// twilioWhatsAppDocument: WhatsApp takes documents (files) up to 16 MB.
+	twilioWhatsAppDocument = 16 << 20
+	twilioMMSImage         = 1 << 20
+	twilioMMSMedia         = 10
+	twilioCodeRateLimit    = 20429
+	twilioCodeOutOfReply   = 63016 // outside WhatsApp's 24-hour customer service window
 	// twilioTypingEvery: Twilio shows a typing indicator up to 25 s, or
 	// until the next message.
 	twilioTypingEvery = 20 * time.Second
@@ -111,7 +113,7 @@ func (t *Twilio) validate() error {
 	if t.SentWait <= 0 {
 		t.SentWait = 15 * time.Second
 	}
-	t.WhatsApp = t.WhatsApp.withDefaults(Rules{BodyLimit: twilioBodyLimit, MaxMedia: 1, MaxImageBytes: twilioWhatsAppImage})
+	t.WhatsApp = t.WhatsApp.withDefaults(Rules{BodyLimit: twilioBodyLimit, MaxMedia: 1, MaxImageBytes: twilioWhatsAppImage, MaxFileBytes: twilioWhatsAppDocument})
 	if t.WhatsApp.TypingEvery == 0 {
 		t.WhatsApp.TypingEvery = twilioTypingEvery
 	}
