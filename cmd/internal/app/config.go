@@ -174,6 +174,7 @@ in one process, with one HTTP listener:
                       it; else open the URL with ?token= printed at start)
   POST /api/messages  a web chat message        GET /api/events  its replies (SSE)
   GET  /images/<id>   images of replies (signed links)
+  GET  /files/<id>/<name>  files the agent sent, as downloads (signed links)
   GET  /healthz, /readyz, /metrics (Prometheus; the last two not to
                       requests through PUBLIC_URL, a proxy or a tunnel)
   POST /webhook       Twilio's WhatsApp and SMS webhook (also /sms), and
@@ -210,7 +211,7 @@ environment file):
 // serviceRoutes is what a single service serves besides its health.
 var serviceRoutes = map[string]string{
 	Ingress: ",\nPOST /webhook, /sms, /twilio/status and /telegram/webhook",
-	Media:   ",\nGET /images/<id>.jpeg",
+	Media:   ",\nGET /images/<id>.jpeg and /files/<id>/<name>",
 	Runner:  ";\nagents reach the screenshot endpoint on TEXTSLASH_SHOT_ADDR",
 }
 

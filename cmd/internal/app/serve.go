@@ -169,6 +169,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 			return err
 		}
 		mux.Handle("/images/", med.Handler())
+		mux.Handle("/files/", med.Handler())
 		svcs = append(svcs, med)
 	}
 	var out *egress.Egress
