@@ -49,6 +49,7 @@ require (
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/textslash/textslash/telegramtest v0.0.0
+	github.com/textslash/textslash/transcribetest v0.0.0
 	github.com/textslash/textslash/twiliotest v0.0.0
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
@@ -71,3 +72,5 @@ replace github.com/textslash/textslash/natstest => ../natstest
 replace github.com/textslash/textslash/twiliotest => ../twiliotest
 
 replace github.com/textslash/textslash/telegramtest => ../telegramtest
+
+replace github.com/textslash/textslash/transcribetest => ../transcribetest

@@ -48,7 +48,10 @@ func PutFile(ctx context.Context, store jetstream.ObjectStore, contentType, name
 	if contentType == "" {
 		contentType = "application/octet-stream"
 	}
-	f := Image{ID: nuid.Next(), ContentType: contentType, Size: len(data), Name: SafeName(name)}
+	f := Image{ID: nuid.Next(), ContentType: contentType, Size: len(data)}
+	if name != "" {
+		f.Name = SafeName(name)
+	}
 	meta := jetstream.ObjectMeta{Name: f.ID, Headers: nats.Header{"Content-Type": []string{contentType}}}
 	if _, err := store.Put(ctx, meta, bytes.NewReader(data)); err != nil {
 		return Image{}, fmt.Errorf("store file: %w", err)

@@ -98,10 +98,11 @@ func describe(m contract.Media) string {
 }
 
 // inboxName is the n-th (from 0) attachment's file name in the inbox: the
-// job's short id and its number, then the name it was sent with, made
-// safe, or an extension for its type.
+// job's id (whole: ids that share a beginning must not share a file) and
+// its number, then the name it was sent with, made safe, or an extension
+// for its type.
 func inboxName(jobID string, n int, obj contract.Image) string {
-	prefix := fmt.Sprintf("%s-%d", shortID(jobID), n+1)
+	prefix := fmt.Sprintf("%s-%d", contract.SafeName(jobID), n+1)
 	if obj.Name != "" && !contract.IsImage(obj.ContentType) {
 		return prefix + "-" + contract.SafeName(obj.Name)
 	}

@@ -93,9 +93,11 @@ func (t *OpenAITranscriber) Transcribe(ctx context.Context, wav []byte, _ func(c
 // Debian's pocketsphinx: pocketsphinx_continuous -infile /dev/stdin -logfn /dev/null.
 type CommandTranscriber struct{ Command string }
 
-// Transcribe runs the command on wav.
+// Transcribe runs the command on wav. Its standard input is a pipe of the
+// agent user's own (through cat), so that programs that open /dev/stdin
+// by name may: the runner's pipe is not theirs to open.
 func (t *CommandTranscriber) Transcribe(ctx context.Context, wav []byte, command func(context.Context, string, ...string) *exec.Cmd) (string, error) {
-	cmd := command(ctx, "bash", "-c", t.Command)
+	cmd := command(ctx, "bash", "-c", "cat | {\n"+t.Command+"\n}")
 	cmd.Stdin = bytes.NewReader(wav)
 	out, errOut := &cappedBuffer{max: 64 << 10}, &cappedBuffer{max: 4 << 10}
 	cmd.Stdout, cmd.Stderr = out, errOut

@@ -170,7 +170,7 @@ func TestWhatsAppInboundImage(t *testing.T) {
 		"NumMedia": {"1"}, "MediaUrl0": {mediaURL}, "MediaContentType0": {"image/png"},
 	})
 	reply := s.api.WaitMessages(t, 1, 15*time.Second)[0].Body
-	want := fmt.Sprintf("%s-1.png\n%d", sid[:12], buf.Len())
+	want := fmt.Sprintf("%s-1.png\n%d", sid, buf.Len())
 	if reply != want {
 		t.Errorf("reply %q; want %q", reply, want)
 	}
