@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/textslash/textslash/runner"
 	"github.com/textslash/textslash/telegramtest"
 	"github.com/textslash/textslash/transcribetest"
@@ -237,4 +239,34 @@ func TestWebChatFileAndRecording(t *testing.T) {
 
 func equalStrings(a, b []string) bool {
 	return strings.Join(a, "\x00") == strings.Join(b, "\x00")
+}
+
+// In real Chromium, the page's file button sends a file with what is typed
+// as its text; the page has a microphone button where recording is possible.
+func TestWebChatUploadInBrowser(t *testing.T) {
+	ctx := browser(t, 60*time.Second) // first: skips without Chromium
+	inst := startServe(t, "TEXTSLASH_AGENT=shell")
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(inst.URL+"/"),
+		chromedp.WaitVisible(chromedp.ID("input")),
+		chromedp.SendKeys(chromedp.ID("input"), "cat inbox/*-1-in.csv"),
+	); err != nil {
+		t.Fatalf("open the page: %v", err)
+	}
+	mic, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+		const dt = new DataTransfer();
+		dt.items.add(new File(['a,b\n1,2\n'], 'in.csv', {type: 'text/csv'}));
+		const fi = document.getElementById('file');
+		fi.files = dt.files;
+		fi.dispatchEvent(new Event('change'));
+		return !document.getElementById('mic').hidden;
+	})()`))
+	if err != nil || !mic {
+		t.Fatalf("upload: %v; microphone button shown: %v", err, mic)
+	}
+	waitPage(ctx, t, `(want) => document.getElementById('messages').innerText.includes(want)`, "a,b\n1,2", "the file's content in the reply")
+	mine, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#messages .bubble.mine').textContent`))
+	if err != nil || !strings.Contains(mine, "in.csv") || !strings.Contains(mine, "cat inbox") {
+		t.Errorf("the person's bubble %q, %v; want the file's name and the text sent with it", mine, err)
+	}
 }
