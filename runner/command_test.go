@@ -96,7 +96,7 @@ func TestCommandStdin(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	want := "FIX THE LOGIN PAGE\n\n[THE PERSON ATTACHED THESE IMAGES, IN THE WORKSPACE: ATTACHMENTS/A.JPG]\n"
+	want := "FIX THE LOGIN PAGE\n\n[THE PERSON ATTACHED THESE FILES, IN THE WORKSPACE: ATTACHMENTS/A.JPG]\n"
 	if res.Text != want {
 		t.Errorf("got %q; want %q", res.Text, want)
 	}
