@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/textslash/textslash/contract"
 )
 
@@ -101,16 +103,31 @@ func (i *Ingress) webMessage(w http.ResponseWriter, r *http.Request) {
 		webError(w, http.StatusRequestEntityTooLarge, "message too large")
 		return
 	}
-	if body.ID == "" {
-		body.ID = newID()
-	} else if _, err := contract.NewUser(contract.ChannelWeb, body.ID); err != nil {
-		webError(w, http.StatusBadRequest, "id must be 1-64 letters, digits, - or _")
+	id, ok := webID(w, body.ID)
+	if !ok {
 		return
 	}
-	in := contract.Inbound{ID: body.ID, User: u, Text: body.Text}
 	ctx, log := i.traced(r)
+	i.webPublish(ctx, log, w, contract.Inbound{ID: id, User: u, Text: body.Text})
+}
+
+// webID is the client's message id, checked, or a new one when it sent
+// none; false once the request is answered with an error.
+func webID(w http.ResponseWriter, id string) (string, bool) {
+	if id == "" {
+		return newID(), true
+	}
+	if _, err := contract.NewUser(contract.ChannelWeb, id); err != nil {
+		webError(w, http.StatusBadRequest, "id must be 1-64 letters, digits, - or _")
+		return "", false
+	}
+	return id, true
+}
+
+// webPublish stores the page's message and answers 202 with its id.
+func (i *Ingress) webPublish(ctx context.Context, log zerolog.Logger, w http.ResponseWriter, in contract.Inbound) {
 	if err := i.Publish(ctx, in); err != nil {
-		log.Error().Err(err).Str("user", u.Key()).Str("job_id", in.ID).Msg("web message not stored")
+		log.Error().Err(err).Str("user", in.User.Key()).Str("job_id", in.ID).Msg("web message not stored")
 		webError(w, http.StatusServiceUnavailable, "could not take the message; try again")
 		return
 	}
@@ -151,15 +168,13 @@ func (i *Ingress) webFile(w http.ResponseWriter, r *http.Request) {
 		webError(w, http.StatusBadRequest, "the file is empty")
 		return
 	}
-	text, id := r.FormValue("text"), r.FormValue("id")
+	text := r.FormValue("text")
 	if len(text) > webMaxText {
 		webError(w, http.StatusRequestEntityTooLarge, "message too large")
 		return
 	}
-	if id == "" {
-		id = newID()
-	} else if _, err := contract.NewUser(contract.ChannelWeb, id); err != nil {
-		webError(w, http.StatusBadRequest, "id must be 1-64 letters, digits, - or _")
+	id, ok := webID(w, r.FormValue("id"))
+	if !ok {
 		return
 	}
 	ctx, log := i.traced(r)
@@ -175,15 +190,7 @@ func (i *Ingress) webFile(w http.ResponseWriter, r *http.Request) {
 	}
 	m := contract.Media{URL: contract.StoredMedia + obj.ID, ContentType: obj.ContentType, Name: obj.Name}
 	m.Voice = r.FormValue("voice") != "" && strings.HasPrefix(ct, "audio/")
-	in := contract.Inbound{ID: id, User: u, Text: text, Media: []contract.Media{m}}
-	if err := i.Publish(ctx, in); err != nil {
-		log.Error().Err(err).Str("user", u.Key()).Str("job_id", in.ID).Msg("web message not stored")
-		webError(w, http.StatusServiceUnavailable, "could not take the message; try again")
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusAccepted)
-	_ = json.NewEncoder(w).Encode(map[string]string{"id": in.ID})
+	i.webPublish(ctx, log, w, contract.Inbound{ID: id, User: u, Text: text, Media: []contract.Media{m}})
 }
 
 // storeFile puts a file a person sent into the media store.
