@@ -19,7 +19,7 @@ WORKDIR /home/textslash
 
 FROM debian:bookworm-slim AS runner
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      ca-certificates git nodejs npm chromium-headless-shell fonts-dejavu-core bubblewrap \
+      ca-certificates git nodejs npm chromium-headless-shell fonts-dejavu-core bubblewrap ffmpeg \
     && rm -rf /var/lib/apt/lists/* \
     && npm install -g --no-audit --no-fund @anthropic-ai/claude-code@2.1.330 \
     && useradd --create-home --uid 10001 textslash \
