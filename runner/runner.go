@@ -547,23 +547,9 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 			})
 		}
 	}
-	if len(voices) > 0 {
-		said, err := r.listen(runCtx, log, voices, command)
-		var ev errVoice
-		switch {
-		case errors.As(err, &ev):
-			done.Status, done.Text = contract.StatusError, ev.msg
-			return r.publishDone(ctx, done)
-		case err == nil:
-			tell("heard", fmt.Sprintf(MsgHeard, said))
-			run.Job.Text, run.Spoken = joinText(job.Text, said), true
-			if r.cfg.VoiceGrace > 0 {
-				select { // a cancel now stops it before it runs
-				case <-time.After(r.cfg.VoiceGrace):
-				case <-runCtx.Done():
-				}
-			}
-		}
+	if refusal := r.hear(runCtx, log, run, voices, command, tell); refusal != "" {
+		done.Status, done.Text = contract.StatusError, refusal
+		return r.publishDone(ctx, done)
 	}
 	var res Result
 	err = nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -131,6 +132,33 @@ const pcmRate = 16000
 type errVoice struct{ msg string }
 
 func (e errVoice) Error() string { return e.msg }
+
+// hear makes a run's voice notes (if any) its text: what was heard is
+// told to the person, then the run waits VoiceGrace, so that a cancel
+// stops a misheard instruction before it runs. It returns what to tell
+// the person when the notes cannot be used, and the run must not go on.
+func (r *Runner) hear(ctx context.Context, log zerolog.Logger, run *Run, voices []attachment, command func(context.Context, string, ...string) *exec.Cmd, tell func(key, text string)) (refusal string) {
+	if len(voices) == 0 {
+		return ""
+	}
+	said, err := r.listen(ctx, log, voices, command)
+	var ev errVoice
+	if errors.As(err, &ev) {
+		return ev.msg
+	}
+	if err != nil {
+		return "" // the run's context ended: the caller reports how
+	}
+	tell("heard", fmt.Sprintf(MsgHeard, said))
+	run.Job.Text, run.Spoken = joinText(run.Job.Text, said), true
+	if r.cfg.VoiceGrace > 0 {
+		select {
+		case <-time.After(r.cfg.VoiceGrace):
+		case <-ctx.Done():
+		}
+	}
+	return ""
+}
 
 // listen transcribes a job's voice notes, in order, in the person's
 // sandbox: ffmpeg decodes each (the audio is the person's, so it is
