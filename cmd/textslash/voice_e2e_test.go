@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,8 +114,9 @@ func TestVoiceNoteCancelAndRefusals(t *testing.T) {
 	s.webhook(t, "whatsapp:"+phoneAlice, "cancel", nil)
 	sent := 3 // the transcript, the dispatcher's word on cancel, the run's end
 	msgs := s.api.WaitMessages(t, sent, 15*time.Second)
-	if got := sentBodies(msgs); got[0] != fmt.Sprintf(runner.MsgHeard, "touch ran; echo ran") || got[2] != runner.MsgCancelled {
-		t.Errorf("messages %q; want the transcript, then %q", got, runner.MsgCancelled)
+	// The dispatcher's word and the run's end race each other.
+	if got := sentBodies(msgs); got[0] != fmt.Sprintf(runner.MsgHeard, "touch ran; echo ran") || !slices.Contains(got[1:], runner.MsgCancelled) {
+		t.Errorf("messages %q; want the transcript, then %q among the rest", got, runner.MsgCancelled)
 	}
 	next := func(send func()) string {
 		t.Helper()
