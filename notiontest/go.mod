@@ -1,0 +1,3 @@
+module github.com/textslash/textslash/notiontest
+
+go 1.26.0
