@@ -261,6 +261,11 @@ type Image struct {
 	Name   string `json:"name,omitempty"`
 	Width  int    `json:"width,omitempty"`
 	Height int    `json:"height,omitempty"`
+	// Caption is what the person is told about an image (the agent's
+	// IMAGE_GENERATED|<path>|<caption>, or its description of the image):
+	// channels send a captioned image in a message of its own, the
+	// caption its text. Empty: the image goes with the reply.
+	Caption string `json:"caption,omitempty"`
 }
 
 // UserState is the dispatcher's record of one user in the state bucket,

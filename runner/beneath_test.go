@@ -96,7 +96,7 @@ func TestDropDirLinkOutside(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := dropped(ws); len(got) != 0 {
-		t.Errorf("dropped files through the link: %q", got)
+		t.Errorf("dropped files through the link: %+v", got)
 	}
 	if err := removeBeneath(ws, filepath.Join(DropDir, "precious")); err == nil {
 		t.Error("removed a file through the link")

@@ -64,43 +64,45 @@ type Claude struct {
 // A failed run returns an error wrapping ErrAgentFailed (and ctx's error
 // when ctx ended it) together with that raw text.
 func (c *Claude) Run(ctx context.Context, r *Run) (Result, error) {
-	bin := c.Bin
-	if bin == "" {
-		bin = "claude"
-	}
-	res, err := c.run(ctx, r, bin, r.SessionID)
+	res, err := c.run(ctx, r, c.bin(), r.SessionID)
 	if err != nil && r.SessionID != "" && !res.started && ctx.Err() == nil {
 		// The session is gone (another machine, a wiped home): start anew
 		// rather than fail the person's message.
-		res, err = c.run(ctx, r, bin, "")
+		res, err = c.run(ctx, r, c.bin(), "")
 	}
 	res.Text, res.Approval, res.Screenshots = markerLines(res.Text)
 	return res.Result, err
 }
 
-// markerLines takes the marker lines out of an agent's reply: ::approval::,
-// SCREENSHOT_CAPTURED:<path> and FILE_CAPTURED:<path> (see Command), alone
-// on their lines. Files come in shots too, as fileMarked paths.
+// bin is the CLI to run: Bin, else claude in PATH.
+func (c *Claude) bin() string {
+	if c.Bin == "" {
+		return "claude"
+	}
+	return c.Bin
+}
+
+// markerLines takes the marker lines out of an agent's reply: ::approval::
+// and the lines handing something over (handoverLine: screenshots, images
+// with captions, files), alone on their lines. What they hand over comes
+// back as Screenshots entries.
 func markerLines(text string) (reply string, approval bool, shots []string) {
-	if !strings.Contains(text, "::approval::") && !strings.Contains(text, "SCREENSHOT_CAPTURED:") && !strings.Contains(text, "FILE_CAPTURED:") {
+	if !strings.Contains(text, "::approval::") && !hasHandoverMarker(text) {
 		return text, false, nil
 	}
 	var keep []string
 	for _, line := range strings.Split(text, "\n") {
 		t := strings.TrimSpace(line)
-		switch {
-		case t == "::approval::":
+		if t == "::approval::" {
 			approval = true
-		case strings.HasPrefix(t, "SCREENSHOT_CAPTURED:"):
-			if p := strings.TrimSpace(strings.TrimPrefix(t, "SCREENSHOT_CAPTURED:")); p != "" {
-				shots = append(shots, p)
-			}
-		case strings.HasPrefix(t, "FILE_CAPTURED:"):
-			if p := strings.TrimSpace(strings.TrimPrefix(t, "FILE_CAPTURED:")); p != "" {
-				shots = append(shots, fileMarked(p))
-			}
-		default:
+			continue
+		}
+		entry, ok := handoverLine(t)
+		switch {
+		case !ok:
 			keep = append(keep, line)
+		case entry != "":
+			shots = append(shots, entry)
 		}
 	}
 	return strings.TrimSpace(strings.Join(keep, "\n")), approval, shots

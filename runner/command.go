@@ -22,6 +22,10 @@ const (
 // the agent user, in its own process group, with the agents' environment
 // (HOME is the person's home).
 //
+// Its environment tells it its task id: TEXTSLASH_TASK_ID (and
+// NOTION_TASK_ID, seed 004's name), a Notion page's task id for a job the
+// page started, else the job id made safe for a file name (TaskID).
+//
 // Its stdin is the person's message and a newline; when they sent images, a
 // last bracketed paragraph names them, as paths relative to the workspace
 // (and says how many could not be fetched).
@@ -33,8 +37,23 @@ const (
 //	::progress:: <text>         send <text> to the person as progress (cut at 200 characters)
 //	::approval::                ask the person to approve the changes (the whole line, spaces around it allowed)
 //	SCREENSHOT_CAPTURED:<path>  an image for the reply, at <path> relative to the workspace
+//	IMAGE_GENERATED|<path>|<caption>
+//	                            an image for the reply with its caption, sent in a message
+//	                            of its own; the caption is the rest of the line (| included,
+//	                            at most 1,024 characters), a literal \n in it a line break;
+//	                            optional (IMAGE_GENERATED|<path>)
+//	TELEGRAM_IMAGE_GENERATED|<path>|<caption>
+//	                            the same (seed 004's name), on every channel
 //	FILE_CAPTURED:<path>        a file of any kind for the reply (a document), at <path>
 //	                            relative to the workspace, at most 16 MiB
+//
+// Images it saves in tmp/ai_screenshots/ of the workspace (DropDir) are
+// sent with the reply too, then deleted: those named for no task, and
+// those named for its task, <task id>_<timestamp>.png (or .jpg, .jpeg),
+// modified at most 10 minutes before the run started or during it (older
+// ones are deleted unsent). Files named for another task
+// (<other>_<digits>.png) are left for that task's run, or deleted once
+// older than 10 minutes.
 //
 // Its stderr is never shown to the person: its end goes into the error
 // logged when the program fails.
@@ -158,15 +177,9 @@ func (o *commandOutput) marker(line string) bool {
 		}
 		return true
 	}
-	if path, ok := strings.CutPrefix(line, "SCREENSHOT_CAPTURED:"); ok {
-		if path = strings.TrimSpace(path); path != "" {
-			o.screenshots = append(o.screenshots, path)
-		}
-		return true
-	}
-	if path, ok := strings.CutPrefix(line, "FILE_CAPTURED:"); ok {
-		if path = strings.TrimSpace(path); path != "" {
-			o.screenshots = append(o.screenshots, fileMarked(path))
+	if entry, ok := handoverLine(line); ok {
+		if entry != "" {
+			o.screenshots = append(o.screenshots, entry)
 		}
 		return true
 	}

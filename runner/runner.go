@@ -105,6 +105,11 @@ type Config struct {
 	// was heard, so that a misheard instruction can be cancelled before it
 	// runs (zero: no wait; textslash's default is 5 s).
 	VoiceGrace time.Duration
+	// DescribeImages: each image a run hands over without a caption (at
+	// most 3 per run) gets the agent's short description of it as its
+	// caption, from a second, read-only run in the same workspace. Only
+	// agents that can look at images (a Describer: Claude Code) do.
+	DescribeImages bool
 	// ID names this runner among those sharing the jobs: each user's jobs
 	// run on the runner holding their workspace (see affinity). It must
 	// stay the same across restarts with the same Workspaces. Default:
@@ -474,7 +479,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		}
 	})
 	defer stopAlive()
-	var extraEnv []string
+	extraEnv := taskEnv(job.ID)
 	if r.bin != "" {
 		extraEnv = append(extraEnv, "PATH="+r.bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
@@ -602,9 +607,16 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	// only a runner shutting down leaves them.
 	done.Images = shots
 	if ctx.Err() == nil && job.Action == "" {
-		images, notes := r.collectScreenshots(ctx, log, job, dir, res.Screenshots, screenshotsPerRun-len(shots))
+		// Images are described only after a run that was not cut short.
+		describe := newDescriber(runCtx, r.cfg.DescribeImages && runCtx.Err() == nil, agent, run, res.CostUSD, log)
+		images, notes := r.collectScreenshots(ctx, log, job, dir, res.Screenshots, screenshotsPerRun-len(shots), start, describe)
 		done.Images = append(done.Images, images...)
 		done.Text = joinText(done.Text, strings.Join(notes, "\n"))
+		if describe != nil {
+			done.CostUSD += describe.spent.CostUSD
+			done.InputTokens += describe.spent.InputTokens
+			done.OutputTokens += describe.spent.OutputTokens
+		}
 	}
 	if job.Action == "" && ctx.Err() == nil {
 		done.Text = joinText(done.Text, r.notAdded(ctx, job, conv))

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -73,52 +74,79 @@ func readScreenshot(dir, p string) ([]byte, error) {
 	return data, nil
 }
 
+// dropFile is a file an agent left in DropDir: its path relative to the
+// workspace, and when it was last modified.
+type dropFile struct {
+	path string
+	mod  time.Time
+}
+
 // dropped lists the files agents left in the workspace's DropDir, oldest
-// first, as paths relative to the workspace.
-func dropped(dir string) []string {
+// first.
+func dropped(dir string) []dropFile {
 	entries, err := readDirBeneath(dir, DropDir)
 	if err != nil {
 		return nil
 	}
-	type file struct {
-		name string
-		at   int64
-	}
-	var files []file
+	var files []dropFile
 	for _, e := range entries {
 		if fi, err := e.Info(); err == nil && !e.IsDir() {
-			files = append(files, file{e.Name(), fi.ModTime().UnixNano()})
+			files = append(files, dropFile{filepath.Join(DropDir, e.Name()), fi.ModTime()})
 		}
 	}
-	slices.SortFunc(files, func(a, b file) int { return int(a.at - b.at) })
-	var out []string
-	for _, f := range files {
-		out = append(out, filepath.Join(DropDir, f.name))
+	slices.SortStableFunc(files, func(a, b dropFile) int { return a.mod.Compare(b.mod) })
+	return files
+}
+
+// handedOver is what a run handed over for the reply, in order: what it
+// reported (its marker lines' Screenshots entries), then the files it left
+// in DropDir for its task (droppedFor), each once.
+func handedOver(log zerolog.Logger, dir string, reported []string, task string, started time.Time) []handover {
+	var out []handover
+	seen := map[handover]bool{}
+	add := func(h handover) {
+		if k := h.key(dir); !seen[k] {
+			seen[k] = true
+			out = append(out, h)
+		}
+	}
+	for _, e := range reported {
+		add(parseHandover(e))
+	}
+	isReported := func(p string) bool { return seen[handover{path: p}.key(dir)] }
+	for _, p := range droppedFor(log, dir, task, started, time.Now(), isReported) {
+		add(handover{path: p})
 	}
 	return out
 }
 
-// collectScreenshots stores the images a run reported (its
-// SCREENSHOT_CAPTURED lines, then the files in DropDir, which are removed)
-// as compressed JPEGs, at most room of them, publishes an image event for
-// each, and returns them. Paths outside the workspace, non-images and
-// unreadable files are refused and logged; an image too large to decode is
-// refused with a note for the person, returned in notes. The files the run
-// reported (FILE_CAPTURED, fileMarked among reported) are stored as they
-// are (collectFile) and returned after the images; each one that cannot be
-// sent has a note.
-func (r *Runner) collectScreenshots(ctx context.Context, log zerolog.Logger, job contract.Job, dir string, reported []string, room int) (images []contract.Image, notes []string) {
-	paths := append(slices.Clone(reported), dropped(dir)...)
-	seen := map[string]bool{}
+// key tells handovers of the same file apart from others: the kind and
+// the path relative to the workspace dir, cleaned.
+func (h handover) key(dir string) handover {
+	k := handover{path: filepath.Clean(h.path), file: h.file}
+	if rel, err := workspacePath(dir, h.path); err == nil {
+		k.path = rel
+	}
+	return k
+}
+
+// collectScreenshots stores the images a run handed over (handedOver: its
+// marker lines, then its files in DropDir, which are removed) as
+// compressed JPEGs, at most room of them, each with its caption (or, when
+// it has none, the agent's description of it: describe, which may be
+// nil), publishes an image event for each, and returns them. Paths
+// outside the workspace, non-images and unreadable files are refused and
+// logged; an image too large to decode is refused with a note for the
+// person, returned in notes. The files the run reported (FILE_CAPTURED)
+// are stored as they are (collectFile) and returned after the images;
+// each one that cannot be sent has a note.
+func (r *Runner) collectScreenshots(ctx context.Context, log zerolog.Logger, job contract.Job, dir string, reported []string, room int,
+	started time.Time, describe *describer) (images []contract.Image, notes []string) {
 	var files []contract.Image
 	tried := 0
-	for _, p := range paths {
-		if seen[p] {
-			continue
-		}
-		seen[p] = true
-		if fp, ok := fileCaptured(p); ok {
-			f, note := r.collectFile(ctx, log, dir, fp, tried)
+	for _, h := range handedOver(log, dir, reported, TaskID(job.ID), started) {
+		if h.file {
+			f, note := r.collectFile(ctx, log, dir, h.path, tried)
 			tried++
 			if note != "" {
 				notes = append(notes, note)
@@ -127,34 +155,50 @@ func (r *Runner) collectScreenshots(ctx context.Context, log zerolog.Logger, job
 			}
 			continue
 		}
-		if strings.HasPrefix(filepath.Clean(p), DropDir+"/") {
-			defer removeBeneath(dir, p)
+		if strings.HasPrefix(filepath.Clean(h.path), DropDir+"/") {
+			defer removeBeneath(dir, h.path)
 		}
 		if len(images) >= room {
-			log.Warn().Str("path", p).Int("max", screenshotsPerRun).Msg("screenshot skipped: too many in one run")
+			log.Warn().Str("path", h.path).Int("max", screenshotsPerRun).Msg("screenshot skipped: too many in one run")
 			continue
 		}
-		data, err := readScreenshot(dir, p)
-		if err != nil {
-			log.Warn().Err(err).Str("path", p).Msg("screenshot refused")
-			continue
-		}
-		s, err := shot.Compress(data, screenshotMaxBytes)
-		if errors.Is(err, shot.ErrTooManyPixels) {
-			notes = append(notes, fmt.Sprintf("The image %s was not sent: it is larger than %d megapixels.", p, shot.MaxPixels/1_000_000))
+		img, note, err := r.storeScreenshot(ctx, dir, h.path)
+		if note != "" {
+			notes = append(notes, note)
 		}
 		if err != nil {
-			log.Warn().Err(err).Str("path", p).Msg("screenshot not compressed")
+			log.Warn().Err(err).Str("path", h.path).Msg("screenshot refused")
 			continue
 		}
-		img, err := r.storeImage(ctx, s)
-		if err != nil {
-			log.Error().Err(err).Msg("screenshot not stored")
-			continue
+		img.Caption = h.caption
+		if img.Caption == "" {
+			img.Caption = describe.caption(h.path)
 		}
 		r.publishImage(ctx, log, job, img, strconv.Itoa(len(images)+1))
-		log.Info().Str("path", p).Str("object", img.ID).Int("size", img.Size).Int("width", img.Width).Int("height", img.Height).Msg("screenshot stored")
+		log.Info().Str("path", h.path).Str("object", img.ID).Int("size", img.Size).Int("width", img.Width).Int("height", img.Height).
+			Bool("caption", img.Caption != "").Msg("screenshot stored")
 		images = append(images, img)
 	}
 	return append(images, files...), notes
+}
+
+// storeScreenshot reads the image at p in the workspace dir
+// (readScreenshot), compresses it and stores it in the media store. An
+// image too large to decode also returns a note for the person.
+func (r *Runner) storeScreenshot(ctx context.Context, dir, p string) (img contract.Image, note string, err error) {
+	data, err := readScreenshot(dir, p)
+	if err != nil {
+		return contract.Image{}, "", err
+	}
+	s, err := shot.Compress(data, screenshotMaxBytes)
+	if errors.Is(err, shot.ErrTooManyPixels) {
+		note = fmt.Sprintf("The image %s was not sent: it is larger than %d megapixels.", p, shot.MaxPixels/1_000_000)
+	}
+	if err != nil {
+		return contract.Image{}, note, fmt.Errorf("compress: %w", err)
+	}
+	if img, err = r.storeImage(ctx, s); err != nil {
+		return contract.Image{}, "", err
+	}
+	return img, "", nil
 }

@@ -118,7 +118,10 @@ func TestDroppedOldestFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := dropped(ws)
+	var got []string
+	for _, f := range dropped(ws) {
+		got = append(got, f.path)
+	}
 	want := []string{DropDir + "/b.png", DropDir + "/a.png", DropDir + "/c.jpeg"}
 	if !slices.Equal(got, want) {
 		t.Errorf("dropped %q; want %q", got, want)

@@ -1,0 +1,296 @@
+package runner
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/runner/claudetest"
+)
+
+// handed reads a Result's Screenshots entries back, for comparing.
+func handed(entries []string) []handover {
+	var out []handover
+	for _, e := range entries {
+		out = append(out, parseHandover(e))
+	}
+	return out
+}
+
+// The seed's TELEGRAM_IMAGE_GENERATED|<path>|<caption> and the channel-
+// neutral IMAGE_GENERATED|<path>|<caption> are marker lines in Claude's
+// final answer and in a command agent's output: the caption is the rest of
+// the line (| included), a literal \n in it a line break, and optional.
+func TestImageMarkers(t *testing.T) {
+	const out = "Look:\n" +
+		`IMAGE_GENERATED|shots/a.png|The login form\nshows an error` + "\n" +
+		"TELEGRAM_IMAGE_GENERATED| b.png |📸 Evidence | task 7 \n" +
+		"IMAGE_GENERATED|c.png\n" +
+		"IMAGE_GENERATED|d.png|\n" +
+		"IMAGE_GENERATED|\n" +
+		"say IMAGE_GENERATED|x.png inline\n" +
+		"SCREENSHOT_CAPTURED:e.png"
+	want := []handover{
+		{path: "shots/a.png", caption: "The login form\nshows an error"},
+		{path: "b.png", caption: "📸 Evidence | task 7"},
+		{path: "c.png"},
+		{path: "d.png"},
+		{path: "e.png"},
+	}
+	reply, _, shots := markerLines(out)
+	if want := "Look:\nsay IMAGE_GENERATED|x.png inline"; reply != want {
+		t.Errorf("reply %q; want %q", reply, want)
+	}
+	if got := handed(shots); !slices.Equal(got, want) {
+		t.Errorf("claude's markers: %+v; want %+v", got, want)
+	}
+
+	r, _ := commandRun(t, "hi")
+	res, err := Command{Line: "cat <<'EOF'\n" + out + "\nEOF\nprintf 'IMAGE_GENERATED|f.png|crlf\\r\\n'"}.Run(t.Context(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Look:\nsay IMAGE_GENERATED|x.png inline\n"; res.Text != want {
+		t.Errorf("command text %q; want %q", res.Text, want)
+	}
+	if got, want := handed(res.Screenshots), append(want, handover{path: "f.png", caption: "crlf"}); !slices.Equal(got, want) {
+		t.Errorf("command markers: %+v; want %+v", got, want)
+	}
+
+	// A caption is cut at captionMax characters.
+	_, _, shots = markerLines("IMAGE_GENERATED|a.png|" + strings.Repeat("é", 5000))
+	if c := handed(shots)[0].caption; len([]rune(c)) != captionMax || !strings.HasSuffix(c, "…") {
+		t.Errorf("a 5,000-character caption kept %d characters; want %d, ending in …", len([]rune(c)), captionMax)
+	}
+	// Files and plain screenshots read back as they were.
+	if got := parseHandover(fileMarked("out.csv")); got != (handover{path: "out.csv", file: true}) {
+		t.Errorf("a FILE_CAPTURED entry reads %+v", got)
+	}
+}
+
+// startAgent runs a Runner with cfg (Workspaces filled in) until the test
+// ends, logging to logs when set.
+func (e *runnerEnv) startAgent(cfg Config, logs *natstest.Logs) *Runner {
+	e.t.Helper()
+	cfg.Workspaces = e.workspaces
+	log := zerolog.New(zerolog.NewTestWriter(e.t)).Level(zerolog.ErrorLevel)
+	if logs != nil {
+		log = zerolog.New(logs)
+	}
+	r, err := New(cfg, e.js, log)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan error, 1)
+	go func() { ended <- r.Run(ctx) }()
+	e.t.Cleanup(func() {
+		cancel()
+		select {
+		case <-ended:
+		case <-time.After(30 * time.Second):
+			e.t.Error("Run did not return")
+		}
+	})
+	return r
+}
+
+// imageEvents are the image events of job id, in order.
+func (e *runnerEnv) imageEvents(u contract.User, id string) []contract.Event {
+	e.t.Helper()
+	st, err := e.js.Stream(e.t.Context(), contract.StreamEvents)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []contract.Event
+	for seq := uint64(1); ; {
+		m, err := st.GetMsg(e.t.Context(), seq, jetstream.WithGetMsgSubject(contract.EventSubject(u, contract.KindImage)))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return out
+		}
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		seq = m.Sequence + 1
+		var ev contract.Event
+		if err := contract.Decode(m.Data, &ev); err != nil {
+			e.t.Fatal(err)
+		}
+		if ev.JobID == id {
+			out = append(out, ev)
+		}
+	}
+}
+
+// captions lists the images' captions.
+func captions(images []contract.Image) []string {
+	var out []string
+	for _, img := range images {
+		out = append(out, img.Caption)
+	}
+	return out
+}
+
+// pngScript writes the test PNG at path in a command agent's workspace.
+func pngScript(t *testing.T, path string) string {
+	return "mkdir -p \"$(dirname " + path + ")\" && echo " + base64.StdEncoding.EncodeToString(pngBytes(t)) + " | base64 -d > " + path
+}
+
+// A command agent's captioned images come with the reply, each with its
+// caption, on its image event and in the done event; a path outside the
+// workspace is refused as for SCREENSHOT_CAPTURED. The command agent cannot
+// look at images: with DescribeImages on, an image without a caption stays
+// without one.
+func TestRunnerCaptions(t *testing.T) {
+	e := newRunnerEnv(t)
+	e.startAgent(Config{Agent: "bash", DescribeImages: true}, nil)
+	u := e.user(contract.ChannelTelegram, "42")
+	e.job(u, "m1", strings.Join([]string{
+		pngScript(t, "shots/a.png"),
+		"cp shots/a.png shots/b.png && cp shots/a.png shots/c.png",
+		`echo 'IMAGE_GENERATED|shots/a.png|The login form\nshows an error'`,
+		`echo 'TELEGRAM_IMAGE_GENERATED|shots/b.png|📸 Evidence | task 7'`,
+		`echo 'IMAGE_GENERATED|shots/c.png'`,
+		`echo 'IMAGE_GENERATED|../../../etc/passwd|secret'`,
+		`echo "IMAGE_GENERATED|$(mktemp -p /tmp x.XXXX.png)|outside"`,
+		"echo done",
+	}, "\n"))
+	ev := e.waitDone(u, "m1", runnerWait)
+	want := []string{"The login form\nshows an error", "📸 Evidence | task 7", ""}
+	if got := captions(ev.Images); !slices.Equal(got, want) {
+		t.Fatalf("done images %+v; want three, captioned %q", ev.Images, want)
+	}
+	if ev.Text != "done" {
+		t.Errorf("reply %q; want %q", ev.Text, "done")
+	}
+	var got []string
+	for _, img := range e.imageEvents(u, "m1") {
+		got = append(got, img.Image.Caption)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("image events' captions %q; want %q", got, want)
+	}
+}
+
+// A describe prompt names the image and the person's request.
+func TestDescribePrompt(t *testing.T) {
+	p := describePrompt("shots/login.png", "Why is the login page broken?")
+	for _, want := range []string{"shots/login.png", "Why is the login page broken?", "two or three sentences", "UI problems"} {
+		if !strings.Contains(p, want) {
+			t.Errorf("prompt %q does not say %q", p, want)
+		}
+	}
+	if long := describePrompt("a.png", strings.Repeat("x", 5000)); len(long) > 1200 {
+		t.Errorf("a long request makes a prompt of %d bytes; want it cut", len(long))
+	}
+}
+
+// describeJob publishes a job the agent runs without asking (mode auto).
+func (e *runnerEnv) describeJob(u contract.User, id, text string) {
+	e.t.Helper()
+	j := contract.Job{ID: id, User: u, Text: text, At: time.Now().UTC(), Mode: contract.ModeAuto}
+	data, err := contract.Encode(&j)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.js.Publish(e.t.Context(), contract.JobSubject(u), data, jetstream.WithMsgID(contract.MsgID(u, id, "job"))); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// With DescribeImages, the real Claude Code CLI is asked, in a second run
+// (read-only, a fresh session, in the same workspace), to describe the
+// image it handed over without a caption; its answer is the caption, on
+// the image event and in the done event. When that run fails, the image
+// comes without a caption and the log says why.
+func TestRunnerDescribesImages(t *testing.T) {
+	const caption = "The login button is hidden behind the cookie banner."
+	for _, fails := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fails=%t", fails), func(t *testing.T) {
+			e := newRunnerEnv(t)
+			u := e.user(contract.ChannelWeb, "alice")
+			shot := filepath.Join(e.workspaces, u.Key(), "shots", "login.png")
+			last := claudetest.Text(caption)
+			if fails {
+				last = claudetest.APIError(500, "model down")
+			}
+			m := claudetest.NewModel(t,
+				claudetest.ToolUse("Bash", map[string]string{"command": pngScript(t, "shots/login.png"), "description": "take the shot"}),
+				claudetest.Text("Here is the login page.\nSCREENSHOT_CAPTURED:shots/login.png"),
+				claudetest.ToolUse("Read", map[string]string{"file_path": shot}),
+				last,
+			)
+			claudetest.Setenv(t, m)
+			var logs natstest.Logs
+			e.startAgent(Config{Agent: AgentClaude, ClaudeBin: claudetest.Binary(t), AgentUser: claudetest.AgentUser(t), DescribeImages: true}, &logs)
+			e.describeJob(u, "m1", "Why is the login page broken?")
+			ev := e.waitDone(u, "m1", claudeTimeout)
+			if ev.Status != contract.StatusOK || ev.Text != "Here is the login page." {
+				t.Errorf("done %q: %q; want ok and the main run's reply", ev.Status, ev.Text)
+			}
+			want := caption
+			if fails {
+				want = ""
+			}
+			if got := captions(ev.Images); !slices.Equal(got, []string{want}) {
+				t.Fatalf("done images %+v; want one captioned %q", ev.Images, want)
+			}
+			if imgs := e.imageEvents(u, "m1"); len(imgs) != 1 || imgs[0].Image.Caption != want {
+				t.Errorf("image events %+v; want one captioned %q", imgs, want)
+			}
+			var describe *claudetest.Request
+			reqs := m.MainRequests()
+			for i, r := range reqs {
+				if strings.Contains(firstText(r), "Describe the screenshot") {
+					describe = &reqs[i]
+					break
+				}
+			}
+			if describe == nil {
+				t.Fatalf("no request of the model asked to describe the screenshot; requests: %d", len(reqs))
+			}
+			text := firstText(*describe)
+			if !strings.Contains(text, "shots/login.png") || !strings.Contains(text, "Why is the login page broken?") {
+				t.Errorf("the describe run's prompt %q does not name the image and the request", text)
+			}
+			if strings.Contains(string(describe.Body), "Here is the login page") {
+				t.Error("the describe run's first request carries the main run's conversation; want a fresh session")
+			}
+			if !fails {
+				if res := m.MainRequests()[3].ToolResults(); len(res) != 1 || res[0].IsError {
+					t.Errorf("the describe run's Read of the image: %+v; want it allowed", res)
+				}
+			}
+			if fails && len(logs.Find(t, "image not described: the describe run failed", nil)) == 0 {
+				t.Error("no log line says why the image has no caption")
+			}
+			if _, err := os.Stat(shot); err != nil {
+				t.Errorf("the reported image: %v; want it left in the workspace (only dropped ones are removed)", err)
+			}
+		})
+	}
+}
+
+// firstText is the text of a request's first message.
+func firstText(r claudetest.Request) string {
+	if len(r.Messages) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range r.Messages[0].Content {
+		b.WriteString(c.Text)
+	}
+	return b.String()
+}

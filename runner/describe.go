@@ -1,0 +1,152 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// Analysis captions (seed 004's image analysis): with
+// Config.DescribeImages, each image a run handed over without a caption
+// gets the agent's short description of it as its caption, from a second
+// run of the agent in the same sandbox and workspace that may change
+// nothing.
+const (
+	// describeMax is the most images described per run: each is a run of
+	// the agent, which costs time and money.
+	describeMax = 3
+	// describeTimeout bounds one description (the job's own time limit
+	// bounds them too).
+	describeTimeout = 2 * time.Minute
+	// describeCaptionRunes is the most characters of a description kept
+	// as a caption.
+	describeCaptionRunes = 900
+	// describeTaskRunes is the most characters of the person's request the
+	// describe prompt quotes.
+	describeTaskRunes = 500
+)
+
+// Describer is an Agent that can look at an image file in the workspace
+// (Claude Code reads PNG and JPEG files with its Read tool). The shell and
+// command agents cannot: the runner describes images with agents that
+// implement it only.
+type Describer interface {
+	// Describe answers prompt in a fresh session (never r's) in r's
+	// workspace and sandbox, read-only (contract.ModePlan), and returns the
+	// answer's text and what the run cost.
+	Describe(ctx context.Context, r *Run, prompt string) (Result, error)
+}
+
+// describePrompt asks for a caption of the image at path for the person
+// who asked task.
+func describePrompt(path, task string) string {
+	task = cutRunes(strings.Join(strings.Fields(task), " "), describeTaskRunes)
+	return fmt.Sprintf("Describe the screenshot at %s in two or three sentences for the person who asked: %s\n"+
+		"Focus on UI problems, errors and anything that looks broken. Reply with the description only: it is sent as the image's caption.", path, task)
+}
+
+// describer captions one run's images with the agent's descriptions (nil:
+// none are described).
+type describer struct {
+	agent Describer
+	// ctx is the job's run's: a cancelled job or a runner shutting down
+	// stops a description.
+	ctx  context.Context
+	run  *Run // the job's run: its workspace, sandbox and request
+	log  zerolog.Logger
+	left int // descriptions this run may still ask for
+	// budget is what the descriptions may still spend, when the job has
+	// a budget.
+	budget *contract.Budget
+	// spent is what the descriptions cost, added to the run's.
+	spent Result
+}
+
+// newDescriber is the describer of run, which has cost spent so far and
+// runs under ctx, when images are to be described (Config.DescribeImages)
+// and agent can look at them; nil otherwise.
+func newDescriber(ctx context.Context, on bool, agent Agent, run *Run, spent float64, log zerolog.Logger) *describer {
+	a, ok := agent.(Describer)
+	if !on || !ok {
+		return nil
+	}
+	d := &describer{agent: a, ctx: ctx, run: run, log: log, left: describeMax}
+	if b := run.Job.Budget; b != nil {
+		d.budget = &contract.Budget{LeftUSD: b.LeftUSD - spent, Of: b.Of}
+	}
+	return d
+}
+
+// caption is the agent's description of the image at path (relative to
+// the workspace), cut to describeCaptionRunes; empty when d is nil, the
+// run's descriptions are used up, or the description failed (logged).
+func (d *describer) caption(path string) string {
+	if d == nil {
+		return ""
+	}
+	log := d.log.With().Str("path", path).Logger()
+	if d.left <= 0 {
+		log.Info().Int("max", describeMax).Msg("image not described: enough images described in this run")
+		return ""
+	}
+	d.left--
+	run, err := d.budgeted()
+	if err != nil {
+		log.Info().Err(err).Msg("image not described")
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(d.ctx, describeTimeout)
+	defer cancel()
+	res, err := d.agent.Describe(ctx, run, describePrompt(path, d.run.Job.Text))
+	d.spent.CostUSD += res.CostUSD
+	d.spent.InputTokens += res.InputTokens
+	d.spent.OutputTokens += res.OutputTokens
+	text := strings.TrimSpace(res.Text)
+	switch {
+	case err != nil:
+		log.Warn().Err(err).Msg("image not described: the describe run failed")
+		return ""
+	case text == "":
+		log.Warn().Msg("image not described: the describe run said nothing")
+		return ""
+	}
+	log.Info().Float64("cost_usd", res.CostUSD).Msg("image described")
+	return cutRunes(text, describeCaptionRunes)
+}
+
+// errNoBudget: the person's budget leaves nothing for a description.
+var errNoBudget = errors.New("the budget is used up")
+
+// budgeted is the run to describe in: the job's run, with what its budget
+// (if it has one) has left after the job and the descriptions so far.
+func (d *describer) budgeted() (*Run, error) {
+	if d.budget == nil {
+		return d.run, nil
+	}
+	left := d.budget.LeftUSD - d.spent.CostUSD
+	if left <= 0 {
+		return nil, errNoBudget
+	}
+	run := *d.run
+	run.Job.Budget = &contract.Budget{LeftUSD: left, Of: d.budget.Of}
+	return &run, nil
+}
+
+// Describe implements Describer: the prompt in a fresh session in plan
+// mode, where Claude may read the image but change nothing; the reply is
+// its answer, without the closing line of a plan.
+func (c *Claude) Describe(ctx context.Context, r *Run, prompt string) (Result, error) {
+	d := *r
+	d.Job.Text, d.Job.Mode, d.Job.Action = prompt, contract.ModePlan, ""
+	d.SessionID, d.Attachments, d.Unfetched, d.Spoken = "", nil, 0, false
+	d.Ask, d.Steers, d.Progress = nil, nil, nil
+	res, err := c.run(ctx, &d, c.bin(), "")
+	res.Text = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(res.Text), MsgPlanGo))
+	return res.Result, err
+}
