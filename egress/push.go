@@ -102,7 +102,9 @@ type Rules struct {
 	// are media like images.
 	DocumentsApart bool
 	// CaptionLimit, when set, is the most characters that go with images
-	// in one message; a longer text is sent on its own before them.
+	// in one message; a longer text is sent on its own before them, and
+	// an image's own caption (contract.Image.Caption) is cut to it (else
+	// to BodyLimit).
 	CaptionLimit int
 	// Truncate cuts long replies at TruncateAt characters instead of paging
 	// them ("Reply MORE").
@@ -188,8 +190,10 @@ func pageFooter(i, n int) string {
 }
 
 // compose cuts a reply into the messages a channel sends now, in order,
-// and the pages left for "more".
+// and the pages left for "more". Captioned images go after the reply and
+// its other images, one message each (captionedMessages).
 func (r Rules) compose(text string, images []contract.Image, mediaURL func(contract.Image) string) (msgs []Message, rest []string) {
+	images, captioned := r.captionedMessages(images, mediaURL)
 	var urls, docs []string
 	tooLarge, filesTooLarge := 0, 0
 	for _, img := range images {
@@ -243,10 +247,30 @@ func (r Rules) compose(text string, images []contract.Image, mediaURL func(contr
 		msgs = append(msgs, Message{Media: urls[:n]})
 		urls = urls[n:]
 	}
+	msgs = append(msgs, captioned...)
 	for _, d := range docs {
 		msgs = append(msgs, Message{Media: []string{d}, Document: true})
 	}
 	return msgs, rest
+}
+
+// captionedMessages takes the captioned images the channel can send out
+// of images: each is a message of its own, its caption the text, cut to
+// the channel's caption limit (else its body limit). The rest go with the
+// reply as before (an image too large is left there, to be counted out).
+func (r Rules) captionedMessages(images []contract.Image, mediaURL func(contract.Image) string) (rest []contract.Image, msgs []Message) {
+	limit := r.CaptionLimit
+	if limit <= 0 {
+		limit = r.BodyLimit
+	}
+	for _, img := range images {
+		if img.Caption == "" || !contract.IsImage(img.ContentType) || img.Size > r.MaxImageBytes {
+			rest = append(rest, img)
+			continue
+		}
+		msgs = append(msgs, Message{Body: pages.Truncate(img.Caption, limit, "…"), Media: []string{mediaURL(img)}})
+	}
+	return rest, msgs
 }
 
 // pagesLeft is what the egress bucket keeps of a user's last long reply.

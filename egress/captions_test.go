@@ -1,0 +1,135 @@
+package egress_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/natstest"
+)
+
+// withCaption is img with caption.
+func withCaption(img contract.Image, caption string) contract.Image {
+	img.Caption = caption
+	return img
+}
+
+// On Telegram a captioned image is a photo of its own with its caption
+// (cut to 1,024 characters), after the reply and its other photos.
+func TestTelegramCaptions(t *testing.T) {
+	h := startTelegram(t, true)
+	long := strings.Repeat("The login form shows an error. ", 50) // 1,550 characters
+	h.publish(contract.Event{Kind: contract.KindDone, Text: "here", Status: contract.StatusOK,
+		Images: []contract.Image{withCaption(images[0], "The login form\nshows an error"), images[1], withCaption(images[2], long)}})
+	calls := h.api.WaitCalls(t, 3, 5*time.Second)
+	if got := methods(calls); !slices.Equal(got, []string{"sendPhoto", "sendPhoto", "sendPhoto"}) {
+		t.Fatalf("methods %q; want three photos", got)
+	}
+	if calls[0].Text != "here" || calls[1].Text != "The login form\nshows an error" {
+		t.Errorf("captions %q, %q; want the reply with the uncaptioned photo, then the first caption", calls[0].Text, calls[1].Text)
+	}
+	if n := utf8.RuneCountInString(calls[2].Text); n > 1024 || n < 1000 || !strings.HasSuffix(calls[2].Text, "…") {
+		t.Errorf("long caption of %d characters; want it cut to at most 1,024", n)
+	}
+	for i, c := range calls {
+		if len(c.Photos) != 1 || !strings.HasPrefix(c.Photos[0], "upload:") {
+			t.Errorf("call %d: photos %q; want one uploaded", i, c.Photos)
+		}
+	}
+}
+
+// On WhatsApp and SMS a captioned image is a message of its own: the
+// caption its body, the image its media.
+func TestTwilioCaptions(t *testing.T) {
+	h := start(t, egress.Twilio{})
+	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: "here", Status: contract.StatusOK,
+		Images: []contract.Image{images[0], withCaption(images[1], "The login form\nshows an error")}})
+	msgs := h.api.WaitMessages(t, 2, 5*time.Second)
+	if got := bodies(msgs); !slices.Equal(got, []string{"here", "The login form\nshows an error"}) {
+		t.Fatalf("bodies %q; want the reply, then the caption", got)
+	}
+	for i, want := range []string{"/images/a1.jpeg?", "/images/a2.jpeg?"} {
+		if len(msgs[i].MediaURLs) != 1 || !strings.Contains(msgs[i].MediaURLs[0], want) {
+			t.Errorf("message %d media %q; want %s…", i, msgs[i].MediaURLs, want)
+		}
+	}
+	h.publish(contract.Event{Kind: contract.KindDone, User: bob, Text: "sms", Status: contract.StatusOK,
+		Images: []contract.Image{withCaption(images[0], "first"), images[1], images[2]}})
+	msgs = h.api.WaitMessages(t, 4, 5*time.Second)
+	if msgs[2].Body != "sms" || len(msgs[2].MediaURLs) != 2 || msgs[3].Body != "first" || len(msgs[3].MediaURLs) != 1 {
+		t.Errorf("MMS: %q with %d images, %q with %d; want the reply with the two uncaptioned, then the captioned one",
+			msgs[2].Body, len(msgs[2].MediaURLs), msgs[3].Body, len(msgs[3].MediaURLs))
+	}
+}
+
+// The web chat's image and done events carry each image's caption.
+func TestWebEventCaptions(t *testing.T) {
+	ns := natstest.RunJetStream(t)
+	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	sessions, err := contract.NewWebSessions([]byte("web session key 0123456789"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cookie, u := sessions.New()
+	e, err := egress.New(egress.Config{WebChat: true, Sessions: sessions, Signer: signer}, ns.JS, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(e.Handler())
+	defer srv.Close()
+	img := withCaption(images[0], "The login form\nshows an error")
+	for i, ev := range []contract.Event{
+		{Kind: contract.KindImage, User: u, JobID: "m1", Image: &img},
+		{Kind: contract.KindDone, User: u, JobID: "m1", Text: "here", Images: []contract.Image{img, images[1]}, Status: contract.StatusOK},
+	} {
+		if err := contract.PublishEvent(t.Context(), ns.JS, ev, "test-"+string(rune('a'+i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/api/events", nil)
+	req.AddCookie(&http.Cookie{Name: contract.WebSessionCookie, Value: cookie})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var got []map[string]any
+	for len(got) < 2 && sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ev)
+	}
+	if len(got) < 2 {
+		t.Fatalf("events %v: %v", got, sc.Err())
+	}
+	if c := got[0]["image"].(map[string]any)["caption"]; c != img.Caption {
+		t.Errorf("image event's caption %v; want %q", c, img.Caption)
+	}
+	imgs := got[1]["images"].([]any)
+	if c := imgs[0].(map[string]any)["caption"]; c != img.Caption {
+		t.Errorf("done event's first image caption %v; want %q", c, img.Caption)
+	}
+	if _, ok := imgs[1].(map[string]any)["caption"]; ok {
+		t.Errorf("done event's second image has a caption: %v", imgs[1])
+	}
+}
