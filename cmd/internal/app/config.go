@@ -80,6 +80,7 @@ type config struct {
 	TranscribeCommand  string
 	VoiceMax           time.Duration
 	VoiceGrace         time.Duration
+	DescribeImages     bool
 	Replicas           int
 	LogLevel           string
 	PprofAddr          string
@@ -287,6 +288,7 @@ func parseConfig(name string, services []string, args []string, stderr io.Writer
 	f.str(&c.TranscribeCommand, "transcribe-command", "TEXTSLASH_TRANSCRIBE_COMMAND", "", "a local speech-to-text program instead of the API, run with bash -c in the person's sandbox: 16 kHz mono WAV on stdin, the text on stdout (Debian's pocketsphinx: pocketsphinx_continuous -infile /dev/stdin -logfn /dev/null)")
 	f.dur(&c.VoiceMax, "voice-max", "TEXTSLASH_VOICE_MAX", 5*time.Minute, "longest voice note taken; longer ones are refused with a message and kept in the inbox")
 	f.dur(&c.VoiceGrace, "voice-grace", "TEXTSLASH_VOICE_GRACE", 5*time.Second, "after the person is sent what was heard in a voice note, how long the agent waits before running it, so that cancel can stop a misheard instruction (0: no wait)")
+	f.bool(&c.DescribeImages, "describe-screenshots", "TEXTSLASH_DESCRIBE_SCREENSHOTS", false, "ask the agent, in a second read-only run, for a short description of each image it hands over without a caption (at most 3 per reply; Claude Code only: it can look at images), sent as the image's caption")
 	f.int(&c.Replicas, "replicas", "TEXTSLASH_REPLICAS", 1, "replicas of each stream and bucket (3 on a NATS cluster)")
 	f.str(&c.TwilioSID, "twilio-account-sid", "TWILIO_ACCOUNT_SID", "", "Twilio account; setting it (with the token) turns WhatsApp and SMS on")
 	f.str(&c.TwilioToken, "twilio-auth-token", "TWILIO_AUTH_TOKEN", "", "Twilio auth token: checks webhook signatures and sends messages")

@@ -153,6 +153,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 			Chromium: cfg.Chromium, ShotAddr: cfg.ShotAddr, ShotCommand: self, ID: cfg.RunnerID,
 			Sandbox: cfg.sandbox(), PermissionTimeout: cfg.Permission, ShowCost: cfg.ShowCost,
 			Transcriber: cfg.transcriber(), VoiceMax: cfg.VoiceMax, VoiceGrace: cfg.VoiceGrace,
+			DescribeImages: cfg.DescribeImages,
 		}, js, log)
 		if err != nil {
 			return err
