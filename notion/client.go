@@ -61,7 +61,9 @@ const (
 // maxErrorBody bounds how much of an error answer is read.
 const maxErrorBody = 64 << 10
 
-// Client talks to one Notion integration.
+// Client talks to one Notion integration. Its zero value, with Token set,
+// is ready to use; it must not be copied after its first call (its rate
+// limiter is shared by all its calls).
 type Client struct {
 	BaseURL string       // default "https://api.notion.com" (tests point it at the fake)
 	Token   string       // the integration's secret: Authorization: Bearer <Token>
