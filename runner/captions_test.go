@@ -212,7 +212,8 @@ func (e *runnerEnv) describeJob(u contract.User, id, text string) {
 
 // With DescribeImages, the real Claude Code CLI is asked, in a second run
 // (read-only, a fresh session, in the same workspace), to describe the
-// image it handed over without a caption; its answer is the caption, on
+// image it handed over without a caption (by its absolute path), named in
+// the prompt relative to the workspace; its answer is the caption, on
 // the image event and in the done event. When that run fails, the image
 // comes without a caption and the log says why.
 func TestRunnerDescribesImages(t *testing.T) {
@@ -228,7 +229,7 @@ func TestRunnerDescribesImages(t *testing.T) {
 			}
 			m := claudetest.NewModel(t,
 				claudetest.ToolUse("Bash", map[string]string{"command": pngScript(t, "shots/login.png"), "description": "take the shot"}),
-				claudetest.Text("Here is the login page.\nSCREENSHOT_CAPTURED:shots/login.png"),
+				claudetest.Text("Here is the login page.\nSCREENSHOT_CAPTURED:"+shot),
 				claudetest.ToolUse("Read", map[string]string{"file_path": shot}),
 				last,
 			)
@@ -262,8 +263,8 @@ func TestRunnerDescribesImages(t *testing.T) {
 				t.Fatalf("no request of the model asked to describe the screenshot; requests: %d", len(reqs))
 			}
 			text := firstText(*describe)
-			if !strings.Contains(text, "shots/login.png") || !strings.Contains(text, "Why is the login page broken?") {
-				t.Errorf("the describe run's prompt %q does not name the image and the request", text)
+			if !strings.Contains(text, "at shots/login.png in") || !strings.Contains(text, "Why is the login page broken?") {
+				t.Errorf("the describe run's prompt %q does not name the image (relative to the workspace) and the request", text)
 			}
 			if strings.Contains(string(describe.Body), "Here is the login page") {
 				t.Error("the describe run's first request carries the main run's conversation; want a fresh session")

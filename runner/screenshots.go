@@ -172,7 +172,7 @@ func (r *Runner) collectScreenshots(ctx context.Context, log zerolog.Logger, job
 		}
 		img.Caption = h.caption
 		if img.Caption == "" {
-			img.Caption = describe.caption(h.path)
+			img.Caption = describe.caption(h.key(dir).path)
 		}
 		r.publishImage(ctx, log, job, img, strconv.Itoa(len(images)+1))
 		log.Info().Str("path", h.path).Str("object", img.ID).Int("size", img.Size).Int("width", img.Width).Int("height", img.Height).
