@@ -48,6 +48,8 @@ require (
 	github.com/minio/highwayhash v1.0.4 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
+	github.com/textslash/textslash/notion v0.0.0
+	github.com/textslash/textslash/notiontest v0.0.0
 	github.com/textslash/textslash/telegramtest v0.0.0
 	github.com/textslash/textslash/transcribetest v0.0.0
 	github.com/textslash/textslash/twiliotest v0.0.0
@@ -74,3 +76,7 @@ replace github.com/textslash/textslash/twiliotest => ../twiliotest
 replace github.com/textslash/textslash/telegramtest => ../telegramtest
 
 replace github.com/textslash/textslash/transcribetest => ../transcribetest
+
+replace github.com/textslash/textslash/notion => ../notion
+
+replace github.com/textslash/textslash/notiontest => ../notiontest

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/textslash/textslash/contract"
 )
@@ -28,6 +29,8 @@ type Config struct {
 	Twilio *Twilio
 	// Telegram, when set, delivers to Telegram users.
 	Telegram *Telegram
+	// Notion, when set, mirrors Notion tasks' runs onto their pages.
+	Notion *Notion
 	// Signer signs the image links egress hands out (media checks them).
 	Signer contract.MediaSigner
 }
@@ -88,6 +91,11 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error
 		p.channels[contract.ChannelTelegram] = channel{rules: t.Rules, sender: s, allowed: allowed,
 			mediaURL: func(img contract.Image) string { return t.mediaBase() + cfg.Signer.URL(img, time.Now()) }}
 	}
+	if cfg.Notion != nil {
+		if err := cfg.Notion.validate(); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
@@ -111,17 +119,24 @@ func (e *Egress) Handler() http.Handler {
 	return mux
 }
 
-// Run delivers through the channels that push (WhatsApp and SMS; the web
-// chat is pulled by browsers) until ctx ends.
+// Run delivers through the channels that push (WhatsApp, SMS, Telegram;
+// the web chat is pulled by browsers) and mirrors Notion tasks onto their
+// pages, until ctx ends.
 func (e *Egress) Run(ctx context.Context) error {
-	if e.push == nil {
-		<-ctx.Done()
-		return nil
+	g, ctx := errgroup.WithContext(ctx)
+	if e.cfg.Notion != nil {
+		g.Go(func() error { return e.runNotion(ctx) })
 	}
-	kv, err := e.js.KeyValue(ctx, contract.BucketEgress)
-	if err != nil {
-		return fmt.Errorf("bucket %s: %w", contract.BucketEgress, err)
+	if e.push != nil {
+		g.Go(func() error {
+			kv, err := e.js.KeyValue(ctx, contract.BucketEgress)
+			if err != nil {
+				return fmt.Errorf("bucket %s: %w", contract.BucketEgress, err)
+			}
+			e.push.kv = kv
+			return e.push.run(ctx)
+		})
 	}
-	e.push.kv = kv
-	return e.push.run(ctx)
+	<-ctx.Done()
+	return g.Wait()
 }

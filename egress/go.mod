@@ -8,7 +8,10 @@ require (
 	github.com/textslash/textslash/contract v0.0.0
 )
 
-require github.com/go-telegram/bot v1.19.0
+require (
+	github.com/go-telegram/bot v1.19.0
+	golang.org/x/sync v0.22.0
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -41,6 +44,8 @@ require (
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/textslash/textslash/natstest v0.0.0
+	github.com/textslash/textslash/notion v0.0.0
+	github.com/textslash/textslash/notiontest v0.0.0
 	github.com/textslash/textslash/telegramtest v0.0.0
 	github.com/textslash/textslash/twiliotest v0.0.0
 	github.com/twilio/twilio-go v1.31.0
@@ -55,3 +60,7 @@ replace github.com/textslash/textslash/natstest => ../natstest
 replace github.com/textslash/textslash/twiliotest => ../twiliotest
 
 replace github.com/textslash/textslash/telegramtest => ../telegramtest
+
+replace github.com/textslash/textslash/notion => ../notion
+
+replace github.com/textslash/textslash/notiontest => ../notiontest

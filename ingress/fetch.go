@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/textslash/textslash/contract"
 )
@@ -23,11 +24,22 @@ const mediaMaxBytes = 16 << 20
 // errTooLarge: an attachment over mediaMaxBytes.
 var errTooLarge = fmt.Errorf("larger than %d MB", mediaMaxBytes>>20)
 
-// Run serves the media fetch service (contract.SubjectMediaFetch) until ctx
-// ends: the runner asks it for the images people send, which only ingress,
-// holding Twilio's and Telegram's credentials, may download. Webhooks are
-// served by Handler; Run is not needed for them.
+// Run serves the media fetch service (contract.SubjectMediaFetch) and
+// polls Notion (when configured) until ctx ends: the runner asks the
+// service for the images people send, which only ingress, holding
+// Twilio's and Telegram's credentials, may download. Webhooks are served
+// by Handler; Run is not needed for them.
 func (i *Ingress) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	if i.cfg.Notion != nil {
+		g.Go(func() error { return i.pollNotion(ctx) })
+	}
+	g.Go(func() error { return i.serveFetch(ctx) })
+	return g.Wait()
+}
+
+// serveFetch serves the media fetch service until ctx ends.
+func (i *Ingress) serveFetch(ctx context.Context) error {
 	if i.cfg.Twilio == nil && i.cfg.Telegram == nil {
 		<-ctx.Done()
 		return nil

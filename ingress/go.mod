@@ -8,6 +8,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rs/zerolog v1.35.1
 	github.com/textslash/textslash/contract v0.0.0
+	golang.org/x/sync v0.22.0
 	golang.org/x/time v0.16.0
 )
 
@@ -35,6 +36,8 @@ require (
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/textslash/textslash/natstest v0.0.0
+	github.com/textslash/textslash/notion v0.0.0
+	github.com/textslash/textslash/notiontest v0.0.0
 	github.com/textslash/textslash/telegramtest v0.0.0
 	github.com/textslash/textslash/twiliotest v0.0.0
 	github.com/twilio/twilio-go v1.31.0
@@ -49,3 +52,7 @@ replace github.com/textslash/textslash/natstest => ../natstest
 replace github.com/textslash/textslash/twiliotest => ../twiliotest
 
 replace github.com/textslash/textslash/telegramtest => ../telegramtest
+
+replace github.com/textslash/textslash/notion => ../notion
+
+replace github.com/textslash/textslash/notiontest => ../notiontest

@@ -40,6 +40,8 @@ type Config struct {
 	Twilio *Twilio
 	// Telegram, when set, serves the Telegram bot's webhook.
 	Telegram *Telegram
+	// Notion, when set, turns a Notion database's pages into messages.
+	Notion *Notion
 }
 
 func (c *Config) defaults() {
@@ -104,6 +106,11 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Ingress, erro
 			i.chats[id] = struct{}{}
 		}
 		i.cfg.Telegram = &t
+	}
+	if cfg.Notion != nil {
+		if err := cfg.Notion.validate(); err != nil {
+			return nil, err
+		}
 	}
 	return i, nil
 }

@@ -204,6 +204,7 @@ var secretUsers = map[string][]string{
 	"TWILIO_AUTH_TOKEN":       {app.Ingress, app.Egress},
 	"TELEGRAM_BOT_TOKEN":      {app.Ingress, app.Egress},
 	"TELEGRAM_WEBHOOK_SECRET": {app.Ingress},
+	"NOTION_TOKEN":            {app.Ingress, app.Egress},
 	"TEXTSLASH_MEDIA_KEY":     {app.Media, app.Egress},
 	"ANTHROPIC_API_KEY":       {app.Runner},
 }

@@ -106,6 +106,8 @@ type config struct {
 	MediaKey  string
 	MediaTTL  time.Duration
 	MediaKeep int
+
+	Notion notionConfig
 }
 
 // envFlags defines flags whose defaults come from environment variables,
@@ -305,6 +307,7 @@ func parseConfig(name string, services []string, args []string, stderr io.Writer
 	f.str(&c.TelegramSecret, "telegram-webhook-secret", "TELEGRAM_WEBHOOK_SECRET", "", "secret_token given to setWebhook (16+ characters): updates without it are refused")
 	f.str(&c.TelegramAllowed, "telegram-allowed-chats", "TELEGRAM_ALLOWED_CHATS", "", "comma-separated Telegram chat ids that may use textslash; others are ignored")
 	f.str(&c.TelegramAPI, "telegram-api-url", "TEXTSLASH_TELEGRAM_API_URL", "", "send Telegram Bot API requests to this base URL instead of https://api.telegram.org (tests, a local Bot API server)")
+	c.Notion.flags(f)
 	f.str(&c.MediaKey, "media-key", "TEXTSLASH_MEDIA_KEY", "", "secret (16+ characters) that signs image links; generated at each start when empty (set it when media and egress run as separate processes)")
 	f.dur(&c.MediaTTL, "media-ttl", "TEXTSLASH_MEDIA_TTL", 30*time.Minute, "how long images (and their links) last")
 	f.int(&c.MediaKeep, "media-keep", "TEXTSLASH_MEDIA_KEEP", 100, "most images kept; the oldest go first")
@@ -398,6 +401,9 @@ func (c *config) validate() error {
 	}
 	if c.IdleExit < 0 {
 		return fmt.Errorf("TEXTSLASH_IDLE_EXIT=%s: must not be negative", c.IdleExit)
+	}
+	if err := c.validateNotion(); err != nil {
+		return err
 	}
 	if _, err := c.admins(); err != nil {
 		return fmt.Errorf("TEXTSLASH_ADMINS: %w", err)

@@ -124,7 +124,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	var svcs []interface{ Run(context.Context) error }
 	var in *ingress.Ingress
 	if cfg.runs(Ingress) {
-		if in, err = ingress.New(ingress.Config{WebChat: cfg.Web, Sessions: sessions, PublicURL: cfg.PublicURL, Twilio: cfg.twilioIngress(), Telegram: cfg.telegramIngress()}, js, log); err != nil {
+		if in, err = ingress.New(ingress.Config{WebChat: cfg.Web, Sessions: sessions, PublicURL: cfg.PublicURL, Twilio: cfg.twilioIngress(), Telegram: cfg.telegramIngress(), Notion: cfg.notionIngress()}, js, log); err != nil {
 			return err
 		}
 		for _, route := range in.Routes() {
@@ -175,7 +175,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	}
 	var out *egress.Egress
 	if cfg.runs(Egress) {
-		if out, err = egress.New(egress.Config{WebChat: cfg.Web, Sessions: sessions, Twilio: cfg.twilioEgress(), Telegram: cfg.telegramEgress(), Signer: signer}, js, log); err != nil {
+		if out, err = egress.New(egress.Config{WebChat: cfg.Web, Sessions: sessions, Twilio: cfg.twilioEgress(), Telegram: cfg.telegramEgress(), Notion: cfg.notionEgress(), Signer: signer}, js, log); err != nil {
 			return err
 		}
 		svcs = append(svcs, out)

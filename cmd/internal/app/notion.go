@@ -1,0 +1,106 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/ingress"
+	"github.com/textslash/textslash/notion"
+)
+
+// notionConfig is the Notion integration's settings: a database whose
+// pages become one person's tasks.
+type notionConfig struct {
+	Token      string
+	Database   string
+	API        string
+	Person     string
+	Property   string
+	Todo       string
+	InProgress string
+	Done       string
+	Failed     string
+	Every      time.Duration
+}
+
+func (n *notionConfig) flags(f *envFlags) {
+	f.str(&n.Token, "notion-token", "NOTION_TOKEN", "", "secret of a Notion integration (ntn_…); setting it (with the database and the person) turns Notion tasks on")
+	f.str(&n.Database, "notion-database", "NOTION_DATABASE_ID", "", "id of the Notion database whose pages become tasks (from its URL; share the database with the integration)")
+	f.str(&n.API, "notion-api-url", "TEXTSLASH_NOTION_API_URL", "", "send Notion API requests to this base URL instead of https://api.notion.com (tests, proxies)")
+	f.str(&n.Person, "notion-person", "TEXTSLASH_NOTION_PERSON", "", "whose tasks the pages become: whatsapp:+15551234567, sms:+15551234567, telegram:<chat id> or web:<id>; they get the usual messages and approve changes")
+	f.str(&n.Property, "notion-status-property", "TEXTSLASH_NOTION_STATUS_PROPERTY", "Status", "the database's status (or select) property")
+	f.str(&n.Todo, "notion-todo", "TEXTSLASH_NOTION_TODO", "To do", "the status of pages that ask for work")
+	f.str(&n.InProgress, "notion-in-progress", "TEXTSLASH_NOTION_IN_PROGRESS", "In progress", "the status a page gets when its task starts")
+	f.str(&n.Done, "notion-done", "TEXTSLASH_NOTION_DONE", "Done", "the status a page gets when its task ends well")
+	f.str(&n.Failed, "notion-failed", "TEXTSLASH_NOTION_FAILED", "Failed", "the status a page gets when its task fails, times out or is cancelled")
+	f.dur(&n.Every, "notion-poll", "TEXTSLASH_NOTION_POLL", 30*time.Second, "time between two queries of the Notion database")
+}
+
+// on reports whether Notion is configured.
+func (n *notionConfig) on() bool { return n.Token != "" || n.Database != "" || n.Person != "" }
+
+// validateNotion: only ingress and egress talk to Notion (and only they
+// get NOTION_TOKEN in compose.yaml).
+func (c *config) validateNotion() error {
+	n := &c.Notion
+	if !n.on() || !(c.runs(Ingress) || c.runs(Egress)) {
+		return nil
+	}
+	switch {
+	case n.Token == "":
+		return errors.New("Notion needs NOTION_TOKEN")
+	case n.Database == "":
+		return errors.New("Notion needs NOTION_DATABASE_ID")
+	case n.Property == "" || n.Todo == "" || n.InProgress == "" || n.Done == "" || n.Failed == "":
+		return errors.New("TEXTSLASH_NOTION_STATUS_PROPERTY, _TODO, _IN_PROGRESS, _DONE and _FAILED must not be empty")
+	case n.Every < time.Second:
+		return fmt.Errorf("TEXTSLASH_NOTION_POLL=%s: must be at least 1s", n.Every)
+	}
+	if _, err := notionUser(n.Person); err != nil {
+		return fmt.Errorf("TEXTSLASH_NOTION_PERSON: %w", err)
+	}
+	return nil
+}
+
+// notionUser is the user an address names: <channel>:<id>, a phone
+// number's with its + (whatsapp:+15551234567).
+func notionUser(addr string) (contract.User, error) {
+	ch, id, ok := strings.Cut(addr, ":")
+	if !ok {
+		return contract.User{}, fmt.Errorf("%q: want whatsapp:+<number>, sms:+<number>, telegram:<chat id> or web:<id>", addr)
+	}
+	if ch == contract.ChannelWhatsApp || ch == contract.ChannelSMS {
+		return contract.PhoneUser(ch, id)
+	}
+	return contract.NewUser(ch, id)
+}
+
+func (n *notionConfig) client() *notion.Client {
+	c := &notion.Client{Token: n.Token}
+	if n.API != "" {
+		c.BaseURL = strings.TrimRight(n.API, "/")
+	}
+	return c
+}
+
+func (c *config) notionIngress() *ingress.Notion {
+	n := &c.Notion
+	if !n.on() {
+		return nil
+	}
+	u, _ := notionUser(n.Person) // validated
+	return &ingress.Notion{Client: n.client(), Database: n.Database, User: u, StatusProperty: n.Property, Todo: n.Todo, Every: n.Every}
+}
+
+func (c *config) notionEgress() *egress.Notion {
+	n := &c.Notion
+	if !n.on() {
+		return nil
+	}
+	return &egress.Notion{Client: n.client(), Database: n.Database, StatusProperty: n.Property,
+		InProgress: n.InProgress, Done: n.Done, Failed: n.Failed}
+}

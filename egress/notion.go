@@ -1,0 +1,314 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/notion"
+)
+
+// Notion mirrors the runs of Notion tasks (messages whose id is a page's,
+// contract.NotionJobID) onto their pages: the status property moves to
+// InProgress when a runner starts the task and to Done or Failed when it
+// ends; progress, the reply and each image (uploaded, with its caption)
+// become comments. The person's own channel gets the usual messages too.
+type Notion struct {
+	Client *notion.Client
+	// Database is the database whose status property is set (its type,
+	// status or select, is read from it).
+	Database string
+	// StatusProperty names the status property ("Status").
+	StatusProperty string
+	// InProgress, Done and Failed are the status options set.
+	InProgress, Done, Failed string
+	// ProgressEvery spaces progress comments on a page: lines that come
+	// sooner after the last one posted are left out (default 30 s).
+	ProgressEvery time.Duration
+}
+
+func (n Notion) validate() error {
+	switch {
+	case n.Client == nil:
+		return errors.New("egress: Notion needs a client")
+	case n.Database == "" || n.StatusProperty == "":
+		return errors.New("egress: Notion needs the database and its status property")
+	case n.InProgress == "" || n.Done == "" || n.Failed == "":
+		return errors.New("egress: Notion needs the in-progress, done and failed status names")
+	}
+	return nil
+}
+
+// NotionConsumer is the durable consumer of the events egress mirrors onto
+// Notion pages: every person's started, progress and done events, one at
+// a time, in order. It starts from the events published after it was made.
+func NotionConsumer() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:     "egress-notion",
+		Description: "egress: mirror Notion tasks' runs onto their pages",
+		FilterSubjects: []string{contract.AllEvents(contract.KindStarted), contract.AllEvents(contract.KindProgress),
+			contract.AllEvents(contract.KindDone)},
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       contract.EgressAckWait,
+		MaxAckPending: 1,
+	}
+}
+
+// notionMirror is Notion at work.
+type notionMirror struct {
+	cfg   Notion
+	js    jetstream.JetStream
+	kv    jetstream.KeyValue // egress bucket: the steps done, per event
+	media jetstream.ObjectStore
+	log   zerolog.Logger
+
+	prop, typ string // the status property and its type, once read
+
+	mu   sync.Mutex
+	last map[string]time.Time // page task id: when progress was last posted
+}
+
+// runNotion mirrors events until ctx ends.
+func (e *Egress) runNotion(ctx context.Context) error {
+	cfg := *e.cfg.Notion
+	if cfg.ProgressEvery <= 0 {
+		cfg.ProgressEvery = 30 * time.Second
+	}
+	n := &notionMirror{cfg: cfg, js: e.js, log: e.log.With().Str("channel", "notion").Logger(), last: map[string]time.Time{}}
+	var err error
+	if n.kv, err = e.js.KeyValue(ctx, contract.BucketEgress); err != nil {
+		return fmt.Errorf("bucket %s: %w", contract.BucketEgress, err)
+	}
+	if n.media, err = e.js.ObjectStore(ctx, contract.BucketMedia); err != nil {
+		return fmt.Errorf("object store %s: %w", contract.BucketMedia, err)
+	}
+	cons, err := e.js.CreateOrUpdateConsumer(ctx, contract.StreamEvents, NotionConsumer())
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("egress consumer notion: %w", err)
+	}
+	return contract.Consume(ctx, e.js, cons, n.handle, n.log)
+}
+
+// handle mirrors one event if it is about a Notion task.
+func (n *notionMirror) handle(ctx context.Context, msg jetstream.Msg) error {
+	var ev contract.Event
+	if err := contract.Decode(msg.Data(), &ev); err != nil {
+		return err
+	}
+	page, ok := contract.NotionPage(ev.JobID)
+	if !ok {
+		return nil
+	}
+	md, err := msg.Metadata()
+	if err != nil {
+		return err
+	}
+	log := zerolog.Ctx(ctx).With().Str("page", page).Str("job_id", ev.JobID).Str("kind", string(ev.Kind)).Logger()
+	stop := keepAlive(msg)
+	defer stop()
+	st := steps{n: n, ctx: ctx, log: log, page: page, prefix: fmt.Sprintf("notion.%d.", md.Sequence.Stream)}
+	switch ev.Kind {
+	case contract.KindStarted:
+		st.status("started", n.cfg.InProgress)
+	case contract.KindProgress:
+		if !n.progressDue(page) {
+			return nil
+		}
+		st.comment("progress", "⏳ "+ev.Text)
+	case contract.KindDone:
+		for i, img := range ev.Images {
+			st.image(i, img)
+		}
+		st.comment("reply", doneComment(ev))
+		if ev.Status == contract.StatusOK {
+			st.status("ended", n.cfg.Done)
+		} else {
+			st.status("ended", n.cfg.Failed)
+		}
+	}
+	return st.err
+}
+
+// doneComment is the comment a run's end leaves on its page.
+func doneComment(ev contract.Event) string {
+	var b strings.Builder
+	switch ev.Status {
+	case contract.StatusOK:
+		b.WriteString("✅ Done.")
+	case contract.StatusCanceled:
+		b.WriteString("⛔ Cancelled by " + contract.Address(ev.User) + ".")
+	default:
+		b.WriteString("❌ Failed (" + ev.Status + ").")
+	}
+	if ev.Approval {
+		b.WriteString(" The changes wait for " + contract.Address(ev.User) + "'s approval in their chat.")
+	}
+	if t := strings.TrimSpace(ev.Text); t != "" {
+		b.WriteString("\n\n" + t)
+	}
+	return b.String()
+}
+
+// progressDue reports whether a progress comment may be posted on page
+// now, and if so counts it posted.
+func (n *notionMirror) progressDue(page string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if time.Since(n.last[page]) < n.cfg.ProgressEvery {
+		return false
+	}
+	n.last[page] = time.Now()
+	return true
+}
+
+// steps carries out one event's calls to Notion, each once: a step done
+// is marked in the egress bucket (<prefix><step>), so a redelivered event
+// does only what is left. A crash between a call and its mark repeats
+// that call (a comment may then appear twice). The first failure stops
+// the rest; a permanent one (Notion refused the request for good) is
+// noted on the page and the event is done with.
+type steps struct {
+	n      *notionMirror
+	ctx    context.Context
+	log    zerolog.Logger
+	page   string
+	prefix string
+	err    error
+}
+
+// do carries out step (a key part) once; what says it for the person
+// ("set the status to Done").
+func (s *steps) do(step, what string, f func() error) {
+	if s.err != nil {
+		return
+	}
+	key := s.prefix + step
+	if _, err := s.n.kv.Get(s.ctx, key); err == nil {
+		return
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		s.err = fmt.Errorf("notion step mark: %w", err)
+		return
+	}
+	err := f()
+	if notion.Permanent(err) || errors.Is(err, errNoStatus) {
+		s.log.Error().Err(err).Str("step", step).Msg("notion refused the update; noted on the page")
+		note := fmt.Sprintf("textslash could not %s: %v", what, err)
+		if cerr := s.n.cfg.Client.Comment(s.ctx, s.page, note); cerr != nil {
+			s.log.Error().Err(cerr).Msg("notion: the failure could not be noted on the page either")
+		}
+		err = nil
+	}
+	if err != nil {
+		s.err = fmt.Errorf("notion %s: %w", step, err)
+		return
+	}
+	if _, err := s.n.kv.Put(s.ctx, key, []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
+		s.log.Warn().Err(err).Str("step", step).Msg("notion step mark not stored; a redelivery would repeat it")
+	}
+	s.log.Info().Str("step", step).Msg("notion updated")
+}
+
+// status sets the page's status to value (step names it in the mark).
+func (s *steps) status(step, value string) {
+	s.do("set-status-"+step, fmt.Sprintf("set %s to %q", s.n.cfg.StatusProperty, value), func() error {
+		prop, typ, err := s.n.statusProperty(s.ctx)
+		if err != nil {
+			return err
+		}
+		return s.n.cfg.Client.SetStatus(s.ctx, s.page, prop, typ, value)
+	})
+}
+
+func (s *steps) comment(step, text string) {
+	s.do("comment-"+step, "add a comment", func() error { return s.n.cfg.Client.Comment(s.ctx, s.page, text) })
+}
+
+// image uploads a run's image or file and comments it with its caption.
+func (s *steps) image(i int, img contract.Image) {
+	s.do(fmt.Sprintf("attach-image-%d", i+1), "attach "+imageName(i, img), func() error {
+		data, err := s.n.media.GetBytes(s.ctx, img.ID)
+		if errors.Is(err, jetstream.ErrObjectNotFound) {
+			return s.n.cfg.Client.Comment(s.ctx, s.page, fmt.Sprintf("📎 %s expired before it could be attached.", imageName(i, img)))
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", img.ID, err)
+		}
+		id, err := s.n.cfg.Client.Upload(s.ctx, imageName(i, img), img.ContentType, data)
+		if err != nil {
+			return err
+		}
+		text := img.Caption
+		if text == "" {
+			text = "📎 " + imageName(i, img)
+		}
+		return s.n.cfg.Client.Comment(s.ctx, s.page, text, id)
+	})
+}
+
+// imageName is the file name an image is uploaded under.
+func imageName(i int, img contract.Image) string {
+	if img.Name != "" {
+		return contract.SafeName(img.Name)
+	}
+	ext := ".jpeg"
+	if img.ContentType == "image/png" {
+		ext = ".png"
+	}
+	return fmt.Sprintf("screenshot-%d%s", i+1, ext)
+}
+
+// errNoStatus: the database lacks the configured status property.
+var errNoStatus = errors.New("the database has no status or select property")
+
+// statusProperty is the status property's name and type, read from the
+// database at the first need.
+func (n *notionMirror) statusProperty(ctx context.Context) (string, string, error) {
+	n.mu.Lock()
+	prop, typ := n.prop, n.typ
+	n.mu.Unlock()
+	if typ != "" {
+		return prop, typ, nil
+	}
+	ds, err := n.cfg.Client.DataSource(ctx, n.cfg.Database)
+	if err != nil {
+		return "", "", err
+	}
+	p, ok := ds.Properties[n.cfg.StatusProperty]
+	if !ok || p.Type != "status" && p.Type != "select" {
+		return "", "", fmt.Errorf("%w %q", errNoStatus, n.cfg.StatusProperty)
+	}
+	n.mu.Lock()
+	n.prop, n.typ = p.Name, p.Type
+	n.mu.Unlock()
+	return p.Name, p.Type, nil
+}
+
+// keepAlive tells JetStream every third of EgressAckWait that msg is in
+// hand (Notion's rate limits may hold a call for minutes), until stopped.
+func keepAlive(msg jetstream.Msg) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(contract.EgressAckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = msg.InProgress()
+			}
+		}
+	}()
+	return func() { close(done) }
+}
