@@ -106,7 +106,7 @@ func TestCaptionToWebChat(t *testing.T) {
 // as the agent user) describes the screenshot it handed over without a
 // caption, in a second run; the description is the image's caption on the
 // web chat.
-func TestDescribedScreenshotToWebChat(t *testing.T) {
+func TestDescriptionCaptionToWebChat(t *testing.T) {
 	const description = "The login button is hidden behind the cookie banner."
 	model := claudetest.NewModel(t,
 		claudetest.ToolUse("Bash", map[string]any{"command": "mkdir -p shots && echo " + pngBase64(t) + " | base64 -d > shots/login.png"}),
