@@ -162,14 +162,13 @@ func (p *notionPoller) start(ctx context.Context, pg notion.Page) (bool, error) 
 	return true, nil
 }
 
-// notionText is the message a page becomes: its title, its text, and
-// where it came from.
+// notionText is the message a page becomes: its title and its text, as
+// the person would have typed them (the shell agent runs them as they
+// are; the page's link goes to the person, in the notice).
 func notionText(pg notion.Page, body string) string {
-	var b strings.Builder
-	b.WriteString(strings.TrimSpace(pg.Title))
+	text := strings.TrimSpace(pg.Title)
 	if body = strings.TrimSpace(body); body != "" {
-		b.WriteString("\n\n" + body)
+		text += "\n\n" + body
 	}
-	fmt.Fprintf(&b, "\n\n(A task from Notion: %s. Progress, your answer and your screenshots are posted on the page.)", pg.URL)
-	return b.String()
+	return text
 }

@@ -127,13 +127,31 @@ func TestNotionPagesBecomeMessagesOnce(t *testing.T) {
 		if m.User != notionUser {
 			t.Errorf("message %d is %s's; want %s's", i, m.User, notionUser)
 		}
-		if !strings.HasPrefix(m.Text, want.text+"\n\n(A task from Notion: ") {
-			t.Errorf("message %d text %q; want %q and where it came from", i, m.Text, want.text)
+		if m.Text != want.text {
+			t.Errorf("message %d text %q; want %q", i, m.Text, want.text)
 		}
 	}
 
 	// Edited back into the filter a minute later (Notion's edit times are
 	// whole minutes): a new version.
+	// The person was told, once a page, what the replies to come are about.
+	notices, err := ns.JS.Stream(t.Context(), contract.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := notices.GetLastMsgForSubject(t.Context(), contract.EventSubject(notionUser, contract.KindNotice))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev contract.Event
+	if err := contract.Decode(last.Data, &ev); err != nil || ev.JobID != msgs[1].ID || !strings.HasPrefix(ev.Text, "📋 A task from Notion: Menu overlaps the logo\nhttps://") {
+		t.Errorf("last notice %+v (%v); want the second page's title and link", ev, err)
+	}
+	subj := contract.EventSubject(notionUser, contract.KindNotice)
+	if info, err := notices.Info(t.Context(), jetstream.WithSubjectFilter(subj)); err != nil || info.State.Subjects[subj] != 2 {
+		t.Errorf("notices: %v (%v); want 2", info.State.Subjects, err)
+	}
+
 	api.Advance(time.Minute)
 	api.SetStatus(login, "To do")
 	natstest.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {

@@ -7,10 +7,12 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/cmd/internal/app"
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/notiontest"
@@ -117,5 +119,53 @@ func TestNotionBugReport(t *testing.T) {
 	}
 	if n := len(notion.Comments(page)); n != 3 {
 		t.Errorf("%d comments after more polls and a restart; want still 3", n)
+	}
+}
+
+// Notion with the services as processes of their own, each as its nats.conf
+// user: ingress polls and tells the person, egress creates its consumer,
+// reads the screenshot from the media store and updates the page, and NATS
+// refuses none of it.
+func TestNotionSeparateServices(t *testing.T) {
+	ns := runNATSUsers(t)
+	notion := notiontest.New(t, notionToken)
+	db := notion.AddDatabase("Status", "To do", "In progress", "Done", "Failed")
+	src := sharedDir(t)
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, 32, 24))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "login.png"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tg := telegramtest.NewAPI(t)
+	procs := map[string]*instance{}
+	front := frontProxy(t, procs) // Telegram fetches the photo from media through it
+	env := append(append(telegramEnv(tg), notionEnv(notion, db)...), "TEXTSLASH_AGENT=shell", "PUBLIC_URL="+front.URL,
+		"TEXTSLASH_MEDIA_KEY=a-key-shared-by-media-and-egress", "TEXTSLASH_SANDBOX_SHARE="+src)
+	for _, s := range app.All {
+		procs[s] = startService(t, s, append(slices.Clone(env), ns.env(s)...)...)
+	}
+	page := notion.AddPage(db, "mkdir -p tmp/ai_screenshots && cp "+src+"/login.png tmp/ai_screenshots/${TEXTSLASH_TASK_ID}_1.png && echo fixed", "To do")
+	natstest.CheckFor(t, 60*time.Second, 100*time.Millisecond, func() error {
+		if s := notion.Status(page); s != "Done" {
+			return fmt.Errorf("page status %q; want Done", s)
+		}
+		return nil
+	})
+	cs := notion.Comments(page)
+	if len(cs) != 2 || len(cs[0].Files) != 1 || cs[1].Text != "✅ Done.\n\nfixed" {
+		t.Errorf("comments %+v; want the screenshot, then the reply", cs)
+	}
+	natstest.CheckFor(t, 15*time.Second, 100*time.Millisecond, func() error {
+		for _, c := range tg.Calls() {
+			if strings.HasPrefix(c.Text, "📋 A task from Notion: mkdir") {
+				return nil
+			}
+		}
+		return fmt.Errorf("Telegram calls %+v; want the notice of the task", tg.Calls())
+	})
+	if v := ns.violations(); len(v) > 0 {
+		t.Errorf("NATS refused the services %d times:\n%s", len(v), strings.Join(v, "\n"))
 	}
 }
