@@ -47,14 +47,14 @@ func (n Notion) validate() error {
 }
 
 // NotionConsumer is the durable consumer of the events egress mirrors onto
-// Notion pages: every person's started, progress and done events, one at
-// a time, in order. It starts from the events published after it was made.
+// Notion pages: every person's notice, started, progress and done events,
+// one at a time, in order. It starts from the events published after it was made.
 func NotionConsumer() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:     "egress-notion",
 		Description: "egress: mirror Notion tasks' runs onto their pages",
-		FilterSubjects: []string{contract.AllEvents(contract.KindStarted), contract.AllEvents(contract.KindProgress),
-			contract.AllEvents(contract.KindDone)},
+		FilterSubjects: []string{contract.AllEvents(contract.KindNotice), contract.AllEvents(contract.KindStarted),
+			contract.AllEvents(contract.KindProgress), contract.AllEvents(contract.KindDone)},
 		DeliverPolicy: jetstream.DeliverNewPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       contract.EgressAckWait,
@@ -119,6 +119,11 @@ func (n *notionMirror) handle(ctx context.Context, msg jetstream.Msg) error {
 	defer stop()
 	st := steps{n: n, ctx: ctx, log: log, page: page, prefix: fmt.Sprintf("notion.%d.", md.Sequence.Stream)}
 	switch ev.Kind {
+	case contract.KindNotice:
+		// What textslash told the person about the task: queued behind
+		// their run, or refused because their queue is full (then the
+		// page stays to do, and an edit of it starts it again).
+		st.comment("notice", "ℹ️ "+ev.Text)
 	case contract.KindStarted:
 		st.status("started", n.cfg.InProgress)
 	case contract.KindProgress:

@@ -99,7 +99,9 @@ func commentTexts(cs []notiontest.Comment) []string {
 	return out
 }
 
-// A Notion task's events land on its page: started sets In progress, the
+// A Notion task's events land on its page: textslash's notices about it
+// are comments (those for the chat alone, without the job, are not),
+// started sets In progress, the
 // first progress line is a comment (later ones within ProgressEvery are
 // left out), done uploads each image under a comment with its caption,
 // comments the reply and sets Done. Events of other jobs touch nothing.
@@ -111,6 +113,8 @@ func TestNotionMirrorsATask(t *testing.T) {
 	img.Caption = "Login page: the button is greyed out"
 
 	h.publish(contract.Event{Kind: contract.KindStarted, JobID: "SM0123", Text: "not a Notion task"})
+	h.publish(contract.Event{Kind: contract.KindNotice, JobID: job, Text: "Got it, I'll process this next."})
+	h.publish(contract.Event{Kind: contract.KindNotice, Text: "📋 A task from Notion: Login screen is broken"}) // for the chat
 	h.publish(contract.Event{Kind: contract.KindStarted, JobID: job, Text: "Login screen is broken"})
 	h.publish(contract.Event{Kind: contract.KindProgress, JobID: job, Text: "Running `npx playwright test`"})
 	h.publish(contract.Event{Kind: contract.KindProgress, JobID: job, Text: "Reading login.tsx"})
@@ -124,6 +128,7 @@ func TestNotionMirrorsATask(t *testing.T) {
 	})
 	cs := h.api.Comments(page)
 	want := []string{
+		"ℹ️ Got it, I'll process this next.",
 		"⏳ Running `npx playwright test`",
 		"Login page: the button is greyed out",
 		"✅ Done. The changes wait for telegram:4242's approval in their chat.\n\nThe button has no handler.",
@@ -131,7 +136,7 @@ func TestNotionMirrorsATask(t *testing.T) {
 	if got := commentTexts(cs); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("comments %q; want %q", got, want)
 	}
-	if f := cs[1].Files; len(f) != 1 || f[0].ContentType != "image/png" || !bytes.HasPrefix(f[0].Data, []byte("\x89PNG")) {
+	if f := cs[2].Files; len(f) != 1 || f[0].ContentType != "image/png" || !bytes.HasPrefix(f[0].Data, []byte("\x89PNG")) {
 		t.Errorf("screenshot comment files %+v; want the PNG", f)
 	}
 	if n := h.api.Requests("PATCH", "/v1/pages/"); n != 2 {

@@ -150,8 +150,9 @@ func (p *notionPoller) start(ctx context.Context, pg notion.Page) (bool, error) 
 	if err := p.i.Publish(ctx, in); err != nil {
 		return false, err
 	}
-	// The person learns in their chat what the replies that follow are about.
-	tell := contract.Event{Kind: contract.KindNotice, User: p.cfg.User, JobID: in.ID, Text: "📋 A task from Notion: " + pg.Title + "\n" + pg.URL}
+	// The person learns in their chat what the replies that follow are
+	// about. (Without the job's id: it is for the chat, not the page.)
+	tell := contract.Event{Kind: contract.KindNotice, User: p.cfg.User, Text: "📋 A task from Notion: " + pg.Title + "\n" + pg.URL}
 	if err := contract.PublishEvent(ctx, p.i.js, tell, contract.MsgID(p.cfg.User, in.ID, "notion")); err != nil {
 		return false, err
 	}
