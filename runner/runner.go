@@ -304,7 +304,11 @@ func (r *Runner) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
-		wait := 30 * time.Second
+		// Short pulls: a job handed back with a delay (affinity's nak) once
+		// sat untaken for a minute behind a long pull of the other runner
+		// (TestTwoRunners, not understood); asking anew every few seconds
+		// costs one request each.
+		wait := 5 * time.Second
 		if r.cfg.IdleExit > 0 {
 			wait = min(wait, max(r.cfg.IdleExit-idle(), 100*time.Millisecond))
 		}
