@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +31,9 @@ type Notion struct {
 	StatusProperty string
 	// InProgress, Done and Failed are the status options set.
 	InProgress, Done, Failed string
+	// MediaURL is where egress reaches the media service, which serves
+	// the images and files it uploads (by the links it signs).
+	MediaURL string
 	// ProgressEvery spaces progress comments on a page: lines that come
 	// sooner after the last one posted are left out (default 30 s).
 	ProgressEvery time.Duration
@@ -42,6 +47,8 @@ func (n Notion) validate() error {
 		return errors.New("egress: Notion needs the database and its status property")
 	case n.InProgress == "" || n.Done == "" || n.Failed == "":
 		return errors.New("egress: Notion needs the in-progress, done and failed status names")
+	case n.MediaURL == "":
+		return errors.New("egress: Notion needs the media service's URL")
 	}
 	return nil
 }
@@ -64,11 +71,11 @@ func NotionConsumer() jetstream.ConsumerConfig {
 
 // notionMirror is Notion at work.
 type notionMirror struct {
-	cfg   Notion
-	js    jetstream.JetStream
-	kv    jetstream.KeyValue // egress bucket: the steps done, per event
-	media jetstream.ObjectStore
-	log   zerolog.Logger
+	cfg    Notion
+	js     jetstream.JetStream
+	kv     jetstream.KeyValue // egress bucket: the steps done, per event
+	signer contract.MediaSigner
+	log    zerolog.Logger
 
 	prop, typ string // the status property and its type, once read
 
@@ -82,13 +89,10 @@ func (e *Egress) runNotion(ctx context.Context) error {
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = 30 * time.Second
 	}
-	n := &notionMirror{cfg: cfg, js: e.js, log: e.log.With().Str("channel", "notion").Logger(), last: map[string]time.Time{}}
+	n := &notionMirror{cfg: cfg, js: e.js, signer: e.cfg.Signer, log: e.log.With().Str("channel", "notion").Logger(), last: map[string]time.Time{}}
 	var err error
 	if n.kv, err = e.js.KeyValue(ctx, contract.BucketEgress); err != nil {
 		return fmt.Errorf("bucket %s: %w", contract.BucketEgress, err)
-	}
-	if n.media, err = e.js.ObjectStore(ctx, contract.BucketMedia); err != nil {
-		return fmt.Errorf("object store %s: %w", contract.BucketMedia, err)
 	}
 	cons, err := e.js.CreateOrUpdateConsumer(ctx, contract.StreamEvents, NotionConsumer())
 	if err != nil {
@@ -242,12 +246,12 @@ func (s *steps) comment(step, text string) {
 // image uploads a run's image or file and comments it with its caption.
 func (s *steps) image(i int, img contract.Image) {
 	s.do(fmt.Sprintf("attach-image-%d", i+1), "attach "+imageName(i, img), func() error {
-		data, err := s.n.media.GetBytes(s.ctx, img.ID)
-		if errors.Is(err, jetstream.ErrObjectNotFound) {
+		data, err := s.n.fetch(s.ctx, img)
+		if errors.Is(err, errExpired) {
 			return s.n.cfg.Client.Comment(s.ctx, s.page, fmt.Sprintf("📎 %s expired before it could be attached.", imageName(i, img)))
 		}
 		if err != nil {
-			return fmt.Errorf("read %s: %w", img.ID, err)
+			return err
 		}
 		id, err := s.n.cfg.Client.Upload(s.ctx, imageName(i, img), img.ContentType, data)
 		if err != nil {
@@ -259,6 +263,34 @@ func (s *steps) image(i int, img contract.Image) {
 		}
 		return s.n.cfg.Client.Comment(s.ctx, s.page, text, id)
 	})
+}
+
+// errExpired: the media service no longer has an image.
+var errExpired = errors.New("expired")
+
+// fetch reads img from the media service by a link egress signs, as
+// Telegram's uploads do: egress itself never reads the media store.
+func (n *notionMirror) fetch(ctx context.Context, img contract.Image) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.cfg.MediaURL+n.signer.URL(img, time.Now()), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("image %s for upload: %w", img.ID, err)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, errExpired
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("image %s for upload: %s", img.ID, resp.Status)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, notion.MaxUploadSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("image %s for upload: %w", img.ID, err)
+	}
+	return data, nil
 }
 
 // imageName is the file name an image is uploaded under.

@@ -7,6 +7,9 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -40,10 +43,30 @@ func startNotion(t *testing.T, done string) *notionHarness {
 	}
 	api := notiontest.New(t, notionToken)
 	db := api.AddDatabase("Status", "To do", "In progress", "Done", "Failed")
-	e, err := egress.New(egress.Config{Notion: &egress.Notion{
+	// A stand-in for the media service: signed links to the media store.
+	media := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := signer.Check(r.URL.Path, r.URL.Query().Get("e"), r.URL.Query().Get("s"), time.Now()); err != nil {
+			http.Error(w, err.Error(), http.StatusForbidden)
+			return
+		}
+		store, err := ns.JS.ObjectStore(r.Context(), contract.BucketMedia)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		id := strings.TrimSuffix(path.Base(r.URL.Path), path.Ext(r.URL.Path))
+		data, err := store.GetBytes(r.Context(), id)
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(data)
+	}))
+	t.Cleanup(media.Close)
+	e, err := egress.New(egress.Config{Signer: signer, Notion: &egress.Notion{
 		Client:   &notion.Client{BaseURL: api.URL(), Token: notionToken},
 		Database: db, StatusProperty: "Status", InProgress: "In progress", Done: done, Failed: "Failed",
-		ProgressEvery: time.Hour,
+		MediaURL: media.URL, ProgressEvery: time.Hour,
 	}}, ns.JS, zerolog.New(io.Discard))
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +167,8 @@ func TestNotionMirrorsATask(t *testing.T) {
 	}
 }
 
-// A run that fails sets Failed with the reason; a status Notion refuses
+// A run that fails sets Failed with the reason (an image the media
+// service no longer has is said to have expired); a status Notion refuses
 // (no such option) leaves a comment saying why, and the event is done
 // with rather than retried forever.
 func TestNotionFailuresAreNoted(t *testing.T) {
@@ -152,7 +176,7 @@ func TestNotionFailuresAreNoted(t *testing.T) {
 	page := h.api.AddPage(h.db, "Flaky test", "To do")
 	failed := h.api.AddPage(h.db, "Slow build", "To do")
 	h.publish(contract.Event{Kind: contract.KindDone, JobID: contract.NotionJobID(failed, time.Now()), Status: contract.StatusTimeout,
-		Text: "The run took longer than 5m0s and was stopped."})
+		Text: "The run took longer than 5m0s and was stopped.", Images: []contract.Image{{ID: "gone", ContentType: "image/png", Size: 10}}})
 	h.publish(contract.Event{Kind: contract.KindDone, JobID: contract.NotionJobID(page, time.Now()), Status: contract.StatusOK, Text: "Fixed."})
 	natstest.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
 		if n := len(h.api.Comments(page)); n != 2 {
@@ -163,7 +187,8 @@ func TestNotionFailuresAreNoted(t *testing.T) {
 	if s := h.api.Status(failed); s != "Failed" {
 		t.Errorf("timed-out task's status %q; want Failed", s)
 	}
-	if got := commentTexts(h.api.Comments(failed)); len(got) != 1 || got[0] != "❌ Failed (timeout).\n\nThe run took longer than 5m0s and was stopped." {
+	if got := commentTexts(h.api.Comments(failed)); len(got) != 2 || got[0] != "📎 screenshot-1.png expired before it could be attached." ||
+		got[1] != "❌ Failed (timeout).\n\nThe run took longer than 5m0s and was stopped." {
 		t.Errorf("timed-out task's comments %q", got)
 	}
 	got := commentTexts(h.api.Comments(page))

@@ -592,14 +592,20 @@ func (c *config) telegramEgress() *egress.Telegram {
 	if !c.telegram() {
 		return nil
 	}
+	return &egress.Telegram{BotToken: c.TelegramToken, APIURL: c.TelegramAPI, PublicURL: c.PublicURL,
+		Allowed:  ingress.ParseList(c.TelegramAllowed),
+		LocalURL: c.localURL(),
+		Rules:    egress.Rules{Truncate: c.LongReplies == "truncate"}}
+}
+
+// localURL is where this process reaches its own HTTP listener (media's
+// routes, when media runs here).
+func (c *config) localURL() string {
 	host := c.Host
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "127.0.0.1"
 	}
-	return &egress.Telegram{BotToken: c.TelegramToken, APIURL: c.TelegramAPI, PublicURL: c.PublicURL,
-		Allowed:  ingress.ParseList(c.TelegramAllowed),
-		LocalURL: "http://" + net.JoinHostPort(host, strconv.Itoa(c.Port)),
-		Rules:    egress.Rules{Truncate: c.LongReplies == "truncate"}}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(c.Port))
 }
 
 // location is TEXTSLASH_TIME_ZONE's (checked by validate), or the server's.

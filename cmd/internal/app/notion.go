@@ -60,6 +60,9 @@ func (c *config) validateNotion() error {
 	case n.Every < time.Second:
 		return fmt.Errorf("TEXTSLASH_NOTION_POLL=%s: must be at least 1s", n.Every)
 	}
+	if c.runs(Egress) && !c.runs(Media) && c.PublicURL == "" {
+		return errors.New("PUBLIC_URL: egress reads the images it uploads to Notion from it when media runs in another process")
+	}
 	if _, err := notionUser(n.Person); err != nil {
 		return fmt.Errorf("TEXTSLASH_NOTION_PERSON: %w", err)
 	}
@@ -101,6 +104,10 @@ func (c *config) notionEgress() *egress.Notion {
 	if !n.on() {
 		return nil
 	}
+	media := c.PublicURL // media runs elsewhere (validated)
+	if c.runs(Media) {
+		media = c.localURL()
+	}
 	return &egress.Notion{Client: n.client(), Database: n.Database, StatusProperty: n.Property,
-		InProgress: n.InProgress, Done: n.Done, Failed: n.Failed}
+		InProgress: n.InProgress, Done: n.Done, Failed: n.Failed, MediaURL: media}
 }
