@@ -136,6 +136,9 @@ func (n *notionMirror) handle(ctx context.Context, msg jetstream.Msg) error {
 		}
 		st.comment("progress", "⏳ "+ev.Text)
 	case contract.KindDone:
+		n.mu.Lock()
+		delete(n.last, page)
+		n.mu.Unlock()
 		for i, img := range ev.Images {
 			st.image(i, img)
 		}
