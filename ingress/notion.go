@@ -147,19 +147,20 @@ func (p *notionPoller) start(ctx context.Context, pg notion.Page) (bool, error) 
 	}
 	in := contract.Inbound{ID: contract.NotionJobID(pg.ID, pg.LastEdited), User: p.cfg.User, Text: notionText(pg, body), At: time.Now().UTC()}
 	ctx = contract.WithTrace(ctx, contract.NewTrace(""))
-	if err := p.i.Publish(ctx, in); err != nil {
-		return false, err
-	}
 	// The person learns in their chat what the replies that follow are
-	// about. (Without the job's id: it is for the chat, not the page.)
+	// about, before any of them. (Without the job's id: it is for the
+	// chat, not the page.)
 	tell := contract.Event{Kind: contract.KindNotice, User: p.cfg.User, Text: "📋 A task from Notion: " + pg.Title + "\n" + pg.URL}
 	if err := contract.PublishEvent(ctx, p.i.js, tell, contract.MsgID(p.cfg.User, in.ID, "notion")); err != nil {
+		return false, err
+	}
+	if err := p.i.Publish(ctx, in); err != nil {
 		return false, err
 	}
 	if _, err := p.kv.Put(ctx, key, []byte(version)); err != nil {
 		return true, fmt.Errorf("notion bucket: %w", err)
 	}
-	p.log.Info().Str("page", task).Str("title", pg.Title).Str("job_id", in.ID).Str("user", p.cfg.User.Key()).Msg("notion task started")
+	p.log.Info().Str("page", task).Str("title", pg.Title).Str("job_id", in.ID).Str("user", p.cfg.User.Key()).Msg("notion task published")
 	return true, nil
 }
 
