@@ -1,11 +1,7 @@
 package egress_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +10,6 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/egress"
-	"github.com/textslash/textslash/natstest"
 )
 
 // withCaption is img with caption.
@@ -73,54 +68,20 @@ func TestTwilioCaptions(t *testing.T) {
 
 // The web chat's image and done events carry each image's caption.
 func TestWebEventCaptions(t *testing.T) {
-	ns := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	sessions, err := contract.NewWebSessions([]byte("web session key 0123456789"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cookie, u := sessions.New()
-	e, err := egress.New(egress.Config{WebChat: true, Sessions: sessions, Signer: signer}, ns.JS, testLog(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(e.Handler())
-	defer srv.Close()
 	img := withCaption(images[0], "The login form\nshows an error")
-	for i, ev := range []contract.Event{
-		{Kind: contract.KindImage, User: u, JobID: "m1", Image: &img},
-		{Kind: contract.KindDone, User: u, JobID: "m1", Text: "here", Images: []contract.Image{img, images[1]}, Status: contract.StatusOK},
-	} {
-		if err := contract.PublishEvent(t.Context(), ns.JS, ev, "test-"+string(rune('a'+i))); err != nil {
-			t.Fatal(err)
+	data := webEvents(t, 2, func(u contract.User) []contract.Event {
+		return []contract.Event{
+			{Kind: contract.KindImage, User: u, JobID: "m1", Image: &img},
+			{Kind: contract.KindDone, User: u, JobID: "m1", Text: "here", Images: []contract.Image{img, images[1]}, Status: contract.StatusOK},
 		}
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/api/events", nil)
-	req.AddCookie(&http.Cookie{Name: contract.WebSessionCookie, Value: cookie})
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
+	})
 	var got []map[string]any
-	for len(got) < 2 && sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
+	for _, d := range data {
 		var ev map[string]any
-		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+		if err := json.Unmarshal(d, &ev); err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, ev)
-	}
-	if len(got) < 2 {
-		t.Fatalf("events %v: %v", got, sc.Err())
 	}
 	if c := got[0]["image"].(map[string]any)["caption"]; c != img.Caption {
 		t.Errorf("image event's caption %v; want %q", c, img.Caption)

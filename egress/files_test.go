@@ -101,9 +101,11 @@ func TestTwilioFileMediaURL(t *testing.T) {
 	}
 }
 
-// The web chat's done event carries a file's signed /files/ link, with its
-// name and type in images for the page to show a download link.
-func TestWebEventFile(t *testing.T) {
+// webEvents runs egress's web chat, publishes the events events makes for a
+// new session's user, and returns the data of the first n events that
+// session's event stream sends.
+func webEvents(t *testing.T, n int, events func(u contract.User) []contract.Event) [][]byte {
+	t.Helper()
 	ns := natstest.RunJetStream(t)
 	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
 		t.Fatal(err)
@@ -119,9 +121,10 @@ func TestWebEventFile(t *testing.T) {
 	}
 	srv := httptest.NewServer(e.Handler())
 	defer srv.Close()
-	ev := contract.Event{Kind: contract.KindDone, User: u, JobID: "m1", Text: "the data", Images: []contract.Image{images[0], csvFile}, Status: contract.StatusOK}
-	if err := contract.PublishEvent(t.Context(), ns.JS, ev, "test-1"); err != nil {
-		t.Fatal(err)
+	for i, ev := range events(u) {
+		if err := contract.PublishEvent(t.Context(), ns.JS, ev, fmt.Sprintf("test-%d", i)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
@@ -133,25 +136,35 @@ func TestWebEventFile(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
+	var out [][]byte
+	for len(out) < n && sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			out = append(out, []byte(data))
 		}
-		var got struct {
-			contract.Event
-			ImageURLs []string `json:"image_urls"`
-		}
-		if err := json.Unmarshal([]byte(data), &got); err != nil {
-			t.Fatal(err)
-		}
-		if len(got.ImageURLs) != 2 || !strings.HasPrefix(got.ImageURLs[1], "/files/f1/out.csv?e=") || !strings.HasPrefix(got.ImageURLs[0], "/images/a1.jpeg?e=") {
-			t.Fatalf("image_urls %q; want the image's, then the file's /files/ link", got.ImageURLs)
-		}
-		if !slices.Equal([]string{got.Images[1].Name, got.Images[1].ContentType}, []string{"out.csv", csvFile.ContentType}) {
-			t.Errorf("images %+v; want the file's name and type", got.Images)
-		}
-		return
 	}
-	t.Fatalf("no event: %v", sc.Err())
+	if len(out) < n {
+		t.Fatalf("%d events; want %d: %v", len(out), n, sc.Err())
+	}
+	return out
+}
+
+// The web chat's done event carries a file's signed /files/ link, with its
+// name and type in images for the page to show a download link.
+func TestWebEventFile(t *testing.T) {
+	data := webEvents(t, 1, func(u contract.User) []contract.Event {
+		return []contract.Event{{Kind: contract.KindDone, User: u, JobID: "m1", Text: "the data", Images: []contract.Image{images[0], csvFile}, Status: contract.StatusOK}}
+	})
+	var got struct {
+		contract.Event
+		ImageURLs []string `json:"image_urls"`
+	}
+	if err := json.Unmarshal(data[0], &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.ImageURLs) != 2 || !strings.HasPrefix(got.ImageURLs[1], "/files/f1/out.csv?e=") || !strings.HasPrefix(got.ImageURLs[0], "/images/a1.jpeg?e=") {
+		t.Fatalf("image_urls %q; want the image's, then the file's /files/ link", got.ImageURLs)
+	}
+	if !slices.Equal([]string{got.Images[1].Name, got.Images[1].ContentType}, []string{"out.csv", csvFile.ContentType}) {
+		t.Errorf("images %+v; want the file's name and type", got.Images)
+	}
 }
