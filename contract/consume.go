@@ -17,8 +17,10 @@ type Handler func(ctx context.Context, msg jetstream.Msg) error
 
 // Consume runs h for each message of cons, one at a time in stream order,
 // until ctx ends; then it drains the subscription and returns. It alone
-// acknowledges messages, so handlers never call Ack themselves. Each
-// handler gets its message's trace, as from Settle.
+// acknowledges messages, so handlers never call Ack themselves, and it
+// tells JetStream the message is in progress every third of the ack wait
+// while its handler runs. Each handler gets its message's trace, as from
+// Settle.
 //
 // A message whose handler fails is tried again in place, with the messages
 // behind it waiting, for up to RetryInPlace: handed back for redelivery at
@@ -44,7 +46,13 @@ func Consume(ctx context.Context, js jetstream.JetStream, cons jetstream.Consume
 		// one asks again soon and is pinned once the pin's TTL is over.
 		opts = append(opts, jetstream.PullPriorityGroup(info.Config.PriorityGroups[0]), jetstream.PullExpiry(2*time.Second))
 	}
+	every := info.Config.AckWait / 3
+	if every <= 0 {
+		every = 10 * time.Second // the server's default ack wait is 30 s
+	}
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		stop := inProgress(msg, every)
+		defer stop()
 		settle(ctx, msg, h, log, RetryInPlace)
 	}, opts...)
 	if err != nil {
@@ -67,6 +75,26 @@ func Consume(ctx context.Context, js jetstream.JetStream, cons jetstream.Consume
 		}
 	}
 	return nil
+}
+
+// inProgress tells JetStream every d that msg is in hand, until stopped:
+// a handler may take longer than the ack wait (a provider's rate limit)
+// without its message being redelivered to another consumer meanwhile.
+func inProgress(msg jetstream.Msg, d time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = msg.InProgress()
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // RetryInPlace is how long Consume keeps trying a failing message before

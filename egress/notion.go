@@ -119,8 +119,6 @@ func (n *notionMirror) handle(ctx context.Context, msg jetstream.Msg) error {
 		return err
 	}
 	log := zerolog.Ctx(ctx).With().Str("page", page).Str("job_id", ev.JobID).Str("kind", string(ev.Kind)).Logger()
-	stop := keepAlive(msg)
-	defer stop()
 	st := steps{n: n, ctx: ctx, log: log, page: page, prefix: fmt.Sprintf("notion.%d.", md.Sequence.Stream)}
 	switch ev.Kind {
 	case contract.KindNotice:
@@ -332,23 +330,4 @@ func (n *notionMirror) statusProperty(ctx context.Context) (string, string, erro
 	n.prop, n.typ = p.Name, p.Type
 	n.mu.Unlock()
 	return p.Name, p.Type, nil
-}
-
-// keepAlive tells JetStream every third of EgressAckWait that msg is in
-// hand (Notion's rate limits may hold a call for minutes), until stopped.
-func keepAlive(msg jetstream.Msg) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(contract.EgressAckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				_ = msg.InProgress()
-			}
-		}
-	}()
-	return func() { close(done) }
 }
