@@ -62,6 +62,8 @@ type Job struct {
 	// Budget, when set, is what the run may still spend: the least left of
 	// the person's and the deployment's budgets.
 	Budget *Budget `json:"budget,omitempty"`
+	// Project is the person's project the job runs in ("": the default).
+	Project string `json:"project,omitempty"`
 }
 
 // Budget is what a run may spend.
@@ -304,6 +306,14 @@ type UserState struct {
 	// Zone is the person's time zone for schedules (IANA name; "": the
 	// server's).
 	Zone string `json:"zone,omitempty"`
+	// Project is the person's current project ("": the default): their
+	// next messages run there. JobProject is the running job's.
+	Project    string `json:"project,omitempty"`
+	JobProject string `json:"job_project,omitempty"`
+	// Parked are the jobs whose changes await approval in projects other
+	// than the current one, by project name (ProjectOf): "use" sets them
+	// aside and brings them back.
+	Parked map[string]string `json:"parked,omitempty"`
 }
 
 // FinishedKept is how many finished job ids a UserState remembers.

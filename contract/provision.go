@@ -353,13 +353,15 @@ func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
 		}
 	}
 	for _, cfg := range []jetstream.KeyValueConfig{UsersBucket(o), EgressBucket(o), RunnersBucket(o), WorkspacesBucket(o), CostsBucket(o),
-		PeopleBucket(o), PairingBucket(o), NotionBucket(o)} {
+		PeopleBucket(o), PairingBucket(o), NotionBucket(o), ProjectsBucket(o)} {
 		if _, err := js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
 			return fmt.Errorf("provision bucket %s: %w", cfg.Bucket, err)
 		}
 	}
-	if _, err := js.CreateOrUpdateObjectStore(ctx, MediaBucket(o)); err != nil {
-		return fmt.Errorf("provision object store %s: %w", BucketMedia, err)
+	for _, cfg := range []jetstream.ObjectStoreConfig{MediaBucket(o), SnapshotsBucket(o)} {
+		if _, err := js.CreateOrUpdateObjectStore(ctx, cfg); err != nil {
+			return fmt.Errorf("provision object store %s: %w", cfg.Bucket, err)
+		}
 	}
 	return nil
 }

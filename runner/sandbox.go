@@ -29,8 +29,8 @@ type Sandbox struct {
 	// Bwrap is bubblewrap's binary; empty looks up bwrap in PATH.
 	Bwrap string
 	// Hide are host directories no run may see (textslash's data
-	// directory); the workspaces directory (all but the person's own),
-	// /root, /home and /tmp are always hidden.
+	// directory); the workspaces directory (all but the run's own
+	// workspace and home), /root, /home and /tmp are always hidden.
 	Hide []string
 	// Share are host directories bound read-write into every run: a cache
 	// or a directory the operator chooses to share.
@@ -135,6 +135,9 @@ func (r *Runner) confine() error {
 			box.Hide[i] = abs
 		}
 	}
+	// Every workspace but the run's own: a project's workspace lies deeper
+	// than the person's default one, so hiding its parent is not enough.
+	box.Hide = append(box.Hide, r.cfg.Workspaces)
 	box.expose = programDirs(append([]string{"/root", "/home", os.TempDir(), r.cfg.Workspaces}, box.Hide...), r.cfg.ClaudeBin, r.user)
 	if len(box.expose) > 0 {
 		r.log.Info().Strs("dirs", box.expose).Msg("sandbox shows these program directories read-only (they are under a hidden directory)")
