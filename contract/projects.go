@@ -169,3 +169,6 @@ func SnapshotsBucket(o Options) jetstream.ObjectStoreConfig {
 		MaxBytes:    SnapshotsMaxBytes,
 	}
 }
+
+func (p *Projects) version() int { return p.V }
+func (p *Projects) setVersion()  { p.V = Version }
