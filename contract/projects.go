@@ -99,6 +99,9 @@ func CloneURL(raw string) (name string, err error) {
 	if raw == "" || strings.HasPrefix(raw, "-") || strings.ContainsAny(raw, " \t\n\r\x00") {
 		return bad("empty, or starts with -")
 	}
+	if strings.Contains(raw, "::") {
+		return bad("git reads <transport>::<address> as a program to run")
+	}
 	var p string
 	if u, err := url.Parse(raw); err == nil && u.Scheme != "" && strings.Contains(raw, "://") {
 		switch u.Scheme {
@@ -108,6 +111,9 @@ func CloneURL(raw string) (name string, err error) {
 		}
 		if u.Scheme != "file" && u.Host == "" {
 			return bad("no host")
+		}
+		if _, has := u.User.Password(); has {
+			return bad("it carries a password or token, which messages must not: they are kept. Your git credentials are set up by whoever runs textslash")
 		}
 		p = u.Path
 	} else if host, rest, ok := strings.Cut(raw, ":"); ok && host != "" && !strings.Contains(host, "/") && rest != "" {

@@ -62,7 +62,9 @@ type Dispatcher struct {
 	js      jetstream.JetStream
 	log     zerolog.Logger
 	users   jetstream.KeyValue
-	queue   jetstream.Stream
+	// projects is the runner's registry of each person's projects.
+	projects jetstream.KeyValue
+	queue    jetstream.Stream
 	timers  jetstream.Stream
 	events  jetstream.Stream
 	costs   *costs
@@ -112,6 +114,9 @@ func (d *Dispatcher) run(ctx context.Context) error {
 	var err error
 	if d.users, err = d.js.KeyValue(ctx, contract.BucketUsers); err != nil {
 		return fmt.Errorf("bucket %s: %w", contract.BucketUsers, err)
+	}
+	if d.projects, err = d.js.KeyValue(ctx, contract.BucketProjects); err != nil {
+		return fmt.Errorf("bucket %s: %w", contract.BucketProjects, err)
 	}
 	if d.pairing, err = contract.OpenPairing(ctx, d.js); err != nil {
 		return err
@@ -172,6 +177,9 @@ func (d *Dispatcher) handleInbound(ctx context.Context, msg jetstream.Msg) error
 	input := fsm.Input{Kind: fsm.Message, ID: in.ID, Text: in.Text, Media: len(in.Media) > 0}
 	if kw, arg, ok := fsm.ParseKeyword(in.Text); ok && len(in.Media) == 0 {
 		input.Kind, input.Keyword, input.Arg = fsm.Keyword, kw, arg
+	}
+	if err := d.checkProject(ctx, in.User, &input); err != nil {
+		return err
 	}
 	return d.apply(ctx, in.User, input, &in)
 }
@@ -239,7 +247,8 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 		snap, effects := fsm.Step(snapshot(st), input)
 		next := contract.UserState{State: snap.State, JobID: snap.Job, NewSession: snap.NewSession,
 			Action: snap.Action, JobNewSession: snap.JobNewSession, JobMode: snap.JobMode, Question: snap.Question,
-			Mode: snap.Mode, Usual: snap.Usual, Steer: snap.Steer, Zone: snap.Zone, Since: st.Since, Queued: st.Queued, Finished: st.Finished}
+			Mode: snap.Mode, Usual: snap.Usual, Steer: snap.Steer, Zone: snap.Zone, Since: st.Since, Queued: st.Queued, Finished: st.Finished,
+			Project: snap.Project, JobProject: snap.JobProject, Parked: snap.Parked.Map()}
 		if running(st.State) && (!running(snap.State) || snap.Job != st.JobID) {
 			next.Finished = appendFinished(st.Finished, st.JobID) // ended or cancelled
 		}
@@ -281,7 +290,8 @@ func conflict(err error) bool {
 func snapshot(st contract.UserState) fsm.Snapshot {
 	return fsm.Snapshot{State: st.State, Job: st.JobID, NewSession: st.NewSession, Action: st.Action,
 		JobNewSession: st.JobNewSession, JobMode: st.JobMode, Question: st.Question,
-		Mode: st.Mode, Usual: st.Usual, Steer: st.Steer, Zone: st.Zone}
+		Mode: st.Mode, Usual: st.Usual, Steer: st.Steer, Zone: st.Zone,
+		Project: st.Project, JobProject: st.JobProject, Parked: fsm.ParkedOf(st.Parked)}
 }
 
 // running reports whether a job runs in state (maybe waiting for an answer).
@@ -296,8 +306,10 @@ func needsHead(st contract.UserState, input fsm.Input) bool {
 	case fsm.Message:
 		return idle
 	case fsm.Keyword:
-		// go and btw may turn out to be messages.
-		return idle && (input.Keyword == fsm.Go || input.Keyword == fsm.Btw)
+		// go, btw, use and clone may turn out to be messages (or jobs); a
+		// use is refused while messages wait.
+		return (idle && (input.Keyword == fsm.Go || input.Keyword == fsm.Btw || input.Keyword == fsm.Clone)) ||
+			input.Keyword == fsm.Use
 	case fsm.Question:
 		return false
 	}
@@ -372,7 +384,7 @@ func (d *Dispatcher) carryOut(ctx context.Context, log zerolog.Logger, u contrac
 			log.Info().Str("steer", input.ID).Int("len", len(e.Text)).Msg("message added to the run")
 			err = contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindSteer, User: u, JobID: e.ID, Text: e.Text},
 				contract.MsgID(u, e.ID, "steer", input.ID))
-		case fsm.ReportStatus, fsm.ReportCost, fsm.AddSchedule, fsm.ListSchedules, fsm.RemoveSchedule, fsm.Admin:
+		case fsm.ReportStatus, fsm.ReportCost, fsm.AddSchedule, fsm.ListSchedules, fsm.RemoveSchedule, fsm.Admin, fsm.ListProjects:
 			var text string
 			if text, err = d.reply(ctx, u, before, input.ID, e); err == nil {
 				err = d.notice(ctx, u, input.ID, ref+":"+fmt.Sprint(i), text)
@@ -406,6 +418,8 @@ func (d *Dispatcher) reply(ctx context.Context, u contract.User, st contract.Use
 		return d.listSchedules(ctx, u)
 	case fsm.RemoveSchedule:
 		return d.unschedule(ctx, u, e.Text)
+	case fsm.ListProjects:
+		return d.listProjects(ctx, u, st)
 	default:
 		return d.admin(ctx, u, e.Action, e.Text)
 	}
@@ -414,7 +428,8 @@ func (d *Dispatcher) reply(ctx context.Context, u contract.User, st contract.Use
 // start publishes a job. Publishing is deduplicated by the job's id, so
 // starting twice is harmless.
 func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.User, e fsm.Effect, in *contract.Inbound, head *queued) error {
-	job := contract.Job{ID: e.ID, User: u, Action: e.Action, NewSession: e.NewSession, At: time.Now().UTC(), Mode: d.mode(e.Mode)}
+	job := contract.Job{ID: e.ID, User: u, Action: e.Action, NewSession: e.NewSession, At: time.Now().UTC(), Mode: d.mode(e.Mode),
+		Project: e.Project}
 	fromQueue := e.Dequeue && head != nil && head.in.ID == e.ID
 	switch {
 	case e.Action == fsm.Go:
@@ -431,6 +446,14 @@ func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.U
 		job.Text, job.Media, job.At = in.Text, in.Media, in.At
 	default:
 		return nil // neither queued nor at hand: it was published before
+	}
+	if kw, arg, ok := fsm.ParseKeyword(job.Text); ok && kw == fsm.Clone && job.Action == "" && len(job.Media) == 0 {
+		// The runner clones; checked before it was queued.
+		url, name, err := cloneArgs(arg)
+		if err != nil {
+			return d.notice(ctx, u, e.ID, "clone", err.Error()+".")
+		}
+		job.Action, job.Text = contract.ActionClone, url+" "+name
 	}
 	if job.Action == "" {
 		b, err := d.costs.budget(ctx, u)
@@ -547,6 +570,12 @@ func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.Us
 		}
 	default:
 		b.WriteString("Idle: nothing is running.")
+	}
+	if st.Project != "" || len(st.Parked) > 0 {
+		fmt.Fprintf(&b, "\nProject: %s.", contract.ProjectOf(st.Project))
+		if n := len(st.Parked); n > 0 {
+			fmt.Fprintf(&b, " Changes wait for your approval in %s (reply projects).", plural(n, "other project"))
+		}
 	}
 	fmt.Fprintf(&b, "\nMode: %s.", d.mode(st.Mode))
 	if st.Steer {

@@ -16,6 +16,7 @@
 package fsm
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -79,9 +80,18 @@ const (
 	Pair   = "pair"
 	People = "people"
 	Revoke = "revoke"
+	// Projects: "clone <url> [name]" adds one (a job of the runner's),
+	// "projects" lists them, "use <name>" switches to one.
+	Clone    = "clone"
+	Projects = "projects"
+	Use      = "use"
 )
 
-var keywords = []string{Cancel, Approve, Reject, Status, More, New, Help, Go, Cost, Schedules, Pair, People}
+// DefaultProject names the workspace every person starts with
+// (contract.DefaultProject); snapshots write it as "".
+const DefaultProject = "default"
+
+var keywords = []string{Cancel, Approve, Reject, Status, More, New, Help, Go, Cost, Schedules, Pair, People, Projects}
 
 // ParseKeyword reports whether text is a keyword: one of the words above
 // as the whole message (any case), or mode, steer or btw followed by their
@@ -110,6 +120,18 @@ func ParseKeyword(text string) (kw, arg string, ok bool) {
 	case Unschedule, Zone, Revoke:
 		if rest != "" && !strings.ContainsAny(rest, " \n") {
 			return first, rest, true
+		}
+	case Use:
+		// "use pnpm" is a message unless the person has a project of
+		// that name: the dispatcher tells (Input.Exists).
+		if rest != "" && !strings.ContainsAny(rest, " \n") {
+			return Use, strings.ToLower(rest), true
+		}
+	case Clone:
+		// clone <url> [name]: a URL has a scheme or is scp-like.
+		f := strings.Fields(rest)
+		if len(f) >= 1 && len(f) <= 2 && strings.Contains(f[0], ":") {
+			return Clone, strings.Join(f, " "), true
 		}
 	}
 	return "", "", false
@@ -176,6 +198,14 @@ const (
 	MsgGoWorking = "Claude is still working. Reply go once the plan has arrived."
 	MsgZone      = "OK: your schedules use the time zone "
 	MsgZoneUsage = "Say tz and a time zone's name, like tz Europe/Paris or tz America/New_York."
+	// Projects (with project names).
+	MsgUse         = "Now in project %s: your messages run there."
+	MsgUseRunning  = " The run in %s goes on."
+	MsgUseParked   = " The changes in %s wait for your approval until you use %s again."
+	MsgUnparked    = "In project %s, changes wait for your approval: reply approve or reject."
+	MsgUseAlready  = "You are in project %s already."
+	MsgUseQueued   = "Messages still wait to run in %s: reply use %s once they have started (status shows them), or cancel to drop them."
+	MsgParkedDone  = "The run in %s left changes: they wait for your approval there. Reply use %s, then approve or reject."
 	// GoPrompt is the message a go sends the agent.
 	GoPrompt = "The plan is approved: carry it out now."
 	MsgHelp  = `Send any message and the agent works on it in your workspace.
@@ -194,6 +224,11 @@ Keywords:
   at 18:00 <task>, every weekday 9:00 <task>, every 2h <task>
            run a task later; schedules lists them, unschedule <id> ends one
   tz       your time zone for schedules (tz Europe/Paris)
+  clone <git url> [name]
+           clone a repository into a new project of yours
+  projects your projects: the current one, branches, changes waiting
+  use <name>
+           work in that project (use default: your first workspace)
   help     this list
 When Claude asks, reply yes, no (no, <what to do instead>) or always.`
 )
@@ -221,18 +256,26 @@ type Snapshot struct {
 	Steer bool
 	// Zone is the person's time zone for schedules ("" : the server's).
 	Zone string
+	// Project is the person's current project ("": the default), where
+	// their messages run; JobProject is the running job's.
+	Project    string
+	JobProject string
+	// Parked are the jobs whose changes await approval in projects other
+	// than the current one.
+	Parked Parked
 }
 
 // settings is s's person settings alone: what survives every transition.
 func (s Snapshot) settings() Snapshot {
-	return Snapshot{NewSession: s.NewSession, Mode: s.Mode, Usual: s.Usual, Steer: s.Steer, Zone: s.Zone}
+	return Snapshot{NewSession: s.NewSession, Mode: s.Mode, Usual: s.Usual, Steer: s.Steer, Zone: s.Zone,
+		Project: s.Project, Parked: s.Parked}
 }
 
 // working is s running the job e starts. A message's job uses up the
 // request for a new session.
 func (s Snapshot) working(e Effect) Snapshot {
 	n := s.settings()
-	n.State, n.Job, n.Action, n.JobNewSession, n.JobMode = Working, e.ID, e.Action, e.NewSession, e.Mode
+	n.State, n.Job, n.Action, n.JobNewSession, n.JobMode, n.JobProject = Working, e.ID, e.Action, e.NewSession, e.Mode, e.Project
 	if e.Action == "" {
 		n.NewSession = false
 	}
@@ -282,6 +325,11 @@ type Input struct {
 	Question int
 	// QueueHead is the id of the user's oldest waiting message, "" if none.
 	QueueHead string
+	// Exists: the project a use names is one of the person's.
+	Exists bool
+	// Refusal: why a clone cannot be done (a bad URL or name, a name
+	// taken); empty when it can.
+	Refusal string
 }
 
 // EffectKind is something the dispatcher must do.
@@ -323,6 +371,8 @@ const (
 	// Admin does what an admin asked (Action: pair, people or revoke, Text
 	// its argument), if the person is one.
 	Admin
+	// ListProjects sends the person their projects.
+	ListProjects
 )
 
 // Effect is one thing to do.
@@ -332,6 +382,7 @@ type Effect struct {
 	Action     string // Start: "", "approve", "reject" or "go"
 	NewSession bool   // Start
 	Mode       string // Start: the job's permission mode ("": the default)
+	Project    string // Start: the project the job runs in ("": the default)
 	Dequeue    bool   // Start
 	Text       string // Notice, SteerRun; Answer: what the agent is told
 	Question   int    // Answer; ScheduleTimeout, CancelTimeout: 0 for the approval timeout
@@ -379,7 +430,7 @@ func message(s Snapshot, in Input) (Snapshot, []Effect) {
 	case s.State == Working && s.Steer && !in.Media && !in.Scheduled:
 		return s, []Effect{{Kind: SteerRun, ID: s.Job, Text: in.Text}, {Kind: Notice, Text: MsgSteered}}
 	case s.State == Idle && in.QueueHead == "":
-		e := Effect{Kind: Start, ID: in.ID, NewSession: s.NewSession, Mode: s.Mode}
+		e := Effect{Kind: Start, ID: in.ID, NewSession: s.NewSession, Mode: s.Mode, Project: s.Project}
 		return s.working(e), []Effect{e}
 	case s.State == Idle:
 		// Earlier messages wait (their start was cut short): this one goes
@@ -446,6 +497,17 @@ func keyword(s Snapshot, in Input) (Snapshot, []Effect) {
 		return s, []Effect{{Kind: Admin, Action: in.Keyword, Text: in.Arg}}
 	case Unschedule:
 		return s, []Effect{{Kind: RemoveSchedule, Text: in.Arg}}
+	case Projects:
+		return s, []Effect{{Kind: ListProjects}}
+	case Use:
+		return use(s, in)
+	case Clone:
+		if in.Refusal != "" {
+			return s, []Effect{{Kind: Notice, Text: in.Refusal}}
+		}
+		// A job of its own, in its turn; never an answer nor an addition
+		// to the run.
+		return message(s, Input{Kind: Message, ID: in.ID, Text: in.Text, QueueHead: in.QueueHead, Scheduled: true})
 	case Zone:
 		if _, err := time.LoadLocation(in.Arg); err != nil || in.Arg == "Local" {
 			return s, []Effect{{Kind: Notice, Text: MsgZoneUsage}}
@@ -486,7 +548,7 @@ func keyword(s Snapshot, in Input) (Snapshot, []Effect) {
 			return s, []Effect{{Kind: Notice, Text: MsgGoWorking}}
 		}
 		// The plan's session goes on, whatever new said.
-		e := Effect{Kind: Start, ID: in.ID, Action: Go, Mode: s.Usual}
+		e := Effect{Kind: Start, ID: in.ID, Action: Go, Mode: s.Usual, Project: s.Project}
 		return s.working(e), []Effect{e}
 	case Cancel:
 		switch s.State {
@@ -511,7 +573,7 @@ func keyword(s Snapshot, in Input) (Snapshot, []Effect) {
 			if in.Keyword == Reject {
 				text, action = MsgRejecting, Reject
 			}
-			e := Effect{Kind: Start, ID: in.ID, Action: action}
+			e := Effect{Kind: Start, ID: in.ID, Action: action, Project: s.Project}
 			return s.working(e), []Effect{{Kind: CancelTimeout, ID: s.Job}, {Kind: Notice, Text: text}, e}
 		case Working:
 			return s, []Effect{{Kind: Notice, Text: MsgStillWorking}}
@@ -550,13 +612,89 @@ func done(s Snapshot, in Input) (Snapshot, []Effect) {
 		// The run ended while it asked (cancelled, or its runner died).
 		eff = append(eff, Effect{Kind: CancelTimeout, ID: s.Job, Question: s.Question})
 	}
-	if in.Approval {
+	if in.Approval && s.JobProject == s.Project {
 		next := s.settings()
 		next.State, next.Job = AwaitingApproval, s.Job
 		return next, append(eff, Effect{Kind: ScheduleTimeout, ID: s.Job})
 	}
-	next, more := startNext(s.idle(), in.QueueHead)
+	next := s.idle()
+	if in.Approval {
+		// The person moved to another project while it ran: the changes
+		// wait in theirs, and the current project goes on.
+		from := ProjectName(s.JobProject)
+		next.Parked = next.Parked.With(from, s.Job)
+		eff = append(eff, Effect{Kind: Notice, Text: fmt.Sprintf(MsgParkedDone, from, from)})
+	}
+	next, more := settle(next, in.QueueHead)
 	return next, append(eff, more...)
+}
+
+// ProjectName is how a project is shown: its name, or DefaultProject.
+func ProjectName(p string) string {
+	if p == "" {
+		return DefaultProject
+	}
+	return p
+}
+
+// use switches the person to the project in.Arg, when it is one of
+// theirs; otherwise "use …" is a message like any other. The changes
+// awaiting approval in the project left wait there (parked), and those
+// of the project entered come back.
+func use(s Snapshot, in Input) (Snapshot, []Effect) {
+	if !in.Exists {
+		return message(s, Input{Kind: Message, ID: in.ID, Text: in.Text, QueueHead: in.QueueHead})
+	}
+	to := in.Arg
+	if to == DefaultProject {
+		to = ""
+	}
+	from := ProjectName(s.Project)
+	notice := func(text string) []Effect { return []Effect{{Kind: Notice, Text: text}} }
+	switch {
+	case to == s.Project:
+		return s, notice(fmt.Sprintf(MsgUseAlready, from))
+	case s.State == AwaitingPermission:
+		return s, notice(MsgAnswerFirst)
+	case in.QueueHead != "" && in.QueueHead != s.Job:
+		// Waiting messages run where the person was when they sent them.
+		return s, notice(fmt.Sprintf(MsgUseQueued, from, in.Arg))
+	}
+	next := s
+	text := fmt.Sprintf(MsgUse, ProjectName(to))
+	var eff []Effect
+	switch s.State {
+	case AwaitingApproval:
+		next = s.idle()
+		next.Parked = next.Parked.With(from, s.Job)
+		eff = append(eff, Effect{Kind: CancelTimeout, ID: s.Job})
+		text += fmt.Sprintf(MsgUseParked, from, from)
+	case Working:
+		text += fmt.Sprintf(MsgUseRunning, from)
+	}
+	// A new session asked for applies where it was asked.
+	next.Project, next.NewSession = to, false
+	eff = append(eff, Effect{Kind: Notice, Text: text})
+	if next.State == Idle {
+		var more []Effect
+		next, more = settle(next, "")
+		eff = append(eff, more...)
+	}
+	return next, eff
+}
+
+// settle readies an idle user: the changes parked in the current project
+// await approval again, or the oldest waiting message starts.
+func settle(s Snapshot, head string) (Snapshot, []Effect) {
+	name := ProjectName(s.Project)
+	job := s.Parked.Get(name)
+	if job == "" {
+		return startNext(s, head)
+	}
+	next := s.idle()
+	next.Parked = s.Parked.With(name, "")
+	next.State, next.Job = AwaitingApproval, job
+	return next, []Effect{{Kind: ScheduleTimeout, ID: job}, {Kind: Notice, Text: fmt.Sprintf(MsgUnparked, name)}}
 }
 
 // restart repeats the start of the running job exactly. Starting is
@@ -564,7 +702,7 @@ func done(s Snapshot, in Input) (Snapshot, []Effect) {
 // the first start was cut short.
 func restart(s Snapshot) (Snapshot, []Effect) {
 	return s, []Effect{{Kind: Start, ID: s.Job, Action: s.Action, NewSession: s.JobNewSession, Mode: s.JobMode,
-		Dequeue: s.Action == ""}}
+		Project: s.JobProject, Dequeue: s.Action == ""}}
 }
 
 // startNext starts the oldest waiting message of an idle user, if any.
@@ -572,6 +710,58 @@ func startNext(s Snapshot, head string) (Snapshot, []Effect) {
 	if head == "" {
 		return s.idle(), nil
 	}
-	e := Effect{Kind: Start, ID: head, Dequeue: true, NewSession: s.NewSession, Mode: s.Mode}
+	e := Effect{Kind: Start, ID: head, Dequeue: true, NewSession: s.NewSession, Mode: s.Mode, Project: s.Project}
 	return s.working(e), []Effect{e}
+}
+
+// Parked maps projects to the job whose changes await approval there,
+// written "project=job" and sorted, separated by spaces: a string, so that
+// snapshots stay comparable.
+type Parked string
+
+// Get is the job parked in project, or "".
+func (p Parked) Get(project string) string {
+	for _, f := range strings.Fields(string(p)) {
+		if k, v, _ := strings.Cut(f, "="); k == project {
+			return v
+		}
+	}
+	return ""
+}
+
+// With is p with job parked in project (none when job is "").
+func (p Parked) With(project, job string) Parked {
+	var out []string
+	for _, f := range strings.Fields(string(p)) {
+		if k, _, _ := strings.Cut(f, "="); k != project {
+			out = append(out, f)
+		}
+	}
+	if job != "" {
+		out = append(out, project+"="+job)
+	}
+	slices.Sort(out)
+	return Parked(strings.Join(out, " "))
+}
+
+// Map is p as a map, project → job.
+func (p Parked) Map() map[string]string {
+	if p == "" {
+		return nil
+	}
+	m := map[string]string{}
+	for _, f := range strings.Fields(string(p)) {
+		k, v, _ := strings.Cut(f, "=")
+		m[k] = v
+	}
+	return m
+}
+
+// ParkedOf is m as a Parked.
+func ParkedOf(m map[string]string) Parked {
+	var p Parked
+	for k, v := range m {
+		p = p.With(k, v)
+	}
+	return p
 }
