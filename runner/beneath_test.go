@@ -117,10 +117,10 @@ func TestSessionFileLinkOutside(t *testing.T) {
 	if err := os.Symlink(file, filepath.Join(home, sessionFile)); err != nil {
 		t.Fatal(err)
 	}
-	if got := readSession(home); got != "" {
+	if got := readSession(home, sessionFile); got != "" {
 		t.Errorf("read %q through the link", got)
 	}
-	if err := writeSession(home, "new-session"); err == nil {
+	if err := writeSession(home, sessionFile, "new-session"); err == nil {
 		t.Error("wrote the session through the link")
 	}
 	if data, _ := os.ReadFile(file); string(data) != "stolen-session-id\n" {

@@ -110,6 +110,10 @@ type Config struct {
 	// caption, from a second, read-only run in the same workspace. Only
 	// agents that can look at images (a Describer: Claude Code) do.
 	DescribeImages bool
+	// ProjectMaxBytes is the most a cloned project may take on disk (its
+	// files and git objects, measured once cloned); a larger clone is
+	// removed. Default DefaultProjectMaxBytes (2 GiB).
+	ProjectMaxBytes int64
 	// ID names this runner among those sharing the jobs: each user's jobs
 	// run on the runner holding their workspace (see affinity). It must
 	// stay the same across restarts with the same Workspaces. Default:
@@ -149,6 +153,9 @@ func (c *Config) defaults() {
 	if c.ID == "" {
 		c.ID = DefaultID()
 	}
+	if c.ProjectMaxBytes <= 0 {
+		c.ProjectMaxBytes = DefaultProjectMaxBytes
+	}
 }
 
 // Runner takes jobs from JOBS and runs them.
@@ -164,6 +171,10 @@ type Runner struct {
 	bin    string      // the directory of the agents' textslash command, or ""
 	// limited: runs get a cgroup with the sandbox's limits.
 	limited bool
+	// projects is each person's registry of projects; branches the
+	// branch this runner last knew of each project (see noteBranch).
+	projects jetstream.KeyValue
+	branches branchMemory
 
 	mu      sync.Mutex
 	running map[string]*running // by user key
@@ -259,6 +270,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	if r.events, err = r.js.Stream(ctx, contract.StreamEvents); err != nil {
 		return fmt.Errorf("stream %s: %w", contract.StreamEvents, err)
+	}
+	if r.projects, err = r.js.KeyValue(ctx, contract.BucketProjects); err != nil {
+		return fmt.Errorf("bucket %s: %w", contract.BucketProjects, err)
 	}
 	aff, err := openAffinity(ctx, r.js, r.cfg.ID, r.log)
 	if err != nil {
@@ -421,9 +435,19 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		return r.publishDone(ctx, done)
 	}
 
-	dir := filepath.Join(r.cfg.Workspaces, u.Key())
+	// The job's project's workspace; the agent's home is the person's,
+	// whatever the project.
+	project, dir, refusal := r.jobWorkspace(ctx, log, job)
+	if refusal != "" {
+		done.Status, done.Text = contract.StatusError, refusal
+		return r.publishDone(ctx, done)
+	}
 	home := filepath.Join(r.cfg.Workspaces, ".home", u.Key())
-	if err := prepareWorkspace(dir, home, r.user); err != nil {
+	made := dir
+	if job.Action == contract.ActionClone {
+		made = home // the clone makes the project's workspace, once checked
+	}
+	if err := prepareWorkspace(made, home, r.user); err != nil {
 		log.Error().Err(err).Msg("workspace")
 		done.Status, done.Text = contract.StatusError, MsgFailed
 		return r.publishDone(ctx, done)
@@ -447,7 +471,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	}
 	session := ""
 	if !job.NewSession && job.Action == "" {
-		session = readSession(home)
+		session = readSession(home, sessionFileOf(project))
 	}
 
 	limit := newDeadline(r.cfg.Timeout, cancelRun)
@@ -533,7 +557,11 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		},
 	}
 	agent, name := r.agent, r.cfg.Agent
-	if job.Action != "" {
+	switch job.Action {
+	case "":
+	case contract.ActionClone:
+		agent, name = cloneAction{r: r, home: home, log: log}, "git clone"
+	default:
 		agent, name = gitAction{}, "git "+job.Action
 	}
 	if b := job.Budget; b != nil && b.LeftUSD <= 0 && job.Action == "" {
@@ -575,6 +603,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	done.InputTokens, done.OutputTokens = res.InputTokens, res.OutputTokens
 	done.Text = strings.TrimSpace(res.Text)
 	var lim *errLimit
+	var refused *errRefused
 	if !errors.As(context.Cause(runCtx), &lim) && cg != nil {
 		lim = cg.exceeded() // reached as the agent ended, before the watch saw it
 	}
@@ -592,6 +621,9 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	case errors.Is(context.Cause(runCtx), errRunTimeout):
 		done.Status = contract.StatusTimeout
 		done.Text = joinText(MsgTimeout, done.Text)
+	case errors.As(err, &refused):
+		log.Info().Str("action", job.Action).Str("reason", refused.msg).Msg("job refused")
+		done.Status, done.Text = contract.StatusError, refused.msg
 	case errors.Is(err, ErrBudget):
 		log.Info().Float64("cost_usd", res.CostUSD).Msg("run stopped at its budget")
 		done.Status = contract.StatusBudget
@@ -626,9 +658,13 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		done.Text = joinText(done.Text, r.notAdded(ctx, job, conv))
 	}
 	if res.SessionID != "" && job.Action == "" {
-		if err := writeSession(home, res.SessionID); err != nil {
+		if err := writeSession(home, sessionFileOf(project), res.SessionID); err != nil {
 			log.Warn().Err(err).Msg("session not saved; the next message starts a new one")
 		}
+	}
+	if job.Action != contract.ActionClone && ctx.Err() == nil {
+		// The clone records its own branch; approve changes it.
+		r.noteBranch(ctx, log, u, project, dir)
 	}
 	if job.Action == "" && done.Status == contract.StatusOK {
 		ch, err := pendingChanges(runCtx, run)

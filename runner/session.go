@@ -19,16 +19,19 @@ To show any other image, save it as a PNG or JPEG file inside the workspace and 
 Or save the image as tmp/ai_screenshots/<task id>_<timestamp>.png (or .jpg) in the workspace, the task id being in the environment variable $TEXTSLASH_TASK_ID (also $NOTION_TASK_ID; a Playwright test reads process.env.TEXTSLASH_TASK_ID): it is sent with your answer if it is at most 10 minutes old, then deleted. Files there named for another task are left alone.
 To send the person a file of any other kind (a CSV, a PDF, a log, an archive), save it inside the workspace and put a line FILE_CAPTURED:<path of the file> in your final answer: it is sent with your answer as a document they can download, under its file name (at most 16 MB; one line per file).`
 
-// sessionFile keeps the user's last agent session id in the agent's home,
-// next to the sessions the CLI itself keeps there.
+// sessionFile keeps the user's last agent session id of their default
+// project in the agent's home, next to the sessions the CLI itself keeps
+// there; a named project's is sessionFile.<name> (sessionFileOf).
 const sessionFile = ".textslash-session"
 
 // sessionRE: the ids Claude Code uses (UUIDs), and nothing that could be
 // read as a flag.
 var sessionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
 
-func readSession(home string) string {
-	b, err := readBeneath(home, sessionFile, 256)
+// readSession reads the session id kept in file (sessionFileOf) of home,
+// or "" when there is none fit to resume.
+func readSession(home, file string) string {
+	b, err := readBeneath(home, file, 256)
 	if err != nil {
 		return ""
 	}
@@ -39,11 +42,12 @@ func readSession(home string) string {
 	return id
 }
 
-func writeSession(home, id string) error {
+// writeSession keeps id in file (sessionFileOf) of home.
+func writeSession(home, file, id string) error {
 	if !sessionRE.MatchString(id) {
 		return fmt.Errorf("session id %q", id)
 	}
-	return writeBeneath(home, sessionFile, []byte(id+"\n"), 0o600, nil)
+	return writeBeneath(home, file, []byte(id+"\n"), 0o600, nil)
 }
 
 // diffKeep is how much of the diff an approval request quotes as text
