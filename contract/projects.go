@@ -94,7 +94,7 @@ func ProjectOf(p string) string {
 // case, with other characters made "-".
 func CloneURL(raw string) (name string, err error) {
 	bad := func(why string) (string, error) {
-		return "", fmt.Errorf("%q is not a repository URL git can clone (%s): use https://…, ssh://…, git@host:path or file://…", raw, why)
+		return "", fmt.Errorf("%q is not a repository URL git can clone (%s): use https://…, ssh://…, git@host:path or file://…", RedactURL(raw), why)
 	}
 	if raw == "" || strings.HasPrefix(raw, "-") || strings.ContainsAny(raw, " \t\n\r\x00") {
 		return bad("empty, or starts with -")
@@ -112,8 +112,8 @@ func CloneURL(raw string) (name string, err error) {
 		if u.Scheme != "file" && u.Host == "" {
 			return bad("no host")
 		}
-		if _, has := u.User.Password(); has {
-			return bad("it carries a password or token, which messages must not: they are kept. Your git credentials are set up by whoever runs textslash")
+		if _, has := u.User.Password(); has || (u.User != nil && (u.Scheme == "https" || u.Scheme == "http")) {
+			return bad("it carries a user, password or token, which messages must not: they are kept. Your git credentials are set up by whoever runs textslash")
 		}
 		p = u.Path
 	} else if host, rest, ok := strings.Cut(raw, ":"); ok && host != "" && !strings.Contains(host, "/") && rest != "" {
@@ -132,13 +132,18 @@ func CloneURL(raw string) (name string, err error) {
 	return name, nil
 }
 
-// RedactURL is raw without the password or token it may carry.
+// RedactURL is raw without the password or token it may carry: an http(s)
+// URL's whole user part (a token is often given as the user), any other
+// URL's password.
 func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil {
 		return raw
 	}
-	if _, has := u.User.Password(); has {
+	switch _, has := u.User.Password(); {
+	case u.Scheme == "https" || u.Scheme == "http":
+		u.User = url.User("xxxxx")
+	case has:
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	}
 	return u.String()

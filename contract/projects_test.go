@@ -13,7 +13,7 @@ func TestCloneURL(t *testing.T) {
 		{"git@github.com:owner/repo.git", "repo"},
 		{"file:///srv/git/site.git", "site"},
 		{"git://host/x/default.git", "project"},
-		{"https://user@host/o/r.git", "r"},
+		{"ssh://deploy@host/o/r.git", "r"},
 	} {
 		if name, err := CloneURL(c.url); err != nil || name != c.name {
 			t.Errorf("CloneURL(%q) = %q, %v; want %q", c.url, name, err, c.name)
@@ -22,14 +22,19 @@ func TestCloneURL(t *testing.T) {
 	for _, bad := range []string{
 		"", "-uhttps://x/y", "--upload-pack=touch /tmp/x", "ext::sh -c touch%20/tmp/x", "ext::sh", "fd::3",
 		"ftp://host/r.git", "https:///nohost", "/srv/git/site.git", "repo", "https://h/r.git\n", "https://h/r .git",
-		"https://user:ghp_secret@github.com/o/r.git",
+		"https://user:ghp_secret@github.com/o/r.git", "https://ghp_secret@github.com/o/r.git", "ssh://u:pw@host/r.git",
 	} {
 		if name, err := CloneURL(bad); err == nil {
 			t.Errorf("CloneURL(%q) = %q; want an error", bad, name)
 		}
 	}
-	if got := RedactURL("https://user:ghp_secret@github.com/o/r.git"); strings.Contains(got, "ghp_secret") {
-		t.Errorf("RedactURL kept the token: %q", got)
+	for _, raw := range []string{"https://user:ghp_secret@github.com/o/r.git", "https://ghp_secret@github.com/o/r.git", "ssh://u:ghp_secret@h/r"} {
+		if got := RedactURL(raw); strings.Contains(got, "ghp_secret") {
+			t.Errorf("RedactURL kept the token: %q", got)
+		}
+		if _, err := CloneURL(raw); err == nil || strings.Contains(err.Error(), "ghp_secret") {
+			t.Errorf("CloneURL(%q): error %v; want one without the token", raw, err)
+		}
 	}
 	for _, ok := range []string{"web", "a", "my-site_2"} {
 		if err := CheckProjectName(ok); err != nil {

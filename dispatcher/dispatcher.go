@@ -58,17 +58,17 @@ type Config struct {
 
 // Dispatcher routes inbound messages and starts queued ones.
 type Dispatcher struct {
-	cfg     Config
-	js      jetstream.JetStream
-	log     zerolog.Logger
-	users   jetstream.KeyValue
+	cfg   Config
+	js    jetstream.JetStream
+	log   zerolog.Logger
+	users jetstream.KeyValue
 	// projects is the runner's registry of each person's projects.
 	projects jetstream.KeyValue
 	queue    jetstream.Stream
-	timers  jetstream.Stream
-	events  jetstream.Stream
-	costs   *costs
-	pairing *contract.Pairing
+	timers   jetstream.Stream
+	events   jetstream.Stream
+	costs    *costs
+	pairing  *contract.Pairing
 }
 
 // New returns a dispatcher using js.

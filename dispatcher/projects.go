@@ -50,14 +50,25 @@ func (d *Dispatcher) checkProject(ctx context.Context, u contract.User, input *f
 		input.Refusal = err.Error() + "."
 	case name == contract.DefaultProject:
 		input.Refusal = "default is the name of your first workspace: give the project another name (clone <url> <name>)."
-	case len(reg.List) >= contract.ProjectsKept:
-		input.Refusal = fmt.Sprintf("You have %d projects, the most there may be.", len(reg.List))
+	case named(reg) >= contract.ProjectsKept:
+		input.Refusal = fmt.Sprintf("You have %d projects besides the default one, the most there may be.", named(reg))
 	default:
 		if _, taken := reg.Find(name); taken {
 			input.Refusal = fmt.Sprintf("You have a project called %s already: clone <url> <another name>, or use %s.", name, name)
 		}
 	}
 	return nil
+}
+
+// named counts the projects but the default one.
+func named(reg contract.Projects) int {
+	n := 0
+	for _, p := range reg.List {
+		if p.Name != contract.DefaultProject {
+			n++
+		}
+	}
+	return n
 }
 
 // cloneArgs reads a clone's argument, "<url> [name]": the URL and the

@@ -159,7 +159,7 @@ func cloneArgs(text string) (url, name string, err error) {
 	url = f[0]
 	suggested, err := contract.CloneURL(url)
 	if err != nil {
-		return "", "", &errRefused{msg: fmt.Sprintf(MsgCloneURL, redactURL(url))}
+		return "", "", &errRefused{msg: fmt.Sprintf(MsgCloneURL, contract.RedactURL(url))}
 	}
 	name = suggested
 	if len(f) == 2 {
@@ -200,7 +200,7 @@ func (c cloneAction) Run(ctx context.Context, run *Run) (res Result, err error) 
 	if err != nil {
 		return Result{}, err
 	}
-	shown := redactURL(url)
+	shown := contract.RedactURL(url)
 	log := c.log.With().Str("project", name).Str("url", shown).Logger()
 	if dir := c.r.workspaceOf(u, name); run.Dir != dir {
 		return Result{}, fmt.Errorf("clone into %s: the run's directory is %s", dir, run.Dir)
@@ -295,20 +295,6 @@ func canAdd(list contract.Projects, name string) error {
 	return nil
 }
 
-// redactURL is raw as the person, the logs and the registry may see it:
-// without a password (contract.RedactURL), and without a user name in an
-// http(s) URL either, where it is often a token (https://ghp_…@github.com).
-func redactURL(raw string) string {
-	s := contract.RedactURL(raw)
-	if scheme, rest, ok := strings.Cut(s, "://"); ok && (strings.EqualFold(scheme, "https") || strings.EqualFold(scheme, "http")) {
-		host, _, _ := strings.Cut(rest, "/")
-		if at := strings.LastIndexByte(host, '@'); at >= 0 && !strings.Contains(host[:at], ":") {
-			return scheme + "://xxxxx" + rest[at:]
-		}
-	}
-	return s
-}
-
 // userinfoRE: the credentials of any URL in a text.
 var userinfoRE = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s'"]+@`)
 
@@ -316,7 +302,7 @@ var userinfoRE = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s'"]+@`)
 // as typed, nor credentials of any URL in it.
 func redactText(text, url string) string {
 	if url != "" {
-		text = strings.ReplaceAll(text, url, redactURL(url))
+		text = strings.ReplaceAll(text, url, contract.RedactURL(url))
 	}
 	return userinfoRE.ReplaceAllString(text, "${1}xxxxx@")
 }

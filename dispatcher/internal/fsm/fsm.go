@@ -199,13 +199,13 @@ const (
 	MsgZone      = "OK: your schedules use the time zone "
 	MsgZoneUsage = "Say tz and a time zone's name, like tz Europe/Paris or tz America/New_York."
 	// Projects (with project names).
-	MsgUse         = "Now in project %s: your messages run there."
-	MsgUseRunning  = " The run in %s goes on."
-	MsgUseParked   = " The changes in %s wait for your approval until you use %s again."
-	MsgUnparked    = "In project %s, changes wait for your approval: reply approve or reject."
-	MsgUseAlready  = "You are in project %s already."
-	MsgUseQueued   = "Messages still wait to run in %s: reply use %s once they have started (status shows them), or cancel to drop them."
-	MsgParkedDone  = "The run in %s left changes: they wait for your approval there. Reply use %s, then approve or reject."
+	MsgUse        = "Now in project %s: your messages run there."
+	MsgUseRunning = " The run in %s goes on."
+	MsgUseParked  = " The changes in %s wait for your approval until you use %s again."
+	MsgUnparked   = "In project %s, changes wait for your approval: reply approve or reject."
+	MsgUseAlready = "You are in project %s already."
+	MsgUseQueued  = "Messages still wait to run in %s: reply use %s once they have started (status shows them), or cancel to drop them."
+	MsgParkedDone = "The run in %s left changes: they wait for your approval there. Reply use %s, then approve or reject."
 	// GoPrompt is the message a go sends the agent.
 	GoPrompt = "The plan is approved: carry it out now."
 	MsgHelp  = `Send any message and the agent works on it in your workspace.
