@@ -64,6 +64,10 @@ type Job struct {
 	Budget *Budget `json:"budget,omitempty"`
 	// Project is the person's project the job runs in ("": the default).
 	Project string `json:"project,omitempty"`
+	// Worktree: the job runs on a branch of its own, textslash/<id>, in a
+	// git worktree of the project (the person's "branches on"), which
+	// approve merges and reject drops.
+	Worktree bool `json:"worktree,omitempty"`
 }
 
 // Budget is what a run may spend.
@@ -314,6 +318,8 @@ type UserState struct {
 	// than the current one, by project name (ProjectOf): "use" sets them
 	// aside and brings them back.
 	Parked map[string]string `json:"parked,omitempty"`
+	// Branches: each message runs on a branch of its own (Job.Worktree).
+	Branches bool `json:"branches,omitempty"`
 }
 
 // FinishedKept is how many finished job ids a UserState remembers.

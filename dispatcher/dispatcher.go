@@ -248,7 +248,7 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 		next := contract.UserState{State: snap.State, JobID: snap.Job, NewSession: snap.NewSession,
 			Action: snap.Action, JobNewSession: snap.JobNewSession, JobMode: snap.JobMode, Question: snap.Question,
 			Mode: snap.Mode, Usual: snap.Usual, Steer: snap.Steer, Zone: snap.Zone, Since: st.Since, Queued: st.Queued, Finished: st.Finished,
-			Project: snap.Project, JobProject: snap.JobProject, Parked: snap.Parked.Map()}
+			Project: snap.Project, JobProject: snap.JobProject, Parked: snap.Parked.Map(), Branches: snap.Branches}
 		if running(st.State) && (!running(snap.State) || snap.Job != st.JobID) {
 			next.Finished = appendFinished(st.Finished, st.JobID) // ended or cancelled
 		}
@@ -291,7 +291,7 @@ func snapshot(st contract.UserState) fsm.Snapshot {
 	return fsm.Snapshot{State: st.State, Job: st.JobID, NewSession: st.NewSession, Action: st.Action,
 		JobNewSession: st.JobNewSession, JobMode: st.JobMode, Question: st.Question,
 		Mode: st.Mode, Usual: st.Usual, Steer: st.Steer, Zone: st.Zone,
-		Project: st.Project, JobProject: st.JobProject, Parked: fsm.ParkedOf(st.Parked)}
+		Project: st.Project, JobProject: st.JobProject, Parked: fsm.ParkedOf(st.Parked), Branches: st.Branches}
 }
 
 // running reports whether a job runs in state (maybe waiting for an answer).
@@ -337,7 +337,7 @@ func (d *Dispatcher) carryOut(ctx context.Context, log zerolog.Logger, u contrac
 		var err error
 		switch e.Kind {
 		case fsm.Start:
-			err = d.start(ctx, log, u, e, in, head)
+			err = d.start(ctx, log, u, e, in, head, now.Branches)
 		case fsm.Enqueue:
 			var queued bool
 			if queued, err = d.enqueue(ctx, log, u, in); queued && err == nil {
@@ -427,7 +427,10 @@ func (d *Dispatcher) reply(ctx context.Context, u contract.User, st contract.Use
 
 // start publishes a job. Publishing is deduplicated by the job's id, so
 // starting twice is harmless.
-func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.User, e fsm.Effect, in *contract.Inbound, head *queued) error {
+//
+// branches is the person's setting: messages run on branches of their own.
+// (A start repeated after a crash takes the setting as it is then.)
+func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.User, e fsm.Effect, in *contract.Inbound, head *queued, branches bool) error {
 	job := contract.Job{ID: e.ID, User: u, Action: e.Action, NewSession: e.NewSession, At: time.Now().UTC(), Mode: d.mode(e.Mode),
 		Project: e.Project}
 	fromQueue := e.Dequeue && head != nil && head.in.ID == e.ID
@@ -456,6 +459,7 @@ func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.U
 		job.Action, job.Text = contract.ActionClone, url+" "+name
 	}
 	if job.Action == "" {
+		job.Worktree = branches
 		b, err := d.costs.budget(ctx, u)
 		if err != nil {
 			return err

@@ -160,3 +160,29 @@ func TestCloneJob(t *testing.T) {
 		t.Errorf("queued clone job %+v", job)
 	}
 }
+
+// With branches on, each message's job asks for a branch of its own; an
+// approval's job does not (it acts on the branch of the run it answers).
+func TestBranchesSetting(t *testing.T) {
+	b := newBench(t, dispatcher.Config{})
+	u := user(t, "brancher")
+	if got := b.say(u, "k1", "branches on"); len(got) != 1 || got[0] != fsm.MsgBranchesOn {
+		t.Errorf("branches on: %q", got)
+	}
+	b.send(u, "m1", "make it blue")
+	if job := b.jobWhenTaken(u, "m1"); !job.Worktree {
+		t.Errorf("job %+v; want it on a branch of its own", job)
+	}
+	b.finish(u, "m1", true)
+	b.waitState(u, contract.StateAwaitingApproval, "m1")
+	b.send(u, "k2", "reject")
+	if job := b.jobWhenTaken(u, "k2"); job.Worktree || job.Action != contract.ActionReject {
+		t.Errorf("reject job %+v", job)
+	}
+	b.finish(u, "k2", false)
+	b.say(u, "k3", "branches off")
+	b.send(u, "m2", "make it red")
+	if job := b.jobWhenTaken(u, "m2"); job.Worktree {
+		t.Errorf("job %+v after branches off; want it in the checkout", job)
+	}
+}

@@ -85,6 +85,8 @@ const (
 	Clone    = "clone"
 	Projects = "projects"
 	Use      = "use"
+	// "branches on": each message runs on a branch of its own.
+	Branches = "branches"
 )
 
 // DefaultProject names the workspace every person starts with
@@ -105,7 +107,7 @@ func ParseKeyword(text string) (kw, arg string, ok bool) {
 	first, rest, _ := strings.Cut(t, " ")
 	rest = strings.TrimSpace(rest)
 	switch first = strings.ToLower(strings.TrimRight(first, ":,")); first {
-	case Mode, Steer:
+	case Mode, Steer, Branches:
 		if !strings.Contains(rest, " ") && !strings.Contains(rest, "\n") {
 			return first, strings.ToLower(rest), true
 		}
@@ -206,6 +208,9 @@ const (
 	MsgUseAlready = "You are in project %s already."
 	MsgUseQueued  = "Messages still wait to run in %s: reply use %s once they have started (status shows them), or cancel to drop them."
 	MsgParkedDone = "The run in %s left changes: they wait for your approval there. Reply use %s, then approve or reject."
+	MsgBranchesOn    = "OK: from your next message on, each runs on a branch of its own (textslash/<id>, in a git worktree of the project): approve merges it, reject deletes it. Reply branches off to work in the project's checkout again."
+	MsgBranchesOff   = "OK: your messages run in the project's checkout again."
+	MsgBranchesUsage = "Reply branches on (each message runs on a branch of its own, merged when you approve) or branches off (they run in the project's checkout, the default)."
 	// GoPrompt is the message a go sends the agent.
 	GoPrompt = "The plan is approved: carry it out now."
 	MsgHelp  = `Send any message and the agent works on it in your workspace.
@@ -229,6 +234,8 @@ Keywords:
   projects your projects: the current one, branches, changes waiting
   use <name>
            work in that project (use default: your first workspace)
+  branches on: each message runs on a branch of its own, merged when
+           you approve; off (the default): in the project's checkout
   help     this list
 When Claude asks, reply yes, no (no, <what to do instead>) or always.`
 )
@@ -263,12 +270,14 @@ type Snapshot struct {
 	// Parked are the jobs whose changes await approval in projects other
 	// than the current one.
 	Parked Parked
+	// Branches: each message runs on a branch of its own.
+	Branches bool
 }
 
 // settings is s's person settings alone: what survives every transition.
 func (s Snapshot) settings() Snapshot {
 	return Snapshot{NewSession: s.NewSession, Mode: s.Mode, Usual: s.Usual, Steer: s.Steer, Zone: s.Zone,
-		Project: s.Project, Parked: s.Parked}
+		Project: s.Project, Parked: s.Parked, Branches: s.Branches}
 }
 
 // working is s running the job e starts. A message's job uses up the
@@ -531,6 +540,16 @@ func keyword(s Snapshot, in Input) (Snapshot, []Effect) {
 			return s, []Effect{{Kind: Notice, Text: MsgSteerOff}}
 		}
 		return s, []Effect{{Kind: Notice, Text: MsgSteerUsage}}
+	case Branches:
+		switch in.Arg {
+		case "on":
+			s.Branches = true
+			return s, []Effect{{Kind: Notice, Text: MsgBranchesOn}}
+		case "off":
+			s.Branches = false
+			return s, []Effect{{Kind: Notice, Text: MsgBranchesOff}}
+		}
+		return s, []Effect{{Kind: Notice, Text: MsgBranchesUsage}}
 	case Btw:
 		if running(s.State) {
 			return s, []Effect{{Kind: SteerRun, ID: s.Job, Text: in.Arg}, {Kind: Notice, Text: MsgSteered}}

@@ -110,3 +110,19 @@ func TestParseProjectKeywords(t *testing.T) {
 		}
 	}
 }
+
+func TestStepBranches(t *testing.T) {
+	s, eff := Step(Snapshot{State: Idle}, Input{Kind: Keyword, Keyword: Branches, Arg: "on", ID: kwK})
+	if !s.Branches || len(eff) != 1 || eff[0].Text != MsgBranchesOn {
+		t.Errorf("branches on: %+v %+v", s, eff)
+	}
+	if s, _ = Step(s, Input{Kind: Done, ID: jobX}); !s.Branches {
+		t.Error("the setting did not survive a transition")
+	}
+	if s, eff = Step(s, Input{Kind: Keyword, Keyword: Branches, Arg: "maybe", ID: kwK}); !s.Branches || eff[0].Text != MsgBranchesUsage {
+		t.Errorf("branches maybe: %+v %+v", s, eff)
+	}
+	if kw, arg, ok := ParseKeyword("Branches ON"); kw != Branches || arg != "on" || !ok {
+		t.Errorf("ParseKeyword(Branches ON) = %q %q %v", kw, arg, ok)
+	}
+}
