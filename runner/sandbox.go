@@ -29,8 +29,9 @@ type Sandbox struct {
 	// Bwrap is bubblewrap's binary; empty looks up bwrap in PATH.
 	Bwrap string
 	// Hide are host directories no run may see (textslash's data
-	// directory); the workspaces directory (all but the run's own
-	// workspace and home), /root, /home and /tmp are always hidden.
+	// directory; the people's credentials are added at start); the
+	// workspaces directory (all but the run's own workspace and home),
+	// /root, /home and /tmp are always hidden.
 	Hide []string
 	// Share are host directories bound read-write into every run: a cache
 	// or a directory the operator chooses to share.
@@ -41,6 +42,19 @@ type Sandbox struct {
 	expose []string
 	// Limits of each run; zero values: no limit.
 	Limits Limits
+	// binds are host directories one run alone sees, read-only, on top of
+	// everything else: its person's credentials (see withBind).
+	binds [][2]string
+}
+
+// withBind is s for one run that also sees host directory src read-only
+// at dst (bwrap makes dst, under a directory it may write: the run's
+// /tmp, not the read-only system). s itself, shared by every run, is left
+// as it was.
+func (s *Sandbox) withBind(src, dst string) *Sandbox {
+	c := *s
+	c.binds = append(slices.Clip(s.binds), [2]string{src, dst})
+	return &c
 }
 
 // ErrNoSandbox means runs cannot be sandboxed here.
@@ -112,6 +126,9 @@ func (s *Sandbox) wrap(dir, home, bin, name string, args ...string) (string, []s
 	}
 	for _, sh := range s.Share {
 		a = append(a, "--bind", sh, sh)
+	}
+	for _, b := range s.binds {
+		a = append(a, "--ro-bind", b[0], b[1])
 	}
 	a = append(a, "--chdir", dir, "--", name)
 	return s.Bwrap, append(a, args...)
