@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/textslash/textslash/runner/claudetest"
+)
+
+// gitDaemon serves the bare repositories under dir on a loopback port
+// (git://127.0.0.1:<port>/<name>.git), as a git host would: the sandbox
+// hides the host's /tmp, so a file:// URL there is out of a run's reach.
+func gitDaemon(t *testing.T, dir string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command("git", "daemon", "--export-all", "--reuseaddr", "--base-path="+dir, "--listen=127.0.0.1",
+		"--port="+strconv.Itoa(port), dir)
+	// Its own process group: the daemon forks a child per connection,
+	// and all of them go with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("git daemon: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return "git://" + addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("git daemon did not listen")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+
+// bareRepo makes dir/<name>.git holding one commit of files.
+func bareRepo(t *testing.T, dir, name string, files map[string]string) {
+	t.Helper()
+	work := t.TempDir()
+	run := func(d string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = d
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	run(work, "init", "-q", "-b", "main")
+	for f, body := range files {
+		if err := os.WriteFile(filepath.Join(work, f), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(work, "add", ".")
+	run(work, "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-qm", "first")
+	run(dir, "clone", "-q", "--bare", work, name+".git")
+}
+
+// Projects with the real Claude Code CLI: a clone from a git host, each
+// project's own session (the model sees only that project's earlier
+// turns), changes awaiting approval set aside while the person works in
+// the other project and back when they return.
+func TestClaudeProjects(t *testing.T) {
+	repos := t.TempDir()
+	bareRepo(t, repos, "site", map[string]string{"index.html": "<h1>hi</h1>\n"})
+	host := gitDaemon(t, repos)
+	model := claudetest.NewModel(t,
+		claudetest.Text("Noted."),
+		claudetest.ToolUse("Bash", map[string]any{"command": "ls > files.txt", "description": "list the files"}),
+		claudetest.Text("Listed them in files.txt."),
+		claudetest.Text("You said swordfish."),
+		claudetest.Text("You asked me to list the files."),
+	)
+	inst := startClaude(t, model)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := inst.newChat(t)
+	events := c.events(ctx)
+	notice := func(text string) string {
+		t.Helper()
+		id := c.send(text)
+		return waitFor(t, events, 30*time.Second, func(ev sseEvent) bool { return ev.Kind == "notice" && ev.Event.JobID == id }).Event.Text
+	}
+
+	c.ask(events, "remember swordfish")
+	if got := c.ask(events, "clone "+host+"/site.git"); !strings.Contains(got.Text, "into project site (branch main)") {
+		t.Fatalf("clone: %q", got.Text)
+	}
+	if got := notice("use site"); !strings.Contains(got, "Now in project site") {
+		t.Errorf("use site: %q", got)
+	}
+	got := c.ask(events, "list the files")
+	if !got.Approval || !strings.Contains(got.Text, "files.txt") {
+		t.Errorf("run in site: %q (approval %v); want files.txt awaiting approval", got.Text, got.Approval)
+	}
+	site := filepath.Join(inst.Data, "workspaces", ".projects", c.User.Key(), "site")
+	if b, err := os.ReadFile(filepath.Join(site, "files.txt")); err != nil || !strings.Contains(string(b), "index.html") {
+		t.Errorf("files.txt in the project: %q, %v; want the clone's files listed", b, err)
+	}
+	if turns := userTurns(model); containsAny(turns, "swordfish") {
+		t.Errorf("first message in site: the model saw %q; want a session of its own", turns)
+	}
+
+	if got := notice("use default"); !strings.Contains(got, "The changes in site wait for your approval") {
+		t.Errorf("use default while site awaits approval: %q", got)
+	}
+	c.ask(events, "what did I say?")
+	if turns := userTurns(model); !mentionsAll(turns, "remember swordfish") || containsAny(turns, "list the files") {
+		t.Errorf("back in default: the model saw %q; want the default project's session", turns)
+	}
+	if _, err := os.Stat(filepath.Join(site, "files.txt")); err != nil {
+		t.Errorf("site's change awaiting approval is gone: %v", err)
+	}
+	if list := notice("projects"); !strings.Contains(list, "* default") || !strings.Contains(list, "site (main), changes wait for your approval") {
+		t.Errorf("projects: %q", list)
+	}
+
+	id := c.send("use site")
+	waitFor(t, events, 30*time.Second, func(ev sseEvent) bool {
+		return ev.Kind == "notice" && ev.Event.JobID == id && strings.Contains(ev.Event.Text, "changes wait for your approval")
+	})
+	if got := c.ask(events, "reject"); !strings.Contains(got.Text, "Discarded") {
+		t.Errorf("reject in site: %q", got.Text)
+	}
+	if _, err := os.Stat(filepath.Join(site, "files.txt")); err == nil {
+		t.Error("files.txt is still in site after reject")
+	}
+	c.ask(events, "what did I ask?")
+	if turns := userTurns(model); !mentionsAll(turns, "list the files") || containsAny(turns, "swordfish") {
+		t.Errorf("back in site: the model saw %q; want site's session", turns)
+	}
+}
