@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -185,13 +186,16 @@ type cloneAction struct {
 	log  zerolog.Logger
 }
 
-// cloneEnv is git's environment for a clone: the transports a person may
-// clone with (no ext::, no fd::), and no prompt for a password or host key
-// that nobody could answer.
-var cloneEnv = []string{
-	"GIT_ALLOW_PROTOCOL=https:http:ssh:git:file",
-	"GIT_TERMINAL_PROMPT=0",
-	"GIT_SSH_COMMAND=ssh -o BatchMode=yes",
+// cloneEnv is git's environment for a clone, added to the run's env: the
+// transports a person may clone with (no ext::, no fd::), and no prompt
+// for a password or host key that nobody could answer. A run handed the
+// person's ssh key has its own GIT_SSH_COMMAND (batch mode too), kept.
+func cloneEnv(env []string) []string {
+	env = append(env, "GIT_ALLOW_PROTOCOL=https:http:ssh:git:file", "GIT_TERMINAL_PROMPT=0")
+	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "GIT_SSH_COMMAND=") }) {
+		env = append(env, "GIT_SSH_COMMAND=ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new")
+	}
+	return env
 }
 
 func (c cloneAction) Run(ctx context.Context, run *Run) (res Result, err error) {
@@ -233,7 +237,7 @@ func (c cloneAction) Run(ctx context.Context, run *Run) (res Result, err error) 
 
 	run.Progress("Cloning " + shown + "…")
 	cmd := run.Command(ctx, "git", "clone", "--quiet", "--", url, ".")
-	cmd.Env = append(cmd.Env, cloneEnv...)
+	cmd.Env = cloneEnv(cmd.Env)
 	out := &cappedBuffer{max: 64 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
 	err = cmd.Run()
