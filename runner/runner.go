@@ -452,6 +452,26 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		done.Status, done.Text = contract.StatusError, MsgFailed
 		return r.publishDone(ctx, done)
 	}
+	// Branches on: a message runs in a worktree of the project, on a
+	// branch of its own, and an answer to its approval request acts on
+	// it (worktree.go). dir stays the project's checkout; runDir is where
+	// the run works.
+	wt, wtNote, refusal := r.openWorktree(ctx, log, job, project, dir, home)
+	if refusal != "" {
+		done.Status, done.Text = contract.StatusError, refusal
+		return r.publishDone(ctx, done)
+	}
+	runDir := dir
+	var settled, kept bool // the worktree after the run: looked at, kept
+	if wt != nil && job.Action == "" {
+		runDir = wt.dir
+		defer func() {
+			// A run that ended early (a refusal) leaves no empty branch.
+			if !settled && ctx.Err() == nil {
+				wt.settle(ctx, log)
+			}
+		}()
+	}
 
 	tell := func(key, text string) {
 		ev := contract.Event{Kind: contract.KindNotice, User: u, JobID: job.ID, Text: text}
@@ -459,7 +479,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 			log.Warn().Err(err).Msg("notice")
 		}
 	}
-	attachments, unfetched := r.attach(runCtx, log, job, dir, tell)
+	attachments, unfetched := r.attach(runCtx, log, job, runDir, tell)
 	var voices []attachment
 	var files []string
 	for _, a := range attachments {
@@ -517,7 +537,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		shotToken, env = r.shots.open(job, contract.TraceFrom(ctx), log)
 		extraEnv = append(extraEnv, env...)
 	}
-	command := commandFunc(dir, home, r.user, r.cfg.Agent != AgentShell, extraEnv...)
+	command := commandFunc(runDir, home, r.user, r.cfg.Agent != AgentShell, extraEnv...)
 	var cg *cgroup
 	if box := r.cfg.Sandbox; box != nil {
 		if r.limited {
@@ -539,11 +559,11 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 			})
 			defer stopWatch()
 		}
-		command = confined(command, box, dir, home, r.bin, cg)
+		command = confined(command, wt.sandbox(box), runDir, home, r.bin, cg)
 	}
 	run := &Run{
 		Job:         job,
-		Dir:         dir,
+		Dir:         runDir,
 		Attachments: files,
 		Unfetched:   unfetched,
 		SessionID:   session,
@@ -563,6 +583,9 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		agent, name = cloneAction{r: r, home: home, log: log}, "git clone"
 	default:
 		agent, name = gitAction{}, "git "+job.Action
+		if wt != nil {
+			agent, name = worktreeAction{w: wt, home: home, log: log}, "git "+job.Action+" "+wt.branch
+		}
 	}
 	if b := job.Budget; b != nil && b.LeftUSD <= 0 && job.Action == "" {
 		log.Info().Str("budget", b.Of).Msg("budget used up; not running")
@@ -645,7 +668,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	if ctx.Err() == nil && job.Action == "" {
 		// Images are described only after a run that was not cut short.
 		describe := newDescriber(runCtx, r.cfg.DescribeImages && runCtx.Err() == nil, agent, run, res.CostUSD, log)
-		images, notes := r.collectScreenshots(ctx, log, job, dir, res.Screenshots, screenshotsPerRun-len(shots), start, describe)
+		images, notes := r.collectScreenshots(ctx, log, job, runDir, res.Screenshots, screenshotsPerRun-len(shots), start, describe)
 		done.Images = append(done.Images, images...)
 		done.Text = joinText(done.Text, strings.Join(notes, "\n"))
 		if describe != nil {
@@ -666,12 +689,20 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		// The clone records its own branch; approve changes it.
 		r.noteBranch(ctx, log, u, project, dir)
 	}
+	done.Text = joinText(done.Text, wtNote)
+	if wt != nil && job.Action == "" && ctx.Err() == nil {
+		// A run asking for approval itself (::approval::) keeps its
+		// branch even without changes: the answer is about it, never
+		// about the checkout.
+		settled = true
+		kept = (res.Approval && done.Status == contract.StatusOK) || wt.settle(ctx, log)
+	}
 	if job.Action == "" && done.Status == contract.StatusOK {
 		ch, err := pendingChanges(runCtx, run)
 		if err != nil {
 			log.Warn().Err(err).Msg("could not look for changes to approve")
 		}
-		if ch.summary != "" || res.Approval {
+		if ch.summary != "" || res.Approval || kept {
 			done.Approval, done.Choices = true, []string{"approve", "reject"}
 			text := ch.text()
 			if ch.diff != "" && r.shots != nil {
@@ -684,7 +715,15 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 					text = ch.summary + "\n"
 				}
 			}
-			done.Text = joinText(done.Text, text+MsgApprove)
+			approve, about := MsgApprove, (*worktree)(nil)
+			if kept {
+				approve, about = wt.approveText(), wt
+			}
+			done.Text = joinText(done.Text, text+approve)
+			// approve and reject act on what this request is about.
+			if err := about.remember(home, project); err != nil {
+				log.Warn().Err(err).Msg("what the approval request is about not noted")
+			}
 		}
 	}
 	if r.cfg.ShowCost && (done.CostUSD > 0 || done.InputTokens > 0) {

@@ -1,0 +1,562 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// Branches (issue 19): with the person's "branches on", each message job
+// comes with contract.Job.Worktree and runs in a git worktree of its
+// project, on a branch of its own, textslash/<id>, made from the
+// checkout's HEAD: the checkout, and whatever the person has under way in
+// it, is left as it was. approve commits the worktree's changes on the
+// branch and merges it into the checkout's branch; reject deletes the
+// worktree and the branch.
+//
+// Each project has at most one worktree, always at the same place,
+// <Workspaces>/.worktrees/<user key>/<project name> (outside every
+// checkout, so a checkout's status never shows it): the branch in
+// progress. Git's own list of worktrees is what tells it is there and on
+// which branch. A message while it is there — its approval request not
+// answered yet, or its run cancelled, timed out or failed with changes
+// left — goes on on that branch, as a message goes on with the changes
+// left in a checkout; a run that leaves it without changes (and without
+// commits) removes it and its branch at once. The same place from one
+// branch to the next lets an agent that keeps its conversations by
+// directory (Claude Code) go on with it.
+//
+// approve and reject act on the worktree only when the approval request
+// they answer was about its branch: a file in the agent's home
+// (worktreeFileOf) names that branch from the request on; an approval
+// request about changes in the checkout (a message with branches off)
+// removes it, and approve and reject act on the checkout as they always
+// did.
+//
+// Git runs as the agent user, through the run's command function, so in
+// the run's sandbox when there is one. The worktree's .git is a file
+// naming a directory in the checkout's .git, where git also keeps the
+// worktree's index and the branch: a run in the worktree sees the
+// checkout's git directory read-write (not its files); the runner's own
+// git in the checkout (adding, merging, removing the worktree) sees the
+// person's worktrees directory read-write.
+
+// worktreesDir, under the workspaces directory, holds the worktrees.
+const worktreesDir = ".worktrees"
+
+// worktreeFile in the agent's home names the branch whose approval
+// request is open in the default project; worktreeFile.<name> in project
+// name (worktreeFileOf).
+const worktreeFile = ".textslash-worktree"
+
+// branchPrefix starts every branch textslash makes.
+const branchPrefix = "textslash/"
+
+// Texts the person reads about branches.
+const (
+	// With the project's name.
+	MsgNotOnBranch = "Not on a branch of its own: %s is not a git repository with a commit."
+	// With git's line of error.
+	MsgNoWorktree = "Not run: this message could not have a branch of its own (%s). Reply branches off to work in the project's checkout."
+	// With the branch and what approve merges it into.
+	MsgApproveBranch = "The changes are on branch %s; your checkout is untouched. Reply approve to merge them into %s, or reject to delete the branch."
+	// With how many files, the branch and the checkout's branch.
+	MsgMerged = "Merged the changes to %d file(s) from branch %s into %s."
+	// With how many files, the branch and why it was not merged.
+	MsgBranchKept = "Committed the changes to %d file(s) on branch %s (kept: %s)."
+	// With the branch and how many files.
+	MsgBranchDiscarded = "Discarded branch %s (%d file(s)); your checkout is untouched."
+	// With the branch.
+	MsgBranchGone = "Nothing waits on branch %s any more: it has no changes, or it is gone."
+)
+
+// worktree is a project's worktree: the one a message runs in, or the one
+// an answer to its approval request acts on.
+type worktree struct {
+	checkout string // the project's checkout
+	dir      string // the worktree
+	branch   string // its branch, textslash/<id>
+	// present: dir is a worktree on branch (an answer may find only the
+	// branch).
+	present bool
+	// binds are the directories the job's sandbox also binds read-write:
+	// the checkout's git directory for a message's run in dir; the
+	// person's worktrees directory (dir's parent) for an answer, run in
+	// the checkout.
+	binds []string
+	// git runs the runner's own git in the checkout, as the agent user,
+	// sandboxed seeing dir's parent too.
+	git gitFunc
+}
+
+// gitFunc runs git with args and returns its output (stdout and stderr),
+// also when it fails.
+type gitFunc func(ctx context.Context, args ...string) (string, error)
+
+// gitTimeout bounds each git the runner runs on its own (a hook of the
+// repository's may hang), outside a run's deadline.
+const gitTimeout = 5 * time.Minute
+
+// gitWith is a gitFunc running git through command (a Run.Command) with
+// textslash's identity as committer, for at most gitTimeout.
+func gitWith(command func(ctx context.Context, name string, args ...string) *exec.Cmd) gitFunc {
+	return func(ctx context.Context, args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+		defer cancel()
+		cmd := command(ctx, "git", append(slices.Clip(gitIdentity), args...)...)
+		out := &cappedBuffer{max: 64 << 10}
+		cmd.Stdout, cmd.Stderr = out, out
+		err := cmd.Run()
+		endGroup(cmd)
+		text := strings.TrimSpace(out.buf.String())
+		if err != nil {
+			return text, fmt.Errorf("git %s: %w: %s", strings.Join(args[:min(len(args), 3)], " "), err, text)
+		}
+		return text, nil
+	}
+}
+
+// worktreeDir is where u's project ("" the default) has its worktree.
+func (r *Runner) worktreeDir(u contract.User, project string) string {
+	return filepath.Join(r.cfg.Workspaces, worktreesDir, u.Key(), contract.ProjectOf(project))
+}
+
+// worktreeFileOf is the file in the agent's home naming the branch of
+// project's open approval request.
+func worktreeFileOf(project string) string {
+	return worktreeFile + "." + contract.ProjectOf(project)
+}
+
+// gitCommand is a command function for the runner's own git in a
+// project's checkout: as the agent user, in the sandbox when runs have
+// one (seeing writable too, read-write), without a cgroup.
+func (r *Runner) gitCommand(checkout, home string, writable ...string) func(ctx context.Context, name string, args ...string) *exec.Cmd {
+	command := commandFunc(checkout, home, r.user, false)
+	if box := r.cfg.Sandbox; box != nil {
+		command = confined(command, withWritable(box, writable...), checkout, home, r.bin, nil)
+	}
+	return command
+}
+
+// withWritable is box for one run that also binds dirs read-write; box,
+// shared by every run, is left as it was. (Sandbox.Share is bound
+// read-write into a run in the same way, after what is hidden.)
+func withWritable(box *Sandbox, dirs ...string) *Sandbox {
+	if box == nil || len(dirs) == 0 {
+		return box
+	}
+	c := *box
+	c.Share = append(slices.Clip(box.Share), dirs...)
+	return &c
+}
+
+// sandbox is box for the job w belongs to.
+func (w *worktree) sandbox(box *Sandbox) *Sandbox {
+	if w == nil {
+		return box
+	}
+	return withWritable(box, w.binds...)
+}
+
+// openWorktree readies the worktree of job, if it has one: for a message
+// with Worktree, the project's branch in progress or a new one (note says
+// why there is none: the checkout is not a repository with a commit); for
+// approve or reject, the one their approval request was about. refusal,
+// when set, ends the job: the worktree could not be made.
+func (r *Runner) openWorktree(ctx context.Context, log zerolog.Logger, job contract.Job, project, checkout, home string) (w *worktree, note, refusal string) {
+	dir := r.worktreeDir(job.User, project)
+	w = &worktree{checkout: checkout, dir: dir}
+	switch job.Action {
+	case "":
+		if !job.Worktree {
+			return nil, "", ""
+		}
+	case contract.ActionApprove, contract.ActionReject:
+		b, err := readBeneath(home, worktreeFileOf(project), 512)
+		if err != nil {
+			return nil, "", "" // the request was about the checkout
+		}
+		if w.branch = strings.TrimSpace(string(b)); !branchRE.MatchString(w.branch) {
+			log.Warn().Str("file", worktreeFileOf(project)).Msg("no branch in the note of the approval request's; acting on the checkout")
+			return nil, "", ""
+		}
+	default:
+		return nil, "", ""
+	}
+	if err := prepareWorkspace(filepath.Dir(dir), home, r.user); err != nil {
+		log.Error().Err(err).Msg("worktrees directory")
+		return nil, "", MsgFailed
+	}
+	w.git = gitWith(r.gitCommand(checkout, home, filepath.Dir(dir)))
+	if job.Action != "" {
+		// The answer runs in the checkout and sees the worktree.
+		w.binds = []string{filepath.Dir(dir)}
+		branch, _, err := w.inProgress(ctx)
+		if err != nil {
+			log.Warn().Err(err).Msg("worktrees of the checkout")
+		}
+		w.present = branch == w.branch
+		return w, "", ""
+	}
+	if _, err := os.Lstat(filepath.Join(checkout, ".git")); err != nil {
+		return nil, fmt.Sprintf(MsgNotOnBranch, contract.ProjectOf(project)), ""
+	}
+	if _, err := w.git(ctx, "rev-parse", "-q", "--verify", "HEAD^{commit}"); err != nil {
+		return nil, fmt.Sprintf(MsgNotOnBranch, contract.ProjectOf(project)), ""
+	}
+	// The run in the worktree sees the checkout's git directory.
+	gitDir, err := w.git(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil || !filepath.IsAbs(gitDir) {
+		log.Error().Err(err).Str("git_dir", gitDir).Msg("git directory of the checkout")
+		return nil, "", MsgFailed
+	}
+	w.binds = []string{gitDir}
+	branch, registered, err := w.inProgress(ctx)
+	if err != nil {
+		log.Error().Err(err).Msg("worktrees of the checkout")
+		return nil, "", MsgFailed
+	}
+	if branch != "" {
+		w.branch, w.present = branch, true
+		log.Info().Str("branch", branch).Msg("the message goes on on the project's branch in progress")
+		return w, "", ""
+	}
+	if registered {
+		// Not one to go on with (git made it only in part, it is on
+		// another branch, or its directory is gone): out of the way.
+		log.Warn().Str("dir", dir).Msg("worktree in the way removed")
+		_ = w.remove(ctx, log, true)
+	} else if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		log.Warn().Str("dir", dir).Msg("leftover directory where the worktree goes removed")
+		if err := os.RemoveAll(dir); err != nil {
+			log.Error().Err(err).Msg("leftover not removed")
+		}
+	}
+	w.branch = branchPrefix + worktreeID(job.ID)
+	if out, err := w.git(ctx, "worktree", "add", "-q", "-b", w.branch, dir, "HEAD"); err != nil {
+		log.Error().Err(err).Str("branch", w.branch).Msg("git worktree add")
+		_, _ = w.git(ctx, "worktree", "prune")
+		line := gitError(out)
+		if line == "" {
+			line = "git worktree add failed"
+		}
+		return nil, "", fmt.Sprintf(MsgNoWorktree, line)
+	}
+	w.present = true
+	log.Info().Str("branch", w.branch).Str("dir", dir).Msg("worktree made")
+	return w, "", ""
+}
+
+// branchRE: a branch textslash makes.
+var branchRE = regexp.MustCompile(`^textslash/[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+
+// worktreeID is the id in the branch of job id: shortID, with any
+// character a branch name could not take (or the file naming it could
+// hold) made a -.
+func worktreeID(id string) string {
+	b := []byte(shortID(id))
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	if len(b) == 0 || b[0] == '-' || b[0] == '_' {
+		return "x" + string(b)
+	}
+	return string(b)
+}
+
+// inProgress reads git's list of the checkout's worktrees: branch is the
+// branch of w.dir when it is a whole worktree there on a textslash branch
+// (one to go on with), registered whether git lists w.dir at all.
+func (w *worktree) inProgress(ctx context.Context) (branch string, registered bool, err error) {
+	out, err := w.git(ctx, "worktree", "list", "--porcelain")
+	if err != nil {
+		return "", false, err
+	}
+	for _, block := range strings.Split(out, "\n\n") {
+		var path, head string
+		whole := true
+		for _, line := range strings.Split(block, "\n") {
+			key, val, _ := strings.Cut(line, " ")
+			switch key {
+			case "worktree":
+				path = val
+			case "branch":
+				head = strings.TrimPrefix(val, "refs/heads/")
+			case "locked", "prunable":
+				// Locked: git add did not finish ("initializing").
+				whole = false
+			}
+		}
+		if path == "" || !samePath(path, w.dir) {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(w.dir, ".git")); err != nil {
+			whole = false
+		}
+		if whole && branchRE.MatchString(head) {
+			return head, true, nil
+		}
+		return "", true, nil
+	}
+	return "", false, nil
+}
+
+// samePath reports whether a and b name the same directory, links
+// resolved.
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
+}
+
+// remove removes the worktree (force: whatever it holds) and has git
+// forget it; its branch stays.
+func (w *worktree) remove(ctx context.Context, log zerolog.Logger, force bool) error {
+	args := []string{"worktree", "remove", w.dir}
+	if force {
+		args = []string{"worktree", "remove", "-f", "-f", w.dir}
+	}
+	_, err := w.git(ctx, args...)
+	if err != nil && force {
+		// Whatever git could not remove (a directory it no longer knows).
+		if rerr := os.RemoveAll(w.dir); rerr != nil {
+			log.Error().Err(rerr).Str("dir", w.dir).Msg("worktree not removed")
+			return rerr
+		}
+		err = nil
+	}
+	if _, perr := w.git(ctx, "worktree", "prune"); perr != nil {
+		log.Warn().Err(perr).Msg("git worktree prune")
+	}
+	return err
+}
+
+// changed lists the files the branch changes: those changed in the
+// worktree, uncommitted, and those its commits changed since it left the
+// checkout's HEAD.
+func (w *worktree) changed(ctx context.Context, git gitFunc) ([]string, error) {
+	var files []string
+	if w.present {
+		out, err := git(ctx, "-C", w.dir, "status", "--porcelain", "--untracked-files=all")
+		if err != nil {
+			return nil, err
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if len(line) > 3 {
+				files = append(files, line[3:])
+			}
+		}
+	}
+	out, err := git(ctx, "diff", "--name-only", "HEAD..."+w.branch, "--")
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range strings.Split(out, "\n") {
+		if f != "" && !slices.Contains(files, f) {
+			files = append(files, f)
+		}
+	}
+	return files, nil
+}
+
+// settle is called after a message's run in the worktree, however it
+// ended: a worktree holding changes (or commits) stays, the branch in
+// progress; one holding none is removed with its branch. It reports
+// whether the worktree stays.
+func (w *worktree) settle(ctx context.Context, log zerolog.Logger) bool {
+	files, err := w.changed(ctx, w.git)
+	if err != nil {
+		log.Warn().Err(err).Str("branch", w.branch).Msg("changes on the branch not read; the worktree stays")
+		return true
+	}
+	if len(files) > 0 {
+		return true
+	}
+	if err := w.remove(ctx, log, true); err != nil {
+		return true
+	}
+	if _, err := w.git(ctx, "branch", "-D", w.branch); err != nil {
+		log.Warn().Err(err).Str("branch", w.branch).Msg("branch without changes not deleted")
+	}
+	log.Info().Str("branch", w.branch).Msg("no changes: worktree and branch removed")
+	return false
+}
+
+// approveText ends the approval request of changes on the branch.
+func (w *worktree) approveText() string {
+	into := headBranch(w.checkout)
+	if into == "" {
+		into = "your checkout"
+	}
+	return fmt.Sprintf(MsgApproveBranch, w.branch, into)
+}
+
+// remember notes in home that project's approval request is about w's
+// branch (w nil: about the checkout).
+func (w *worktree) remember(home, project string) error {
+	if w == nil {
+		return forgetWorktree(home, project)
+	}
+	return writeBeneath(home, worktreeFileOf(project), []byte(w.branch+"\n"), 0o600, nil)
+}
+
+// forgetWorktree removes the note that project's approval request is
+// about a branch.
+func forgetWorktree(home, project string) error {
+	root, err := os.OpenRoot(home)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := root.Remove(worktreeFileOf(project)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// worktreeAction answers an approval request about a branch: approve
+// commits the worktree's changes on it, merges it into the checkout's
+// branch when it can, pushes it and opens a pull request when it can, and
+// removes the worktree, keeping the branch; reject removes both. The
+// run's directory is the checkout; its sandbox sees the worktree.
+type worktreeAction struct {
+	w    *worktree
+	home string
+	log  zerolog.Logger
+}
+
+func (a worktreeAction) Run(ctx context.Context, r *Run) (Result, error) {
+	w, log := a.w, a.log.With().Str("branch", a.w.branch).Logger()
+	git := gitWith(r.Command)
+	var res Result
+	if _, err := git(ctx, "rev-parse", "-q", "--verify", "refs/heads/"+w.branch); err != nil {
+		if w.present {
+			return Result{}, fmt.Errorf("worktree on %s without the branch: %w", w.branch, err)
+		}
+		res.Text = fmt.Sprintf(MsgBranchGone, w.branch)
+	} else {
+		files, err := w.changed(ctx, git)
+		if err != nil {
+			return Result{}, err
+		}
+		switch r.Job.Action {
+		case contract.ActionReject:
+			if w.present {
+				if err := w.remove(ctx, log, true); err != nil {
+					return Result{}, err
+				}
+			}
+			if _, err := git(ctx, "branch", "-D", w.branch); err != nil {
+				return Result{}, err
+			}
+			res.Text = fmt.Sprintf(MsgBranchDiscarded, w.branch, len(files))
+		case contract.ActionApprove:
+			if len(files) == 0 {
+				if w.present {
+					_ = w.remove(ctx, log, true)
+				}
+				_, _ = git(ctx, "branch", "-D", w.branch)
+				res.Text = fmt.Sprintf(MsgBranchGone, w.branch)
+				break
+			}
+			if res.Text, err = a.approve(ctx, r, git, len(files)); err != nil {
+				return Result{}, err
+			}
+		}
+	}
+	if err := forgetWorktree(a.home, r.Job.Project); err != nil {
+		log.Warn().Err(err).Msg("note of the approval request's branch not removed")
+	}
+	return res, nil
+}
+
+// approve commits, merges, offers a pull request and removes the
+// worktree; files is how many files the branch changes.
+func (a worktreeAction) approve(ctx context.Context, r *Run, git gitFunc, files int) (string, error) {
+	w, log := a.w, a.log
+	if w.present {
+		if st, err := git(ctx, "-C", w.dir, "status", "--porcelain"); err != nil {
+			return "", err
+		} else if st != "" {
+			if _, err := git(ctx, "-C", w.dir, "add", "-A"); err != nil {
+				return "", err
+			}
+			if _, err := git(ctx, "-C", w.dir, "commit", "-q", "-m", "Changes approved from textslash"); err != nil {
+				return "", err
+			}
+		}
+		// Committed: what git will not remove now is only ignored files.
+		if err := w.remove(ctx, log, false); err != nil {
+			log.Warn().Err(err).Msg("git worktree remove; forced")
+			if err := w.remove(ctx, log, true); err != nil {
+				log.Error().Err(err).Msg("worktree not removed")
+			}
+		}
+	}
+	into, why := w.merge(ctx, git)
+	text := fmt.Sprintf(MsgMerged, files, w.branch, into)
+	if why != "" {
+		log.Info().Str("reason", why).Msg("branch not merged")
+		text = fmt.Sprintf(MsgBranchKept, files, w.branch, why)
+	}
+	if url, err := pullRequest(ctx, r, func(args ...string) (string, error) { return git(ctx, args...) }, w.branch); err != nil {
+		text += " No pull request: " + err.Error() + "."
+	} else {
+		text += " Pull request: " + url
+	}
+	return text, nil
+}
+
+// merge merges the branch into the checkout's branch, into, or says why
+// not. A checkout with uncommitted changes to tracked files only takes a
+// fast-forward, which keeps them (or refuses); a merge that conflicts is
+// aborted.
+func (w *worktree) merge(ctx context.Context, git gitFunc) (into, why string) {
+	into = headBranch(w.checkout)
+	if into == "" {
+		return "", "your checkout is not on a branch"
+	}
+	if _, err := git(ctx, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
+		return into, "a merge is under way in your checkout"
+	}
+	dirty, err := git(ctx, "status", "--porcelain", "--untracked-files=no")
+	if err != nil {
+		return into, "git could not read your checkout's status"
+	}
+	args := []string{"merge", "-q", "--no-edit", w.branch}
+	if dirty != "" {
+		args = []string{"merge", "-q", "--ff-only", w.branch}
+	}
+	out, err := git(ctx, args...)
+	if err == nil {
+		return into, ""
+	}
+	if _, e := git(ctx, "rev-parse", "-q", "--verify", "MERGE_HEAD"); e == nil {
+		_, _ = git(ctx, "merge", "--abort")
+		return into, "it conflicts with " + into + "; merge it yourself"
+	}
+	if dirty != "" {
+		return into, "your checkout has uncommitted changes, so only a fast-forward merge was tried, and " + into + " has moved on or the changes overlap"
+	}
+	if line := gitError(out); line != "" {
+		return into, "git merge: " + line
+	}
+	return into, "git merge failed"
+}
