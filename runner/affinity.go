@@ -117,8 +117,8 @@ func (a *affinity) beat(ctx context.Context) {
 }
 
 // mine reports whether this runner runs u's jobs: it holds u, or u is new,
-// or u's runner is gone (then it takes u over).
-func (a *affinity) mine(ctx context.Context, u contract.User) (bool, error) {
+// or u's runner is gone (then it takes u over, and says so: taken).
+func (a *affinity) mine(ctx context.Context, u contract.User) (mine, taken bool, err error) {
 	for range 5 { // another runner taking u at the same moment: look again
 		e, err := a.workspaces.Get(ctx, u.Key())
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -126,29 +126,29 @@ func (a *affinity) mine(ctx context.Context, u contract.User) (bool, error) {
 			if errors.Is(err, jetstream.ErrKeyExists) {
 				continue
 			}
-			return err == nil, err
+			return err == nil, false, err
 		}
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		holder := string(e.Value())
 		if holder == a.id {
-			return true, nil
+			return true, false, nil
 		}
 		if _, err := a.runners.Get(ctx, holder); err == nil {
-			return false, nil
+			return false, false, nil
 		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-			return false, err
+			return false, false, err
 		}
 		if _, err := a.workspaces.Update(ctx, u.Key(), []byte(a.id), e.Revision()); errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			continue
 		} else if err != nil {
-			return false, err
+			return false, false, err
 		}
-		a.log.Info().Str("user", u.Key()).Str("from", holder).Msg("taking over a user whose runner is gone (its workspace stays there)")
-		return true, nil
+		a.log.Info().Str("user", u.Key()).Str("from", holder).Msg("taking over a user whose runner is gone (its workspace follows from its snapshots, when they are on)")
+		return true, true, nil
 	}
-	return false, errors.New("workspaces: the user's holder keeps changing")
+	return false, false, errors.New("workspaces: the user's holder keeps changing")
 }
 
 // takes reports whether this runner runs the job msg; a job of a user
@@ -158,7 +158,12 @@ func (r *Runner) takes(ctx context.Context, aff *affinity, msg jetstream.Msg) bo
 	if err != nil {
 		return true // the handler terminates it
 	}
-	mine, err := aff.mine(ctx, u)
+	mine, taken, err := aff.mine(ctx, u)
+	if taken {
+		r.mu.Lock()
+		r.takenOver[u.Key()] = true
+		r.mu.Unlock()
+	}
 	log := contract.TraceLog(r.log, contract.Trace(msg.Headers())).With().Str("user", u.Key()).Logger()
 	if err != nil {
 		log.Warn().Err(err).Msg("workspaces: cannot tell which runner holds the user; job handed back")

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -26,11 +27,15 @@ func TestAffinityHolder(t *testing.T) {
 	}
 	r1, r2 := open("r1"), open("r2")
 	u := e.user(contract.ChannelWeb, "alice")
+	var taken []string // who took the user over from a runner gone
 	mine := func(a *affinity) bool {
 		t.Helper()
-		ok, err := a.mine(t.Context(), u)
+		ok, tookOver, err := a.mine(t.Context(), u)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if tookOver {
+			taken = append(taken, a.id)
 		}
 		return ok
 	}
@@ -56,6 +61,9 @@ func TestAffinityHolder(t *testing.T) {
 	alive(r2)
 	if !mine(r2) || mine(r1) {
 		t.Error("want r2 to take over the user of r1, gone, and keep it")
+	}
+	if !slices.Equal(taken, []string{"r2"}) {
+		t.Errorf("took the user over: %q; want r2, once (meeting a new user or its own is no take-over)", taken)
 	}
 	if _, err := r1.runners.Get(t.Context(), "r1"); err == nil {
 		t.Error("r1's heartbeat outlived r1")

@@ -110,8 +110,8 @@ func (r *Runner) jobWorkspace(ctx context.Context, log zerolog.Logger, job contr
 		log.Error().Err(err).Msg("workspace")
 		return project, dir, MsgFailed
 	}
-	// ---- Snapshot restore hook: the workspace is not on this runner. ----
-	if r.restoreProject(ctx, log, job.User, project, dir) {
+	// Not on this runner: its last snapshot, if there is one (follow.go).
+	if r.restoreProject(ctx, log, job, project, dir) {
 		return project, dir, ""
 	}
 	if project == "" {
@@ -119,18 +119,6 @@ func (r *Runner) jobWorkspace(ctx context.Context, log zerolog.Logger, job contr
 	}
 	log.Info().Str("project", project).Msg("no such project here")
 	return project, dir, fmt.Sprintf(MsgNoProject, project, project)
-}
-
-// restoreProject is called when the workspace dir of u's project (""
-// the default one) is not on this runner, before a job runs there: it is
-// to bring the project back from its last snapshot
-// (contract.SnapshotName in contract.BucketSnapshots) and report whether
-// it did. A named project it does not restore is reported to the person
-// as not found; the default one starts empty.
-//
-// TODO(snapshots): restore here. For now nothing is restored.
-func (r *Runner) restoreProject(ctx context.Context, log zerolog.Logger, u contract.User, project, dir string) bool {
-	return false
 }
 
 // prepareProject makes a named project's workspace dir (and the home) as

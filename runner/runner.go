@@ -114,6 +114,18 @@ type Config struct {
 	// files and git objects, measured once cloned); a larger clone is
 	// removed. Default DefaultProjectMaxBytes (2 GiB).
 	ProjectMaxBytes int64
+	// Snapshots: after each run the project's workspace is stored in the
+	// snapshot store, and a runner lacking a person's workspace rebuilds it
+	// from there (follow.go). SnapshotMax caps one snapshot, counted before
+	// compression (default DefaultSnapshotMax); what does not fit is left
+	// out, and the person told when it is restored.
+	Snapshots   bool
+	SnapshotMax int64
+	// Credentials is the directory of people's git credentials
+	// (TEXTSLASH_CREDENTIALS; see credentials.go): one subdirectory per
+	// person, named by contract.PersonKey; each run of theirs gets a
+	// read-only copy at CredentialsPath. Handed out only in the sandbox.
+	Credentials string
 	// ID names this runner among those sharing the jobs: each user's jobs
 	// run on the runner holding their workspace (see affinity). It must
 	// stay the same across restarts with the same Workspaces. Default:
@@ -156,6 +168,9 @@ func (c *Config) defaults() {
 	if c.ProjectMaxBytes <= 0 {
 		c.ProjectMaxBytes = DefaultProjectMaxBytes
 	}
+	if c.SnapshotMax <= 0 {
+		c.SnapshotMax = DefaultSnapshotMax
+	}
 }
 
 // Runner takes jobs from JOBS and runs them.
@@ -175,9 +190,15 @@ type Runner struct {
 	// branch this runner last knew of each project (see noteBranch).
 	projects jetstream.KeyValue
 	branches branchMemory
+	// snapshots is the snapshot store, nil when snapshots are off.
+	snapshots jetstream.ObjectStore
+	creds     *credentials // people's git credentials; nil: none handed out
 
 	mu      sync.Mutex
 	running map[string]*running // by user key
+	// takenOver are the users this runner took over from a runner gone,
+	// whose next job has not started yet.
+	takenOver map[string]bool
 }
 
 // running is a job this runner is running now.
@@ -202,7 +223,7 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error
 		return nil, fmt.Errorf("TEXTSLASH_WORKSPACES: %w", err)
 	}
 	cfg.Workspaces = ws
-	r := &Runner{cfg: cfg, js: js, log: log.With().Str("svc", "runner").Logger(), running: map[string]*running{}}
+	r := &Runner{cfg: cfg, js: js, log: log.With().Str("svc", "runner").Logger(), running: map[string]*running{}, takenOver: map[string]bool{}}
 	if r.user, err = lookupAgentUser(cfg.AgentUser); err != nil {
 		return nil, fmt.Errorf("TEXTSLASH_AGENT_USER: %w", err)
 	}
@@ -219,6 +240,9 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error
 		return nil, fmt.Errorf("TEXTSLASH_WORKSPACES: %w", err)
 	} else if len(changed) > 0 {
 		r.log.Info().Strs("dirs", changed).Str("agent_user", r.user.name).Msg("directories above the workspaces made traversable (o+x, not listable) for the agent user")
+	}
+	if r.creds, err = openCredentials(cfg.Credentials, ws, cfg.Sandbox, r.user, r.log); err != nil {
+		return nil, fmt.Errorf("TEXTSLASH_CREDENTIALS: %w", err)
 	}
 	if cfg.ShotCommand != "" {
 		if r.bin, err = installShotCommand(ws, cfg.ShotCommand); err != nil {
@@ -273,6 +297,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	if r.projects, err = r.js.KeyValue(ctx, contract.BucketProjects); err != nil {
 		return fmt.Errorf("bucket %s: %w", contract.BucketProjects, err)
+	}
+	if err := r.openSnapshots(ctx); err != nil {
+		return err
 	}
 	aff, err := openAffinity(ctx, r.js, r.cfg.ID, r.log)
 	if err != nil {
@@ -436,7 +463,11 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	}
 
 	// The job's project's workspace; the agent's home is the person's,
-	// whatever the project.
+	// whatever the project. Copies this runner kept from an earlier time
+	// it held the person go first: their snapshots are newer.
+	if r.tookOver(u) {
+		r.setAside(ctx, log, u)
+	}
 	project, dir, refusal := r.jobWorkspace(ctx, log, job)
 	if refusal != "" {
 		done.Status, done.Text = contract.StatusError, refusal
@@ -452,6 +483,13 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		done.Status, done.Text = contract.StatusError, MsgFailed
 		return r.publishDone(ctx, done)
 	}
+	creds, err := r.creds.issue(u, home, log)
+	if err != nil {
+		log.Error().Err(err).Msg("credentials")
+		done.Status, done.Text = contract.StatusError, MsgFailed
+		return r.publishDone(ctx, done)
+	}
+	defer creds.remove()
 	// Branches on: a message runs in a worktree of the project, on a
 	// branch of its own, and an answer to its approval request acts on
 	// it (worktree.go). dir stays the project's checkout; runDir is where
@@ -537,7 +575,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		shotToken, env = r.shots.open(job, contract.TraceFrom(ctx), log)
 		extraEnv = append(extraEnv, env...)
 	}
-	command := commandFunc(runDir, home, r.user, r.cfg.Agent != AgentShell, extraEnv...)
+	command := commandFunc(runDir, home, r.user, r.cfg.Agent != AgentShell, creds.env(extraEnv)...)
 	var cg *cgroup
 	if box := r.cfg.Sandbox; box != nil {
 		if r.limited {
@@ -559,7 +597,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 			})
 			defer stopWatch()
 		}
-		command = confined(command, wt.sandbox(box), runDir, home, r.bin, cg)
+		command = confined(command, creds.sandbox(wt.sandbox(box)), runDir, home, r.bin, cg)
 	}
 	run := &Run{
 		Job:         job,
@@ -732,7 +770,13 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	runSeconds.WithLabelValues(done.Status).Observe(float64(done.DurationMS) / 1000)
 	log.Info().Str("status", done.Status).Int("exit_code", done.ExitCode).Int64("duration_ms", done.DurationMS).
 		Int("reply_len", len(done.Text)).Msg("run ended")
-	return r.publishDone(context.WithoutCancel(ctx), done)
+	if err := r.publishDone(context.WithoutCancel(ctx), done); err != nil {
+		return err
+	}
+	// After the reply, before the job is let go: the person's next job
+	// waits for it on this runner (claim).
+	r.snapshot(context.WithoutCancel(ctx), log, u, project, dir)
+	return nil
 }
 
 // finished reports whether the dispatcher counts job among u's finished

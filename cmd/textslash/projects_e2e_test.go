@@ -49,7 +49,6 @@ func gitDaemon(t *testing.T, dir string) string {
 	}
 }
 
-
 // bareRepo makes dir/<name>.git holding one commit of files.
 func bareRepo(t *testing.T, dir, name string, files map[string]string) {
 	t.Helper()

@@ -21,7 +21,9 @@ import (
 // is killed, the other takes its users over once its heartbeat expires, and
 // keeps them when the first comes back; stopped, a runner finishes its run
 // before handing its users over. Each runner runs one job at a time,
-// so four users writing at once keep both busy.
+// so four users writing at once keep both busy. The runners keep their
+// workspaces apart (each its own data directory), and a user's workspace
+// follows them from one to the other through its snapshots.
 func TestTwoRunners(t *testing.T) {
 	ns := runNATSUsers(t)
 	api := twiliotest.NewAPI(t)
@@ -52,19 +54,45 @@ func TestTwoRunners(t *testing.T) {
 	runners := map[string]*instance{}
 	for _, id := range []string{"r1", "r2"} {
 		runners[id] = startService(t, app.Runner, append(slices.Clone(env), append(ns.env(app.Runner),
-			"TEXTSLASH_RUNNER_ID="+id, "TEXTSLASH_STOP_GRACE=20s")...)...)
+			"TEXTSLASH_RUNNER_ID="+id, "TEXTSLASH_STOP_GRACE=20s", "TEXTSLASH_SNAPSHOTS=true")...)...)
 	}
 	s := &twilioServe{instance: in, api: api}
 
 	// Each reply is the workspace the message ran in, which names the runner.
+	// A workspace restored on another runner is announced first; replies
+	// leaves those notices out, and restored counts them by user.
 	sent := 0
+	restored := map[string]int{}
+	replies := func(n int) []twiliotest.Message {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			var out []twiliotest.Message
+			seen := map[string]int{}
+			for _, m := range api.Messages() {
+				if strings.HasPrefix(m.Body, "Your workspace moved to another server") {
+					seen[strings.TrimPrefix(m.To, "whatsapp:")]++
+					continue
+				}
+				out = append(out, m)
+			}
+			if len(out) >= n {
+				restored = seen
+				return out
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d replies; want %d: %q", len(out), n, sentBodies(out))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	ask := func(phones ...string) map[string]string {
 		t.Helper()
 		for _, p := range phones {
 			s.webhook(t, "whatsapp:"+p, "sleep 0.3; pwd", nil)
 		}
 		sent += len(phones)
-		msgs := api.WaitMessages(t, sent, 60*time.Second)
+		msgs := replies(sent)
 		ranOn := map[string]string{}
 		for _, m := range msgs[sent-len(phones):] {
 			for id, r := range runners {
@@ -95,6 +123,19 @@ func TestTwoRunners(t *testing.T) {
 		}
 	}
 
+	// say sends one message and returns its reply.
+	say := func(phone, text string) string {
+		t.Helper()
+		s.webhook(t, "whatsapp:"+phone, text, nil)
+		sent++
+		return replies(sent)[sent-1].Body
+	}
+	// One of r1's users leaves a file in their workspace.
+	moved := usersOf["r1"][0]
+	if got := say(moved, "echo kept > notes.txt && echo written"); got != "written" {
+		t.Fatalf("writing notes.txt on r1: %q", got)
+	}
+
 	// r1 dies: its users move to r2 once r1's heartbeat is over; r2's stay.
 	runners["r1"].kill()
 	for p, id := range ask(phones...) {
@@ -104,6 +145,18 @@ func TestTwoRunners(t *testing.T) {
 	}
 	if n := counter(t, runners["r2"].URL, "textslash_jobs_handed_back_total"); n == 0 {
 		t.Error("r2 handed back none of r1's users' jobs while r1's heartbeat lasted")
+	}
+	// Their workspace came along, though r2 never shared r1's disk.
+	for _, p := range usersOf["r1"] {
+		if restored[p] != 1 {
+			t.Errorf("%s, moved from r1 to r2, was told of %d restores; want 1", p, restored[p])
+		}
+	}
+	if got := say(moved, "cat notes.txt"); got != "kept" {
+		t.Errorf("notes.txt on r2, after r1 died: %q; want the file written on r1", got)
+	}
+	if got := say(moved, "echo changed > notes.txt && echo written"); got != "written" {
+		t.Fatalf("changing notes.txt on r2: %q", got)
 	}
 	// r1 is back: the users stay where their workspaces now are.
 	runners["r1"].start(t)
@@ -126,13 +179,18 @@ func TestTwoRunners(t *testing.T) {
 		t.Fatalf("the run did not start: %v", err)
 	}
 	runners["r2"].stop()
-	if last := api.WaitMessages(t, sent, 30*time.Second)[sent-1]; !strings.HasPrefix(last.Body, runners["r2"].Data+"/") {
+	if last := replies(sent)[sent-1]; !strings.HasPrefix(last.Body, runners["r2"].Data+"/") {
 		t.Errorf("reply to the run r2 was stopped in: %q; want it finished, in r2's workspace", last.Body)
 	}
 	for p, id := range ask(phones...) {
 		if id != "r1" {
 			t.Errorf("with r2 stopped, %s ran on %s", p, id)
 		}
+	}
+	// r1 still had its old copy of that workspace: the newer one, from
+	// r2, replaced it.
+	if got := say(moved, "cat notes.txt"); got != "changed" {
+		t.Errorf("notes.txt back on r1: %q; want the change made on r2", got)
 	}
 }
 

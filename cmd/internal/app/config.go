@@ -58,20 +58,25 @@ type config struct {
 	RunMemory    string
 	RunPids      int
 	RunCPU       float64
-	Chromium     string
-	ShotAddr     string
-	Concurrency  int
-	RunnerID     string
-	IdleExit     time.Duration
-	Timeout      time.Duration
-	StopGrace    time.Duration
-	Approval     time.Duration
-	Permission   time.Duration
-	DefaultMode  string
-	Budgets      dispatcher.Budgets
-	TimeZone     string
-	Admins       string
-	ShowCost     bool
+	// Projects: the most a clone may take, snapshots, git credentials.
+	ProjectMax  string
+	Snapshots   bool
+	SnapshotMax string
+	Credentials string
+	Chromium    string
+	ShotAddr    string
+	Concurrency int
+	RunnerID    string
+	IdleExit    time.Duration
+	Timeout     time.Duration
+	StopGrace   time.Duration
+	Approval    time.Duration
+	Permission  time.Duration
+	DefaultMode string
+	Budgets     dispatcher.Budgets
+	TimeZone    string
+	Admins      string
+	ShowCost    bool
 	// Voice notes.
 	TranscribeURL      string
 	TranscribeKey      string
@@ -273,6 +278,10 @@ func parseConfig(name string, services []string, args []string, stderr io.Writer
 		idleExit = 30 * time.Minute
 	}
 	f.dur(&c.IdleExit, "idle-exit", "TEXTSLASH_IDLE_EXIT", idleExit, "a process running the runner exits after this long without a job (0: never; default 30m for the runner binary alone, 0 elsewhere); jobs wait in JetStream for the next start")
+	f.str(&c.ProjectMax, "project-max", "TEXTSLASH_PROJECT_MAX", "2G", "most disk space a project cloned with clone <url> may take (512M, 2G); a bigger clone is removed and the person told both sizes")
+	f.bool(&c.Snapshots, "snapshots", "TEXTSLASH_SNAPSHOTS", slices.Equal(services, []string{Runner}), "after each run, store a snapshot of the project's workspace (its git history, uncommitted files and the agent's session) in JetStream, so that a runner taking a person over from a runner gone rebuilds it; default on for the runner binary alone (runners on separate machines), off elsewhere (one runner, one disk)")
+	f.str(&c.SnapshotMax, "snapshot-max", "TEXTSLASH_SNAPSHOT_MAX", "100M", "most one snapshot may hold, before compression; beyond it the history is left out when the project has a remote to fetch it from, then the largest uncommitted files, and the person is told what did not move")
+	f.str(&c.Credentials, "credentials", "TEXTSLASH_CREDENTIALS", "", "directory of people's git credentials for private repositories: one subdirectory per person (phone.<digits>, telegram.<chat id>, web.<id>) with git-credentials and/or ssh/ (a key, known_hosts); each of their runs gets a read-only copy at /tmp/textslash/credentials and no other run sees any; needs the sandbox")
 	f.dur(&c.Approval, "approval-timeout", "TEXTSLASH_APPROVAL_TIMEOUT", 30*time.Minute, "how long an approval request waits for approve or reject; then the changes stay on disk, uncommitted")
 	f.dur(&c.Permission, "permission-timeout", "TEXTSLASH_PERMISSION_TIMEOUT", 10*time.Minute, "how long a question from the agent (may it run this command?) waits for yes, no or always; then the agent is told no")
 	f.str(&c.DefaultMode, "default-mode", "TEXTSLASH_DEFAULT_MODE", "ask", "permission mode of people who have not chosen one with the mode keyword: ask (Claude Code asks before each change), auto (it acts without asking, inside the sandbox) or plan (it only plans; go carries the plan out)")
@@ -419,6 +428,11 @@ func (c *config) validate() error {
 	}
 	if _, err := parseBytes(c.RunMemory); err != nil {
 		return fmt.Errorf("TEXTSLASH_RUN_MEMORY=%q: want a size like 512M or 2G, or 0", c.RunMemory)
+	}
+	for _, v := range []struct{ name, val string }{{"TEXTSLASH_PROJECT_MAX", c.ProjectMax}, {"TEXTSLASH_SNAPSHOT_MAX", c.SnapshotMax}} {
+		if n, err := parseBytes(v.val); err != nil || n <= 0 {
+			return fmt.Errorf("%s=%q: want a size like 100M or 2G", v.name, v.val)
+		}
 	}
 	if c.RunPids < 0 || (c.RunPids > 0 && c.RunPids < 16) {
 		return fmt.Errorf("TEXTSLASH_RUN_PIDS=%d: 0 (no limit) or at least 16", c.RunPids)
@@ -631,4 +645,10 @@ func (c *config) admins() ([]string, error) {
 		keys = append(keys, k)
 	}
 	return keys, nil
+}
+
+// size is a size setting already validated.
+func size(s string) int64 {
+	n, _ := parseBytes(s)
+	return n
 }

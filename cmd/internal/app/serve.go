@@ -153,7 +153,8 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 			Chromium: cfg.Chromium, ShotAddr: cfg.ShotAddr, ShotCommand: self, ID: cfg.RunnerID,
 			Sandbox: cfg.sandbox(), PermissionTimeout: cfg.Permission, ShowCost: cfg.ShowCost,
 			Transcriber: cfg.transcriber(), VoiceMax: cfg.VoiceMax, VoiceGrace: cfg.VoiceGrace,
-			DescribeImages: cfg.DescribeImages,
+			DescribeImages: cfg.DescribeImages, ProjectMaxBytes: size(cfg.ProjectMax), Snapshots: cfg.Snapshots,
+			SnapshotMax: size(cfg.SnapshotMax), Credentials: cfg.Credentials,
 		}, js, log)
 		if err != nil {
 			return err

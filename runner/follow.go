@@ -1,0 +1,182 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// Workspaces that follow people across runners. With Config.Snapshots,
+// the runner stores a snapshot of the project a run worked in after each
+// run (snapshot.go: its history, its uncommitted work, the agent's
+// session), and a runner meeting a project whose workspace it lacks — a
+// person taken over from a runner that is gone, on another machine —
+// rebuilds it from that snapshot before the job runs. A runner taking a
+// person over sets aside the copies it kept from an earlier time it held
+// them (they may be stale), so those are rebuilt from the snapshots too.
+
+// DefaultSnapshotMax is Config.SnapshotMax's default.
+const DefaultSnapshotMax = 100 << 20
+
+// MsgRestoreFailed: a project's snapshot could not be restored (with its
+// name and why).
+const MsgRestoreFailed = "Your project %s could not be brought over from its snapshot (%s), so it starts empty here."
+
+// openSnapshots opens the snapshot store when snapshots are on.
+func (r *Runner) openSnapshots(ctx context.Context) error {
+	if !r.cfg.Snapshots {
+		return nil
+	}
+	obs, err := r.js.ObjectStore(ctx, contract.BucketSnapshots)
+	if err != nil {
+		return fmt.Errorf("object store %s: %w", contract.BucketSnapshots, err)
+	}
+	r.snapshots = obs
+	return nil
+}
+
+// homeOf is the agent's home of u.
+func (r *Runner) homeOf(u contract.User) string {
+	return filepath.Join(r.cfg.Workspaces, ".home", u.Key())
+}
+
+// projectURL is where project of u was cloned from ("" for the default
+// one, or when the registry cannot tell).
+func (r *Runner) projectURL(ctx context.Context, u contract.User, project string) string {
+	if project == "" {
+		return ""
+	}
+	reg, _, err := r.readProjects(ctx, u)
+	if err != nil {
+		return ""
+	}
+	p, _ := reg.Find(project)
+	return p.URL
+}
+
+// restoreProject rebuilds the missing workspace dir of job's project from
+// its snapshot and tells the person what came over; it reports whether
+// the project is there now. Without a snapshot, a named project stays
+// missing and the default one starts empty.
+func (r *Runner) restoreProject(ctx context.Context, log zerolog.Logger, job contract.Job, project, dir string) bool {
+	if r.snapshots == nil {
+		return false
+	}
+	u := job.User
+	name := contract.SnapshotName(u, project)
+	if _, err := r.snapshots.GetInfo(ctx, name); err != nil {
+		if !errors.Is(err, jetstream.ErrObjectNotFound) {
+			log.Warn().Err(err).Str("snapshot", name).Msg("snapshot not looked up; the workspace starts empty")
+		}
+		return false
+	}
+	home := r.homeOf(u)
+	prepare := prepareWorkspace
+	if project != "" {
+		prepare = prepareProject
+	}
+	if err := prepare(dir, home, r.user); err != nil {
+		log.Error().Err(err).Msg("workspace for the restore")
+		return false
+	}
+	start := time.Now()
+	found, notes, err := restoreSnapshot(ctx, r.snapshots, name, snapshotSource{
+		Dir: dir, Home: home, SessionFile: sessionFileOf(project), URL: r.projectURL(ctx, u, project),
+		Max: r.cfg.SnapshotMax, Owner: r.user, Command: r.gitCommand(dir, home),
+	})
+	text := strings.Join(notes, "\n")
+	switch {
+	case err != nil:
+		log.Error().Err(err).Str("snapshot", name).Msg("snapshot not restored")
+		text = fmt.Sprintf(MsgRestoreFailed, contract.ProjectOf(project), err)
+	case !found:
+		return project == "" // gone meanwhile: the default workspace starts empty
+	default:
+		log.Info().Str("snapshot", name).Dur("took", time.Since(start)).Msg("workspace restored from its snapshot")
+	}
+	ev := contract.Event{Kind: contract.KindNotice, User: u, JobID: job.ID, Text: text}
+	if err := contract.PublishEvent(ctx, r.js, ev, contract.MsgID(u, job.ID, "restored")); err != nil {
+		log.Warn().Err(err).Msg("restore notice")
+	}
+	return err == nil || project == ""
+}
+
+// snapshot stores the state of the workspace dir of u's project after a
+// run, replacing the one before; a failure is logged (the earlier
+// snapshot stays).
+func (r *Runner) snapshot(ctx context.Context, log zerolog.Logger, u contract.User, project, dir string) {
+	if r.snapshots == nil {
+		return
+	}
+	if _, err := os.Lstat(dir); err != nil {
+		return // a clone that failed: nothing to keep
+	}
+	home := r.homeOf(u)
+	start := time.Now()
+	info, err := takeSnapshot(ctx, r.snapshots, contract.SnapshotName(u, project), snapshotSource{
+		Dir: dir, Home: home, SessionFile: sessionFileOf(project), URL: r.projectURL(ctx, u, project),
+		Max: r.cfg.SnapshotMax, Owner: r.user, Command: r.gitCommand(dir, home),
+	})
+	if err != nil {
+		log.Warn().Err(err).Msg("snapshot not taken; the last one stays")
+		return
+	}
+	log.Info().Int64("size", info.Size).Int64("raw", info.Raw).Int("left_out", len(info.LeftOut)).
+		Dur("took", time.Since(start)).Msg("snapshot taken")
+}
+
+// setAside moves the workspaces of u this runner kept from an earlier
+// time it held them into <Workspaces>/.stale/, when their projects have
+// snapshots: another runner worked on them since, and the snapshots are
+// newer. Called when this runner takes u over.
+func (r *Runner) setAside(ctx context.Context, log zerolog.Logger, u contract.User) {
+	if r.snapshots == nil {
+		return
+	}
+	dirs := map[string]string{"": r.workspaceOf(u, "")}
+	if entries, err := os.ReadDir(filepath.Join(r.cfg.Workspaces, projectsDir, u.Key())); err == nil {
+		for _, e := range entries {
+			if e.IsDir() && contract.CheckProjectName(e.Name()) == nil {
+				dirs[e.Name()] = r.workspaceOf(u, e.Name())
+			}
+		}
+	}
+	stale := filepath.Join(r.cfg.Workspaces, ".stale", u.Key()+"-"+time.Now().UTC().Format("20060102T150405"))
+	for project, dir := range dirs {
+		if _, err := os.Lstat(dir); err != nil {
+			continue
+		}
+		if _, err := r.snapshots.GetInfo(ctx, contract.SnapshotName(u, project)); err != nil {
+			continue // no snapshot: this copy is all there is
+		}
+		to := filepath.Join(stale, contract.ProjectOf(project))
+		err := os.MkdirAll(stale, 0o700)
+		if err == nil {
+			err = os.Rename(dir, to)
+		}
+		if err != nil {
+			log.Warn().Err(err).Str("dir", dir).Msg("old workspace not set aside; it is used as it is")
+			continue
+		}
+		log.Info().Str("dir", dir).Str("to", to).Msg("old workspace set aside: the project comes back from its snapshot")
+	}
+}
+
+// tookOver reports, once, whether this runner took u over from a runner
+// gone since u's last job here.
+func (r *Runner) tookOver(u contract.User) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	taken := r.takenOver[u.Key()]
+	delete(r.takenOver, u.Key())
+	return taken
+}
