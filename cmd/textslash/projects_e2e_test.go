@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/claudetest"
 )
 
@@ -92,6 +93,12 @@ func TestClaudeProjects(t *testing.T) {
 	defer cancel()
 	c := inst.newChat(t)
 	events := c.events(ctx)
+	// state waits until the dispatcher has moved the person to state (a
+	// run's done event reaches the chat before the dispatcher handles it).
+	state := func(to string) {
+		t.Helper()
+		waitFor(t, events, 30*time.Second, func(ev sseEvent) bool { return ev.Kind == "state" && ev.Event.To == to })
+	}
 	notice := func(text string) string {
 		t.Helper()
 		id := c.send(text)
@@ -106,6 +113,7 @@ func TestClaudeProjects(t *testing.T) {
 		t.Errorf("use site: %q", got)
 	}
 	got := c.ask(events, "list the files")
+	state(contract.StateAwaitingApproval)
 	if !got.Approval || !strings.Contains(got.Text, "files.txt") {
 		t.Errorf("run in site: %q (approval %v); want files.txt awaiting approval", got.Text, got.Approval)
 	}
@@ -121,6 +129,7 @@ func TestClaudeProjects(t *testing.T) {
 		t.Errorf("use default while site awaits approval: %q", got)
 	}
 	c.ask(events, "what did I say?")
+	state(contract.StateIdle)
 	if turns := userTurns(model); !mentionsAll(turns, "remember swordfish") || containsAny(turns, "list the files") {
 		t.Errorf("back in default: the model saw %q; want the default project's session", turns)
 	}
@@ -131,10 +140,10 @@ func TestClaudeProjects(t *testing.T) {
 		t.Errorf("projects: %q", list)
 	}
 
-	id := c.send("use site")
-	waitFor(t, events, 30*time.Second, func(ev sseEvent) bool {
-		return ev.Kind == "notice" && ev.Event.JobID == id && strings.Contains(ev.Event.Text, "changes wait for your approval")
-	})
+	// Back in site, its changes await approval again (the state event
+	// comes before the use's notices).
+	c.send("use site")
+	state(contract.StateAwaitingApproval)
 	if got := c.ask(events, "reject"); !strings.Contains(got.Text, "Discarded") {
 		t.Errorf("reject in site: %q", got.Text)
 	}
