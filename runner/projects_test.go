@@ -526,23 +526,7 @@ func TestProjectSandboxed(t *testing.T) {
 	}
 	e := newRunnerEnv(t)
 	bare := bareRepo(t)
-	if au != nil {
-		// The runs' user reads the repository: its own, for git's
-		// ownership check, through directories it may pass.
-		if err := filepath.Walk(filepath.Dir(bare), func(p string, _ os.FileInfo, err error) error {
-			if err != nil {
-				return err
-			}
-			return os.Lchown(p, int(au.uid), int(au.gid))
-		}); err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range []string{filepath.Dir(filepath.Dir(bare)), filepath.Dir(bare)} {
-			if err := os.Chmod(d, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	giveRepo(t, bare, au)
 	cfg := Config{Timeout: time.Minute, Sandbox: &Sandbox{Share: []string{filepath.Dir(bare)}}} // the clone reads the repository in the sandbox
 	if au != nil {
 		cfg.AgentUser = au.name
@@ -593,5 +577,28 @@ func TestCloneEnvKeepsTheRunsSSHCommand(t *testing.T) {
 		return strings.HasPrefix(e, "GIT_SSH_COMMAND=ssh -o BatchMode=yes")
 	}) {
 		t.Errorf("cloneEnv(nil) = %q", got)
+	}
+}
+
+// giveRepo lets the runs' user au (nil: textslash's) read the bare
+// repository bare: its own, for git's ownership check, through
+// directories it may pass, besides those of extra.
+func giveRepo(t *testing.T, bare string, au *agentUser, extra ...string) {
+	t.Helper()
+	if au == nil {
+		return
+	}
+	if err := filepath.Walk(filepath.Dir(bare), func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, int(au.uid), int(au.gid))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range append([]string{filepath.Dir(filepath.Dir(bare)), filepath.Dir(bare)}, extra...) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -28,22 +28,8 @@ func newWorktreeEnv(t *testing.T, cfg Config, au *agentUser) *worktreeEnv {
 	t.Helper()
 	e := newRunnerEnv(t)
 	bare := bareRepo(t)
+	giveRepo(t, bare, au, filepath.Dir(e.workspaces), e.workspaces)
 	if au != nil {
-		// The agent user reads the repository: its own, for git's
-		// ownership check, through directories it may pass.
-		if err := filepath.Walk(filepath.Dir(bare), func(p string, _ os.FileInfo, err error) error {
-			if err != nil {
-				return err
-			}
-			return os.Lchown(p, int(au.uid), int(au.gid))
-		}); err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range []string{filepath.Dir(filepath.Dir(bare)), filepath.Dir(bare), filepath.Dir(e.workspaces), e.workspaces} {
-			if err := os.Chmod(d, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
 		cfg.AgentUser = au.name
 	}
 	if cfg.Sandbox != nil {
