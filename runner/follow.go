@@ -16,8 +16,8 @@ import (
 )
 
 // Workspaces that follow people across runners. With Config.Snapshots,
-// the runner stores a snapshot of the project a run worked in after each
-// run (snapshot.go: its history, its uncommitted work, the agent's
+// the runner stores a snapshot of the project a run worked in at the end
+// of each run, before its reply (snapshot.go: its history, its uncommitted work, the agent's
 // session), and a runner meeting a project whose workspace it lacks — a
 // person taken over from a runner that is gone, on another machine —
 // rebuilds it from that snapshot before the job runs. A runner taking a
@@ -111,8 +111,8 @@ func (r *Runner) restoreProject(ctx context.Context, log zerolog.Logger, job con
 }
 
 // snapshot stores the state of the workspace dir of u's project after a
-// run, replacing the one before; a failure is logged (the earlier
-// snapshot stays).
+// run, before its reply goes out, replacing the one before; a failure is
+// logged (the earlier snapshot stays).
 func (r *Runner) snapshot(ctx context.Context, log zerolog.Logger, u contract.User, project, dir string) {
 	if r.snapshots == nil {
 		return

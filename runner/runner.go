@@ -770,13 +770,11 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	runSeconds.WithLabelValues(done.Status).Observe(float64(done.DurationMS) / 1000)
 	log.Info().Str("status", done.Status).Int("exit_code", done.ExitCode).Int64("duration_ms", done.DurationMS).
 		Int("reply_len", len(done.Text)).Msg("run ended")
-	if err := r.publishDone(context.WithoutCancel(ctx), done); err != nil {
-		return err
-	}
-	// After the reply, before the job is let go: the person's next job
-	// waits for it on this runner (claim).
+	// Before the reply: a runner killed once the person has it must have
+	// left the workspace the reply speaks of for the next runner
+	// (TestTwoRunners caught a snapshot taken after the reply lost so).
 	r.snapshot(context.WithoutCancel(ctx), log, u, project, dir)
-	return nil
+	return r.publishDone(context.WithoutCancel(ctx), done)
 }
 
 // finished reports whether the dispatcher counts job among u's finished
