@@ -42,8 +42,15 @@ func fileOwner(t *testing.T, path string) uint32 {
 	return fi.Sys().(*syscall.Stat_t).Uid
 }
 
+// testAgentUser is the unprivileged user the tests run agents as:
+// $TEXTSLASH_TEST_AGENT_USER, else textslash-agent (scripts/setup makes it).
 func testAgentUser(t *testing.T) *agentUser {
-	u, err := lookupAgentUser("textslash-agent")
+	t.Helper()
+	name := os.Getenv("TEXTSLASH_TEST_AGENT_USER")
+	if name == "" {
+		name = "textslash-agent"
+	}
+	u, err := lookupAgentUser(name)
 	if err != nil {
 		t.Skipf("no agent user: %v", err)
 	}

@@ -28,8 +28,8 @@ import (
 const DefaultSnapshotMax = 100 << 20
 
 // MsgRestoreFailed: a project's snapshot could not be restored (with its
-// name and why).
-const MsgRestoreFailed = "Your project %s could not be brought over from its snapshot (%s), so it starts empty here."
+// name); why is for the log.
+const MsgRestoreFailed = "Your project %s could not be brought over from the server that had it."
 
 // openSnapshots opens the snapshot store when snapshots are on.
 func (r *Runner) openSnapshots(ctx context.Context) error {
@@ -97,7 +97,14 @@ func (r *Runner) restoreProject(ctx context.Context, log zerolog.Logger, job con
 	switch {
 	case err != nil:
 		log.Error().Err(err).Str("snapshot", name).Msg("snapshot not restored")
-		text = fmt.Sprintf(MsgRestoreFailed, contract.ProjectOf(project), err)
+		text = fmt.Sprintf(MsgRestoreFailed, contract.ProjectOf(project))
+		if project != "" {
+			// Not left empty: the next job tries again. (The default
+			// workspace starts empty.)
+			if err := os.RemoveAll(dir); err != nil {
+				log.Warn().Err(err).Msg("project's directory after a failed restore")
+			}
+		}
 	case !found:
 		return project == "" // gone meanwhile: the default workspace starts empty
 	default:

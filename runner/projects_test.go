@@ -462,14 +462,7 @@ func TestProjectAsAgentUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to switch users")
 	}
-	name := os.Getenv("TEXTSLASH_TEST_AGENT_USER")
-	if name == "" {
-		name = "textslash-agent"
-	}
-	au, err := lookupAgentUser(name)
-	if err != nil {
-		t.Skipf("no agent user: %v", err)
-	}
+	au := testAgentUser(t)
 	e := newRunnerEnv(t)
 	for _, d := range []string{filepath.Dir(e.workspaces), e.workspaces} {
 		if err := os.Chmod(d, 0o755); err != nil {
@@ -495,7 +488,7 @@ func TestProjectAsAgentUser(t *testing.T) {
 	}
 	old := syscall.Umask(0o077) // process-wide: no test of this package runs in parallel
 	t.Cleanup(func() { syscall.Umask(old) })
-	e.start(Config{Timeout: time.Minute, AgentUser: name})
+	e.start(Config{Timeout: time.Minute, AgentUser: au.name})
 	u := e.user(contract.ChannelWeb, "alice")
 	if ev := e.clone(u, "c1", "file://"+bare, "app"); ev.Status != contract.StatusOK {
 		t.Fatalf("clone: %q %q", ev.Status, ev.Text)
@@ -512,14 +505,7 @@ func TestProjectSandboxed(t *testing.T) {
 	var au *agentUser
 	if os.Geteuid() == 0 {
 		// As root the runs need a user of their own (else nobody).
-		name := os.Getenv("TEXTSLASH_TEST_AGENT_USER")
-		if name == "" {
-			name = "textslash-agent"
-		}
-		var err error
-		if au, err = lookupAgentUser(name); err != nil {
-			t.Skipf("no agent user: %v", err)
-		}
+		au = testAgentUser(t)
 	}
 	if err := (&Sandbox{}).probe(au); err != nil {
 		t.Skip(err)

@@ -305,14 +305,7 @@ func TestWorktreeAsAgentUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to switch users")
 	}
-	name := os.Getenv("TEXTSLASH_TEST_AGENT_USER")
-	if name == "" {
-		name = "textslash-agent"
-	}
-	au, err := lookupAgentUser(name)
-	if err != nil {
-		t.Skipf("no agent user: %v", err)
-	}
+	au := testAgentUser(t)
 	for _, sandboxed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "unconfined", true: "sandboxed"}[sandboxed], func(t *testing.T) {
 			cfg := Config{}

@@ -506,17 +506,8 @@ func keyword(s Snapshot, in Input) (Snapshot, []Effect) {
 		return s, []Effect{{Kind: Admin, Action: in.Keyword, Text: in.Arg}}
 	case Unschedule:
 		return s, []Effect{{Kind: RemoveSchedule, Text: in.Arg}}
-	case Projects:
-		return s, []Effect{{Kind: ListProjects}}
-	case Use:
-		return use(s, in)
-	case Clone:
-		if in.Refusal != "" {
-			return s, []Effect{{Kind: Notice, Text: in.Refusal}}
-		}
-		// A job of its own, in its turn; never an answer nor an addition
-		// to the run.
-		return message(s, Input{Kind: Message, ID: in.ID, Text: in.Text, QueueHead: in.QueueHead, Scheduled: true})
+	case Projects, Use, Clone, Branches:
+		return projectKeyword(s, in)
 	case Zone:
 		if _, err := time.LoadLocation(in.Arg); err != nil || in.Arg == "Local" {
 			return s, []Effect{{Kind: Notice, Text: MsgZoneUsage}}
@@ -540,16 +531,6 @@ func keyword(s Snapshot, in Input) (Snapshot, []Effect) {
 			return s, []Effect{{Kind: Notice, Text: MsgSteerOff}}
 		}
 		return s, []Effect{{Kind: Notice, Text: MsgSteerUsage}}
-	case Branches:
-		switch in.Arg {
-		case "on":
-			s.Branches = true
-			return s, []Effect{{Kind: Notice, Text: MsgBranchesOn}}
-		case "off":
-			s.Branches = false
-			return s, []Effect{{Kind: Notice, Text: MsgBranchesOff}}
-		}
-		return s, []Effect{{Kind: Notice, Text: MsgBranchesUsage}}
 	case Btw:
 		if running(s.State) {
 			return s, []Effect{{Kind: SteerRun, ID: s.Job, Text: in.Arg}, {Kind: Notice, Text: MsgSteered}}
@@ -654,6 +635,32 @@ func ProjectName(p string) string {
 		return DefaultProject
 	}
 	return p
+}
+
+// projectKeyword: projects, use, clone and branches.
+func projectKeyword(s Snapshot, in Input) (Snapshot, []Effect) {
+	switch in.Keyword {
+	case Projects:
+		return s, []Effect{{Kind: ListProjects}}
+	case Use:
+		return use(s, in)
+	case Clone:
+		if in.Refusal != "" {
+			return s, []Effect{{Kind: Notice, Text: in.Refusal}}
+		}
+		// A job of its own, in its turn; never an answer nor an addition
+		// to the run.
+		return message(s, Input{Kind: Message, ID: in.ID, Text: in.Text, QueueHead: in.QueueHead, Scheduled: true})
+	}
+	switch in.Arg { // branches
+	case "on":
+		s.Branches = true
+		return s, []Effect{{Kind: Notice, Text: MsgBranchesOn}}
+	case "off":
+		s.Branches = false
+		return s, []Effect{{Kind: Notice, Text: MsgBranchesOff}}
+	}
+	return s, []Effect{{Kind: Notice, Text: MsgBranchesUsage}}
 }
 
 // use switches the person to the project in.Arg, when it is one of
