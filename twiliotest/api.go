@@ -91,6 +91,7 @@ type options struct {
 	callbackDelay time.Duration
 	noCallbacks   bool
 	quiet         bool
+	onMessage     func(Message)
 }
 
 // WithCredentials makes the fake accept accountSID ("AC" and 32 hex digits)
@@ -108,6 +109,12 @@ func WithCallbackDelay(d time.Duration) Option {
 // WithoutCallbacks turns status callbacks off.
 func WithoutCallbacks() Option {
 	return func(o *options) { o.noCallbacks = true }
+}
+
+// OnMessage calls f with each message the API accepts, before answering the
+// request (benchmarks that time replies as they come).
+func OnMessage(f func(Message)) Option {
+	return func(o *options) { o.onMessage = f }
 }
 
 // Quiet leaves requests out of the test log (benchmarks, whose logs are
@@ -470,6 +477,9 @@ func (a *API) create(ctx context.Context, w http.ResponseWriter, r *http.Request
 		go a.sendCallbacks(ctx, m, df, failDelivery)
 	}
 	a.mu.Unlock()
+	if a.opts.onMessage != nil {
+		a.opts.onMessage(m)
+	}
 
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(http.StatusCreated)

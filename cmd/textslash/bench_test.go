@@ -85,13 +85,23 @@ type twilioBench struct {
 }
 
 func startTwilioBench(b *testing.B, users int, env ...string) *twilioBench {
-	api := twiliotest.NewAPI(b, twiliotest.WithoutCallbacks(), twiliotest.Quiet())
+	return startTwilioBenchOn(b, nil, nil, users, env...)
+}
+
+// startTwilioBenchOn is startTwilioBench running argv (nil: textslash
+// serve) and calling onMessage with each message the fake Twilio accepts.
+func startTwilioBenchOn(b *testing.B, argv []string, onMessage func(twiliotest.Message), users int, env ...string) *twilioBench {
+	opts := []twiliotest.Option{twiliotest.WithoutCallbacks(), twiliotest.Quiet()}
+	if onMessage != nil {
+		opts = append(opts, twiliotest.OnMessage(onMessage))
+	}
+	api := twiliotest.NewAPI(b, opts...)
 	port := freePort(b)
 	numbers := make([]string, users)
 	for i := range numbers {
 		numbers[i] = fmt.Sprintf("+1555%07d", i)
 	}
-	inst := startServe(b, append([]string{"PORT=" + port, "PUBLIC_URL=http://127.0.0.1:" + port,
+	inst := startProgram(b, argv, append([]string{"PORT=" + port, "PUBLIC_URL=http://127.0.0.1:" + port,
 		"TWILIO_ACCOUNT_SID=" + api.AccountSID, "TWILIO_AUTH_TOKEN=" + api.AuthToken, "TWILIO_PHONE_NUMBER=" + twilioFrom,
 		"TEXTSLASH_TWILIO_API_URL=" + api.URL, "ALLOWED_PHONE_NUMBERS=" + strings.Join(numbers, ","),
 		"TEXTSLASH_TWILIO_STATUS_CALLBACKS=false", "TEXTSLASH_AGENT=shell", "TEXTSLASH_LOG_LEVEL=warn"}, env...)...)
@@ -186,65 +196,77 @@ func BenchmarkWebhooks(b *testing.B) {
 func BenchmarkEndToEnd(b *testing.B) {
 	for _, rate := range []int{200, 500} {
 		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) {
-			d := benchSeconds(b)
-			n := int(float64(rate) * d.Seconds())
-			const users = 5000
-			tb := startTwilioBench(b, users, "TEXTSLASH_CONCURRENCY=8")
-			// Warm up: one round trip.
-			if tb.webhook(users-1, "echo warm", "SMwarm") != http.StatusOK {
-				b.Fatal("warm-up webhook refused")
-			}
-			tb.api.WaitMessages(b, 1, 30*time.Second)
-			sent := make([]time.Time, n)
-			var failed atomic.Int64
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			start := time.Now()
-			for i := range n {
-				if wait := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); wait > 0 {
-					time.Sleep(wait)
-				}
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					sent[i] = time.Now()
-					if tb.webhook(i%users, fmt.Sprintf("echo t%d", i), fmt.Sprintf("SMe%030d", i)) != http.StatusOK {
-						failed.Add(1)
-					}
-				}()
-			}
-			wg.Wait()
-			loadEnd := time.Now()
-			if f := failed.Load(); f > 0 {
-				b.Fatalf("%d of %d webhooks failed", f, n)
-			}
-			msgs := tb.api.WaitMessages(b, n+1, d+2*time.Minute)
-			b.StopTimer()
-			var lat []time.Duration
-			var last time.Time
-			for _, m := range msgs {
-				var i int
-				if _, err := fmt.Sscanf(m.Body, "t%d", &i); err != nil || i < 0 || i >= n {
-					continue
-				}
-				lat = append(lat, m.At.Sub(sent[i]))
-				if m.At.After(last) {
-					last = m.At
-				}
-			}
-			if len(lat) != n {
-				b.Fatalf("%d replies; want %d", len(lat), n)
-			}
-			slices.Sort(lat)
-			b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
-			b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
-			b.ReportMetric(ms(lat[len(lat)-1]), "max-ms")
-			b.ReportMetric(float64(n)/last.Sub(start).Seconds(), "replies/s")
-			b.ReportMetric(ms(max(0, last.Sub(loadEnd))), "tail-ms")
-			b.ReportMetric(float64(peakRSSKB(b, tb.inst.cmd.Process.Pid))/1024, "peak-RSS-MB")
-			b.ReportMetric(0, "ns/op")
+			openLoop(b, startTwilioBench(b, 5000, "TEXTSLASH_CONCURRENCY=8"), rate)
 		})
 	}
+}
+
+// openLoop sends rate signed webhooks/s for benchSeconds from tb's users in
+// turn, each "echo t<i>", waits for every reply and reports the latencies
+// of the acknowledgements and of the replies, the rate replies arrived at
+// and how long the last one trailed the load.
+func openLoop(b *testing.B, tb *twilioBench, rate int) {
+	d := benchSeconds(b)
+	n := int(float64(rate) * d.Seconds())
+	users := len(tb.numbers)
+	// Warm up: one round trip.
+	if tb.webhook(users-1, "echo warm", "SMwarm") != http.StatusOK {
+		b.Fatal("warm-up webhook refused")
+	}
+	tb.api.WaitMessages(b, 1, 30*time.Second)
+	sent := make([]time.Time, n)
+	acks := make([]time.Duration, n)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for i := range n {
+		if wait := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); wait > 0 {
+			time.Sleep(wait)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sent[i] = time.Now()
+			if tb.webhook(i%users, fmt.Sprintf("echo t%d", i), fmt.Sprintf("SMe%030d", i)) != http.StatusOK {
+				failed.Add(1)
+			}
+			acks[i] = time.Since(sent[i])
+		}()
+	}
+	wg.Wait()
+	loadEnd := time.Now()
+	if f := failed.Load(); f > 0 {
+		b.Fatalf("%d of %d webhooks failed", f, n)
+	}
+	msgs := tb.api.WaitMessages(b, n+1, d+2*time.Minute)
+	b.StopTimer()
+	var lat []time.Duration
+	var last time.Time
+	for _, m := range msgs {
+		var i int
+		if _, err := fmt.Sscanf(m.Body, "t%d", &i); err != nil || i < 0 || i >= n {
+			continue
+		}
+		lat = append(lat, m.At.Sub(sent[i]))
+		if m.At.After(last) {
+			last = m.At
+		}
+	}
+	if len(lat) != n {
+		b.Fatalf("%d replies; want %d", len(lat), n)
+	}
+	slices.Sort(lat)
+	slices.Sort(acks)
+	b.ReportMetric(ms(acks[len(acks)/2]), "ack-p50-ms")
+	b.ReportMetric(ms(acks[len(acks)*99/100]), "ack-p99-ms")
+	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
+	b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
+	b.ReportMetric(ms(lat[len(lat)-1]), "max-ms")
+	b.ReportMetric(float64(n)/last.Sub(start).Seconds(), "replies/s")
+	b.ReportMetric(ms(max(0, last.Sub(loadEnd))), "tail-ms")
+	b.ReportMetric(float64(peakRSSKB(b, tb.inst.cmd.Process.Pid))/1024, "peak-RSS-MB")
+	b.ReportMetric(0, "ns/op")
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -88,7 +88,7 @@ func chaos(t *testing.T, separate bool) {
 	}
 	agent := fmt.Sprintf(`read -r m; echo "$m" >> %s; echo "done $m"`, runlog)
 
-	api := twiliotest.NewAPI(t)
+	api := twiliotest.NewAPI(t, twiliotest.Quiet()) // a failure shows its table and errors, not 2,000 requests
 	numbers := make([]string, users)
 	userOf := map[string]int{} // "whatsapp:+…" → user
 	for u := range numbers {

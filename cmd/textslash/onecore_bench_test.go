@@ -1,0 +1,270 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/textslash/textslash/dispatcher"
+	"github.com/textslash/textslash/twiliotest"
+)
+
+// onOneCore is the argv that runs textslash serve on core 0 alone: its
+// services, its NATS server and the agents it starts share that core.
+// scripts/bench runs the benchmark itself (the load generator and the fake
+// Twilio) on core 1.
+func onOneCore(b *testing.B) []string {
+	if runtime.NumCPU() < 2 {
+		b.Skip("one core for textslash and one for the load: this machine has one")
+	}
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		b.Skip("taskset (util-linux) pins textslash to one core; not installed")
+	}
+	return []string{taskset, "-c", "0", binary, "serve"}
+}
+
+// BenchmarkOneCore: BenchmarkEndToEnd with all of textslash pinned to one
+// core, agent processes included: open loops of 200, 500 and 1,000
+// messages/s from 5,000 people. Reports ack and reply latencies, and the
+// rate replies came at (at 1,000/s: what one core sustains).
+//
+//	taskset -c 1 go test -run '^$' -bench OneCore ./cmd/textslash/
+func BenchmarkOneCore(b *testing.B) {
+	for _, rate := range []int{200, 500, 1000} {
+		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) {
+			openLoop(b, startTwilioBenchOn(b, onOneCore(b), nil, 5000, "TEXTSLASH_CONCURRENCY=8"), rate)
+		})
+	}
+}
+
+// BenchmarkBurst: how textslash on one core (as BenchmarkOneCore) answers
+// while webhooks pour in, and how fast it drains afterwards.
+//
+//   - steady: 64 senders, each sending its next message once the previous
+//     one was answered, for benchSeconds: the rate textslash answers at
+//     with no backlog.
+//   - burst: 64 senders as fast as textslash acknowledges, for 15 s, from
+//     5,000 people in turn; then every message's final reply (the agent's,
+//     or "Queue full" for a person's sixth waiting message) is awaited.
+//
+// Reports the steady rate; the burst's acknowledgements/s; the final
+// replies/s during the burst and while draining, each also as a share of
+// the steady rate; the slowest whole second of the drain; and the drain's
+// length. The replies-per-second timeline is logged, and written as JSON
+// to $TEXTSLASH_BENCH_TIMELINE when set (scripts/bench puts it in
+// bench.json). With $TEXTSLASH_BENCH_PROFILES set to a directory, it
+// writes textslash's CPU profiles of the burst's first 10 s (burst.pprof)
+// and of the drain's first 10 s (drain.pprof) there.
+//
+//	taskset -c 1 go test -run '^$' -bench Burst ./cmd/textslash/
+func BenchmarkBurst(b *testing.B) {
+	argv := onOneCore(b)
+	const users, senders = 5000, 64
+	burstFor := 15 * time.Second
+
+	// Each final reply, by the fake Twilio's clock: the agent's answer
+	// "s<k>-<j>" (steady) or "b<i>" (burst), or "Queue full".
+	var mu sync.Mutex
+	var finals []time.Time // the burst's, in arrival order
+	waiting := map[string]chan struct{}{} // steady: a sender's person → its reply
+	onMessage := func(m twiliotest.Message) {
+		switch {
+		case strings.HasPrefix(m.Body, "b"), m.Body == dispatcher.MsgQueueFull:
+			mu.Lock()
+			finals = append(finals, m.At)
+			mu.Unlock()
+		case strings.HasPrefix(m.Body, "s"):
+			mu.Lock()
+			ch := waiting[m.To]
+			mu.Unlock()
+			if ch != nil {
+				ch <- struct{}{}
+			}
+		}
+	}
+	env := []string{"TEXTSLASH_CONCURRENCY=8"}
+	profiles := os.Getenv("TEXTSLASH_BENCH_PROFILES")
+	pprof := ""
+	if profiles != "" {
+		pprof = "127.0.0.1:" + freePort(b)
+		env = append(env, "TEXTSLASH_PPROF_ADDR="+pprof)
+	}
+	profile := func(name string) {
+		if pprof == "" {
+			return
+		}
+		go func() {
+			resp, err := http.Get("http://" + pprof + "/debug/pprof/profile?seconds=10")
+			if err != nil {
+				b.Logf("profile %s: %v", name, err)
+				return
+			}
+			defer resp.Body.Close()
+			f, err := os.Create(filepath.Join(profiles, name))
+			if err != nil {
+				b.Logf("profile %s: %v", name, err)
+				return
+			}
+			defer f.Close()
+			_, _ = io.Copy(f, resp.Body)
+		}()
+	}
+	tb := startTwilioBenchOn(b, argv, onMessage, users, env...)
+	for u := range senders {
+		waiting["whatsapp:"+tb.numbers[u]] = make(chan struct{}, 1)
+	}
+
+	// Steady: sender k is person k, one message at a time.
+	closedLoop := func(d time.Duration) (replies int) {
+		var total atomic.Int64
+		var wg sync.WaitGroup
+		stop := time.Now().Add(d)
+		for k := range senders {
+			wg.Go(func() {
+				ch := waiting["whatsapp:"+tb.numbers[k]]
+				for j := 0; time.Now().Before(stop); j++ {
+					if tb.webhook(k, fmt.Sprintf("echo s%d-%d", k, j), fmt.Sprintf("SMs%015d%015d", k, j)) != http.StatusOK {
+						b.Errorf("steady: webhook refused")
+						return
+					}
+					select {
+					case <-ch:
+						total.Add(1)
+					case <-time.After(time.Minute):
+						b.Errorf("steady: person %d had no reply in a minute", k)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return int(total.Load())
+	}
+	closedLoop(2 * time.Second) // warm-up
+	d := benchSeconds(b)
+	t0 := time.Now()
+	steady := float64(closedLoop(d)) / time.Since(t0).Seconds()
+	if b.Failed() {
+		return
+	}
+
+	// Burst: people from senders on, in turn, so that none is still busy
+	// with a steady message.
+	b.ResetTimer()
+	start := time.Now()
+	end := start.Add(burstFor)
+	profile("burst.pprof")
+	var seq atomic.Int64
+	var acks []time.Time
+	var wg sync.WaitGroup
+	for range senders {
+		wg.Go(func() {
+			var mine []time.Time
+			for time.Now().Before(end) {
+				i := seq.Add(1) - 1
+				u := senders + int(i)%(users-senders)
+				if tb.webhook(u, fmt.Sprintf("echo b%d", i), fmt.Sprintf("SMb%030d", i)) != http.StatusOK {
+					b.Errorf("burst: webhook refused")
+					return
+				}
+				mine = append(mine, time.Now())
+			}
+			mu.Lock()
+			acks = append(acks, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	burstEnd := time.Now()
+	profile("drain.pprof")
+	n := len(acks)
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		mu.Lock()
+		got := len(finals)
+		mu.Unlock()
+		if got >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("burst: %d of %d messages had their final reply after 10 minutes", got, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.StopTimer()
+	mu.Lock()
+	done := finals[:n]
+	mu.Unlock()
+
+	// The timeline: acknowledgements and final replies per second since
+	// the burst began.
+	last := done[0]
+	for _, t := range done {
+		if t.After(last) {
+			last = t
+		}
+	}
+	secs := int(last.Sub(start)/time.Second) + 1
+	type second struct {
+		Acks    int `json:"acks"`
+		Replies int `json:"replies"`
+	}
+	timeline := make([]second, secs)
+	for _, t := range acks {
+		timeline[min(int(t.Sub(start)/time.Second), secs-1)].Acks++
+	}
+	during, after := 0, 0
+	for _, t := range done {
+		timeline[int(t.Sub(start)/time.Second)].Replies++
+		if t.Before(burstEnd) {
+			during++
+		} else {
+			after++
+		}
+	}
+	drain := last.Sub(burstEnd)
+	// The slowest whole second of the drain (its first and last seconds
+	// are partial).
+	slowest := -1
+	for s := int(burstEnd.Sub(start)/time.Second) + 1; s < secs-1; s++ {
+		if slowest < 0 || timeline[s].Replies < slowest {
+			slowest = timeline[s].Replies
+		}
+	}
+	var tl strings.Builder
+	for s, x := range timeline {
+		fmt.Fprintf(&tl, "%3d s: %5d acks %5d replies\n", s, x.Acks, x.Replies)
+	}
+	b.Logf("steady %.0f replies/s; burst of %d messages in %s; timeline:\n%s", steady, n, burstEnd.Sub(start).Round(time.Millisecond), tl.String())
+	if path := os.Getenv("TEXTSLASH_BENCH_TIMELINE"); path != "" {
+		data, _ := json.Marshal(map[string]any{"steady_replies_per_s": steady, "burst_s": burstFor.Seconds(), "messages": n, "seconds": timeline})
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	burstRate := float64(during) / burstEnd.Sub(start).Seconds()
+	drainRate := float64(after) / max(drain.Seconds(), 0.001)
+	b.ReportMetric(steady, "steady-replies/s")
+	b.ReportMetric(float64(n)/burstEnd.Sub(start).Seconds(), "burst-acks/s")
+	b.ReportMetric(burstRate, "burst-replies/s")
+	b.ReportMetric(100*burstRate/steady, "burst-%steady")
+	b.ReportMetric(drainRate, "drain-replies/s")
+	b.ReportMetric(100*drainRate/steady, "drain-%steady")
+	if slowest >= 0 {
+		b.ReportMetric(float64(slowest), "drain-slowest-s-replies")
+	}
+	b.ReportMetric(drain.Seconds(), "drain-s")
+	b.ReportMetric(float64(peakRSSKB(b, tb.inst.cmd.Process.Pid))/1024, "peak-RSS-MB")
+	b.ReportMetric(0, "ns/op")
+}
