@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -15,15 +18,20 @@ import (
 // true terminates it.
 type Handler func(ctx context.Context, msg jetstream.Msg) error
 
-// Consume runs h for each message of cons, one at a time in stream order,
-// until ctx ends; then it drains the subscription and returns. It alone
+// Consume runs h for each message of cons until ctx ends; then it drains
+// the subscription and returns. A user's messages (by the subject's
+// <channel>.<id>) are handled one at a time in stream order, different
+// users' at the same time, by up to ConsumeWorkers handlers: one person's
+// slow message (a provider's rate limit, a retry) holds up only the people
+// who share its worker, and a backlog is worked off at the speed of many
+// round trips to JetStream at once, not of one. It alone
 // acknowledges messages, so handlers never call Ack themselves, and it
 // tells JetStream the message is in progress every third of the ack wait
 // while its handler runs. Each handler gets its message's trace, as from
 // Settle.
 //
 // A message whose handler fails is tried again in place, with the messages
-// behind it waiting, for up to RetryInPlace: handed back for redelivery at
+// behind it in its worker waiting, for up to RetryInPlace: handed back for redelivery at
 // once, it would come back after the ones behind it, and a user's messages
 // would be routed out of order. (The usual failure is a moment without a
 // stream leader on a cluster; an error that outlasts RetryInPlace is
@@ -50,20 +58,27 @@ func Consume(ctx context.Context, js jetstream.JetStream, cons jetstream.Consume
 	if every <= 0 {
 		every = 10 * time.Second // the server's default ack wait is 30 s
 	}
-	cc, err := cons.Consume(func(msg jetstream.Msg) {
+	w := startWorkers(ConsumeWorkers, func(msg jetstream.Msg) {
 		stop := inProgress(msg, every)
 		defer stop()
 		settle(ctx, msg, h, log, RetryInPlace)
-	}, opts...)
+	})
+	cc, err := cons.Consume(w.add, opts...)
 	if err != nil {
+		w.stop()
 		return fmt.Errorf("consume %s: %w", name, err)
 	}
 	<-ctx.Done()
 	cc.Drain()
+	giveUp := time.After(10 * time.Second)
 	select {
 	case <-cc.Closed():
-	case <-time.After(10 * time.Second):
+	case <-giveUp:
 		cc.Stop()
+	}
+	select {
+	case <-w.stop():
+	case <-giveUp:
 	}
 	if groups := info.Config.PriorityGroups; len(groups) > 0 {
 		uctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -75,6 +90,63 @@ func Consume(ctx context.Context, js jetstream.JetStream, cons jetstream.Consume
 		}
 	}
 	return nil
+}
+
+// ConsumeWorkers is how many messages Consume handles at once, each of a
+// different user.
+const ConsumeWorkers = 16
+
+// workers hand each message to the worker of its user, which handles its
+// messages in the order they came.
+type workers struct {
+	queues []chan jetstream.Msg
+	done   chan struct{}
+}
+
+func startWorkers(n int, handle func(jetstream.Msg)) *workers {
+	w := &workers{queues: make([]chan jetstream.Msg, n), done: make(chan struct{})}
+	var wg sync.WaitGroup
+	for i := range w.queues {
+		q := make(chan jetstream.Msg, 8)
+		w.queues[i] = q
+		wg.Go(func() {
+			for msg := range q {
+				handle(msg)
+			}
+		})
+	}
+	go func() { wg.Wait(); close(w.done) }()
+	return w
+}
+
+// add queues msg for its user's worker, waiting while that worker is 8
+// messages behind.
+func (w *workers) add(msg jetstream.Msg) {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(userOfSubject(msg.Subject())))
+	w.queues[h.Sum32()%uint32(len(w.queues))] <- msg
+}
+
+// stop lets the workers finish what they hold; the channel closes when
+// they have.
+func (w *workers) stop() <-chan struct{} {
+	for _, q := range w.queues {
+		close(q)
+	}
+	return w.done
+}
+
+// userOfSubject is "<channel>.<id>" of a subject ts.<kind>.<channel>.<id>…,
+// or the whole subject if it is not one.
+func userOfSubject(subject string) string {
+	rest, ok := strings.CutPrefix(subject, "ts.")
+	if !ok {
+		return subject
+	}
+	_, rest, _ = strings.Cut(rest, ".") // the kind
+	ch, rest, _ := strings.Cut(rest, ".")
+	id, _, _ := strings.Cut(rest, ".")
+	return ch + "." + id
 }
 
 // inProgress tells JetStream every d that msg is in hand, until stopped:

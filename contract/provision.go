@@ -224,11 +224,24 @@ func EgressConsumer(channel string) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       "egress-" + channel,
 		Description:   "egress: deliver " + channel + " users' events",
-		FilterSubject: ChannelEvents(channel),
+		FilterSubjects: egressSubjects(channel),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       EgressAckWait,
 		MaxAckPending: 1000,
 	}
+}
+
+// EgressKinds are the events a channel's egress acts on; the others
+// (state, image, steer, undelivered) are not delivered to it.
+var EgressKinds = []EventKind{KindNotice, KindProgress, KindDone, KindMore, KindQuestion,
+	KindStarted, KindAnswer, KindWindow, KindDelivery}
+
+func egressSubjects(channel string) []string {
+	var out []string
+	for _, k := range EgressKinds {
+		out = append(out, subjectEv+"."+channel+".*."+string(k))
+	}
+	return out
 }
 
 // UsersBucket is the dispatcher's per-user state.

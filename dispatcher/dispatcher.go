@@ -69,6 +69,7 @@ type Dispatcher struct {
 	events   jetstream.Stream
 	costs    *costs
 	pairing  *contract.Pairing
+	known    known // the states this dispatcher last read or wrote
 }
 
 // New returns a dispatcher using js.
@@ -223,7 +224,7 @@ func (d *Dispatcher) handleTimeout(ctx context.Context, msg jetstream.Msg) error
 func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input, in *contract.Inbound) error {
 	log := zerolog.Ctx(ctx).With().Str("user", u.Key()).Str("job_id", input.ID).Logger()
 	for {
-		st, rev, err := d.load(ctx, u)
+		st, rev, mem, err := d.load(ctx, u)
 		if err != nil {
 			return err
 		}
@@ -233,16 +234,20 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 			return nil
 		}
 		var head *queued
+		empty := false // the queue is empty at rev
 		if needsHead(st, input) {
 			// Only a done of the running job ends it; any other input that
 			// looks at the queue while a job runs may repeat its start.
 			keepCurrent := running(st.State) && (input.Kind != fsm.Done || input.ID != st.JobID)
-			if head, err = d.head(ctx, u, st, keepCurrent); err != nil {
-				return err
+			if mem == nil || !mem.empty {
+				if head, err = d.head(ctx, u, st, keepCurrent); err != nil {
+					return err
+				}
 			}
 			if head != nil {
 				input.QueueHead = head.in.ID
 			}
+			empty = head == nil
 		}
 		snap, effects := fsm.Step(snapshot(st), input)
 		next := contract.UserState{State: snap.State, JobID: snap.Job, NewSession: snap.NewSession,
@@ -260,7 +265,8 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 		if next.State != st.State || next.JobID != st.JobID {
 			next.Since = time.Now().UTC()
 		}
-		if changed(st, next) {
+		switch {
+		case changed(st, next):
 			if rev, err = d.save(ctx, u, next, rev); conflict(err) {
 				continue // another dispatcher changed this user: look again
 			} else if err != nil {
@@ -276,6 +282,15 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 					return err
 				}
 			}
+		case mem != nil:
+			// Nothing to write, decided on the state as this dispatcher
+			// last knew it, which another may have changed since: decide
+			// again on the stored state.
+			d.known.forget(u)
+			continue
+		}
+		if empty {
+			d.known.emptyAt(u, rev)
 		}
 		return d.carryOut(ctx, log, u, input, in, head, st, next, rev, effects)
 	}
@@ -689,20 +704,28 @@ func (d *Dispatcher) head(ctx context.Context, u contract.User, st contract.User
 	}
 }
 
-// load reads a user's state; a user never seen is idle at revision 0.
-func (d *Dispatcher) load(ctx context.Context, u contract.User) (contract.UserState, uint64, error) {
+// load reads a user's state: from memory when this dispatcher knows it
+// (then mem is what it knows), else from the bucket. A user never seen is
+// idle at revision 0.
+func (d *Dispatcher) load(ctx context.Context, u contract.User) (st contract.UserState, rev uint64, mem *knownState, err error) {
+	if k, ok := d.known.get(u); ok {
+		if err := contract.Decode(k.data, &st); err == nil {
+			return st, k.rev, &k, nil
+		}
+		d.known.forget(u)
+	}
 	e, err := d.users.Get(ctx, u.Key())
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return contract.UserState{State: contract.StateIdle}, 0, nil
+		return contract.UserState{State: contract.StateIdle}, 0, nil, nil
 	}
 	if err != nil {
-		return contract.UserState{}, 0, fmt.Errorf("load state: %w", err)
+		return st, 0, nil, fmt.Errorf("load state: %w", err)
 	}
-	var st contract.UserState
 	if err := contract.Decode(e.Value(), &st); err != nil {
-		return contract.UserState{}, 0, fmt.Errorf("state of %s: %w", u.Key(), err)
+		return st, 0, nil, fmt.Errorf("state of %s: %w", u.Key(), err)
 	}
-	return st, e.Revision(), nil
+	d.known.put(u, e.Value(), e.Revision())
+	return st, e.Revision(), nil, nil
 }
 
 // save writes a user's state if it is still at revision rev, and returns
@@ -713,9 +736,16 @@ func (d *Dispatcher) save(ctx context.Context, u contract.User, st contract.User
 		return 0, err
 	}
 	if rev == 0 {
-		return d.users.Create(ctx, u.Key(), data)
+		rev, err = d.users.Create(ctx, u.Key(), data)
+	} else {
+		rev, err = d.users.Update(ctx, u.Key(), data, rev)
 	}
-	return d.users.Update(ctx, u.Key(), data, rev)
+	if err != nil {
+		d.known.forget(u)
+		return 0, err
+	}
+	d.known.put(u, data, rev)
+	return rev, nil
 }
 
 // notice sends the person a short text of textslash's own about message

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -1000,4 +1001,59 @@ func TestStartCutShortIsRepeatedFromQueue(t *testing.T) {
 	if got := h.queued(u); len(got) != 0 {
 		t.Errorf("queue %q; want empty", got)
 	}
+}
+
+// A plain message and its run's end read nothing back from JetStream
+// once the dispatcher knows the person: it keeps the state it last wrote
+// (a compare-and-set tells it when another dispatcher wrote since), and
+// that the person's queue was empty.
+func TestKnownUserReadsNothing(t *testing.T) {
+	h := start(t, 1)
+	u := user(t, "alice")
+	var mu sync.Mutex
+	reads := map[string]int{}
+	sub, err := h.js.Conn().Subscribe("$JS.API.DIRECT.GET.>", func(m *nats.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case strings.HasPrefix(m.Subject, "$JS.API.DIRECT.GET.KV_users"):
+			reads["users"]++
+		case strings.HasPrefix(m.Subject, "$JS.API.DIRECT.GET.QUEUE"):
+			reads["queue"]++
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	for i := range 3 {
+		id := fmt.Sprintf("SM%d", i)
+		h.inboundHandled(h.send(u, id, "echo hi"))
+		h.waitJobs(u, jobIDsUpTo(i)...)
+		h.doneHandled(h.done(u, id))
+		if i == 0 {
+			if err := h.js.Conn().Flush(); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			clear(reads) // a person met for the first time is read once
+			mu.Unlock()
+		}
+	}
+	if err := h.js.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if reads["users"]+reads["queue"] != 0 {
+		t.Errorf("two more messages and their ends read the state %d times and the queue %d times; want none", reads["users"], reads["queue"])
+	}
+}
+
+func jobIDsUpTo(i int) []string {
+	var ids []string
+	for j := range i + 1 {
+		ids = append(ids, fmt.Sprintf("SM%d", j))
+	}
+	return ids
 }

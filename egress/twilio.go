@@ -138,13 +138,19 @@ const whatsappPrefix = "whatsapp:"
 // newTwilioAPI is twilio-go's client of api.twilio.com, content.twilio.com
 // and messaging.twilio.com, all three sent to APIURL when it is set.
 func newTwilioAPI(cfg Twilio) *twilio.RestClient {
+	// Egress sends to many people at once: keep a connection for each
+	// (http.DefaultTransport keeps 2 idle per host, so under load most
+	// sends dialled, and shook hands for TLS, anew).
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 128
 	hc := &http.Client{
 		Timeout:       15 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport:     tr,
 	}
 	if cfg.APIURL != "" {
 		base, _ := url.Parse(cfg.APIURL) // checked by validate
-		hc.Transport = rebase{base: base, next: http.DefaultTransport}
+		hc.Transport = rebase{base: base, next: tr}
 	}
 	c := &client.Client{Credentials: client.NewCredentials(cfg.AccountSID, cfg.AuthToken), HTTPClient: hc}
 	c.SetAccountSid(cfg.AccountSID)

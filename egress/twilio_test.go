@@ -703,3 +703,55 @@ func TestQuickReplyContract(t *testing.T) {
 		t.Errorf("creates %+v; want a quick reply, then a text and a quick reply", creates)
 	}
 }
+
+// Egress sends to many people at once over connections it keeps: under
+// load, dialling Twilio anew for most sends (http.DefaultTransport keeps 2
+// idle connections per host) cost a TLS handshake each.
+func TestTwilioKeepsConnections(t *testing.T) {
+	h, cfg := prepare(t, egress.Twilio{})
+	slow := twiliotest.NewAPI(t, twiliotest.Quiet(), twiliotest.OnMessage(func(twiliotest.Message) { time.Sleep(50 * time.Millisecond) }))
+	h.api, cfg.AccountSID, cfg.AuthToken, cfg.APIURL = slow, slow.AccountSID, slow.AuthToken, slow.URL
+	const people = 24
+	var users []contract.User
+	cfg.Allowed = nil
+	for i := range people {
+		u := contract.User{Channel: contract.ChannelSMS, ID: fmt.Sprintf("1555123%04d", i)}
+		users = append(users, u)
+		cfg.Allowed = append(cfg.Allowed, "+"+u.ID)
+	}
+	h.run(cfg)
+	var after []int // connections after each round
+	for round := range 3 {
+		for _, u := range users {
+			h.publish(contract.Event{Kind: contract.KindNotice, User: u, Text: fmt.Sprintf("round %d", round)})
+		}
+		h.api.WaitMessages(t, people*(round+1), 20*time.Second)
+		after = append(after, h.api.Conns())
+	}
+	if again := after[2] - after[0]; again > 4 {
+		t.Errorf("connections after each round of %d sends at once: %v; the later rounds dialled %d anew (want them kept)", people, after, again)
+	}
+}
+
+// Egress is delivered only the events it acts on: a message's state
+// events (two a message) are not fetched and acknowledged for nothing.
+func TestEgressFetchesOnlyItsEvents(t *testing.T) {
+	h := start(t, egress.Twilio{})
+	for _, to := range []string{"working", "idle", "working", "idle"} {
+		h.publish(contract.Event{Kind: contract.KindState, User: alice, From: "x", To: to})
+	}
+	h.publish(contract.Event{Kind: contract.KindImage, User: alice, Image: &contract.Image{ID: "x"}})
+	h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: "hi"})
+	h.api.WaitMessages(t, 1, 5*time.Second)
+	cons, err := h.js.Consumer(t.Context(), contract.StreamEvents, "egress-whatsapp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.Delivered.Consumer; n != 1 {
+		t.Errorf("egress-whatsapp was delivered %d events; want 1 (the notice)", n)
+	}
+}

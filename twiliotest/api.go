@@ -5,12 +5,14 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -151,6 +153,8 @@ type API struct {
 	srv  *httptest.Server
 	wg   sync.WaitGroup // status callback deliveries
 
+	conns atomic.Int64 // connections accepted
+
 	mu           sync.Mutex
 	msgs         []Message
 	attempts     []attempt
@@ -216,7 +220,13 @@ func NewAPI(t testing.TB, opts ...Option) *API {
 		a.t.Logf("twiliotest: %s %s: not found", r.Method, r.URL.Path)
 		writeError(w, http.StatusNotFound, CodeNotFound, "")
 	})
-	a.srv = httptest.NewServer(mux)
+	a.srv = httptest.NewUnstartedServer(mux)
+	a.srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			a.conns.Add(1)
+		}
+	}
+	a.srv.Start()
 	a.URL = a.srv.URL
 	t.Cleanup(func() {
 		cancel()
@@ -288,6 +298,9 @@ func (a *API) Messages() []Message {
 	defer a.mu.Unlock()
 	return append([]Message(nil), a.msgs...)
 }
+
+// Conns is the number of connections the API accepted.
+func (a *API) Conns() int { return int(a.conns.Load()) }
 
 // Attempts is the number of create requests received, refused ones
 // included.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,11 +21,10 @@ import (
 // onOneCore is the argv that runs textslash serve on core 0 alone: its
 // services, its NATS server and the agents it starts share that core.
 // scripts/bench runs the benchmark itself (the load generator and the fake
-// Twilio) on core 1.
+// Twilio) on core 1. (runtime.NumCPU counts only the cores this process
+// may use, one under taskset, so a machine with a single core is not told
+// apart here: there both share it.)
 func onOneCore(b *testing.B) []string {
-	if runtime.NumCPU() < 2 {
-		b.Skip("one core for textslash and one for the load: this machine has one")
-	}
 	taskset, err := exec.LookPath("taskset")
 	if err != nil {
 		b.Skip("taskset (util-linux) pins textslash to one core; not installed")
@@ -35,13 +33,13 @@ func onOneCore(b *testing.B) []string {
 }
 
 // BenchmarkOneCore: BenchmarkEndToEnd with all of textslash pinned to one
-// core, agent processes included: open loops of 200, 500 and 1,000
-// messages/s from 5,000 people. Reports ack and reply latencies, and the
-// rate replies came at (at 1,000/s: what one core sustains).
+// core, agent processes included: open loops of 200 and 500 messages/s
+// from 5,000 people. Reports ack and reply latencies, and the rate replies
+// came at (what one core sustains, when it is below the load's).
 //
 //	taskset -c 1 go test -run '^$' -bench OneCore ./cmd/textslash/
 func BenchmarkOneCore(b *testing.B) {
-	for _, rate := range []int{200, 500, 1000} {
+	for _, rate := range []int{200, 500} {
 		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) {
 			openLoop(b, startTwilioBenchOn(b, onOneCore(b), nil, 5000, "TEXTSLASH_CONCURRENCY=8"), rate)
 		})
@@ -125,7 +123,9 @@ func BenchmarkBurst(b *testing.B) {
 		waiting["whatsapp:"+tb.numbers[u]] = make(chan struct{}, 1)
 	}
 
-	// Steady: sender k is person k, one message at a time.
+	// Steady: sender k is person k, one message at a time (numbered on
+	// across the warm-up: a MessageSid used again is a retry, dropped).
+	next := make([]int, senders)
 	closedLoop := func(d time.Duration) (replies int) {
 		var total atomic.Int64
 		var wg sync.WaitGroup
@@ -133,7 +133,8 @@ func BenchmarkBurst(b *testing.B) {
 		for k := range senders {
 			wg.Go(func() {
 				ch := waiting["whatsapp:"+tb.numbers[k]]
-				for j := 0; time.Now().Before(stop); j++ {
+				for ; time.Now().Before(stop); next[k]++ {
+					j := next[k]
 					if tb.webhook(k, fmt.Sprintf("echo s%d-%d", k, j), fmt.Sprintf("SMs%015d%015d", k, j)) != http.StatusOK {
 						b.Errorf("steady: webhook refused")
 						return
@@ -156,6 +157,10 @@ func BenchmarkBurst(b *testing.B) {
 	t0 := time.Now()
 	steady := float64(closedLoop(d)) / time.Since(t0).Seconds()
 	if b.Failed() {
+		msgs := tb.api.Messages()
+		for _, m := range msgs[max(0, len(msgs)-5):] {
+			b.Logf("the fake Twilio's last messages: to %s: %q", m.To, m.Body)
+		}
 		return
 	}
 
@@ -165,7 +170,7 @@ func BenchmarkBurst(b *testing.B) {
 	start := time.Now()
 	end := start.Add(burstFor)
 	profile("burst.pprof")
-	var seq atomic.Int64
+	var seq, refused atomic.Int64
 	var acks []time.Time
 	var wg sync.WaitGroup
 	for range senders {
@@ -174,9 +179,10 @@ func BenchmarkBurst(b *testing.B) {
 			for time.Now().Before(end) {
 				i := seq.Add(1) - 1
 				u := senders + int(i)%(users-senders)
-				if tb.webhook(u, fmt.Sprintf("echo b%d", i), fmt.Sprintf("SMb%030d", i)) != http.StatusOK {
-					b.Errorf("burst: webhook refused")
-					return
+				if code := tb.webhook(u, fmt.Sprintf("echo b%d", i), fmt.Sprintf("SMb%030d", i)); code != http.StatusOK {
+					// Twilio would not send it again: lost, and reported.
+					refused.Add(1)
+					continue
 				}
 				mine = append(mine, time.Now())
 			}
@@ -246,7 +252,8 @@ func BenchmarkBurst(b *testing.B) {
 	for s, x := range timeline {
 		fmt.Fprintf(&tl, "%3d s: %5d acks %5d replies\n", s, x.Acks, x.Replies)
 	}
-	b.Logf("steady %.0f replies/s; burst of %d messages in %s; timeline:\n%s", steady, n, burstEnd.Sub(start).Round(time.Millisecond), tl.String())
+	// On standard output: a benchmark's log is cut at 10 lines.
+	fmt.Printf("burst: steady %.0f replies/s; burst of %d messages in %s; timeline:\n%s", steady, n, burstEnd.Sub(start).Round(time.Millisecond), tl.String())
 	if path := os.Getenv("TEXTSLASH_BENCH_TIMELINE"); path != "" {
 		data, _ := json.Marshal(map[string]any{"steady_replies_per_s": steady, "burst_s": burstFor.Seconds(), "messages": n, "seconds": timeline})
 		if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -257,6 +264,7 @@ func BenchmarkBurst(b *testing.B) {
 	drainRate := float64(after) / max(drain.Seconds(), 0.001)
 	b.ReportMetric(steady, "steady-replies/s")
 	b.ReportMetric(float64(n)/burstEnd.Sub(start).Seconds(), "burst-acks/s")
+	b.ReportMetric(float64(refused.Load()), "burst-refused")
 	b.ReportMetric(burstRate, "burst-replies/s")
 	b.ReportMetric(100*burstRate/steady, "burst-%steady")
 	b.ReportMetric(drainRate, "drain-replies/s")
