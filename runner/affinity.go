@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,6 +29,14 @@ type affinity struct {
 	workspaces jetstream.KeyValue // user key → runner id
 	every      time.Duration      // between heartbeats
 	log        zerolog.Logger
+
+	// held are the users this runner holds, known since its heartbeat
+	// last lapsed: nobody takes a user from a runner whose heartbeat
+	// lives, so their jobs need no read of the workspaces bucket.
+	mu       sync.Mutex
+	held     map[string]bool
+	lastBeat time.Time // the last heartbeat written
+	lapses   int       // how many times held was forgotten
 }
 
 // handedBack counts jobs handed back for the runner holding their user;
@@ -91,11 +100,17 @@ func (a *affinity) beat(ctx context.Context) {
 			}
 			if err == nil {
 				rev = next
+				a.beaten()
 				return
 			}
 		}
+		// A first heartbeat, or one that found the key changed: this
+		// runner's users may have been taken meanwhile.
+		a.lapsed()
 		if rev, err = a.runners.Put(pctx, a.id, now); err != nil && ctx.Err() == nil {
 			a.log.Warn().Err(err).Msg("runner heartbeat")
+		} else if err == nil {
+			a.beaten()
 		}
 	}
 	put()
@@ -106,6 +121,7 @@ func (a *affinity) beat(ctx context.Context) {
 		case <-tick.C:
 			put()
 		case <-ctx.Done():
+			a.lapsed()
 			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			if err := a.runners.Delete(dctx, a.id); err != nil {
@@ -119,6 +135,15 @@ func (a *affinity) beat(ctx context.Context) {
 // mine reports whether this runner runs u's jobs: it holds u, or u is new,
 // or u's runner is gone (then it takes u over, and says so: taken).
 func (a *affinity) mine(ctx context.Context, u contract.User) (mine, taken bool, err error) {
+	known, lapses := a.holds(u)
+	if known {
+		return true, false, nil
+	}
+	defer func() {
+		if mine {
+			a.remember(u, lapses)
+		}
+	}()
 	for range 5 { // another runner taking u at the same moment: look again
 		e, err := a.workspaces.Get(ctx, u.Key())
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -149,6 +174,50 @@ func (a *affinity) mine(ctx context.Context, u contract.User) (mine, taken bool,
 		return true, true, nil
 	}
 	return false, false, errors.New("workspaces: the user's holder keeps changing")
+}
+
+// beaten notes a heartbeat written; one later than RunnerTTL after the
+// last may have let others take this runner's users.
+func (a *affinity) beaten() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := time.Now()
+	if now.Sub(a.lastBeat) >= contract.RunnerTTL {
+		a.held = nil
+		a.lapses++
+	}
+	a.lastBeat = now
+}
+
+// lapsed forgets the users this runner holds: they are asked for again.
+func (a *affinity) lapsed() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.held, a.lastBeat = nil, time.Time{}
+	a.lapses++
+}
+
+// holds reports whether this runner is known to hold u: it met u since its
+// heartbeat last lapsed, and its last heartbeat is recent enough that its
+// key cannot have expired. lapses is for remember.
+func (a *affinity) holds(u contract.User) (known bool, lapses int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.held[u.Key()] && time.Since(a.lastBeat) < contract.RunnerTTL-a.every, a.lapses
+}
+
+// remember notes that this runner holds u, as found when lapses was the
+// count of lapses: unless one came meanwhile.
+func (a *affinity) remember(u contract.User, lapses int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.lastBeat.IsZero() || a.lapses != lapses {
+		return // not beating, or lapsed since: nothing vouches for it
+	}
+	if a.held == nil || len(a.held) >= 100_000 {
+		a.held = map[string]bool{}
+	}
+	a.held[u.Key()] = true
 }
 
 // takes reports whether this runner runs the job msg; a job of a user

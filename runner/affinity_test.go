@@ -5,9 +5,11 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
@@ -93,4 +95,53 @@ func TestAffinitySameID(t *testing.T) {
 	})
 	stop()
 	beats.Wait()
+}
+
+// A runner remembers the users it holds while its heartbeat lives: their
+// next jobs read nothing from the workspaces bucket. Once its heartbeat
+// lapses (another runner may then have taken them), it asks again.
+func TestAffinityRemembersItsUsers(t *testing.T) {
+	e := newRunnerEnv(t)
+	a, err := openAffinity(t.Context(), e.js, "r1", zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	var beats sync.WaitGroup
+	beats.Go(func() { a.beat(ctx) })
+	defer func() { stop(); beats.Wait() }()
+	natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		_, err := a.runners.Get(t.Context(), a.id)
+		return err
+	})
+	var reads atomic.Int32
+	sub, err := e.js.Conn().Subscribe("$JS.API.DIRECT.GET.KV_"+contract.BucketWorkspaces+".>", func(*nats.Msg) { reads.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	u := e.user(contract.ChannelWeb, "alice")
+	for range 4 {
+		if ok, _, err := a.mine(t.Context(), u); err != nil || !ok {
+			t.Fatalf("mine: %v, %v; want the user held", ok, err)
+		}
+	}
+	if err := e.js.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := reads.Load(); n > 1 {
+		t.Errorf("4 jobs of one user read who holds it %d times; want once", n)
+	}
+	// Another runner took the user over while this one's heartbeat had
+	// lapsed: asked again, this runner sees it.
+	if _, err := a.workspaces.Put(t.Context(), u.Key(), []byte("r2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.runners.Put(t.Context(), "r2", []byte("now")); err != nil {
+		t.Fatal(err)
+	}
+	a.lapsed()
+	if ok, _, err := a.mine(t.Context(), u); err != nil || ok {
+		t.Errorf("mine after a lapse: %v, %v; want r2's user refused", ok, err)
+	}
 }
