@@ -299,6 +299,9 @@ type pusher struct {
 
 	mu    sync.Mutex
 	users map[string]*userQueue // by user key
+	// noPages are the people known to have no pages left (pagesKey):
+	// egress alone writes them, so a short reply need not clear them.
+	noPages map[string]bool
 }
 
 type channel struct {
@@ -594,12 +597,16 @@ func (p *pusher) send(ctx context.Context, log zerolog.Logger, ch channel, it it
 		var rest []string
 		msgs, rest = ch.rules.compose(ev.Text, ev.Images, ch.mediaURL)
 		if len(rest) > 0 {
+			p.setNoPages(u, false)
 			data, _ := json.Marshal(pagesLeft{JobID: ev.JobID, Pages: rest})
 			if _, err := p.kv.Put(ctx, pagesKey(u), data); err != nil {
 				return fmt.Errorf("store pages: %w", err)
 			}
-		} else if err := p.kv.Delete(ctx, pagesKey(u)); err != nil {
-			return fmt.Errorf("clear pages: %w", err)
+		} else if !p.hasNoPages(u) {
+			if err := p.kv.Delete(ctx, pagesKey(u)); err != nil {
+				return fmt.Errorf("clear pages: %w", err)
+			}
+			p.setNoPages(u, true)
 		}
 		if len(msgs) > 0 {
 			msgs[len(msgs)-1].Choices = ev.Choices
@@ -657,6 +664,7 @@ func (p *pusher) more(ctx context.Context, log zerolog.Logger, ch channel, it it
 		return err
 	}
 	left.Pages, left.MoreSeq = left.Pages[1:], it.seq
+	p.setNoPages(u, false)
 	data, _ := json.Marshal(left)
 	if _, err := p.kv.Update(ctx, pagesKey(u), data, entry.Revision()); err != nil {
 		return fmt.Errorf("store pages: %w", err)
@@ -665,6 +673,27 @@ func (p *pusher) more(ctx context.Context, log zerolog.Logger, ch channel, it it
 }
 
 func pagesKey(u contract.User) string { return "pages." + u.Key() }
+
+// hasNoPages reports whether u is known to have no pages left.
+func (p *pusher) hasNoPages(u contract.User) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.noPages[u.Key()]
+}
+
+// setNoPages notes that u has no pages left (none), or may have some.
+func (p *pusher) setNoPages(u contract.User, none bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case !none:
+		delete(p.noPages, u.Key())
+	case p.noPages == nil || len(p.noPages) >= 100_000:
+		p.noPages = map[string]bool{u.Key(): true}
+	default:
+		p.noPages[u.Key()] = true
+	}
+}
 
 // sendOnce sends part i of an event unless an earlier delivery of the
 // event already did, retrying failures that may pass; then it waits for

@@ -11,9 +11,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -753,5 +755,27 @@ func TestEgressFetchesOnlyItsEvents(t *testing.T) {
 	}
 	if n := info.Delivered.Consumer; n != 1 {
 		t.Errorf("egress-whatsapp was delivered %d events; want 1 (the notice)", n)
+	}
+}
+
+// A short reply clears the person's pages of an earlier long one only
+// when there may be some: egress alone writes them.
+func TestPagesClearedOnlyWhenThereMayBeSome(t *testing.T) {
+	h := start(t, egress.Twilio{})
+	var deletes atomic.Int32
+	sub, err := h.js.Conn().Subscribe("$KV."+contract.BucketEgress+".pages.>", func(*nats.Msg) { deletes.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	for i := range 3 {
+		h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: fmt.Sprintf("reply %d", i), Status: contract.StatusOK})
+		h.api.WaitMessages(t, i+1, 5*time.Second)
+	}
+	if err := h.js.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := deletes.Load(); n != 1 {
+		t.Errorf("3 short replies wrote the pages key %d times; want once (the first, which cannot know)", n)
 	}
 }
