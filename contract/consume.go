@@ -99,19 +99,33 @@ const ConsumeWorkers = 16
 // workers hand each message to the worker of its user, which handles its
 // messages in the order they came.
 type workers struct {
-	queues []chan jetstream.Msg
-	done   chan struct{}
+	queues  []chan jetstream.Msg
+	closing chan struct{}
+	once    sync.Once
+	done    chan struct{}
 }
 
 func startWorkers(n int, handle func(jetstream.Msg)) *workers {
-	w := &workers{queues: make([]chan jetstream.Msg, n), done: make(chan struct{})}
+	w := &workers{queues: make([]chan jetstream.Msg, n), closing: make(chan struct{}), done: make(chan struct{})}
 	var wg sync.WaitGroup
 	for i := range w.queues {
 		q := make(chan jetstream.Msg, 8)
 		w.queues[i] = q
 		wg.Go(func() {
-			for msg := range q {
-				handle(msg)
+			for {
+				select {
+				case msg := <-q:
+					handle(msg)
+				case <-w.closing:
+					for { // what is queued already
+						select {
+						case msg := <-q:
+							handle(msg)
+						default:
+							return
+						}
+					}
+				}
 			}
 		})
 	}
@@ -120,19 +134,23 @@ func startWorkers(n int, handle func(jetstream.Msg)) *workers {
 }
 
 // add queues msg for its user's worker, waiting while that worker is 8
-// messages behind.
+// messages behind. Once the workers stop, msg is left unacknowledged: it
+// is delivered again.
 func (w *workers) add(msg jetstream.Msg) {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(userOfSubject(msg.Subject())))
-	w.queues[h.Sum32()%uint32(len(w.queues))] <- msg
+	select {
+	case w.queues[h.Sum32()%uint32(len(w.queues))] <- msg:
+	case <-w.closing:
+	}
 }
 
 // stop lets the workers finish what they hold; the channel closes when
-// they have.
+// they have. The queues stay open: a delivery still under way when
+// stop is called (the subscription stopped after a timeout) must not
+// send on a closed channel.
 func (w *workers) stop() <-chan struct{} {
-	for _, q := range w.queues {
-		close(q)
-	}
+	w.once.Do(func() { close(w.closing) })
 	return w.done
 }
 

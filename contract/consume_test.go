@@ -80,24 +80,28 @@ func TestConsumeUsersInParallelEachInOrder(t *testing.T) {
 	go func() {
 		_ = contract.Consume(cctx, s.JS, cons, func(ctx context.Context, m jetstream.Msg) error {
 			defer func() { handled <- struct{}{} }()
+			record := func() {
+				mu.Lock()
+				order = append(order, m.Subject()[len("ts.in.web."):]+string(m.Data()))
+				mu.Unlock()
+			}
 			if m.Subject() == "ts.in.web.b" {
+				record()
 				close(bDone)
-			} else {
-				if inA.Add(1) > 1 {
-					t.Errorf("two of a's messages handled at once")
-				}
-				defer inA.Add(-1)
-				if string(m.Data()) == "0" {
-					select {
-					case <-bDone: // b went ahead while a's first message was slow
-					case <-time.After(5 * time.Second):
-						t.Errorf("b's message waited behind a's slow one")
-					}
+				return nil
+			}
+			if inA.Add(1) > 1 {
+				t.Errorf("two of a's messages handled at once")
+			}
+			defer inA.Add(-1)
+			if string(m.Data()) == "0" {
+				select {
+				case <-bDone: // b went ahead while a's first message was slow
+				case <-time.After(5 * time.Second):
+					t.Errorf("b's message waited behind a's slow one")
 				}
 			}
-			mu.Lock()
-			order = append(order, m.Subject()[len("ts.in.web."):]+string(m.Data()))
-			mu.Unlock()
+			record()
 			return nil
 		}, zerolog.New(io.Discard))
 	}()

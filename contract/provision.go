@@ -222,12 +222,12 @@ func Consumers() map[string][]jetstream.ConsumerConfig {
 // EgressConsumer is the durable consumer of one channel's egress.
 func EgressConsumer(channel string) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
-		Durable:       "egress-" + channel,
-		Description:   "egress: deliver " + channel + " users' events",
+		Durable:        "egress-" + channel,
+		Description:    "egress: deliver " + channel + " users' events",
 		FilterSubjects: egressSubjects(channel),
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       EgressAckWait,
-		MaxAckPending: 1000,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        EgressAckWait,
+		MaxAckPending:  1000,
 	}
 }
 
