@@ -74,7 +74,7 @@ func BenchmarkBurst(b *testing.B) {
 	// Each final reply, by the fake Twilio's clock: the agent's answer
 	// "s<k>-<j>" (steady) or "b<i>" (burst), or "Queue full".
 	var mu sync.Mutex
-	var finals []time.Time // the burst's, in arrival order
+	var finals []time.Time                // the burst's, in arrival order
 	waiting := map[string]chan struct{}{} // steady: a sender's person → its reply
 	onMessage := func(m twiliotest.Message) {
 		switch {
