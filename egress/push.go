@@ -728,8 +728,16 @@ func (p *pusher) sendKeyed(ctx context.Context, log zerolog.Logger, ch channel, 
 	// The key holds the provider's id once sent; before the first try it
 	// is marked with the time, so that a crash between a send and its
 	// record can be told from a send never tried.
+	// Creating the mark is the common case's only operation; a mark
+	// already there (a redelivery) is read.
 	key := sentKey(it.ev.User, s)
-	if e, err := p.kv.Get(ctx, key); err == nil {
+	_, err := p.kv.Create(ctx, key, []byte(triedMark+time.Now().UTC().Format(time.RFC3339Nano)))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		e, gerr := p.kv.Get(ctx, key)
+		if gerr != nil {
+			return fmt.Errorf("sent mark: %w", gerr)
+		}
+
 		if string(e.Value()) == heldMark {
 			return nil // held for the person, and sent or still held
 		}
@@ -752,9 +760,7 @@ func (p *pusher) sendKeyed(ctx context.Context, log zerolog.Logger, ch channel, 
 			}
 		}
 		log.Info().Str("tried_at", at).Msg("tried before a restart and not known to the provider; sending")
-	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("sent mark: %w", err)
-	} else if _, err := p.kv.Put(ctx, key, []byte(triedMark+time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+	} else if err != nil {
 		return fmt.Errorf("tried mark: %w", err)
 	}
 	var unanswered bool // the last try failed without the provider's answer

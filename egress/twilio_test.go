@@ -779,3 +779,29 @@ func TestPagesClearedOnlyWhenThereMayBeSome(t *testing.T) {
 		t.Errorf("3 short replies wrote the pages key %d times; want once (the first, which cannot know)", n)
 	}
 }
+
+// A send's mark is created before the send, which tells a first try from
+// a redelivery without reading the key first.
+func TestSentMarkNotReadBeforeAFirstSend(t *testing.T) {
+	h := start(t, egress.Twilio{})
+	var reads atomic.Int32
+	sub, err := h.js.Conn().Subscribe("$JS.API.DIRECT.GET.KV_"+contract.BucketEgress+".>", func(m *nats.Msg) {
+		if strings.Contains(m.Subject, ".sent.") {
+			reads.Add(1)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	for i := range 3 {
+		h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: fmt.Sprintf("reply %d", i), Status: contract.StatusOK})
+		h.api.WaitMessages(t, i+1, 5*time.Second)
+	}
+	if err := h.js.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := reads.Load(); n != 0 {
+		t.Errorf("3 replies read their sent marks %d times before sending; want 0", n)
+	}
+}
