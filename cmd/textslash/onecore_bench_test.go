@@ -63,7 +63,8 @@ func BenchmarkOneCore(b *testing.B) {
 // to $TEXTSLASH_BENCH_TIMELINE when set (scripts/bench puts it in
 // bench.json). With $TEXTSLASH_BENCH_PROFILES set to a directory, it
 // writes textslash's CPU profiles of the burst's first 10 s (burst.pprof)
-// and of the drain's first 10 s (drain.pprof) there.
+// and of the drain's first 10 s (drain.pprof) there, and its heap at the
+// burst's end (burst-heap.pprof).
 //
 //	taskset -c 1 go test -run '^$' -bench Burst ./cmd/textslash/
 func BenchmarkBurst(b *testing.B) {
@@ -98,12 +99,12 @@ func BenchmarkBurst(b *testing.B) {
 		pprof = "127.0.0.1:" + freePort(b)
 		env = append(env, "TEXTSLASH_PPROF_ADDR="+pprof)
 	}
-	profile := func(name string) {
+	profile := func(name, path string) {
 		if pprof == "" {
 			return
 		}
 		go func() {
-			resp, err := http.Get("http://" + pprof + "/debug/pprof/profile?seconds=10")
+			resp, err := http.Get("http://" + pprof + path)
 			if err != nil {
 				b.Logf("profile %s: %v", name, err)
 				return
@@ -169,7 +170,7 @@ func BenchmarkBurst(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	end := start.Add(burstFor)
-	profile("burst.pprof")
+	profile("burst.pprof", "/debug/pprof/profile?seconds=10")
 	var seq, refused atomic.Int64
 	var acks []time.Time
 	var wg sync.WaitGroup
@@ -193,7 +194,8 @@ func BenchmarkBurst(b *testing.B) {
 	}
 	wg.Wait()
 	burstEnd := time.Now()
-	profile("drain.pprof")
+	profile("burst-heap.pprof", "/debug/pprof/heap")
+	profile("drain.pprof", "/debug/pprof/profile?seconds=10")
 	n := len(acks)
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
