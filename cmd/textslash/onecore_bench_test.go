@@ -62,9 +62,9 @@ func BenchmarkOneCore(b *testing.B) {
 // length. The replies-per-second timeline is logged, and written as JSON
 // to $TEXTSLASH_BENCH_TIMELINE when set (scripts/bench puts it in
 // bench.json). With $TEXTSLASH_BENCH_PROFILES set to a directory, it
-// writes textslash's CPU profiles of the burst's first 10 s (burst.pprof)
-// and of the drain's first 10 s (drain.pprof) there, and its heap at the
-// burst's end (burst-heap.pprof).
+// writes textslash's CPU profiles of the steady phase (steady.pprof), the
+// burst's first 10 s (burst.pprof) and the drain's first 10 s
+// (drain.pprof) there, and its heap at the burst's end (burst-heap.pprof).
 //
 //	taskset -c 1 go test -run '^$' -bench Burst ./cmd/textslash/
 func BenchmarkBurst(b *testing.B) {
@@ -155,6 +155,7 @@ func BenchmarkBurst(b *testing.B) {
 	}
 	closedLoop(2 * time.Second) // warm-up
 	d := benchSeconds(b)
+	profile("steady.pprof", fmt.Sprintf("/debug/pprof/profile?seconds=%d", max(1, int(d.Seconds())-1)))
 	t0 := time.Now()
 	steady := float64(closedLoop(d)) / time.Since(t0).Seconds()
 	if b.Failed() {
