@@ -762,21 +762,9 @@ func TestEgressFetchesOnlyItsEvents(t *testing.T) {
 // when there may be some: egress alone writes them.
 func TestPagesClearedOnlyWhenThereMayBeSome(t *testing.T) {
 	h := start(t, egress.Twilio{})
-	var deletes atomic.Int32
-	sub, err := h.js.Conn().Subscribe("$KV."+contract.BucketEgress+".pages.>", func(*nats.Msg) { deletes.Add(1) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	for i := range 3 {
-		h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: fmt.Sprintf("reply %d", i), Status: contract.StatusOK})
-		h.api.WaitMessages(t, i+1, 5*time.Second)
-	}
-	if err := h.js.Conn().Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if n := deletes.Load(); n != 1 {
-		t.Errorf("3 short replies wrote the pages key %d times; want once (the first, which cannot know)", n)
+	writes := h.countWhileReplying(t, 3, "$KV."+contract.BucketEgress+".pages.>", "")
+	if writes != 1 {
+		t.Errorf("3 short replies wrote the pages key %d times; want once (the first, which cannot know)", writes)
 	}
 }
 
@@ -784,24 +772,32 @@ func TestPagesClearedOnlyWhenThereMayBeSome(t *testing.T) {
 // a redelivery without reading the key first.
 func TestSentMarkNotReadBeforeAFirstSend(t *testing.T) {
 	h := start(t, egress.Twilio{})
-	var reads atomic.Int32
-	sub, err := h.js.Conn().Subscribe("$JS.API.DIRECT.GET.KV_"+contract.BucketEgress+".>", func(m *nats.Msg) {
-		if strings.Contains(m.Subject, ".sent.") {
-			reads.Add(1)
+	reads := h.countWhileReplying(t, 3, "$JS.API.DIRECT.GET.KV_"+contract.BucketEgress+".>", ".sent.")
+	if reads != 0 {
+		t.Errorf("3 replies read their sent marks %d times before sending; want 0", reads)
+	}
+}
+
+// countWhileReplying counts the messages on subject (those whose subject
+// holds part, when part is set) while n short replies to alice are sent.
+func (h *harness) countWhileReplying(t *testing.T, n int, subject, part string) int32 {
+	t.Helper()
+	var count atomic.Int32
+	sub, err := h.js.Conn().Subscribe(subject, func(m *nats.Msg) {
+		if strings.Contains(m.Subject, part) {
+			count.Add(1)
 		}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	for i := range 3 {
+	for i := range n {
 		h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: fmt.Sprintf("reply %d", i), Status: contract.StatusOK})
 		h.api.WaitMessages(t, i+1, 5*time.Second)
 	}
 	if err := h.js.Conn().Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if n := reads.Load(); n != 0 {
-		t.Errorf("3 replies read their sent marks %d times before sending; want 0", n)
-	}
+	return count.Load()
 }
