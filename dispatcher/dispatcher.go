@@ -195,6 +195,12 @@ func (d *Dispatcher) handleDone(ctx context.Context, msg jetstream.Msg) error {
 	if ev.Kind == contract.KindQuestion {
 		return d.apply(ctx, ev.User, fsm.Input{Kind: fsm.Question, ID: ev.JobID, Question: ev.Question}, nil)
 	}
+	return d.takeDone(ctx, ev)
+}
+
+// takeDone takes a run's end in: its cost, then the state machine. Both
+// are idempotent: an end taken in twice counts once.
+func (d *Dispatcher) takeDone(ctx context.Context, ev contract.Event) error {
 	if err := d.costs.record(ctx, ev); err != nil {
 		return err
 	}
@@ -232,6 +238,17 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 			// Redelivered after its run ended (its acknowledgement was lost).
 			log.Info().Msg("message already ran; dropping the redelivery")
 			return nil
+		}
+		if answersEnd(st, input) {
+			// The run's reply reaches the person as its end reaches this
+			// consumer: an answer sent at once can come first. Its end,
+			// if published, is taken in before the answer.
+			if ev, ok := d.lastEvent(ctx, u, contract.KindDone, st.JobID); ok {
+				if err := d.takeDone(ctx, ev); err != nil {
+					return err
+				}
+				continue
+			}
 		}
 		var head *queued
 		empty := false // the queue is empty at rev
@@ -294,6 +311,13 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 		}
 		return d.carryOut(ctx, log, u, input, in, head, st, next, rev, effects)
 	}
+}
+
+// answersEnd reports whether input answers the end of the run st says is
+// under way: approve or reject, which only a run's end asks for.
+func answersEnd(st contract.UserState, input fsm.Input) bool {
+	return st.State == contract.StateWorking && input.Kind == fsm.Keyword &&
+		(input.Keyword == fsm.Approve || input.Keyword == fsm.Reject)
 }
 
 // conflict reports whether a save lost a race with another writer.

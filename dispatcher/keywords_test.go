@@ -973,3 +973,49 @@ func TestKeywordsWholeMessageAnyCase(t *testing.T) {
 		})
 	}
 }
+
+// The runner's reply reaches the person as the dispatcher takes in the
+// run's end, not after: an approve or reject sent at once may come before
+// the end is taken in. It answers the approval the person saw, not "still
+// working". (The dispatcher-done consumer is paused here to hold the end
+// back; TestFIFOInWorkspace met the race on a loaded machine.)
+func TestAnswerBeforeTheEndIsTakenIn(t *testing.T) {
+	for _, answer := range []string{fsm.Approve, fsm.Reject} {
+		t.Run(answer, func(t *testing.T) {
+			b := newBench(t, dispatcher.Config{})
+			u := user(t, "alice")
+			b.into(u, contract.StateWorking)
+			ctx := t.Context()
+			if _, err := b.js.PauseConsumer(ctx, contract.StreamEvents, contract.ConsumerDispatcherDone, time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			b.event(contract.Event{Kind: contract.KindDone, User: u, JobID: "w1", Status: contract.StatusOK, Text: "ok", Approval: true})
+			notices := b.say(u, "a1", answer)
+			if slices.Contains(notices, fsm.MsgStillWorking) || len(notices) == 0 {
+				t.Errorf("%s after the run's reply, before its end was taken in: notices %q; want it carried out", answer, notices)
+			}
+			b.waitRan(u, "w1", "a1")
+			if got := b.job(u, "a1").Action; got != answer {
+				t.Errorf("job a1's action %q; want %q", got, answer)
+			}
+			if _, err := b.js.ResumeConsumer(ctx, contract.StreamEvents, contract.ConsumerDispatcherDone); err != nil {
+				t.Fatal(err)
+			}
+			// The end, taken in late, changes nothing. (A resumed consumer
+			// delivers to the requests waiting on it only once a new message
+			// comes: another person's end.)
+			b.event(contract.Event{Kind: contract.KindDone, User: user(t, "bob"), JobID: "b1", Status: contract.StatusOK, Text: "ok"})
+			st, err := b.js.Stream(ctx, contract.StreamEvents)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := st.GetLastMsgForSubject(ctx, contract.EventSubject(u, contract.KindDone))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.doneHandled(raw.Sequence)
+			b.waitState(u, contract.StateWorking, "a1")
+			b.waitRan(u, "w1", "a1")
+		})
+	}
+}
