@@ -239,14 +239,10 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 			log.Info().Msg("message already ran; dropping the redelivery")
 			return nil
 		}
-		if answersEnd(st, input) {
-			// The run's reply reaches the person as its end reaches this
-			// consumer: an answer sent at once can come first. Its end,
-			// if published, is taken in before the answer.
-			if ev, ok := d.lastEvent(ctx, u, contract.KindDone, st.JobID); ok {
-				if err := d.takeDone(ctx, ev); err != nil {
-					return err
-				}
+		if in != nil && st.State == contract.StateWorking {
+			if caught, err := d.catchUp(ctx, u, st); err != nil {
+				return err
+			} else if caught {
 				continue
 			}
 		}
@@ -313,11 +309,20 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 	}
 }
 
-// answersEnd reports whether input answers the end of the run st says is
-// under way: approve or reject, which only a run's end asks for.
-func answersEnd(st contract.UserState, input fsm.Input) bool {
-	return st.State == contract.StateWorking && input.Kind == fsm.Keyword &&
-		(input.Keyword == fsm.Approve || input.Keyword == fsm.Reject)
+// catchUp takes in the end or the question of the run st says is under
+// way, if the runner published one that this dispatcher's other consumer
+// has not taken in yet, and reports whether it did. Egress tells the
+// person as that consumer reads the event: a message the person sends at
+// once (approve, reject, an answer) can come first, and must meet the
+// state the person saw.
+func (d *Dispatcher) catchUp(ctx context.Context, u contract.User, st contract.UserState) (bool, error) {
+	if ev, ok := d.lastEvent(ctx, u, contract.KindDone, st.JobID); ok {
+		return true, d.takeDone(ctx, ev)
+	}
+	if ev, ok := d.lastEvent(ctx, u, contract.KindQuestion, st.JobID); ok && ev.Question > st.Question {
+		return true, d.apply(ctx, u, fsm.Input{Kind: fsm.Question, ID: ev.JobID, Question: ev.Question}, nil)
+	}
+	return false, nil
 }
 
 // conflict reports whether a save lost a race with another writer.

@@ -986,9 +986,7 @@ func TestAnswerBeforeTheEndIsTakenIn(t *testing.T) {
 			u := user(t, "alice")
 			b.into(u, contract.StateWorking)
 			ctx := t.Context()
-			if _, err := b.js.PauseConsumer(ctx, contract.StreamEvents, contract.ConsumerDispatcherDone, time.Now().Add(time.Hour)); err != nil {
-				t.Fatal(err)
-			}
+			b.holdRunEvents()
 			b.event(contract.Event{Kind: contract.KindDone, User: u, JobID: "w1", Status: contract.StatusOK, Text: "ok", Approval: true})
 			notices := b.say(u, "a1", answer)
 			if slices.Contains(notices, fsm.MsgStillWorking) || len(notices) == 0 {
@@ -998,13 +996,8 @@ func TestAnswerBeforeTheEndIsTakenIn(t *testing.T) {
 			if got := b.job(u, "a1").Action; got != answer {
 				t.Errorf("job a1's action %q; want %q", got, answer)
 			}
-			if _, err := b.js.ResumeConsumer(ctx, contract.StreamEvents, contract.ConsumerDispatcherDone); err != nil {
-				t.Fatal(err)
-			}
-			// The end, taken in late, changes nothing. (A resumed consumer
-			// delivers to the requests waiting on it only once a new message
-			// comes: another person's end.)
-			b.event(contract.Event{Kind: contract.KindDone, User: user(t, "bob"), JobID: "b1", Status: contract.StatusOK, Text: "ok"})
+			b.releaseRunEvents()
+			// The end, taken in late, changes nothing.
 			st, err := b.js.Stream(ctx, contract.StreamEvents)
 			if err != nil {
 				t.Fatal(err)
@@ -1018,4 +1011,24 @@ func TestAnswerBeforeTheEndIsTakenIn(t *testing.T) {
 			b.waitRan(u, "w1", "a1")
 		})
 	}
+}
+
+// holdRunEvents pauses the dispatcher's consumer of run events (ends and
+// questions): they wait in EVENTS, not yet taken in.
+func (b *bench) holdRunEvents() {
+	b.t.Helper()
+	if _, err := b.js.PauseConsumer(b.t.Context(), contract.StreamEvents, contract.ConsumerDispatcherDone, time.Now().Add(time.Hour)); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// releaseRunEvents resumes it. (A resumed consumer delivers to the
+// requests waiting on it only once a new message comes: another person's
+// end.)
+func (b *bench) releaseRunEvents() {
+	b.t.Helper()
+	if _, err := b.js.ResumeConsumer(b.t.Context(), contract.StreamEvents, contract.ConsumerDispatcherDone); err != nil {
+		b.t.Fatal(err)
+	}
+	b.event(contract.Event{Kind: contract.KindDone, User: user(b.t, "bob"), JobID: "b1", Status: contract.StatusOK, Text: "ok"})
 }

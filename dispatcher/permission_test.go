@@ -6,6 +6,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/dispatcher"
+	"github.com/textslash/textslash/dispatcher/internal/fsm"
 )
 
 // A run's question makes the person's next message its answer: the answer
@@ -33,6 +34,32 @@ func TestPermissionAnswer(t *testing.T) {
 	}
 	if jobs := b.jobsOf(u); len(jobs) != 1 {
 		t.Errorf("jobs %v; want only w1 (an answer is no message for the agent)", jobIDs(jobs))
+	}
+}
+
+// The question reaches the person as the dispatcher takes it in: an
+// answer sent at once can come first. It answers the question, and is
+// neither added to the run nor queued.
+func TestAnswerBeforeTheQuestionIsTakenIn(t *testing.T) {
+	b := newBench(t, dispatcher.Config{})
+	u := user(t, "alice")
+	b.into(u, contract.StateWorking)
+	b.holdRunEvents()
+	b.event(contract.Event{Kind: contract.KindQuestion, User: u, JobID: "w1", Question: 1, Text: "Claude wants to run `npm i`."}, "1")
+	if got := b.say(u, "a1", "yes"); len(got) != 1 || got[0] != fsm.MsgAllowed {
+		t.Errorf("notices %q; want the answer taken", got)
+	}
+	answers := b.events(u, contract.KindAnswer)
+	if len(answers) != 1 || answers[0].JobID != "w1" || answers[0].Question != 1 || answers[0].Answer != contract.AnswerAllow {
+		t.Errorf("answers %+v; want question 1 of w1 allowed", answers)
+	}
+	b.releaseRunEvents()
+	b.waitState(u, contract.StateWorking, "w1")
+	if steers := b.events(u, contract.KindSteer); len(steers) != 0 {
+		t.Errorf("steers %+v; want none", steers)
+	}
+	if got := b.queued(u); len(got) != 0 {
+		t.Errorf("queued %q; want none", got)
 	}
 }
 
