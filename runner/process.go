@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/user"
@@ -188,6 +189,21 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return b.buf.Write(p)
+}
+
+// ReadFrom reads r into the buffer directly: io.Copy, and os/exec's copy
+// of a program's output with it, would otherwise take a 32 KB buffer for
+// each program.
+func (b *cappedBuffer) ReadFrom(r io.Reader) (int64, error) {
+	n, err := b.buf.ReadFrom(io.LimitReader(r, int64(max(b.max-b.buf.Len(), 0))))
+	if err != nil {
+		return n, err
+	}
+	rest, err := io.Copy(io.Discard, r) // io.Discard reads into a shared buffer
+	if rest > 0 {
+		b.truncated = true
+	}
+	return n + rest, err
 }
 
 // endGroup ends whatever a finished program left running: its process
