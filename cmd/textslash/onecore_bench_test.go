@@ -64,7 +64,9 @@ func BenchmarkOneCore(b *testing.B) {
 // bench.json). With $TEXTSLASH_BENCH_PROFILES set to a directory, it
 // writes textslash's CPU profiles of the steady phase (steady.pprof), the
 // burst's first 10 s (burst.pprof) and the drain's first 10 s
-// (drain.pprof) there, and its heap at the burst's end (burst-heap.pprof).
+// (drain.pprof) there, its heap before and after the steady phase
+// (steady-heap-0.pprof, steady-heap-1.pprof: their difference is what the
+// steady phase allocated) and at the burst's end (burst-heap.pprof).
 //
 //	taskset -c 1 go test -run '^$' -bench Burst ./cmd/textslash/
 func BenchmarkBurst(b *testing.B) {
@@ -99,26 +101,27 @@ func BenchmarkBurst(b *testing.B) {
 		pprof = "127.0.0.1:" + freePort(b)
 		env = append(env, "TEXTSLASH_PPROF_ADDR="+pprof)
 	}
-	profile := func(name, path string) {
+	// save writes textslash's profile at path (under /debug/pprof) to
+	// the file name; profile does it in the background.
+	save := func(name, path string) {
 		if pprof == "" {
 			return
 		}
-		go func() {
-			resp, err := http.Get("http://" + pprof + path)
-			if err != nil {
-				b.Logf("profile %s: %v", name, err)
-				return
-			}
-			defer resp.Body.Close()
-			f, err := os.Create(filepath.Join(profiles, name))
-			if err != nil {
-				b.Logf("profile %s: %v", name, err)
-				return
-			}
-			defer f.Close()
-			_, _ = io.Copy(f, resp.Body)
-		}()
+		resp, err := http.Get("http://" + pprof + "/debug/pprof/" + path)
+		if err != nil {
+			b.Logf("profile %s: %v", name, err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(filepath.Join(profiles, name))
+		if err != nil {
+			b.Logf("profile %s: %v", name, err)
+			return
+		}
+		defer f.Close()
+		_, _ = io.Copy(f, resp.Body)
 	}
+	profile := func(name, path string) { go save(name, path) }
 	tb := startTwilioBenchOn(b, argv, onMessage, users, env...)
 	for u := range senders {
 		waiting["whatsapp:"+tb.numbers[u]] = make(chan struct{}, 1)
@@ -155,9 +158,17 @@ func BenchmarkBurst(b *testing.B) {
 	}
 	closedLoop(2 * time.Second) // warm-up
 	d := benchSeconds(b)
-	profile("steady.pprof", fmt.Sprintf("/debug/pprof/profile?seconds=%d", max(1, int(d.Seconds())-1)))
+	save("steady-heap-0.pprof", "heap")
+	profile("steady.pprof", fmt.Sprintf("profile?seconds=%d", max(1, int(d.Seconds())-1)))
 	t0 := time.Now()
-	steady := float64(closedLoop(d)) / time.Since(t0).Seconds()
+	answered := closedLoop(d)
+	steady := float64(answered) / time.Since(t0).Seconds()
+	save("steady-heap-1.pprof", "heap")
+	if pprof != "" {
+		// Allocations per message: go tool pprof -sample_index=alloc_space
+		// -base steady-heap-0.pprof steady-heap-1.pprof, divided by this.
+		fmt.Printf("burst: %d messages answered in the steady phase\n", answered)
+	}
 	if b.Failed() {
 		msgs := tb.api.Messages()
 		for _, m := range msgs[max(0, len(msgs)-5):] {
@@ -171,7 +182,7 @@ func BenchmarkBurst(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	end := start.Add(burstFor)
-	profile("burst.pprof", "/debug/pprof/profile?seconds=10")
+	profile("burst.pprof", "profile?seconds=10")
 	var seq, refused atomic.Int64
 	var acks []time.Time
 	var wg sync.WaitGroup
@@ -195,8 +206,8 @@ func BenchmarkBurst(b *testing.B) {
 	}
 	wg.Wait()
 	burstEnd := time.Now()
-	profile("burst-heap.pprof", "/debug/pprof/heap")
-	profile("drain.pprof", "/debug/pprof/profile?seconds=10")
+	profile("burst-heap.pprof", "heap")
+	profile("drain.pprof", "profile?seconds=10")
 	n := len(acks)
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
