@@ -727,9 +727,9 @@ type slot struct {
 func (p *pusher) sendKeyed(ctx context.Context, log zerolog.Logger, ch channel, it item, s slot, m Message) error {
 	// The key holds the provider's id once sent; before the first try it
 	// is marked with the time, so that a crash between a send and its
-	// record can be told from a send never tried.
-	// Creating the mark is the common case's only operation; a mark
-	// already there (a redelivery) is read.
+	// record can be told from a send never tried. Creating that mark is
+	// a first try's only operation; a mark already there (a redelivery)
+	// is read.
 	key := sentKey(it.ev.User, s)
 	_, err := p.kv.Create(ctx, key, []byte(triedMark+time.Now().UTC().Format(time.RFC3339Nano)))
 	if errors.Is(err, jetstream.ErrKeyExists) {
@@ -737,7 +737,6 @@ func (p *pusher) sendKeyed(ctx context.Context, log zerolog.Logger, ch channel, 
 		if gerr != nil {
 			return fmt.Errorf("sent mark: %w", gerr)
 		}
-
 		if string(e.Value()) == heldMark {
 			return nil // held for the person, and sent or still held
 		}
