@@ -285,15 +285,8 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 			} else if err != nil {
 				return err
 			}
-			if next.State != st.State || next.JobID != st.JobID {
-				log.Info().Str("from", st.State).Str("to", next.State).Str("job", next.JobID).Msg("state")
-				ev := contract.Event{Kind: contract.KindState, User: u, JobID: next.JobID, From: st.State, To: next.State}
-				if ev.JobID == "" {
-					ev.JobID = st.JobID
-				}
-				if err := contract.PublishEvent(head.traced(ctx, ev.JobID), d.js, ev, contract.MsgID(u, ev.JobID, "state", next.State, fmt.Sprint(rev))); err != nil {
-					return err
-				}
+			if err := d.announce(ctx, log, u, head, st, next, rev); err != nil {
+				return err
 			}
 		case mem != nil:
 			// Nothing to write, decided on the state as this dispatcher
@@ -307,6 +300,20 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 		}
 		return d.carryOut(ctx, log, u, input, in, head, st, next, rev, effects)
 	}
+}
+
+// announce publishes the state event of a move from st to next, stored at
+// rev, if the state or its job changed.
+func (d *Dispatcher) announce(ctx context.Context, log zerolog.Logger, u contract.User, head *queued, st, next contract.UserState, rev uint64) error {
+	if next.State == st.State && next.JobID == st.JobID {
+		return nil
+	}
+	log.Info().Str("from", st.State).Str("to", next.State).Str("job", next.JobID).Msg("state")
+	ev := contract.Event{Kind: contract.KindState, User: u, JobID: next.JobID, From: st.State, To: next.State}
+	if ev.JobID == "" {
+		ev.JobID = st.JobID
+	}
+	return contract.PublishEvent(head.traced(ctx, ev.JobID), d.js, ev, contract.MsgID(u, ev.JobID, "state", next.State, fmt.Sprint(rev)))
 }
 
 // catchUp takes in the end or the question of the run st says is under

@@ -733,32 +733,9 @@ func (p *pusher) sendKeyed(ctx context.Context, log zerolog.Logger, ch channel, 
 	key := sentKey(it.ev.User, s)
 	_, err := p.kv.Create(ctx, key, []byte(triedMark+time.Now().UTC().Format(time.RFC3339Nano)))
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		e, gerr := p.kv.Get(ctx, key)
-		if gerr != nil {
-			return fmt.Errorf("sent mark: %w", gerr)
+		if sent, err := p.sentBefore(ctx, log, ch, it, key, m); err != nil || sent {
+			return err
 		}
-		if string(e.Value()) == heldMark {
-			return nil // held for the person, and sent or still held
-		}
-		at, tried := strings.CutPrefix(string(e.Value()), triedMark)
-		if !tried {
-			return nil // sent before
-		}
-		if f, ok := ch.sender.(Finder); ok {
-			since, _ := time.Parse(time.RFC3339Nano, at)
-			id, err := f.Find(ctx, it.ev.User, m, since)
-			if err != nil {
-				return fmt.Errorf("look for an unrecorded send: %w", err)
-			}
-			if id != "" {
-				log.Info().Str("provider_id", id).Msg("sent before a restart; not sending again")
-				if _, err := p.kv.Put(ctx, key, []byte(id)); err != nil {
-					return fmt.Errorf("sent mark: %w", err)
-				}
-				return nil
-			}
-		}
-		log.Info().Str("tried_at", at).Msg("tried before a restart and not known to the provider; sending")
 	} else if err != nil {
 		return fmt.Errorf("tried mark: %w", err)
 	}
@@ -822,6 +799,39 @@ func (p *pusher) sendKeyed(ctx context.Context, log zerolog.Logger, ch channel, 
 			return err
 		}
 	}
+}
+
+// sentBefore reads the mark at key of a message sent again (a redelivery)
+// and reports whether it was sent, or held, before: a mark of a try that
+// the provider has no record of is not.
+func (p *pusher) sentBefore(ctx context.Context, log zerolog.Logger, ch channel, it item, key string, m Message) (bool, error) {
+	e, err := p.kv.Get(ctx, key)
+	if err != nil {
+		return false, fmt.Errorf("sent mark: %w", err)
+	}
+	if string(e.Value()) == heldMark {
+		return true, nil // held for the person, and sent or still held
+	}
+	at, tried := strings.CutPrefix(string(e.Value()), triedMark)
+	if !tried {
+		return true, nil
+	}
+	if f, ok := ch.sender.(Finder); ok {
+		since, _ := time.Parse(time.RFC3339Nano, at)
+		id, err := f.Find(ctx, it.ev.User, m, since)
+		if err != nil {
+			return false, fmt.Errorf("look for an unrecorded send: %w", err)
+		}
+		if id != "" {
+			log.Info().Str("provider_id", id).Msg("sent before a restart; not sending again")
+			if _, err := p.kv.Put(ctx, key, []byte(id)); err != nil {
+				return false, fmt.Errorf("sent mark: %w", err)
+			}
+			return true, nil
+		}
+	}
+	log.Info().Str("tried_at", at).Msg("tried before a restart and not known to the provider; sending")
+	return false, nil
 }
 
 // triedMark starts the value of a send's key until the provider's id
