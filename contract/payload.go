@@ -438,16 +438,25 @@ func MsgID(u User, id string, parts ...string) string {
 // says so (CutText): a reply of any size reaches the person, whole or cut,
 // never lost to NATS's limit on a message's size.
 func PublishEvent(ctx context.Context, js jetstream.JetStream, ev Event, msgID string) error {
+	_, err := PublishEventAck(ctx, js, ev, msgID)
+	return err
+}
+
+// PublishEventAck is PublishEvent for a caller that needs JetStream's
+// acknowledgement: ack.Duplicate tells that another publish stored msgID
+// first.
+func PublishEventAck(ctx context.Context, js jetstream.JetStream, ev Event, msgID string) (*jetstream.PubAck, error) {
 	if ev.At.IsZero() {
 		ev.At = time.Now().UTC()
 	}
 	ev.Text = CutText(ev.Text)
 	data, err := Encode(&ev)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := Publish(ctx, js, EventSubject(ev.User, ev.Kind), data, msgID); err != nil {
-		return fmt.Errorf("publish %s event: %w", ev.Kind, err)
+	ack, err := Publish(ctx, js, EventSubject(ev.User, ev.Kind), data, msgID)
+	if err != nil {
+		return nil, fmt.Errorf("publish %s event: %w", ev.Kind, err)
 	}
-	return nil
+	return ack, nil
 }

@@ -852,15 +852,9 @@ func (r *Runner) markStarted(ctx context.Context, ev contract.Event, job jetstre
 			return false, fmt.Errorf("last started event: %w", err)
 		}
 	}
-	ev.At = time.Now().UTC()
-	data, err := contract.Encode(&ev)
+	ack, err := contract.PublishEventAck(ctx, r.js, ev, contract.MsgID(ev.User, ev.JobID, string(ev.Kind)))
 	if err != nil {
 		return false, err
-	}
-	ack, err := contract.Publish(ctx, r.js, contract.EventSubject(ev.User, ev.Kind), data,
-		contract.MsgID(ev.User, ev.JobID, string(ev.Kind)))
-	if err != nil {
-		return false, fmt.Errorf("publish started event: %w", err)
 	}
 	return ack.Duplicate, nil
 }
