@@ -13,12 +13,16 @@ import (
 // gitAction carries out the person's answer to an approval request in the
 // workspace's git repository: approve commits the changes on a branch of
 // their own, reject discards them.
-type gitAction struct{}
+type gitAction struct {
+	// request is the person's request the changes answer, the commit's
+	// subject (notedRequest); "" when not known.
+	request string
+}
 
 // gitIdentity is the committer when the workspace sets none.
 var gitIdentity = []string{"-c", "user.name=textslash", "-c", "user.email=textslash@localhost"}
 
-func (gitAction) Run(ctx context.Context, r *Run) (Result, error) {
+func (a gitAction) Run(ctx context.Context, r *Run) (Result, error) {
 	git := func(args ...string) (string, error) {
 		cmd := r.Command(ctx, "git", append(append([]string{}, gitIdentity...), args...)...)
 		out := &cappedBuffer{max: 64 << 10}
@@ -58,7 +62,7 @@ func (gitAction) Run(ctx context.Context, r *Run) (Result, error) {
 		if _, err := git("add", "-A"); err != nil {
 			return Result{}, err
 		}
-		if _, err := git("commit", "-q", "-m", "Changes approved from textslash"); err != nil {
+		if _, err := git(append([]string{"commit", "-q"}, commitMessage(a.request)...)...); err != nil {
 			return Result{}, err
 		}
 		text := fmt.Sprintf("Committed the changes to %d file(s) on branch %s.", files, branch)

@@ -620,9 +620,10 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	case contract.ActionClone:
 		agent, name = cloneAction{r: r, home: home, log: log}, "git clone"
 	default:
-		agent, name = gitAction{}, "git "+job.Action
+		request := notedRequest(home, project)
+		agent, name = gitAction{request: request}, "git "+job.Action
 		if wt != nil {
-			agent, name = worktreeAction{w: wt, home: home, log: log}, "git "+job.Action+" "+wt.branch
+			agent, name = worktreeAction{w: wt, home: home, log: log, request: request}, "git "+job.Action+" "+wt.branch
 		}
 	}
 	if b := job.Budget; b != nil && b.LeftUSD <= 0 && job.Action == "" {
@@ -761,6 +762,9 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 			// approve and reject act on what this request is about.
 			if err := about.remember(home, project); err != nil {
 				log.Warn().Err(err).Msg("what the approval request is about not noted")
+			}
+			if err := noteRequest(home, project, job.Text); err != nil {
+				log.Warn().Err(err).Msg("the approval request's request not noted")
 			}
 		}
 	}

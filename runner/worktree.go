@@ -420,12 +420,7 @@ func (w *worktree) remember(home, project string) error {
 // forgetWorktree removes the note that project's approval request is
 // about a branch.
 func forgetWorktree(home, project string) error {
-	root, err := os.OpenRoot(home)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	if err := root.Remove(worktreeFileOf(project)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := removeBeneath(home, worktreeFileOf(project)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -440,6 +435,9 @@ type worktreeAction struct {
 	w    *worktree
 	home string
 	log  zerolog.Logger
+	// request is the person's request the changes answer, the commit's
+	// subject (notedRequest); "" when not known.
+	request string
 }
 
 func (a worktreeAction) Run(ctx context.Context, r *Run) (Result, error) {
@@ -498,7 +496,7 @@ func (a worktreeAction) approve(ctx context.Context, r *Run, git gitFunc, files 
 			if _, err := git(ctx, "-C", w.dir, "add", "-A"); err != nil {
 				return "", err
 			}
-			if _, err := git(ctx, "-C", w.dir, "commit", "-q", "-m", "Changes approved from textslash"); err != nil {
+			if _, err := git(ctx, append([]string{"-C", w.dir, "commit", "-q"}, commitMessage(a.request)...)...); err != nil {
 				return "", err
 			}
 		}

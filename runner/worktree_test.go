@@ -132,8 +132,8 @@ func TestWorktreeApprove(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(w.checkout, "f.txt")); err != nil || string(b) != "x\n" {
 		t.Errorf("f.txt in the checkout: %q %v", b, err)
 	}
-	if msg := gitIn(t, w.checkout, "log", "-1", "--format=%s", "main"); msg != "Changes approved from textslash" {
-		t.Errorf("main's last commit %q", msg)
+	if msg := gitIn(t, w.checkout, "log", "-1", "--format=%s%n%b", "main"); msg != "echo x > f.txt && pwd && git rev-parse --abbrev-ref HEAD\nApproved from textslash." {
+		t.Errorf("main's last commit %q; want the request as its subject", msg)
 	}
 	w.untouched("after approve", "")
 	w.gone("after approve")
