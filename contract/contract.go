@@ -154,10 +154,11 @@ const (
 const WebSessionCookie = "ts_web"
 
 // PhoneUser is the user of a phone number on a phone channel (WhatsApp,
-// SMS). The number is E.164 ("+15551234567"), optionally with Twilio's
-// "whatsapp:" prefix; the user's ID is its digits.
+// SMS). The number is E.164 ("+15551234567"), optionally a Twilio
+// address ("whatsapp:+15551234567", TwilioNumber); the user's ID is its
+// digits.
 func PhoneUser(channel, number string) (User, error) {
-	n := strings.TrimPrefix(number, "whatsapp:")
+	n, _ := TwilioNumber(number)
 	if !e164RE.MatchString(n) {
 		return User{}, fmt.Errorf("%w: %q is not an E.164 phone number", ErrInvalidUser, number)
 	}
@@ -168,6 +169,37 @@ func PhoneUser(channel, number string) (User, error) {
 func (u User) Phone() (string, bool) {
 	n := "+" + u.ID
 	return n, e164RE.MatchString(n)
+}
+
+// twilioWhatsApp starts a Twilio address on WhatsApp; on SMS an address
+// is the bare number.
+const twilioWhatsApp = "whatsapp:"
+
+// TwilioAddress is Twilio's address of a phone number on channel:
+// "whatsapp:+15551234567" on WhatsApp, "+15551234567" on SMS. The number
+// may be written either way (TWILIO_PHONE_NUMBER=whatsapp:+1…), never
+// gaining a second prefix.
+func TwilioAddress(channel, number string) string {
+	n, _ := TwilioNumber(number)
+	if channel == ChannelWhatsApp {
+		return twilioWhatsApp + n
+	}
+	return n
+}
+
+// TwilioNumber is the phone number of a Twilio address, without its
+// "whatsapp:" prefix, and whether it had one (a WhatsApp address).
+func TwilioNumber(addr string) (number string, whatsapp bool) {
+	return strings.CutPrefix(addr, twilioWhatsApp)
+}
+
+// TwilioUser is the user behind a Twilio address: on WhatsApp for
+// "whatsapp:+1…", on SMS for "+1…".
+func TwilioUser(addr string) (User, error) {
+	if _, whatsapp := TwilioNumber(addr); whatsapp {
+		return PhoneUser(ChannelWhatsApp, addr)
+	}
+	return PhoneUser(ChannelSMS, addr)
 }
 
 // e164RE: a plus and up to 15 digits, no leading zero.

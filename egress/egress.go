@@ -66,9 +66,9 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error
 			u, _ := contract.PhoneUser(contract.ChannelSMS, n) // validated
 			allowed[u.ID] = true
 		}
-		p.channels[contract.ChannelWhatsApp] = channel{rules: t.WhatsApp, sender: &twilioSender{cfg: t, api: api, prefix: "whatsapp:"}, mediaURL: media, waitSent: t.StatusCallbacks, allowed: allowed,
+		p.channels[contract.ChannelWhatsApp] = channel{rules: t.WhatsApp, sender: &twilioSender{cfg: t, api: api, channel: contract.ChannelWhatsApp}, mediaURL: media, waitSent: t.StatusCallbacks, allowed: allowed,
 			window: &window{closed: twilioCodeOutOfReply, template: t.WindowContentSID}}
-		p.channels[contract.ChannelSMS] = channel{rules: t.SMS, sender: &twilioSender{cfg: t, api: api}, mediaURL: media, waitSent: t.StatusCallbacks, allowed: allowed}
+		p.channels[contract.ChannelSMS] = channel{rules: t.SMS, sender: &twilioSender{cfg: t, api: api, channel: contract.ChannelSMS}, mediaURL: media, waitSent: t.StatusCallbacks, allowed: allowed}
 		if t.StatusCallbacks {
 			p.sent = newSentWaiter(t.SentWait)
 		}

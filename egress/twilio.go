@@ -29,7 +29,8 @@ type Twilio struct {
 	AccountSID string
 	AuthToken  string
 	// From is the sending number in E.164 (TWILIO_PHONE_NUMBER); on
-	// WhatsApp it is sent as whatsapp:<From>.
+	// WhatsApp it is sent as whatsapp:<From> (contract.TwilioAddress),
+	// and it may be written that way too.
 	From string
 	// MessagingServiceSID sends through a Messaging Service instead of From.
 	MessagingServiceSID string
@@ -128,12 +129,11 @@ func (t *Twilio) validate() error {
 type twilioSender struct {
 	cfg Twilio
 	api *twilio.RestClient
-	// prefix of addresses on this channel: whatsappPrefix or "".
-	prefix string
-	quick  quickReplies
+	// channel is contract.ChannelWhatsApp or ChannelSMS: the form of
+	// its addresses (contract.TwilioAddress).
+	channel string
+	quick   quickReplies
 }
-
-const whatsappPrefix = "whatsapp:"
 
 // newTwilioAPI is twilio-go's client of api.twilio.com, content.twilio.com
 // and messaging.twilio.com, all three sent to APIURL when it is set.
@@ -185,7 +185,7 @@ func (s *twilioSender) Send(ctx context.Context, u contract.User, m Message) (st
 		p := s.params(to, Message{})
 		p.SetContentSid(m.Template)
 		return s.create(p)
-	case s.prefix == whatsappPrefix && quickReplyable(m.Choices):
+	case s.channel == contract.ChannelWhatsApp && quickReplyable(m.Choices):
 		return s.sendWithButtons(zerolog.Ctx(ctx), to, m)
 	}
 	return s.create(s.params(to, m))
@@ -194,11 +194,11 @@ func (s *twilioSender) Send(ctx context.Context, u contract.User, m Message) (st
 // params are the create parameters of m to the number to.
 func (s *twilioSender) params(to string, m Message) *openapi.CreateMessageParams {
 	p := &openapi.CreateMessageParams{}
-	p.SetTo(s.prefix + to)
+	p.SetTo(contract.TwilioAddress(s.channel, to))
 	if s.cfg.MessagingServiceSID != "" {
 		p.SetMessagingServiceSid(s.cfg.MessagingServiceSID)
 	} else {
-		p.SetFrom(s.prefix + s.cfg.From)
+		p.SetFrom(contract.TwilioAddress(s.channel, s.cfg.From))
 	}
 	if m.Body != "" {
 		p.SetBody(m.Body)
@@ -235,7 +235,7 @@ func (s *twilioSender) Find(_ context.Context, u contract.User, m Message, since
 		return "", nil
 	}
 	p := &openapi.ListMessageParams{}
-	p.SetTo(s.prefix + to)
+	p.SetTo(contract.TwilioAddress(s.channel, to))
 	p.SetPageSize(20)
 	page, err := s.api.Api.PageMessage(p, "", "")
 	if err != nil {
@@ -269,7 +269,7 @@ var messageSidRE = regexp.MustCompile(`^(SM|MM)[0-9a-fA-F]{32}$`)
 // message read. SMS has no typing indicator, and a job that did not come
 // from a Twilio message (a SID) has nothing to answer: both are no-ops.
 func (s *twilioSender) Typing(_ context.Context, _ contract.User, jobID string) error {
-	if s.prefix != whatsappPrefix || !messageSidRE.MatchString(jobID) {
+	if s.channel != contract.ChannelWhatsApp || !messageSidRE.MatchString(jobID) {
 		return nil
 	}
 	p := &messaging.CreateTypingIndicatorParams{}

@@ -149,6 +149,25 @@ func TestReply(t *testing.T) {
 	}
 }
 
+// TWILIO_PHONE_NUMBER written as a WhatsApp address (whatsapp:+1…, the
+// way Twilio's WhatsApp sandbox number is often written) sends from that address on WhatsApp, not
+// from whatsapp:whatsapp:+1…, and from the bare number on SMS.
+func TestFromWrittenAsWhatsAppAddress(t *testing.T) {
+	h, cfg := prepare(t, egress.Twilio{})
+	cfg.From = "whatsapp:" + from
+	h.run(cfg)
+	h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: "to whatsapp"})
+	h.publish(contract.Event{Kind: contract.KindNotice, User: bob, Text: "to sms"})
+	msgs := h.api.WaitMessages(t, 2, 5*time.Second)
+	slices.SortFunc(msgs, func(a, b twiliotest.Message) int { return strings.Compare(a.To, b.To) })
+	if m := msgs[0]; m.To != "+"+bob.ID || m.From != from {
+		t.Errorf("sms: from %q to %q; want from %q", m.From, m.To, from)
+	}
+	if m := msgs[1]; m.To != "whatsapp:+"+alice.ID || m.From != "whatsapp:"+from {
+		t.Errorf("whatsapp: from %q to %q; want from %q", m.From, m.To, "whatsapp:"+from)
+	}
+}
+
 func TestImagesOnePerMessage(t *testing.T) {
 	h := start(t, egress.Twilio{})
 	images := []contract.Image{{ID: "a1", ContentType: "image/jpeg", Size: 10}, {ID: "a2", ContentType: "image/png", Size: 10}, {ID: "a3", ContentType: "image/jpeg", Size: 10}}

@@ -64,7 +64,7 @@ func (t *Twilio) validate() error {
 		return errors.New("twilio: ALLOWED_PHONE_NUMBERS is empty, so nobody could use textslash; list the E.164 numbers that may")
 	}
 	for i, n := range t.Allowed {
-		n = strings.TrimPrefix(strings.TrimSpace(n), "whatsapp:")
+		n, _ = contract.TwilioNumber(strings.TrimSpace(n))
 		if _, err := contract.PhoneUser(contract.ChannelSMS, n); err != nil {
 			return fmt.Errorf("twilio: ALLOWED_PHONE_NUMBERS: %q is not an E.164 number like +15551234567", t.Allowed[i])
 		}
@@ -116,7 +116,7 @@ func (i *Ingress) twilioWebhook(w http.ResponseWriter, r *http.Request) {
 	from := form.Get("From")
 	ctx, log := i.traced(r)
 	log = log.With().Str("sid", sid).Logger()
-	u, err := twilioUser(from)
+	u, err := contract.TwilioUser(from)
 	if err != nil {
 		// Signed by Twilio but from a sender we cannot answer (another
 		// channel's address): tell Twilio it was handled.
@@ -235,7 +235,7 @@ func (i *Ingress) twilioStatus(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "missing MessageSid or MessageStatus", http.StatusBadRequest)
 		return
 	}
-	u, err := twilioUser(form.Get("To"))
+	u, err := contract.TwilioUser(form.Get("To"))
 	if err != nil {
 		i.log.Warn().Str("sid", sid).Str("to", form.Get("To")).Msg("twilio status for an unsupported recipient; ignored")
 		twiml(w)
@@ -254,15 +254,6 @@ func (i *Ingress) twilioStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	l.Str("user", u.Key()).Str("sid", sid).Str("status", status).Int("code", code).Msg("twilio delivery status")
 	twiml(w)
-}
-
-// twilioUser is the user behind a Twilio address: "whatsapp:+1…" on
-// WhatsApp, "+1…" on SMS.
-func twilioUser(addr string) (contract.User, error) {
-	if strings.HasPrefix(addr, "whatsapp:") {
-		return contract.PhoneUser(contract.ChannelWhatsApp, addr)
-	}
-	return contract.PhoneUser(contract.ChannelSMS, addr)
 }
 
 func (i *Ingress) allowed(u contract.User) bool {
