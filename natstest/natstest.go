@@ -1,5 +1,7 @@
 // Package natstest starts real embedded NATS servers with JetStream for
-// tests. It is imported by tests only.
+// tests, and holds the helpers every module's tests share: waiting for a
+// condition (CheckFor) or that one holds (HoldsUntil), and skipping for
+// want of a tool (Missing). It is imported by tests only.
 package natstest
 
 import (

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/textslash/textslash/natstest"
 )
 
 // nodeScript runs one call of the twilio package, reading its arguments as
@@ -68,11 +70,11 @@ func runNode(t testing.TB, args map[string]any, result any) {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		missing(t, "node: %v", err)
+		natstest.Missing(t, "node: %v", err)
 	}
 	modules := nodeModules(t)
 	if _, err := os.Stat(filepath.Join(modules, "twilio", "package.json")); err != nil {
-		missing(t, "twilio npm package: %v", err)
+		natstest.Missing(t, "twilio npm package: %v", err)
 	}
 	in, err := json.Marshal(args)
 	if err != nil {

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/textslash/textslash/natstest"
 )
 
 // messagesSpec is Twilio's OpenAPI description (twilio-oai, API v2010)
@@ -49,7 +51,7 @@ func StartPrism(t testing.TB) string {
 		err = errors.New("not an executable file")
 	}
 	if err != nil {
-		missing(t, "prism %s: %v", bin, err)
+		natstest.Missing(t, "prism %s: %v", bin, err)
 	}
 	spec := filepath.Join(t.TempDir(), "messages-openapi.json")
 	if err := os.WriteFile(spec, messagesSpec, 0o644); err != nil {

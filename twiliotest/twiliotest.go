@@ -26,7 +26,6 @@ import (
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -38,6 +37,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
+
+	"github.com/textslash/textslash/natstest"
 )
 
 // Sign is the X-Twilio-Signature Twilio sends with a form POST to fullURL
@@ -196,36 +197,9 @@ func nodeModules(t testing.TB) string {
 	if dir := os.Getenv("TEXTSLASH_TEST_NODE_MODULES"); dir != "" {
 		return dir
 	}
-	root, err := repoRoot()
+	root, err := natstest.RepoRoot()
 	if err != nil {
-		missing(t, "node_modules: %v", err)
+		natstest.Missing(t, "node_modules: %v", err)
 	}
 	return filepath.Join(root, "testdata", "npm", "node_modules")
-}
-
-func missing(t testing.TB, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...) + " (scripts/test installs it)"
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
-// repoRoot walks up from the working directory to the one holding go.work.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.work above the working directory")
-		}
-		dir = parent
-	}
 }

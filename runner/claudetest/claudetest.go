@@ -32,6 +32,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/textslash/textslash/natstest"
 )
 
 // Turn is one scripted answer of the model to the main conversation.
@@ -487,9 +489,9 @@ func Binary(t testing.TB) string {
 	t.Helper()
 	bin := os.Getenv("TEXTSLASH_TEST_CLAUDE_BIN")
 	if bin == "" {
-		root, err := repoRoot()
+		root, err := natstest.RepoRoot()
 		if err != nil {
-			missing(t, "claude CLI: %v", err)
+			natstest.Missing(t, "claude CLI: %v", err)
 		}
 		bin = filepath.Join(root, "testdata", "npm", "node_modules", ".bin", "claude")
 	}
@@ -498,7 +500,7 @@ func Binary(t testing.TB) string {
 		err = errors.New("not an executable file")
 	}
 	if err != nil {
-		missing(t, "claude CLI %s: %v", bin, err)
+		natstest.Missing(t, "claude CLI %s: %v", bin, err)
 	}
 	return bin
 }
@@ -518,34 +520,7 @@ func AgentUser(t testing.TB) string {
 		name = "textslash-agent"
 	}
 	if _, err := user.Lookup(name); err != nil {
-		missing(t, "agent user: %v", err)
+		natstest.Missing(t, "agent user: %v", err)
 	}
 	return name
-}
-
-func missing(t testing.TB, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...) + " (scripts/test installs it)"
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
-// repoRoot walks up from the working directory to the one holding go.work.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.work above the working directory")
-		}
-		dir = parent
-	}
 }
