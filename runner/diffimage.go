@@ -16,11 +16,12 @@ import (
 // diffImageLines is how many lines of a diff its image shows.
 const diffImageLines = 400
 
-// diffImage draws a diff as a phone-sized image, stores it and publishes
-// its image event.
+// diffImage draws a diff as an image a phone's width and as tall as the
+// diff (a short one is not padded to the screen's height), stores it and
+// publishes its image event.
 func (r *Runner) diffImage(ctx context.Context, log zerolog.Logger, job contract.Job, diff string) (contract.Image, error) {
 	page := "data:text/html;charset=utf-8;base64," + base64.StdEncoding.EncodeToString([]byte(diffHTML(diff, diffImageLines)))
-	s, err := r.shots.browser.Capture(ctx, shot.Options{URL: page, FullPage: true, MaxBytes: screenshotMaxBytes, Profile: job.User.Key()})
+	s, err := r.shots.browser.Capture(ctx, shot.Options{URL: page, FullPage: true, FitContent: true, MaxBytes: screenshotMaxBytes, Profile: job.User.Key()})
 	if err != nil {
 		return contract.Image{}, err
 	}
@@ -49,7 +50,7 @@ func diffHTML(diff string, maxLines int) string {
 	var b strings.Builder
 	b.WriteString(`<!doctype html><meta charset=utf-8><meta name=viewport content="width=device-width">
 <style>
-body{margin:0;background:#fff;color:#1f2328;font:12px/1.45 "DejaVu Sans Mono","Liberation Mono",ui-monospace,monospace}
+body{margin:0;padding-bottom:8px;background:#fff;color:#1f2328;font:12px/1.45 "DejaVu Sans Mono","Liberation Mono",ui-monospace,monospace}
 div{white-space:pre-wrap;overflow-wrap:anywhere;tab-size:4;padding:0 8px 0 20px;text-indent:-12px;min-height:1.45em}
 .f{background:#f6f8fa;font-weight:bold;border-top:1px solid #d0d7de;border-bottom:1px solid #d0d7de;padding:6px 8px;text-indent:0;margin-top:8px}
 .h{background:#ddf4ff;color:#0550ae}

@@ -99,4 +99,10 @@ printf 'one\nTWO\n' > a.txt && printf 'new\n' > b.txt && echo changed`)
 	if green < 500 || red < 200 {
 		t.Errorf("%d green and %d red samples; want the added lines green and the removed red", green, red)
 	}
+	// Eight short lines: the image is as tall as they are, with a small
+	// margin, not the phone's whole screen (844 CSS pixels, drawn at
+	// device scale 2) padded with white.
+	if b.Dy() >= 844 {
+		t.Errorf("%d×%d image; want it cropped to the diff's few lines (under 844 pixels high)", b.Dx(), b.Dy())
+	}
 }

@@ -101,6 +101,10 @@ type Options struct {
 	// the viewport is shrunk to fit it, one longer than 16,384 CSS pixels is
 	// cut (Shot.Truncated).
 	FullPage bool
+	// FitContent, with FullPage: the image is as tall as the page's
+	// content (its root element), where a full page is at least as tall
+	// as the viewport, a short page padded below with its background.
+	FitContent bool
 	// MaxBytes is the ceiling for the JPEG; default DefaultMaxBytes.
 	MaxBytes int
 	// Profile names whose shot this is (a person): shots of different
@@ -510,11 +514,10 @@ func shootTab(tab context.Context, o Options) (Shot, error) {
 	var clip *page.Viewport
 	truncated := false
 	if o.FullPage {
-		m, err := chromedp.Call(tab, page.GetLayoutMetrics, cdp.Empty{})
-		if err != nil {
-			return Shot{}, fmt.Errorf("page size: %w", err)
+		var err error
+		if clip, truncated, err = fullPageClip(tab, o.FitContent, float64(width), float64(height)); err != nil {
+			return Shot{}, err
 		}
-		clip, truncated = fullPage(m.CSSContentSize, float64(width), float64(height))
 	}
 	var first int
 	var sizes []int
@@ -549,10 +552,38 @@ func shootTab(tab context.Context, o Options) (Shot, error) {
 		ErrTooLarge, slices.Min(sizes), o.MaxBytes, sizes)
 }
 
+// contentHeight is the height of a page's content in CSS pixels: its root
+// element's, which (unlike the page's layout size) does not grow to the
+// viewport's.
+const contentHeight = "document.documentElement.getBoundingClientRect().height"
+
+// fullPageClip measures the page in the tab and returns the clip of its
+// full-page shot in a viewport of width×height (fullPage); with fit, the
+// page is as tall as its content, however short.
+func fullPageClip(tab context.Context, fit bool, width, height float64) (clip *page.Viewport, truncated bool, err error) {
+	m, err := chromedp.Call(tab, page.GetLayoutMetrics, cdp.Empty{})
+	if err != nil {
+		return nil, false, fmt.Errorf("page size: %w", err)
+	}
+	size := m.CSSContentSize
+	if fit && size != nil {
+		h, err := chromedp.Run(tab, chromedp.Evaluate[float64](contentHeight))
+		if err != nil {
+			return nil, false, fmt.Errorf("content height: %w", err)
+		}
+		fitted := *size
+		fitted.Height, size = max(math.Ceil(h), 1), &fitted
+		height = 1
+	}
+	clip, truncated = fullPage(size, width, height)
+	return clip, truncated, nil
+}
+
 // fullPage is the clip of a full-page shot of a page of the given size (CSS
-// pixels) in a viewport of width×height: a page wider than the viewport is
-// shrunk to its width, as a phone shows a page made for desktops, and the
-// image is cut at maxFullHeight; truncated says so.
+// pixels) in a viewport of width×height (height: the least the shot
+// takes): a page wider than the viewport is shrunk to its width, as a
+// phone shows a page made for desktops, and the image is cut at
+// maxFullHeight; truncated says so.
 func fullPage(size *dom.Rect, width, height float64) (clip *page.Viewport, truncated bool) {
 	w, h := width, height
 	if size != nil {

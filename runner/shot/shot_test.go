@@ -157,23 +157,30 @@ func TestCaptureFullPage(t *testing.T) {
 		name      string
 		path      string
 		maxBytes  int
-		cssHeight int // of the image, at scale 1
+		cssHeight int // of the image, at scale 1; 0: the simple page's content, well under the viewport's
 		truncated bool
+		fit       bool
 	}{
-		{"12,000 px", "/tall", 0, 12000, false},
-		{"12,000 px, 1 MB", "/tall", 1_000_000, 12000, false},
-		{"61,000 px, 980 wide", "/huge", 0, maxFullHeight, true},
-		{"shorter than the viewport", "/", 0, mobileHeight, false},
+		{"12,000 px", "/tall", 0, 12000, false, false},
+		{"12,000 px, 1 MB", "/tall", 1_000_000, 12000, false, false},
+		{"61,000 px, 980 wide", "/huge", 0, maxFullHeight, true, false},
+		{"shorter than the viewport", "/", 0, mobileHeight, false, false},
+		{"12,000 px, fitted", "/tall", 0, 12000, false, true},
+		{"shorter than the viewport, fitted", "/", 0, 0, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			s, err := b.Capture(t.Context(), Options{URL: srv.URL + tc.path, FullPage: true, MaxBytes: tc.maxBytes})
+			s, err := b.Capture(t.Context(), Options{URL: srv.URL + tc.path, FullPage: true, FitContent: tc.fit, MaxBytes: tc.maxBytes})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("%d×%d q%d scale %g: %d bytes in %v", s.Width, s.Height, s.Quality, s.Scale, len(s.JPEG), time.Since(start))
 			m := checkJPEG(t, s, orDefault(tc.maxBytes, DefaultMaxBytes))
-			if want := int(float64(tc.cssHeight) * s.Scale); s.Height < want-2 || s.Height > want {
+			if tc.cssHeight == 0 {
+				if css := float64(s.Height) / s.Scale; css < 80 || css > 300 {
+					t.Errorf("got height %d at scale %g; want the content's, 80 to 300 CSS pixels", s.Height, s.Scale)
+				}
+			} else if want := int(float64(tc.cssHeight) * s.Scale); s.Height < want-2 || s.Height > want {
 				t.Errorf("got height %d at scale %g; want %d", s.Height, s.Scale, want)
 			}
 			if want := int(mobileWidth * s.Scale); s.Width != want {
