@@ -218,9 +218,5 @@ func MediaPath(img Image) string {
 	if !IsImage(img.ContentType) {
 		return "/files/" + img.ID + "/" + SafeName(img.Name)
 	}
-	ext := ".jpeg"
-	if img.ContentType == "image/png" {
-		ext = ".png"
-	}
-	return "/images/" + img.ID + ext
+	return "/images/" + img.ID + ImageExt(img.ContentType)
 }

@@ -23,7 +23,7 @@ import (
 // unguessable id, with its Content-Type as an object header, and describes
 // it for an image event. Width and height are the caller's to fill in.
 func PutImage(ctx context.Context, store jetstream.ObjectStore, contentType string, data []byte) (Image, error) {
-	if contentType != "image/jpeg" && contentType != "image/png" {
+	if !IsImage(contentType) {
 		return Image{}, fmt.Errorf("%w: content type %q", ErrInvalidPayload, contentType)
 	}
 	if got := http.DetectContentType(data); got != contentType {
@@ -59,10 +59,26 @@ func PutFile(ctx context.Context, store jetstream.ObjectStore, contentType, name
 	return f, nil
 }
 
+// The content types of images: what every channel shows as an image.
+// Other files are documents.
+const (
+	ImageJPEG = "image/jpeg"
+	ImagePNG  = "image/png"
+)
+
 // IsImage reports whether contentType is an image every channel shows as
-// one: JPEG or PNG. Other files are documents.
+// one: JPEG or PNG (ImageJPEG, ImagePNG). Other files are documents.
 func IsImage(contentType string) bool {
-	return contentType == "image/jpeg" || contentType == "image/png"
+	return contentType == ImageJPEG || contentType == ImagePNG
+}
+
+// ImageExt is the extension an image's file name ends with: ".png" for a
+// PNG, ".jpeg" for a JPEG (and anything else named as an image).
+func ImageExt(contentType string) string {
+	if contentType == ImagePNG {
+		return ".png"
+	}
+	return ".jpeg"
 }
 
 // SafeName is name made safe for a file in a workspace, a URL path and a

@@ -299,11 +299,7 @@ func imageName(i int, img contract.Image) string {
 	if img.Name != "" {
 		return contract.SafeName(img.Name)
 	}
-	ext := ".jpeg"
-	if img.ContentType == "image/png" {
-		ext = ".png"
-	}
-	return fmt.Sprintf("screenshot-%d%s", i+1, ext)
+	return fmt.Sprintf("screenshot-%d%s", i+1, contract.ImageExt(img.ContentType))
 }
 
 // errNoStatus: the database lacks the configured status property.
