@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,6 +129,34 @@ func TestWebChatInBrowser(t *testing.T) {
 	// A copy outside the test's directories, to look at afterwards.
 	if err := os.WriteFile(filepath.Join(os.TempDir(), "webchat.png"), png, 0o644); err != nil {
 		t.Logf("copy the screenshot: %v", err)
+	}
+}
+
+// A notice of several lines (help's list of keywords) shows in the web
+// chat line by line, as the dispatcher wrote it, not run into one paragraph.
+func TestWebChatNoticeKeepsLinesInBrowser(t *testing.T) {
+	ctx := browser(t, 60*time.Second) // first: skips without Chromium
+	inst := startServe(t, "TEXTSLASH_AGENT=shell")
+
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(inst.URL+"/"),
+		chromedp.WaitVisible(chromedp.ID("input")),
+		chromedp.SendKeys(chromedp.ID("input"), "help"),
+		chromedp.Click(chromedp.ID("send")),
+	); err != nil {
+		t.Fatalf("open the page and send help: %v", err)
+	}
+	const noticeHas = `(want) => [...document.querySelectorAll('#messages .notice')].some(e => e.innerText.includes(want))`
+	waitPage(ctx, t, noticeHas, "Keywords:", "help's notice")
+	// innerText is the text as rendered: collapsed white space has no
+	// line breaks left in it.
+	lines, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll('#messages .notice')].find(e => e.innerText.includes('Keywords:')).innerText.split('\n')`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(lines, "Keywords:") || len(lines) < 5 {
+		t.Errorf("help's notice renders as %d lines %q; want its own lines, `Keywords:` one of them", len(lines), lines)
 	}
 }
 
