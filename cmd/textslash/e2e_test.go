@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -218,14 +219,30 @@ func TestServeRejectsBadInput(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("no session: status %d; want 401", resp.StatusCode)
 	}
-	for _, path := range []string{"/media/nope", "/media/..%2fetc%2fpasswd", "/media/abc.gif"} {
-		resp, err := http.Get(inst.URL + path)
+	// Media links: each answer is one only the media handler gives (its
+	// status and its words), so a probe that missed the route would fail.
+	for _, tc := range []struct {
+		path string
+		want int
+		says string
+	}{
+		{"/images/nope", http.StatusBadRequest, "bad image name"},
+		{"/images/..%2fetc%2fpasswd", http.StatusBadRequest, "bad image name"},
+		{"/images/abc.gif", http.StatusBadRequest, "bad image name"},
+		{"/images/0123456789abcdef.jpeg", http.StatusForbidden, "image link invalid or expired"},
+		{"/images/0123456789abcdef.jpeg?e=9999999999&s=AAAAAAAAAAAAAAAAAAAAAA", http.StatusForbidden, "image link invalid or expired"},
+		{"/files/nope/a.txt", http.StatusBadRequest, "bad file name"},
+		{"/files/0123456789abcdef/a%20b%22.txt", http.StatusBadRequest, "bad file name"},
+		{"/files/0123456789abcdef/a.txt", http.StatusForbidden, "file link invalid or expired"},
+	} {
+		resp, err := http.Get(inst.URL + tc.path)
 		if err != nil {
 			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusNotFound {
-			t.Errorf("GET %s: status %d; want 400 or 404", path, resp.StatusCode)
+		if resp.StatusCode != tc.want || !strings.Contains(string(body), tc.says) {
+			t.Errorf("GET %s: %d %q; want %d %q", tc.path, resp.StatusCode, body, tc.want, tc.says)
 		}
 	}
 }
