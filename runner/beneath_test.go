@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/textslash/textslash/runner/shot"
+	"github.com/textslash/textslash/runner/pageshot"
 )
 
 // victimDir is a directory only root may enter, holding a file: what a
@@ -175,7 +175,7 @@ func TestPendingChangesFIFO(t *testing.T) {
 // A PNG claiming 10000×10000 pixels (100 MP: 800 MB decoded at 16 bits)
 // is refused from its header, never decoded.
 func TestCompressRefusesHugeImage(t *testing.T) {
-	if _, err := shot.Compress(pngHeader(10000, 10000), 0); !errors.Is(err, shot.ErrTooManyPixels) {
+	if _, err := pageshot.Compress(pngHeader(10000, 10000), 0); !errors.Is(err, pageshot.ErrTooManyPixels) {
 		t.Errorf("100 MP PNG: error %v; want ErrTooManyPixels", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/runner/shot"
+	"github.com/textslash/textslash/runner/pageshot"
 )
 
 // diffImageLines is how many lines of a diff its image shows.
@@ -21,7 +21,7 @@ const diffImageLines = 400
 // publishes its image event.
 func (r *Runner) diffImage(ctx context.Context, log zerolog.Logger, job contract.Job, diff string) (contract.Image, error) {
 	page := "data:text/html;charset=utf-8;base64," + base64.StdEncoding.EncodeToString([]byte(diffHTML(diff, diffImageLines)))
-	s, err := r.shots.browser.Capture(ctx, shot.Options{URL: page, FullPage: true, FitContent: true, MaxBytes: screenshotMaxBytes, Profile: job.User.Key()})
+	s, err := r.shots.browser.Capture(ctx, pageshot.Options{URL: page, FullPage: true, FitContent: true, MaxBytes: screenshotMaxBytes, Profile: job.User.Key()})
 	if err != nil {
 		return contract.Image{}, err
 	}

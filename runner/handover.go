@@ -14,7 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/runner/shot"
+	"github.com/textslash/textslash/runner/pageshot"
 )
 
 // DropDir is where, inside a workspace, an agent may drop images for the
@@ -26,7 +26,7 @@ const (
 	screenshotMaxFile = 32 << 20
 	// screenshotMaxBytes is the ceiling of a stored image: it fits every
 	// channel (MMS takes 1 MB, WhatsApp 5 MB).
-	screenshotMaxBytes = shot.DefaultMaxBytes
+	screenshotMaxBytes = pageshot.DefaultMaxBytes
 	// screenshotsPerRun caps the images one run may send.
 	screenshotsPerRun = 10
 )
@@ -190,9 +190,9 @@ func (r *Runner) storeScreenshot(ctx context.Context, dir, p string) (img contra
 	if err != nil {
 		return contract.Image{}, "", err
 	}
-	s, err := shot.Compress(data, screenshotMaxBytes)
-	if errors.Is(err, shot.ErrTooManyPixels) {
-		note = fmt.Sprintf("The image %s was not sent: it is larger than %d megapixels.", p, shot.MaxPixels/1_000_000)
+	s, err := pageshot.Compress(data, screenshotMaxBytes)
+	if errors.Is(err, pageshot.ErrTooManyPixels) {
+		note = fmt.Sprintf("The image %s was not sent: it is larger than %d megapixels.", p, pageshot.MaxPixels/1_000_000)
 	}
 	if err != nil {
 		return contract.Image{}, note, fmt.Errorf("compress: %w", err)

@@ -1,7 +1,7 @@
-// Package shot takes screenshots of web pages in a warm headless Chromium and
-// turns them, or images an agent saved, into JPEGs small enough to send to a
-// phone.
-package shot
+// Package pageshot takes screenshots of web pages in a warm headless
+// Chromium and turns them, or images an agent saved, into JPEGs small
+// enough to send to a phone.
+package pageshot
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package shot
+package pageshot
 
 import (
 	"bytes"

@@ -22,7 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/runner/shot"
+	"github.com/textslash/textslash/runner/pageshot"
 )
 
 // The variables that tell an agent's programs where the runner's screenshot
@@ -55,7 +55,7 @@ type ShotReply struct {
 // attach images to its reply, and only while it runs.
 type shotServer struct {
 	r       *Runner
-	browser *shot.Browser
+	browser *pageshot.Browser
 	url     string
 	srv     *http.Server
 
@@ -82,7 +82,7 @@ func (r *Runner) startShots(addr string) (*shotServer, error) {
 	}
 	s := &shotServer{
 		r:       r,
-		browser: shot.New(shot.Config{Bin: r.cfg.Chromium, NoSandbox: r.browserNoSandbox(), User: r.browserUser()}),
+		browser: pageshot.New(pageshot.Config{Bin: r.cfg.Chromium, NoSandbox: r.browserNoSandbox(), User: r.browserUser()}),
 		url:     "http://" + ln.Addr().String() + "/shot",
 		runs:    map[string]*shotRun{},
 	}
@@ -172,7 +172,7 @@ func (s *shotServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if err != nil {
 		log.Warn().Err(err).Dur("took", time.Since(start)).Msg("screenshot failed")
 		code := http.StatusBadGateway
-		if errors.Is(err, shot.ErrNoChromium) {
+		if errors.Is(err, pageshot.ErrNoChromium) {
 			code = http.StatusServiceUnavailable
 		}
 		fail(code, "%v", err)
@@ -210,9 +210,9 @@ func checkShotURL(raw string) error {
 }
 
 // capture takes the shot and stores it in the media bucket.
-func (r *Runner) capture(ctx context.Context, b *shot.Browser, sr ShotRequest, job contract.Job) (contract.Image, error) {
+func (r *Runner) capture(ctx context.Context, b *pageshot.Browser, sr ShotRequest, job contract.Job) (contract.Image, error) {
 	start := time.Now()
-	s, err := b.Capture(ctx, shot.Options{URL: sr.URL, Desktop: sr.Desktop, FullPage: sr.FullPage, MaxBytes: screenshotMaxBytes, Profile: job.User.Key()})
+	s, err := b.Capture(ctx, pageshot.Options{URL: sr.URL, Desktop: sr.Desktop, FullPage: sr.FullPage, MaxBytes: screenshotMaxBytes, Profile: job.User.Key()})
 	if err != nil {
 		shotSeconds.WithLabelValues("error").Observe(time.Since(start).Seconds())
 		return contract.Image{}, err
@@ -222,7 +222,7 @@ func (r *Runner) capture(ctx context.Context, b *shot.Browser, sr ShotRequest, j
 }
 
 // storeImage puts a JPEG in the media bucket.
-func (r *Runner) storeImage(ctx context.Context, s shot.Shot) (contract.Image, error) {
+func (r *Runner) storeImage(ctx context.Context, s pageshot.Shot) (contract.Image, error) {
 	store, err := r.js.ObjectStore(ctx, contract.BucketMedia)
 	if err != nil {
 		return contract.Image{}, fmt.Errorf("media store: %w", err)
