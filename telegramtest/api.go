@@ -22,6 +22,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/textslash/textslash/natstest"
 )
 
 // Token is the bot token the fake accepts.
@@ -135,16 +137,14 @@ func (a *API) Attempts() int {
 // WaitCalls waits until at least n calls were accepted and returns them.
 func (a *API) WaitCalls(t testing.TB, n int, timeout time.Duration) []Call {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if c := a.Calls(); len(c) >= n {
-			return c
+	var calls []Call
+	natstest.CheckFor(t, timeout, 5*time.Millisecond, func() error {
+		if calls = a.Calls(); len(calls) < n {
+			return fmt.Errorf("telegramtest: %d calls; want %d: %+v", len(calls), n, calls)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("telegramtest: %d calls in %v; want %d: %+v", len(a.Calls()), timeout, n, a.Calls())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
+	return calls
 }
 
 type reply struct {

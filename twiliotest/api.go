@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/textslash/textslash/natstest"
 )
 
 // Twilio error codes the fake answers with on its own. Any code can be
@@ -322,16 +324,14 @@ func (a *API) Callbacks() []Callback {
 // received.
 func (a *API) WaitMessages(t testing.TB, n int, timeout time.Duration) []Message {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if msgs := a.Messages(); len(msgs) >= n {
-			return msgs
+	var msgs []Message
+	natstest.CheckFor(t, timeout, 5*time.Millisecond, func() error {
+		if msgs = a.Messages(); len(msgs) < n {
+			return fmt.Errorf("twiliotest: %d messages accepted; want %d\n%s", len(msgs), n, a.dump())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("twiliotest: %d messages accepted in %s; want %d\n%s", len(a.Messages()), timeout, n, a.dump())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
+	return msgs
 }
 
 // dump lists the create requests received, one a line.

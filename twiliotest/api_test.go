@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/twiliotest"
 	"github.com/twilio/twilio-go"
 	"github.com/twilio/twilio-go/client"
@@ -277,19 +278,17 @@ func newCallbackSink(t *testing.T, token string) *callbackSink {
 // wait returns the callbacks once there are n.
 func (s *callbackSink) wait(n int) []url.Values {
 	s.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var got []url.Values
+	natstest.CheckFor(s.t, 5*time.Second, 5*time.Millisecond, func() error {
 		s.mu.Lock()
-		got := slices.Clone(s.got)
+		got = slices.Clone(s.got)
 		s.mu.Unlock()
-		if len(got) >= n {
-			return got
+		if len(got) < n {
+			return fmt.Errorf("%d status callbacks; want %d: %v", len(got), n, got)
 		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%d status callbacks in 5s; want %d: %v", len(got), n, got)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
+	return got
 }
 
 func TestAPIStatusCallbacks(t *testing.T) {
@@ -332,9 +331,12 @@ func TestAPIStatusCallbacks(t *testing.T) {
 	}
 	// The fake records a callback once its POST returned, just after the
 	// sink saw it.
-	for deadline := time.Now().Add(5 * time.Second); len(a.Callbacks()) < 5 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	natstest.CheckFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+		if n := len(a.Callbacks()); n < 5 {
+			return fmt.Errorf("Callbacks() has %d; want 5", n)
+		}
+		return nil
+	})
 	if n := len(a.Callbacks()); n != 5 {
 		t.Errorf("Callbacks() has %d; want 5", n)
 	}
