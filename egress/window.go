@@ -368,8 +368,3 @@ func (p *pusher) windowed() bool {
 	}
 	return false
 }
-
-// sentKey is a slot's key in the egress bucket.
-func sentKey(u contract.User, s slot) string {
-	return "sent." + u.Key() + "." + strconv.FormatUint(s.seq, 10) + "." + s.part
-}

@@ -1,0 +1,167 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// errUndeliverable: the provider refused a message for good; the dead
+// letter is published and the event is done with.
+var errUndeliverable = errors.New("undeliverable")
+
+// sendOnce sends part i of an event unless an earlier delivery of the
+// event already did, retrying failures that may pass; then it waits for
+// the provider to report the message sent, if status reports are on. On a
+// channel with a reply window, a message refused outside it, or behind
+// one held, is held (errHeld).
+func (p *pusher) sendOnce(ctx context.Context, log zerolog.Logger, ch channel, it item, part int, m Message) error {
+	log = log.With().Str("kind", string(it.ev.Kind)).Str("job_id", it.ev.JobID).Int("part", part).Logger()
+	if ch.window != nil {
+		if err := p.heldBefore(ctx, log, ch, it, part, m); err != nil {
+			return err
+		}
+	}
+	err := p.sendKeyed(ctx, log, ch, it, slot{seq: it.seq, part: strconv.Itoa(part)}, m)
+	var closed closedWindow
+	if errors.As(err, &closed) {
+		return p.hold(ctx, log, ch, it, part, m, closed.attempts)
+	}
+	return err
+}
+
+// slot names one message egress sends: its key in the egress bucket,
+// sent.<user>.<seq>.<part>, and its dead letter's Nats-Msg-Id.
+type slot struct {
+	seq  uint64 // EVENTS sequence of the event that asked for it
+	part string
+}
+
+// sendKeyed sends m once for its slot: see sendOnce. A refusal outside
+// the channel's reply window is a closedWindow, with no dead letter.
+func (p *pusher) sendKeyed(ctx context.Context, log zerolog.Logger, ch channel, it item, s slot, m Message) error {
+	// The key holds the provider's id once sent; before the first try it
+	// is marked with the time, so that a crash between a send and its
+	// record can be told from a send never tried. Creating that mark is
+	// a first try's only operation; a mark already there (a redelivery)
+	// is read.
+	key := sentKey(it.ev.User, s)
+	_, err := p.kv.Create(ctx, key, []byte(triedMark+time.Now().UTC().Format(time.RFC3339Nano)))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		if sent, err := p.sentBefore(ctx, log, ch, it, key, m); err != nil || sent {
+			return err
+		}
+	} else if err != nil {
+		return fmt.Errorf("tried mark: %w", err)
+	}
+	var unanswered bool // the last try failed without the provider's answer
+	var tried time.Time
+	for attempt := 1; ; attempt++ {
+		if f, ok := ch.sender.(Finder); ok && unanswered {
+			// A try that timed out may still have been taken.
+			if id, err := f.Find(ctx, it.ev.User, m, tried); err == nil && id != "" {
+				log.Info().Str("provider_id", id).Msg("a try that got no answer was sent; not sending again")
+				_, _ = p.kv.Put(ctx, key, []byte(id))
+				return nil
+			}
+		}
+		var wait <-chan delivery
+		tried = time.Now()
+		id, err := ch.sender.Send(ctx, it.ev.User, m)
+		if err == nil {
+			if p.sent != nil && ch.waitSent {
+				wait = p.sent.expect(id)
+			}
+			if _, err := p.kv.Put(ctx, key, []byte(id)); err != nil {
+				log.Warn().Err(err).Str("provider_id", id).Msg("sent mark not stored; a redelivery would send again")
+			}
+			messagesOut.WithLabelValues(it.ev.User.Channel, string(it.ev.Kind)).Inc()
+			log.Info().Str("provider_id", id).Int("body_len", len(m.Body)).Int("media", len(m.Media)).Int("attempt", attempt).Msg("sent")
+			if wait != nil {
+				d := p.sent.await(ctx, log, it.msg, id, wait)
+				if ch.window != nil && d.code == ch.window.closed && (d.status == "failed" || d.status == "undelivered") {
+					sendErrors.WithLabelValues(it.ev.User.Channel, strconv.Itoa(d.code)).Inc()
+					return closedWindow{attempts: attempt}
+				}
+			}
+			return nil
+		}
+		var se *SendError
+		if !errors.As(err, &se) {
+			se = &SendError{Err: err}
+		}
+		unanswered = se.Status == 0 && se.Code == 0
+		sendErrors.WithLabelValues(it.ev.User.Channel, strconv.Itoa(se.Code)).Inc()
+		l := log.With().Err(se.Err).Int("code", se.Code).Int("status", se.Status).Int("attempt", attempt).Logger()
+		if hint := explainTwilio(se.Code); hint != "" {
+			l = l.With().Str("hint", hint).Logger()
+		}
+		if ch.window != nil && se.Code == ch.window.closed {
+			return closedWindow{attempts: attempt}
+		}
+		if se.Permanent || attempt >= p.retry.Attempts {
+			l.Error().Msg("message not delivered; dead letter published")
+			dead := contract.Event{Kind: contract.KindUndelivered, User: it.ev.User, JobID: it.ev.JobID,
+				Text: m.Body, Code: se.Code, Attempts: attempt}
+			if err := contract.PublishEvent(ctx, p.js, dead, contract.MsgID(it.ev.User, strconv.FormatUint(s.seq, 10), "undelivered", s.part)); err != nil {
+				return err
+			}
+			return errUndeliverable
+		}
+		d := max(p.retry.delay(attempt), se.RetryAfter)
+		l.Warn().Dur("retry_in", d).Msg("send failed; will retry")
+		if err := sleep(ctx, it.msg, d); err != nil {
+			return err
+		}
+	}
+}
+
+// sentBefore reads the mark at key of a message sent again (a redelivery)
+// and reports whether it was sent, or held, before: a mark of a try that
+// the provider has no record of is not.
+func (p *pusher) sentBefore(ctx context.Context, log zerolog.Logger, ch channel, it item, key string, m Message) (bool, error) {
+	e, err := p.kv.Get(ctx, key)
+	if err != nil {
+		return false, fmt.Errorf("sent mark: %w", err)
+	}
+	if string(e.Value()) == heldMark {
+		return true, nil // held for the person, and sent or still held
+	}
+	at, tried := strings.CutPrefix(string(e.Value()), triedMark)
+	if !tried {
+		return true, nil
+	}
+	if f, ok := ch.sender.(Finder); ok {
+		since, _ := time.Parse(time.RFC3339Nano, at)
+		id, err := f.Find(ctx, it.ev.User, m, since)
+		if err != nil {
+			return false, fmt.Errorf("look for an unrecorded send: %w", err)
+		}
+		if id != "" {
+			log.Info().Str("provider_id", id).Msg("sent before a restart; not sending again")
+			if _, err := p.kv.Put(ctx, key, []byte(id)); err != nil {
+				return false, fmt.Errorf("sent mark: %w", err)
+			}
+			return true, nil
+		}
+	}
+	log.Info().Str("tried_at", at).Msg("tried before a restart and not known to the provider; sending")
+	return false, nil
+}
+
+// triedMark starts the value of a send's key until the provider's id
+// replaces it.
+const triedMark = "tried "
+
+// sentKey is a slot's key in the egress bucket.
+func sentKey(u contract.User, s slot) string {
+	return "sent." + u.Key() + "." + strconv.FormatUint(s.seq, 10) + "." + s.part
+}

@@ -1,0 +1,58 @@
+package egress
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// Retry bounds the tries of a send that failed for a reason that may pass.
+type Retry struct {
+	Attempts int           // tries in all; default 6
+	Base     time.Duration // first delay, doubled each time, with jitter; default 1s
+	Max      time.Duration // longest delay; default 30s
+}
+
+func (r Retry) withDefaults() Retry {
+	if r.Attempts <= 0 {
+		r.Attempts = 6
+	}
+	if r.Base <= 0 {
+		r.Base = time.Second
+	}
+	if r.Max <= 0 {
+		r.Max = 30 * time.Second
+	}
+	return r
+}
+
+// delay before try n+1: exponential with full jitter in its upper half.
+func (r Retry) delay(n int) time.Duration {
+	d := r.Base << min(n-1, 20)
+	if d > r.Max || d <= 0 {
+		d = r.Max
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// sleep waits d, keeping msg alive in JetStream meanwhile.
+func sleep(ctx context.Context, msg jetstream.Msg, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	tick := time.NewTicker(contract.EgressAckWait / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		case <-tick.C:
+			_ = msg.InProgress()
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package egress
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// sentWaiter matches delivery reports to the messages waiting for them.
+type sentWaiter struct {
+	timeout time.Duration
+	mu      sync.Mutex
+	waiting map[string]chan delivery // by provider id
+	early   map[string]early         // reports that came before their waiter
+}
+
+// delivery is the provider's final report on a message: its status and
+// error code.
+type delivery struct {
+	status string
+	code   int
+}
+
+type early struct {
+	delivery
+	at time.Time
+}
+
+func newSentWaiter(timeout time.Duration) *sentWaiter {
+	return &sentWaiter{timeout: timeout, waiting: map[string]chan delivery{}, early: map[string]early{}}
+}
+
+// final reports whether a status ends the wait: the message left the
+// provider, or never will.
+func final(status string) bool {
+	switch status {
+	case "sent", "delivered", "read", "failed", "undelivered", "canceled":
+		return true
+	}
+	return false
+}
+
+func (s *sentWaiter) expect(id string) <-chan delivery {
+	c := make(chan delivery, 1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.early[id]; ok {
+		delete(s.early, id)
+		c <- e.delivery
+		return c
+	}
+	s.waiting[id] = c
+	return c
+}
+
+func (s *sentWaiter) report(id, status string, code int) {
+	if !final(status) {
+		return
+	}
+	d := delivery{status: status, code: code}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.waiting[id]; ok {
+		delete(s.waiting, id)
+		c <- d
+		return
+	}
+	now := time.Now()
+	if len(s.early) > 1000 {
+		for k, e := range s.early {
+			if now.Sub(e.at) > time.Minute {
+				delete(s.early, k)
+			}
+		}
+	}
+	s.early[id] = early{delivery: d, at: now}
+}
+
+// await waits for the provider's report on message id and returns it;
+// zero when none came in time.
+func (s *sentWaiter) await(ctx context.Context, log zerolog.Logger, msg jetstream.Msg, id string, c <-chan delivery) delivery {
+	t := time.NewTimer(s.timeout)
+	defer t.Stop()
+	tick := time.NewTicker(contract.EgressAckWait / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case d := <-c:
+			if d.status == "failed" || d.status == "undelivered" {
+				l := log.Warn().Str("provider_id", id).Str("status", d.status).Int("code", d.code)
+				if hint := explainTwilio(d.code); hint != "" {
+					l = l.Str("hint", hint)
+				}
+				l.Msg("provider could not deliver the message")
+			}
+			return d
+		case <-t.C:
+			s.mu.Lock()
+			delete(s.waiting, id)
+			s.mu.Unlock()
+			log.Warn().Str("provider_id", id).Dur("waited", s.timeout).Msg("no status callback in time; sending on (is PUBLIC_URL reachable by Twilio?)")
+			return delivery{}
+		case <-tick.C:
+			_ = msg.InProgress()
+		case <-ctx.Done():
+			return delivery{}
+		}
+	}
+}
