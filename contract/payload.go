@@ -295,8 +295,9 @@ type UserState struct {
 	// so that a message redelivered after its run is recognised and not
 	// run again.
 	Finished []string `json:"finished,omitempty"`
-	// Question is the number of the running job's question that waits
-	// for the person's answer (awaiting_permission).
+	// Question is the number of the running job's last question: the one
+	// waiting for the person's answer (awaiting_permission), or the last
+	// one answered (working).
 	Question int `json:"question,omitempty"`
 	// Mode is the person's permission mode ("" until they choose one: the
 	// deployment's default); Usual is the mode "go" carries a plan out in,
@@ -320,6 +321,12 @@ type UserState struct {
 	Parked map[string]string `json:"parked,omitempty"`
 	// Branches: each message runs on a branch of its own (Job.Worktree).
 	Branches bool `json:"branches,omitempty"`
+}
+
+// Running reports whether a job runs in s: working, or waiting for the
+// person's answer to its question.
+func (s UserState) Running() bool {
+	return s.State == StateWorking || s.State == StateAwaitingPermission
 }
 
 // FinishedKept is how many finished job ids a UserState remembers.

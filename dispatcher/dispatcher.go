@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -251,7 +252,7 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 		if needsHead(st, input) {
 			// Only a done of the running job ends it; any other input that
 			// looks at the queue while a job runs may repeat its start.
-			keepCurrent := running(st.State) && (input.Kind != fsm.Done || input.ID != st.JobID)
+			keepCurrent := st.Running() && (input.Kind != fsm.Done || input.ID != st.JobID)
 			if mem == nil || !mem.empty {
 				if head, err = d.head(ctx, u, st, keepCurrent); err != nil {
 					return err
@@ -262,12 +263,8 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 			}
 			empty = head == nil
 		}
-		snap, effects := fsm.Step(snapshot(st), input)
-		next := contract.UserState{State: snap.State, JobID: snap.Job, NewSession: snap.NewSession,
-			Action: snap.Action, JobNewSession: snap.JobNewSession, JobMode: snap.JobMode, Question: snap.Question,
-			Mode: snap.Mode, Usual: snap.Usual, Steer: snap.Steer, Zone: snap.Zone, Since: st.Since, Queued: st.Queued, Finished: st.Finished,
-			Project: snap.Project, JobProject: snap.JobProject, Parked: snap.Parked.Map(), Branches: snap.Branches}
-		if running(st.State) && (!running(snap.State) || snap.Job != st.JobID) {
+		next, effects := fsm.Step(st, input)
+		if st.Running() && (!next.Running() || next.JobID != st.JobID) {
 			next.Finished = appendFinished(st.Finished, st.JobID) // ended or cancelled
 		}
 		if input.Kind == fsm.Done && input.ID != "" && input.ID != st.JobID && !slices.Contains(next.Finished, input.ID) {
@@ -298,7 +295,7 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 		if empty {
 			d.known.emptyAt(u, rev)
 		}
-		return d.carryOut(ctx, log, u, input, in, head, st, next, rev, effects)
+		return d.carryOut(ctx, &step{u: u, log: log, input: input, in: in, head: head, before: st, now: next, rev: rev, effects: effects})
 	}
 }
 
@@ -337,19 +334,6 @@ func conflict(err error) bool {
 	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
 }
 
-// snapshot is the machine's view of a user's state.
-func snapshot(st contract.UserState) fsm.Snapshot {
-	return fsm.Snapshot{State: st.State, Job: st.JobID, NewSession: st.NewSession, Action: st.Action,
-		JobNewSession: st.JobNewSession, JobMode: st.JobMode, Question: st.Question,
-		Mode: st.Mode, Usual: st.Usual, Steer: st.Steer, Zone: st.Zone,
-		Project: st.Project, JobProject: st.JobProject, Parked: fsm.ParkedOf(st.Parked), Branches: st.Branches}
-}
-
-// running reports whether a job runs in state (maybe waiting for an answer).
-func running(state string) bool {
-	return state == contract.StateWorking || state == contract.StateAwaitingPermission
-}
-
 // needsHead reports whether the machine needs the queue's head for input.
 func needsHead(st contract.UserState, input fsm.Input) bool {
 	idle := st.State == contract.StateIdle || st.State == ""
@@ -367,91 +351,127 @@ func needsHead(st contract.UserState, input fsm.Input) bool {
 	return true
 }
 
-func changed(a, b contract.UserState) bool {
-	return snapshot(a) != snapshot(b) || !slices.Equal(a.Finished, b.Finished)
+// changed reports whether a step changed the user's state: the machine
+// keeps what it leaves alone as it is (no map or slice made anew).
+func changed(before, now contract.UserState) bool {
+	return !reflect.DeepEqual(before, now)
 }
 
-// carryOut performs the machine's effects in order.
-func (d *Dispatcher) carryOut(ctx context.Context, log zerolog.Logger, u contract.User, input fsm.Input, in *contract.Inbound,
-	head *queued, before, now contract.UserState, rev uint64, effects []fsm.Effect) error {
-	ref := "in" // with the input's id, what its notices are deduplicated by
-	switch input.Kind {
+// step is one input taken in: the input and the inbound message behind
+// it (in, if any), the queue's head the machine saw (if any), the user's
+// state before and now (stored at rev), and the effects to carry out.
+type step struct {
+	u       contract.User
+	log     zerolog.Logger
+	input   fsm.Input
+	in      *contract.Inbound
+	head    *queued
+	before  contract.UserState
+	now     contract.UserState
+	rev     uint64
+	effects []fsm.Effect
+}
+
+// ref is what the notice of effect i is deduplicated by, with the
+// input's id.
+func (s *step) ref(i int) string {
+	ref := "in"
+	switch s.input.Kind {
 	case fsm.Done:
 		ref = "done"
 	case fsm.Timeout:
 		ref = "timeout"
 	case fsm.Kick:
-		ref = "kick:" + input.QueueHead
+		ref = "kick:" + s.input.QueueHead
 	}
+	return ref + ":" + fmt.Sprint(i)
+}
+
+// carryOut performs the machine's effects in order.
+func (d *Dispatcher) carryOut(ctx context.Context, s *step) error {
 	kick := false
-	for i, e := range effects {
-		var err error
-		switch e.Kind {
-		case fsm.Start:
-			err = d.start(ctx, log, u, e, in, head, now.Branches)
-		case fsm.Enqueue:
-			var queued bool
-			if queued, err = d.enqueue(ctx, log, u, in); queued && err == nil {
-				// Write the state again at the revision this decision was
-				// made on. If that fails, the user moved meanwhile — maybe
-				// a run ended without seeing this message — so look again.
-				now.Queued = in.ID
-				if _, err = d.save(ctx, u, now, rev); conflict(err) {
-					kick, err = true, nil
-				}
-			}
-		case fsm.Notice:
-			text := e.Text
-			switch text {
-			case fsm.MsgTimedOut:
-				text = fmt.Sprintf("No answer to the approval request in %s, so I stopped waiting. The changes stay in your workspace, uncommitted.",
-					humanDuration(d.cfg.ApprovalTimeout))
-			case fsm.MsgQuestionTimedOut:
-				text = fmt.Sprintf("No answer in %s, so Claude was told no.", humanDuration(d.cfg.PermissionTimeout))
-			}
-			err = d.notice(ctx, u, input.ID, ref+":"+fmt.Sprint(i), text)
-		case fsm.ClearQueue:
-			if err = d.queue.Purge(ctx, jetstream.WithPurgeSubject(contract.QueueSubject(u))); err != nil {
-				err = fmt.Errorf("clear queue: %w", err)
-			}
-		case fsm.CancelRun:
-			log.Info().Str("cancel", e.ID).Msg("cancelling run")
-			err = d.js.Conn().PublishMsg(contract.NewMsg(ctx, contract.CancelSubject(u), []byte(e.ID)))
-		case fsm.ScheduleTimeout:
-			err = d.scheduleTimeout(ctx, u, e.ID, e.Question)
-		case fsm.CancelTimeout:
-			subject := contract.ApprovalScheduleSubject(u)
-			if e.Question > 0 {
-				subject = contract.PermissionScheduleSubject(u)
-			}
-			if err = d.timers.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
-				err = fmt.Errorf("cancel timeout: %w", err)
-			}
-		case fsm.Answer:
-			log.Info().Int("question", e.Question).Str("answer", e.Answer).Msg("question answered")
-			err = contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindAnswer, User: u, JobID: e.ID,
-				Question: e.Question, Answer: e.Answer, Text: e.Text}, contract.MsgID(u, e.ID, "answer", fmt.Sprint(e.Question)))
-		case fsm.SteerRun:
-			log.Info().Str("steer", input.ID).Int("len", len(e.Text)).Msg("message added to the run")
-			err = contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindSteer, User: u, JobID: e.ID, Text: e.Text},
-				contract.MsgID(u, e.ID, "steer", input.ID))
-		case fsm.ReportStatus, fsm.ReportCost, fsm.AddSchedule, fsm.ListSchedules, fsm.RemoveSchedule, fsm.Admin, fsm.ListProjects:
-			var text string
-			if text, err = d.reply(ctx, u, before, input.ID, e); err == nil {
-				err = d.notice(ctx, u, input.ID, ref+":"+fmt.Sprint(i), text)
-			}
-		case fsm.NextPage:
-			err = contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindMore, User: u, JobID: input.ID},
-				contract.MsgID(u, input.ID, "more"))
-		}
+	for i, e := range s.effects {
+		again, err := d.effect(ctx, s, i, e)
 		if err != nil {
 			return err
 		}
+		kick = kick || again
 	}
 	if kick {
-		return d.apply(ctx, u, fsm.Input{Kind: fsm.Kick}, nil)
+		return d.apply(ctx, s.u, fsm.Input{Kind: fsm.Kick}, nil)
 	}
 	return nil
+}
+
+// effect performs effect e, the i-th of step s. kick: the user must be
+// looked at again once the step is done.
+func (d *Dispatcher) effect(ctx context.Context, s *step, i int, e fsm.Effect) (kick bool, err error) {
+	u, id := s.u, s.input.ID
+	switch e.Kind {
+	case fsm.Start:
+		err = d.start(ctx, s.log, u, e, s.in, s.head, s.now.Branches)
+	case fsm.Enqueue:
+		return d.queueBehind(ctx, s)
+	case fsm.Notice:
+		err = d.notice(ctx, u, id, s.ref(i), e.Text)
+	case fsm.TimedOut:
+		err = d.notice(ctx, u, id, s.ref(i), d.timedOut(e.Question))
+	case fsm.ClearQueue:
+		if err = d.queue.Purge(ctx, jetstream.WithPurgeSubject(contract.QueueSubject(u))); err != nil {
+			err = fmt.Errorf("clear queue: %w", err)
+		}
+	case fsm.CancelRun:
+		s.log.Info().Str("cancel", e.ID).Msg("cancelling run")
+		err = d.js.Conn().PublishMsg(contract.NewMsg(ctx, contract.CancelSubject(u), []byte(e.ID)))
+	case fsm.ScheduleTimeout:
+		err = d.scheduleTimeout(ctx, u, e.ID, e.Question, s.rev)
+	case fsm.CancelTimeout:
+		err = d.cancelTimeout(ctx, u, e.Question)
+	case fsm.Answer:
+		s.log.Info().Int("question", e.Question).Str("answer", e.Answer).Msg("question answered")
+		err = contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindAnswer, User: u, JobID: e.ID,
+			Question: e.Question, Answer: e.Answer, Text: e.Text}, contract.MsgID(u, e.ID, "answer", fmt.Sprint(e.Question)))
+	case fsm.SteerRun:
+		s.log.Info().Str("steer", id).Int("len", len(e.Text)).Msg("message added to the run")
+		err = contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindSteer, User: u, JobID: e.ID, Text: e.Text},
+			contract.MsgID(u, e.ID, "steer", id))
+	case fsm.ReportStatus, fsm.ReportCost, fsm.AddSchedule, fsm.ListSchedules, fsm.RemoveSchedule, fsm.Admin, fsm.ListProjects:
+		var text string
+		if text, err = d.reply(ctx, u, s.before, id, e); err == nil {
+			err = d.notice(ctx, u, id, s.ref(i), text)
+		}
+	case fsm.NextPage:
+		err = contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindMore, User: u, JobID: id},
+			contract.MsgID(u, id, "more"))
+	}
+	return false, err
+}
+
+// queueBehind puts step s's message in the queue, behind the run, and
+// reports a kick when the user must be looked at again.
+func (d *Dispatcher) queueBehind(ctx context.Context, s *step) (kick bool, err error) {
+	queued, err := d.enqueue(ctx, s.log, s.u, s.in)
+	if !queued || err != nil {
+		return false, err
+	}
+	// Write the state again at the revision this decision was made on. If
+	// that fails, the user moved meanwhile — maybe a run ended without
+	// seeing this message — so look again.
+	s.now.Queued = s.in.ID
+	if _, err = d.save(ctx, s.u, s.now, s.rev); conflict(err) {
+		return true, nil
+	}
+	return false, err
+}
+
+// timedOut is what the person is told when nobody answered in time: the
+// approval request (question 0), or a question.
+func (d *Dispatcher) timedOut(question int) string {
+	if question > 0 {
+		return fmt.Sprintf("No answer in %s, so Claude was told no.", humanDuration(d.cfg.PermissionTimeout))
+	}
+	return fmt.Sprintf("No answer to the approval request in %s, so I stopped waiting. The changes stay in your workspace, uncommitted.",
+		humanDuration(d.cfg.ApprovalTimeout))
 }
 
 // reply is the answer to a keyword that asks something of the dispatcher
@@ -578,8 +598,11 @@ func (d *Dispatcher) mode(m string) string {
 
 // scheduleTimeout arms the timeout of a job's approval request (question
 // 0) or of its permission question as a message schedule; it survives
-// restarts because the stream holds it.
-func (d *Dispatcher) scheduleTimeout(ctx context.Context, u contract.User, jobID string, question int) error {
+// restarts because the stream holds it. rev is the revision of the state
+// that armed it: the same job may arm the same timeout again (changes
+// parked by use and brought back), and only a repeat of this publish may
+// be deduplicated.
+func (d *Dispatcher) scheduleTimeout(ctx context.Context, u contract.User, jobID string, question int, rev uint64) error {
 	t := contract.Timer{User: u, JobID: jobID}
 	subject, after := contract.ApprovalScheduleSubject(u), d.cfg.ApprovalTimeout
 	if question > 0 {
@@ -593,9 +616,23 @@ func (d *Dispatcher) scheduleTimeout(ctx context.Context, u contract.User, jobID
 	// Schedules are kept to the second: round up, never fire early. The
 	// server copies the trace header onto the message that fires.
 	at := time.Now().Add(after).Truncate(time.Second).Add(time.Second)
-	if _, err := d.js.PublishMsg(ctx, contract.NewMsg(ctx, subject, data),
+	msgID := contract.MsgID(u, jobID, "timeout", fmt.Sprint(question), fmt.Sprint(rev))
+	if _, err := contract.Publish(ctx, d.js, subject, data, msgID,
 		jetstream.WithScheduleAt(at), jetstream.WithScheduleTarget(contract.ApprovalExpiredSubject(u))); err != nil {
 		return fmt.Errorf("schedule timeout: %w", err)
+	}
+	return nil
+}
+
+// cancelTimeout disarms the timeout of the approval request (question 0)
+// or of the permission question.
+func (d *Dispatcher) cancelTimeout(ctx context.Context, u contract.User, question int) error {
+	subject := contract.ApprovalScheduleSubject(u)
+	if question > 0 {
+		subject = contract.PermissionScheduleSubject(u)
+	}
+	if err := d.timers.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+		return fmt.Errorf("cancel timeout: %w", err)
 	}
 	return nil
 }

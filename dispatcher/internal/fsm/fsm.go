@@ -1,6 +1,8 @@
 // Package fsm is the per-user state machine of the dispatcher, without any
 // I/O: given a user's state and one input it returns the next state and
-// the effects the dispatcher must carry out, in order.
+// the effects the dispatcher must carry out, in order. The state is the
+// dispatcher's record of the user, contract.UserState, in its states
+// (contract.StateIdle, …):
 //
 //	idle ──message──▶ working ──done──▶ idle (or the next queued message)
 //	                     │ done with changes
@@ -17,37 +19,12 @@ package fsm
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
-)
 
-// States.
-const (
-	Idle             = "idle"
-	Working          = "working"
-	AwaitingApproval = "awaiting_approval"
-	// AwaitingPermission: the running job waits for the person's answer
-	// to a question (Snapshot.Question).
-	AwaitingPermission = "awaiting_permission"
-)
-
-// running reports whether a job runs in state (it may be waiting for an
-// answer).
-func running(state string) bool { return state == Working || state == AwaitingPermission }
-
-// Permission modes (contract.ModeAuto, ModeAsk, ModePlan).
-const (
-	ModeAuto = "auto"
-	ModeAsk  = "ask"
-	ModePlan = "plan"
-)
-
-// Answers to a question (contract.AnswerAllow, AnswerAlways, AnswerDeny).
-const (
-	AnswerAllow  = "allow"
-	AnswerAlways = "always"
-	AnswerDeny   = "deny"
+	"github.com/textslash/textslash/contract"
 )
 
 // Keywords a person may send as their whole message (any case, trimmed).
@@ -88,10 +65,6 @@ const (
 	// "branches on": each message runs on a branch of its own.
 	Branches = "branches"
 )
-
-// DefaultProject names the workspace every person starts with
-// (contract.DefaultProject); snapshots write it as "".
-const DefaultProject = "default"
 
 var keywords = []string{Cancel, Approve, Reject, Status, More, New, Help, Go, Cost, Schedules, Pair, People, Projects}
 
@@ -150,16 +123,16 @@ func ParseAnswer(text string) (answer, reason string) {
 	switch word {
 	case "yes", "y", "ok", "okay", "allow", "sure":
 		if rest == "" {
-			return AnswerAllow, ""
+			return contract.AnswerAllow, ""
 		}
 	case "always":
 		if rest == "" {
-			return AnswerAlways, ""
+			return contract.AnswerAlways, ""
 		}
 	case "no", "n", "deny", "nope":
-		return AnswerDeny, rest
+		return contract.AnswerDeny, rest
 	}
-	return AnswerDeny, t
+	return contract.AnswerDeny, t
 }
 
 // Texts the dispatcher sends on its own.
@@ -174,15 +147,12 @@ const (
 	MsgStillWorking  = "Nothing is waiting for your approval yet: the agent is still working. Reply cancel to stop it."
 	MsgApproving     = "Approved. Committing the changes…"
 	MsgRejecting     = "Rejected. Discarding the changes…"
-	MsgTimedOut      = "No answer to the approval request in time, so I stopped waiting. The changes stay in your workspace, uncommitted."
 	MsgNewSession    = "OK: your next message starts a new session."
 	MsgAllowed       = "Allowed. Claude goes on."
 	MsgAlways        = "Allowed, and I won't ask again for that in this session."
 	MsgDenied        = "Denied. Claude was told no."
 	MsgDeniedReason  = "Denied. Claude was told: "
 	MsgAnswerFirst   = "Claude is waiting for your answer to its question: reply yes, no or always (or cancel)."
-	// MsgQuestionTimedOut is reworded by the dispatcher with its timeout.
-	MsgQuestionTimedOut = "No answer in time, so Claude was told no."
 	// DeniedNoAnswer is what the agent is told when nobody answered.
 	DeniedNoAnswer = "The person did not answer in time, so this was not allowed."
 	MsgSteered     = "Added to the current run: Claude sees it at its next step."
@@ -240,51 +210,20 @@ Keywords:
 When Claude asks, reply yes, no (no, <what to do instead>) or always.`
 )
 
-// Snapshot is one user's state.
-type Snapshot struct {
-	State string
-	// Job is the running job (working) or the one whose changes await
-	// approval (awaiting_approval).
-	Job string
-	// NewSession: the next job starts a fresh agent session.
-	NewSession bool
-	// Action and JobNewSession are how Job was started (while working), so
-	// that a start cut short by a crash is repeated exactly.
-	Action        string
-	JobNewSession bool
-	JobMode       string
-	// Question is the running job's last question: the one awaiting an
-	// answer (awaiting_permission), or the last one answered (working).
-	Question int
-	// The person's settings: their permission mode, the mode go carries a
-	// plan out in, and whether messages sent while working steer the run.
-	Mode  string
-	Usual string
-	Steer bool
-	// Zone is the person's time zone for schedules ("" : the server's).
-	Zone string
-	// Project is the person's current project ("": the default), where
-	// their messages run; JobProject is the running job's.
-	Project    string
-	JobProject string
-	// Parked are the jobs whose changes await approval in projects other
-	// than the current one.
-	Parked Parked
-	// Branches: each message runs on a branch of its own.
-	Branches bool
-}
-
-// settings is s's person settings alone: what survives every transition.
-func (s Snapshot) settings() Snapshot {
-	return Snapshot{NewSession: s.NewSession, Mode: s.Mode, Usual: s.Usual, Steer: s.Steer, Zone: s.Zone,
+// settings is s with nothing running: the person's settings, and the
+// dispatcher's own bookkeeping (V, Since, Queued, Finished), which the
+// machine leaves as they are. What survives every transition.
+func settings(s contract.UserState) contract.UserState {
+	return contract.UserState{V: s.V, Since: s.Since, Queued: s.Queued, Finished: s.Finished,
+		NewSession: s.NewSession, Mode: s.Mode, Usual: s.Usual, Steer: s.Steer, Zone: s.Zone,
 		Project: s.Project, Parked: s.Parked, Branches: s.Branches}
 }
 
 // working is s running the job e starts. A message's job uses up the
 // request for a new session.
-func (s Snapshot) working(e Effect) Snapshot {
-	n := s.settings()
-	n.State, n.Job, n.Action, n.JobNewSession, n.JobMode, n.JobProject = Working, e.ID, e.Action, e.NewSession, e.Mode, e.Project
+func working(s contract.UserState, e Effect) contract.UserState {
+	n := settings(s)
+	n.State, n.JobID, n.Action, n.JobNewSession, n.JobMode, n.JobProject = contract.StateWorking, e.ID, e.Action, e.NewSession, e.Mode, e.Project
 	if e.Action == "" {
 		n.NewSession = false
 	}
@@ -292,9 +231,9 @@ func (s Snapshot) working(e Effect) Snapshot {
 }
 
 // idle is s with nothing running.
-func (s Snapshot) idle() Snapshot {
-	n := s.settings()
-	n.State = Idle
+func idle(s contract.UserState) contract.UserState {
+	n := settings(s)
+	n.State = contract.StateIdle
 	return n
 }
 
@@ -382,6 +321,10 @@ const (
 	Admin
 	// ListProjects sends the person their projects.
 	ListProjects
+	// TimedOut tells the person that nobody answered in time: the approval
+	// request of job ID (Question 0), or its question Question. The
+	// dispatcher words it, with its timeouts.
+	TimedOut
 )
 
 // Effect is one thing to do.
@@ -394,12 +337,12 @@ type Effect struct {
 	Project    string // Start: the project the job runs in ("": the default)
 	Dequeue    bool   // Start
 	Text       string // Notice, SteerRun; Answer: what the agent is told
-	Question   int    // Answer; ScheduleTimeout, CancelTimeout: 0 for the approval timeout
+	Question   int    // Answer; ScheduleTimeout, CancelTimeout, TimedOut: 0 for the approval timeout
 	Answer     string // Answer
 }
 
 // Step is the whole state machine.
-func Step(s Snapshot, in Input) (Snapshot, []Effect) {
+func Step(s contract.UserState, in Input) (contract.UserState, []Effect) {
 	switch in.Kind {
 	case Message:
 		return message(s, in)
@@ -413,35 +356,35 @@ func Step(s Snapshot, in Input) (Snapshot, []Effect) {
 		if in.Question > 0 {
 			return questionTimeout(s, in)
 		}
-		if s.State != AwaitingApproval || s.Job != in.ID {
+		if s.State != contract.StateAwaitingApproval || s.JobID != in.ID {
 			return s, nil // a timeout of an approval already answered
 		}
-		next, eff := startNext(s.idle(), in.QueueHead)
-		return next, append([]Effect{{Kind: Notice, Text: MsgTimedOut}}, eff...)
+		next, eff := startNext(idle(s), in.QueueHead)
+		return next, append([]Effect{{Kind: TimedOut, ID: s.JobID}}, eff...)
 	case Kick:
-		if s.State == Idle {
+		if s.State == contract.StateIdle {
 			return startNext(s, in.QueueHead)
 		}
 	}
 	return s, nil
 }
 
-func message(s Snapshot, in Input) (Snapshot, []Effect) {
+func message(s contract.UserState, in Input) (contract.UserState, []Effect) {
 	switch {
-	case running(s.State) && s.Job == in.ID:
+	case s.Running() && s.JobID == in.ID:
 		// The same message again: its start may have been cut short.
 		return restart(s)
-	case s.State == AwaitingApproval && s.Job == in.ID:
+	case s.State == contract.StateAwaitingApproval && s.JobID == in.ID:
 		return s, nil // it ran; its changes await approval
-	case s.State == AwaitingPermission && !in.Scheduled && !in.Media:
+	case s.State == contract.StateAwaitingPermission && !in.Scheduled && !in.Media:
 		// A voice note or a file is no answer: it waits its turn.
 		return answer(s, in)
-	case s.State == Working && s.Steer && !in.Media && !in.Scheduled:
-		return s, []Effect{{Kind: SteerRun, ID: s.Job, Text: in.Text}, {Kind: Notice, Text: MsgSteered}}
-	case s.State == Idle && in.QueueHead == "":
+	case s.State == contract.StateWorking && s.Steer && !in.Media && !in.Scheduled:
+		return s, []Effect{{Kind: SteerRun, ID: s.JobID, Text: in.Text}, {Kind: Notice, Text: MsgSteered}}
+	case s.State == contract.StateIdle && in.QueueHead == "":
 		e := Effect{Kind: Start, ID: in.ID, NewSession: s.NewSession, Mode: s.Mode, Project: s.Project}
-		return s.working(e), []Effect{e}
-	case s.State == Idle:
+		return working(s, e), []Effect{e}
+	case s.State == contract.StateIdle:
 		// Earlier messages wait (their start was cut short): this one goes
 		// behind them, and the oldest starts.
 		next, eff := startNext(s, in.QueueHead)
@@ -451,156 +394,234 @@ func message(s Snapshot, in Input) (Snapshot, []Effect) {
 	}
 }
 
+// asMessage is in, a keyword that turns out to be a message like any other.
+func asMessage(in Input) Input {
+	return Input{Kind: Message, ID: in.ID, Text: in.Text, QueueHead: in.QueueHead}
+}
+
 // answer is the person's answer to the question the running job waits on.
-func answer(s Snapshot, in Input) (Snapshot, []Effect) {
+func answer(s contract.UserState, in Input) (contract.UserState, []Effect) {
 	a, reason := ParseAnswer(in.Text)
 	text, told := MsgAllowed, ""
 	switch {
-	case a == AnswerAlways:
+	case a == contract.AnswerAlways:
 		text = MsgAlways
-	case a == AnswerDeny && reason == "":
+	case a == contract.AnswerDeny && reason == "":
 		text, told = MsgDenied, "The person said no."
-	case a == AnswerDeny:
+	case a == contract.AnswerDeny:
 		text, told = MsgDeniedReason+reason, reason
 	}
 	next := s
-	next.State = Working
-	return next, []Effect{{Kind: CancelTimeout, ID: s.Job, Question: s.Question},
-		{Kind: Answer, ID: s.Job, Question: s.Question, Answer: a, Text: told}, {Kind: Notice, Text: text}}
+	next.State = contract.StateWorking
+	return next, []Effect{{Kind: CancelTimeout, ID: s.JobID, Question: s.Question},
+		{Kind: Answer, ID: s.JobID, Question: s.Question, Answer: a, Text: told}, {Kind: Notice, Text: text}}
 }
 
 // question: the running job asks the person.
-func question(s Snapshot, in Input) (Snapshot, []Effect) {
-	if s.State != Working || s.Job != in.ID || in.Question <= s.Question {
+func question(s contract.UserState, in Input) (contract.UserState, []Effect) {
+	if s.State != contract.StateWorking || s.JobID != in.ID || in.Question <= s.Question {
 		return s, nil // asked before, or the run is over
 	}
 	next := s
-	next.State, next.Question = AwaitingPermission, in.Question
-	return next, []Effect{{Kind: ScheduleTimeout, ID: s.Job, Question: in.Question}}
+	next.State, next.Question = contract.StateAwaitingPermission, in.Question
+	return next, []Effect{{Kind: ScheduleTimeout, ID: s.JobID, Question: in.Question}}
 }
 
 // questionTimeout: nobody answered question in.Question of job in.ID.
-func questionTimeout(s Snapshot, in Input) (Snapshot, []Effect) {
-	if s.State != AwaitingPermission || s.Job != in.ID || s.Question != in.Question {
+func questionTimeout(s contract.UserState, in Input) (contract.UserState, []Effect) {
+	if s.State != contract.StateAwaitingPermission || s.JobID != in.ID || s.Question != in.Question {
 		return s, nil // answered, or the run is over
 	}
 	next := s
-	next.State = Working
-	return next, []Effect{{Kind: Answer, ID: s.Job, Question: s.Question, Answer: AnswerDeny, Text: DeniedNoAnswer},
-		{Kind: Notice, Text: MsgQuestionTimedOut}}
+	next.State = contract.StateWorking
+	return next, []Effect{{Kind: Answer, ID: s.JobID, Question: s.Question, Answer: contract.AnswerDeny, Text: DeniedNoAnswer},
+		{Kind: TimedOut, ID: s.JobID, Question: s.Question}}
 }
 
-func keyword(s Snapshot, in Input) (Snapshot, []Effect) {
-	switch in.Keyword {
-	case Help:
-		return s, []Effect{{Kind: Notice, Text: MsgHelp}}
-	case Status:
-		return s, []Effect{{Kind: ReportStatus}}
-	case Cost:
-		return s, []Effect{{Kind: ReportCost}}
-	case At, Every:
-		return s, []Effect{{Kind: AddSchedule, Action: in.Keyword, Text: in.Arg}}
-	case Schedules:
-		return s, []Effect{{Kind: ListSchedules}}
-	case Pair, People, Revoke:
-		return s, []Effect{{Kind: Admin, Action: in.Keyword, Text: in.Arg}}
-	case Unschedule:
-		return s, []Effect{{Kind: RemoveSchedule, Text: in.Arg}}
-	case Projects, Use, Clone, Branches:
-		return projectKeyword(s, in)
-	case Zone:
-		if _, err := time.LoadLocation(in.Arg); err != nil || in.Arg == "Local" {
-			return s, []Effect{{Kind: Notice, Text: MsgZoneUsage}}
-		}
-		s.Zone = in.Arg
-		return s, []Effect{{Kind: Notice, Text: MsgZone + in.Arg + "."}}
-	case More:
-		return s, []Effect{{Kind: NextPage}}
-	case New:
-		s.NewSession = true
-		return s, []Effect{{Kind: Notice, Text: MsgNewSession}}
-	case Mode:
-		return mode(s, in.Arg)
-	case Steer:
-		switch in.Arg {
-		case "on":
-			s.Steer = true
-			return s, []Effect{{Kind: Notice, Text: MsgSteerOn}}
-		case "off":
-			s.Steer = false
-			return s, []Effect{{Kind: Notice, Text: MsgSteerOff}}
-		}
-		return s, []Effect{{Kind: Notice, Text: MsgSteerUsage}}
-	case Btw:
-		if running(s.State) {
-			return s, []Effect{{Kind: SteerRun, ID: s.Job, Text: in.Arg}, {Kind: Notice, Text: MsgSteered}}
-		}
-		// Nothing to add it to: it is a message like any other.
-		return message(s, Input{Kind: Message, ID: in.ID, Text: in.Text, QueueHead: in.QueueHead})
-	case Go:
-		if s.Mode != ModePlan {
-			return message(s, Input{Kind: Message, ID: in.ID, Text: in.Text, QueueHead: in.QueueHead})
-		}
-		switch {
-		case running(s.State) && s.Job == in.ID:
-			return restart(s)
-		case s.State != Idle:
-			return s, []Effect{{Kind: Notice, Text: MsgGoWorking}}
-		}
-		// The plan's session goes on, whatever new said.
-		e := Effect{Kind: Start, ID: in.ID, Action: Go, Mode: s.Usual, Project: s.Project}
-		return s.working(e), []Effect{e}
-	case Cancel:
-		switch s.State {
-		case Working:
-			return s.idle(), []Effect{
-				{Kind: CancelRun, ID: s.Job}, {Kind: ClearQueue}, {Kind: Notice, Text: MsgCancelled}}
-		case AwaitingPermission:
-			return s.idle(), []Effect{{Kind: CancelTimeout, ID: s.Job, Question: s.Question},
-				{Kind: CancelRun, ID: s.Job}, {Kind: ClearQueue}, {Kind: Notice, Text: MsgCancelled}}
-		case AwaitingApproval:
-			return s.idle(), []Effect{
-				{Kind: CancelTimeout, ID: s.Job}, {Kind: ClearQueue}, {Kind: Notice, Text: MsgCancelledKept}}
-		}
-		return s, []Effect{{Kind: Notice, Text: MsgNothingToStop}}
-	case Approve, Reject:
-		if running(s.State) && s.Job == in.ID {
-			return restart(s) // the same answer again: its start may have been cut short
-		}
-		switch s.State {
-		case AwaitingApproval:
-			text, action := MsgApproving, Approve
-			if in.Keyword == Reject {
-				text, action = MsgRejecting, Reject
-			}
-			e := Effect{Kind: Start, ID: in.ID, Action: action, Project: s.Project}
-			return s.working(e), []Effect{{Kind: CancelTimeout, ID: s.Job}, {Kind: Notice, Text: text}, e}
-		case Working:
-			return s, []Effect{{Kind: Notice, Text: MsgStillWorking}}
-		case AwaitingPermission:
-			return s, []Effect{{Kind: Notice, Text: MsgAnswerFirst}}
-		}
-		return s, []Effect{{Kind: Notice, Text: MsgNoApproval}}
+// keywordStep is what a keyword does to a user.
+type keywordStep func(s contract.UserState, in Input) (contract.UserState, []Effect)
+
+// keywordSteps are the keywords, each with its step.
+var keywordSteps = map[string]keywordStep{
+	Help:       say(MsgHelp),
+	Status:     ask(ReportStatus),
+	Cost:       ask(ReportCost),
+	Schedules:  ask(ListSchedules),
+	More:       ask(NextPage),
+	Projects:   ask(ListProjects),
+	At:         askWith(AddSchedule),
+	Every:      askWith(AddSchedule),
+	Pair:       askWith(Admin),
+	People:     askWith(Admin),
+	Revoke:     askWith(Admin),
+	Unschedule: unschedule,
+	Zone:       zone,
+	New:        newSession,
+	Mode:       mode,
+	Steer:      steer,
+	Branches:   branches,
+	Btw:        btw,
+	Go:         goPlan,
+	Use:        use,
+	Clone:      clone,
+	Cancel:     cancel,
+	Approve:    approve,
+	Reject:     approve,
+}
+
+func keyword(s contract.UserState, in Input) (contract.UserState, []Effect) {
+	if step, ok := keywordSteps[in.Keyword]; ok {
+		return step(s, in)
 	}
 	return s, nil
 }
 
+// say is a keyword that sends the person text.
+func say(text string) keywordStep {
+	return func(s contract.UserState, _ Input) (contract.UserState, []Effect) {
+		return s, []Effect{{Kind: Notice, Text: text}}
+	}
+}
+
+// ask is a keyword that asks the dispatcher for kind.
+func ask(kind EffectKind) keywordStep {
+	return func(s contract.UserState, _ Input) (contract.UserState, []Effect) {
+		return s, []Effect{{Kind: kind}}
+	}
+}
+
+// askWith is a keyword that asks the dispatcher for kind, with the
+// keyword (Action) and its argument (Text).
+func askWith(kind EffectKind) keywordStep {
+	return func(s contract.UserState, in Input) (contract.UserState, []Effect) {
+		return s, []Effect{{Kind: kind, Action: in.Keyword, Text: in.Arg}}
+	}
+}
+
+func unschedule(s contract.UserState, in Input) (contract.UserState, []Effect) {
+	return s, []Effect{{Kind: RemoveSchedule, Text: in.Arg}}
+}
+
+// zone sets the person's time zone for schedules.
+func zone(s contract.UserState, in Input) (contract.UserState, []Effect) {
+	if _, err := time.LoadLocation(in.Arg); err != nil || in.Arg == "Local" {
+		return s, []Effect{{Kind: Notice, Text: MsgZoneUsage}}
+	}
+	s.Zone = in.Arg
+	return s, []Effect{{Kind: Notice, Text: MsgZone + in.Arg + "."}}
+}
+
+func newSession(s contract.UserState, _ Input) (contract.UserState, []Effect) {
+	s.NewSession = true
+	return s, []Effect{{Kind: Notice, Text: MsgNewSession}}
+}
+
 // mode sets the person's permission mode; it applies from their next run.
-func mode(s Snapshot, arg string) (Snapshot, []Effect) {
-	text := map[string]string{ModeAuto: MsgModeAuto, ModeAsk: MsgModeAsk, ModePlan: MsgModePlan}[arg]
+func mode(s contract.UserState, in Input) (contract.UserState, []Effect) {
+	arg := in.Arg
+	text := map[string]string{contract.ModeAuto: MsgModeAuto, contract.ModeAsk: MsgModeAsk, contract.ModePlan: MsgModePlan}[arg]
 	if text == "" {
 		return s, []Effect{{Kind: Notice, Text: MsgModeUsage}}
 	}
 	s.Mode = arg
-	if arg != ModePlan {
+	if arg != contract.ModePlan {
 		s.Usual = arg
 	}
 	return s, []Effect{{Kind: Notice, Text: text}}
 }
 
-func done(s Snapshot, in Input) (Snapshot, []Effect) {
-	if !running(s.State) || s.Job != in.ID {
-		if running(s.State) {
+// steer: "steer on" or "steer off".
+func steer(s contract.UserState, in Input) (contract.UserState, []Effect) {
+	eff := onOff(in.Arg, &s.Steer, MsgSteerOn, MsgSteerOff, MsgSteerUsage)
+	return s, eff
+}
+
+// branches: "branches on" or "branches off".
+func branches(s contract.UserState, in Input) (contract.UserState, []Effect) {
+	eff := onOff(in.Arg, &s.Branches, MsgBranchesOn, MsgBranchesOff, MsgBranchesUsage)
+	return s, eff
+}
+
+// onOff sets a setting of the person's, *to, as arg says (on or off) and
+// tells them; any other arg leaves it and is answered with usage.
+func onOff(arg string, to *bool, on, off, usage string) []Effect {
+	switch arg {
+	case "on":
+		*to = true
+		return []Effect{{Kind: Notice, Text: on}}
+	case "off":
+		*to = false
+		return []Effect{{Kind: Notice, Text: off}}
+	}
+	return []Effect{{Kind: Notice, Text: usage}}
+}
+
+// btw adds its text to the running job.
+func btw(s contract.UserState, in Input) (contract.UserState, []Effect) {
+	if s.Running() {
+		return s, []Effect{{Kind: SteerRun, ID: s.JobID, Text: in.Arg}, {Kind: Notice, Text: MsgSteered}}
+	}
+	// Nothing to add it to: it is a message like any other.
+	return message(s, asMessage(in))
+}
+
+// goPlan carries out the plan just made, for a person in plan mode.
+func goPlan(s contract.UserState, in Input) (contract.UserState, []Effect) {
+	if s.Mode != contract.ModePlan {
+		return message(s, asMessage(in))
+	}
+	switch {
+	case s.Running() && s.JobID == in.ID:
+		return restart(s)
+	case s.State != contract.StateIdle:
+		return s, []Effect{{Kind: Notice, Text: MsgGoWorking}}
+	}
+	// The plan's session goes on, whatever new said.
+	e := Effect{Kind: Start, ID: in.ID, Action: Go, Mode: s.Usual, Project: s.Project}
+	return working(s, e), []Effect{e}
+}
+
+// cancel stops the run and clears the queue, or ends the wait for an
+// approval (the changes stay).
+func cancel(s contract.UserState, _ Input) (contract.UserState, []Effect) {
+	switch s.State {
+	case contract.StateWorking:
+		return idle(s), []Effect{
+			{Kind: CancelRun, ID: s.JobID}, {Kind: ClearQueue}, {Kind: Notice, Text: MsgCancelled}}
+	case contract.StateAwaitingPermission:
+		return idle(s), []Effect{{Kind: CancelTimeout, ID: s.JobID, Question: s.Question},
+			{Kind: CancelRun, ID: s.JobID}, {Kind: ClearQueue}, {Kind: Notice, Text: MsgCancelled}}
+	case contract.StateAwaitingApproval:
+		return idle(s), []Effect{
+			{Kind: CancelTimeout, ID: s.JobID}, {Kind: ClearQueue}, {Kind: Notice, Text: MsgCancelledKept}}
+	}
+	return s, []Effect{{Kind: Notice, Text: MsgNothingToStop}}
+}
+
+// approve answers an approval request: approve or reject.
+func approve(s contract.UserState, in Input) (contract.UserState, []Effect) {
+	if s.Running() && s.JobID == in.ID {
+		return restart(s) // the same answer again: its start may have been cut short
+	}
+	switch s.State {
+	case contract.StateAwaitingApproval:
+		text, action := MsgApproving, Approve
+		if in.Keyword == Reject {
+			text, action = MsgRejecting, Reject
+		}
+		e := Effect{Kind: Start, ID: in.ID, Action: action, Project: s.Project}
+		return working(s, e), []Effect{{Kind: CancelTimeout, ID: s.JobID}, {Kind: Notice, Text: text}, e}
+	case contract.StateWorking:
+		return s, []Effect{{Kind: Notice, Text: MsgStillWorking}}
+	case contract.StateAwaitingPermission:
+		return s, []Effect{{Kind: Notice, Text: MsgAnswerFirst}}
+	}
+	return s, []Effect{{Kind: Notice, Text: MsgNoApproval}}
+}
+
+func done(s contract.UserState, in Input) (contract.UserState, []Effect) {
+	if !s.Running() || s.JobID != in.ID {
+		if s.Running() {
 			// The run that ended is not the current one: the current one's
 			// start may have been cut short after the state changed.
 			return restart(s)
@@ -608,100 +629,77 @@ func done(s Snapshot, in Input) (Snapshot, []Effect) {
 		return s, nil
 	}
 	var eff []Effect
-	if s.State == AwaitingPermission {
+	if s.State == contract.StateAwaitingPermission {
 		// The run ended while it asked (cancelled, or its runner died).
-		eff = append(eff, Effect{Kind: CancelTimeout, ID: s.Job, Question: s.Question})
+		eff = append(eff, Effect{Kind: CancelTimeout, ID: s.JobID, Question: s.Question})
 	}
 	if in.Approval && s.JobProject == s.Project {
-		next := s.settings()
-		next.State, next.Job = AwaitingApproval, s.Job
-		return next, append(eff, Effect{Kind: ScheduleTimeout, ID: s.Job})
+		next := settings(s)
+		next.State, next.JobID = contract.StateAwaitingApproval, s.JobID
+		return next, append(eff, Effect{Kind: ScheduleTimeout, ID: s.JobID})
 	}
-	next := s.idle()
+	next := idle(s)
 	if in.Approval {
 		// The person moved to another project while it ran: the changes
 		// wait in theirs, and the current project goes on.
-		from := ProjectName(s.JobProject)
-		next.Parked = next.Parked.With(from, s.Job)
+		from := contract.ProjectOf(s.JobProject)
+		next.Parked = parked(next.Parked, from, s.JobID)
 		eff = append(eff, Effect{Kind: Notice, Text: fmt.Sprintf(MsgParkedDone, from, from)})
 	}
 	next, more := settle(next, in.QueueHead)
 	return next, append(eff, more...)
 }
 
-// ProjectName is how a project is shown: its name, or DefaultProject.
-func ProjectName(p string) string {
-	if p == "" {
-		return DefaultProject
+// clone makes a job of its own, in its turn; never an answer nor an
+// addition to the run.
+func clone(s contract.UserState, in Input) (contract.UserState, []Effect) {
+	if in.Refusal != "" {
+		return s, []Effect{{Kind: Notice, Text: in.Refusal}}
 	}
-	return p
-}
-
-// projectKeyword: projects, use, clone and branches.
-func projectKeyword(s Snapshot, in Input) (Snapshot, []Effect) {
-	switch in.Keyword {
-	case Projects:
-		return s, []Effect{{Kind: ListProjects}}
-	case Use:
-		return use(s, in)
-	case Clone:
-		if in.Refusal != "" {
-			return s, []Effect{{Kind: Notice, Text: in.Refusal}}
-		}
-		// A job of its own, in its turn; never an answer nor an addition
-		// to the run.
-		return message(s, Input{Kind: Message, ID: in.ID, Text: in.Text, QueueHead: in.QueueHead, Scheduled: true})
-	}
-	switch in.Arg { // branches
-	case "on":
-		s.Branches = true
-		return s, []Effect{{Kind: Notice, Text: MsgBranchesOn}}
-	case "off":
-		s.Branches = false
-		return s, []Effect{{Kind: Notice, Text: MsgBranchesOff}}
-	}
-	return s, []Effect{{Kind: Notice, Text: MsgBranchesUsage}}
+	m := asMessage(in)
+	m.Scheduled = true
+	return message(s, m)
 }
 
 // use switches the person to the project in.Arg, when it is one of
 // theirs; otherwise "use …" is a message like any other. The changes
 // awaiting approval in the project left wait there (parked), and those
 // of the project entered come back.
-func use(s Snapshot, in Input) (Snapshot, []Effect) {
+func use(s contract.UserState, in Input) (contract.UserState, []Effect) {
 	if !in.Exists {
-		return message(s, Input{Kind: Message, ID: in.ID, Text: in.Text, QueueHead: in.QueueHead})
+		return message(s, asMessage(in))
 	}
 	to := in.Arg
-	if to == DefaultProject {
+	if to == contract.DefaultProject {
 		to = ""
 	}
-	from := ProjectName(s.Project)
+	from := contract.ProjectOf(s.Project)
 	notice := func(text string) []Effect { return []Effect{{Kind: Notice, Text: text}} }
 	switch {
 	case to == s.Project:
 		return s, notice(fmt.Sprintf(MsgUseAlready, from))
-	case s.State == AwaitingPermission:
+	case s.State == contract.StateAwaitingPermission:
 		return s, notice(MsgAnswerFirst)
-	case in.QueueHead != "" && in.QueueHead != s.Job:
+	case in.QueueHead != "" && in.QueueHead != s.JobID:
 		// Waiting messages run where the person was when they sent them.
 		return s, notice(fmt.Sprintf(MsgUseQueued, from, in.Arg))
 	}
 	next := s
-	text := fmt.Sprintf(MsgUse, ProjectName(to))
+	text := fmt.Sprintf(MsgUse, contract.ProjectOf(to))
 	var eff []Effect
 	switch s.State {
-	case AwaitingApproval:
-		next = s.idle()
-		next.Parked = next.Parked.With(from, s.Job)
-		eff = append(eff, Effect{Kind: CancelTimeout, ID: s.Job})
+	case contract.StateAwaitingApproval:
+		next = idle(s)
+		next.Parked = parked(next.Parked, from, s.JobID)
+		eff = append(eff, Effect{Kind: CancelTimeout, ID: s.JobID})
 		text += fmt.Sprintf(MsgUseParked, from, from)
-	case Working:
+	case contract.StateWorking:
 		text += fmt.Sprintf(MsgUseRunning, from)
 	}
 	// A new session asked for applies where it was asked.
 	next.Project, next.NewSession = to, false
 	eff = append(eff, Effect{Kind: Notice, Text: text})
-	if next.State == Idle {
+	if next.State == contract.StateIdle {
 		var more []Effect
 		next, more = settle(next, "")
 		eff = append(eff, more...)
@@ -711,83 +709,49 @@ func use(s Snapshot, in Input) (Snapshot, []Effect) {
 
 // settle readies an idle user: the changes parked in the current project
 // await approval again, or the oldest waiting message starts.
-func settle(s Snapshot, head string) (Snapshot, []Effect) {
-	name := ProjectName(s.Project)
-	job := s.Parked.Get(name)
+func settle(s contract.UserState, head string) (contract.UserState, []Effect) {
+	name := contract.ProjectOf(s.Project)
+	job := s.Parked[name]
 	if job == "" {
 		return startNext(s, head)
 	}
-	next := s.idle()
-	next.Parked = s.Parked.With(name, "")
-	next.State, next.Job = AwaitingApproval, job
+	next := idle(s)
+	next.Parked = parked(s.Parked, name, "")
+	next.State, next.JobID = contract.StateAwaitingApproval, job
 	return next, []Effect{{Kind: ScheduleTimeout, ID: job}, {Kind: Notice, Text: fmt.Sprintf(MsgUnparked, name)}}
 }
 
 // restart repeats the start of the running job exactly. Starting is
 // idempotent (the broker drops a second copy), so this only matters when
 // the first start was cut short.
-func restart(s Snapshot) (Snapshot, []Effect) {
-	return s, []Effect{{Kind: Start, ID: s.Job, Action: s.Action, NewSession: s.JobNewSession, Mode: s.JobMode,
+func restart(s contract.UserState) (contract.UserState, []Effect) {
+	return s, []Effect{{Kind: Start, ID: s.JobID, Action: s.Action, NewSession: s.JobNewSession, Mode: s.JobMode,
 		Project: s.JobProject, Dequeue: s.Action == ""}}
 }
 
 // startNext starts the oldest waiting message of an idle user, if any.
-func startNext(s Snapshot, head string) (Snapshot, []Effect) {
+func startNext(s contract.UserState, head string) (contract.UserState, []Effect) {
 	if head == "" {
-		return s.idle(), nil
+		return idle(s), nil
 	}
 	e := Effect{Kind: Start, ID: head, Dequeue: true, NewSession: s.NewSession, Mode: s.Mode, Project: s.Project}
-	return s.working(e), []Effect{e}
+	return working(s, e), []Effect{e}
 }
 
-// Parked maps projects to the job whose changes await approval there,
-// written "project=job" and sorted, separated by spaces: a string, so that
-// snapshots stay comparable.
-type Parked string
-
-// Get is the job parked in project, or "".
-func (p Parked) Get(project string) string {
-	for _, f := range strings.Fields(string(p)) {
-		if k, v, _ := strings.Cut(f, "="); k == project {
-			return v
-		}
-	}
-	return ""
-}
-
-// With is p with job parked in project (none when job is "").
-func (p Parked) With(project, job string) Parked {
-	var out []string
-	for _, f := range strings.Fields(string(p)) {
-		if k, _, _ := strings.Cut(f, "="); k != project {
-			out = append(out, f)
-		}
-	}
+// parked is p, the jobs parked by project (contract.UserState.Parked),
+// with job parked in project (none when job is ""). It is a new map, nil
+// when empty: p may be shared with the state the step started from.
+func parked(p map[string]string, project, job string) map[string]string {
+	out := maps.Clone(p)
+	delete(out, project)
 	if job != "" {
-		out = append(out, project+"="+job)
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[project] = job
 	}
-	slices.Sort(out)
-	return Parked(strings.Join(out, " "))
-}
-
-// Map is p as a map, project → job.
-func (p Parked) Map() map[string]string {
-	if p == "" {
+	if len(out) == 0 {
 		return nil
 	}
-	m := map[string]string{}
-	for _, f := range strings.Fields(string(p)) {
-		k, v, _ := strings.Cut(f, "=")
-		m[k] = v
-	}
-	return m
-}
-
-// ParkedOf is m as a Parked.
-func ParkedOf(m map[string]string) Parked {
-	var p Parked
-	for k, v := range m {
-		p = p.With(k, v)
-	}
-	return p
+	return out
 }

@@ -3,10 +3,13 @@ package fsm
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/textslash/textslash/contract"
 )
 
 func TestParseKeyword(t *testing.T) {
@@ -84,13 +87,13 @@ func TestParseKeyword(t *testing.T) {
 
 func TestParseAnswer(t *testing.T) {
 	for _, c := range []struct{ in, answer, reason string }{
-		{"yes", AnswerAllow, ""}, {" Yes. ", AnswerAllow, ""}, {"y", AnswerAllow, ""}, {"OK", AnswerAllow, ""},
-		{"always", AnswerAlways, ""}, {"ALWAYS!", AnswerAlways, ""},
-		{"no", AnswerDeny, ""}, {"No.", AnswerDeny, ""}, {"no, use pnpm", AnswerDeny, "use pnpm"},
-		{"no use pnpm", AnswerDeny, "use pnpm"}, {"nope: not now", AnswerDeny, "not now"},
+		{"yes", contract.AnswerAllow, ""}, {" Yes. ", contract.AnswerAllow, ""}, {"y", contract.AnswerAllow, ""}, {"OK", contract.AnswerAllow, ""},
+		{"always", contract.AnswerAlways, ""}, {"ALWAYS!", contract.AnswerAlways, ""},
+		{"no", contract.AnswerDeny, ""}, {"No.", contract.AnswerDeny, ""}, {"no, use pnpm", contract.AnswerDeny, "use pnpm"},
+		{"no use pnpm", contract.AnswerDeny, "use pnpm"}, {"nope: not now", contract.AnswerDeny, "not now"},
 		// Anything else is no, and what the person said is what Claude is told.
-		{"use pnpm instead", AnswerDeny, "use pnpm instead"}, {"yes but use pnpm", AnswerDeny, "yes but use pnpm"},
-		{"always do that", AnswerDeny, "always do that"}, {"yesterday", AnswerDeny, "yesterday"},
+		{"use pnpm instead", contract.AnswerDeny, "use pnpm instead"}, {"yes but use pnpm", contract.AnswerDeny, "yes but use pnpm"},
+		{"always do that", contract.AnswerDeny, "always do that"}, {"yesterday", contract.AnswerDeny, "yesterday"},
 	} {
 		a, r := ParseAnswer(c.in)
 		if a != c.answer || r != c.reason {
@@ -103,9 +106,9 @@ func TestParseAnswer(t *testing.T) {
 // snapshot and the exact effects in order.
 type stepCase struct {
 	name string
-	from Snapshot
+	from contract.UserState
 	in   Input
-	want Snapshot
+	want contract.UserState
 	eff  []Effect
 }
 
@@ -120,13 +123,13 @@ const (
 
 // stepCases are every transition of a user whose NewSession flag is ns.
 func stepCases(ns bool) []stepCase {
-	idle := Snapshot{State: Idle, NewSession: ns}
-	working := Snapshot{State: Working, Job: jobJ, NewSession: ns}
-	awaiting := Snapshot{State: AwaitingApproval, Job: jobJ, NewSession: ns}
-	withNew := func(s Snapshot) Snapshot { s.NewSession = true; return s }
+	idle := contract.UserState{State: contract.StateIdle, NewSession: ns}
+	working := contract.UserState{State: contract.StateWorking, JobID: jobJ, NewSession: ns}
+	awaiting := contract.UserState{State: contract.StateAwaitingApproval, JobID: jobJ, NewSession: ns}
+	withNew := func(s contract.UserState) contract.UserState { s.NewSession = true; return s }
 	// A message job starts with the user's flag, which it uses up.
 	startQ := Effect{Kind: Start, ID: headQ, Dequeue: true, NewSession: ns}
-	fromQ := Snapshot{State: Working, Job: headQ, JobNewSession: ns}
+	fromQ := contract.UserState{State: contract.StateWorking, JobID: headQ, JobNewSession: ns}
 	notice := func(text string) Effect { return Effect{Kind: Notice, Text: text} }
 	msg := func(id, head string) Input { return Input{Kind: Message, ID: id, QueueHead: head, Text: "hi"} }
 	kw := func(k, head string) Input { return Input{Kind: Keyword, Keyword: k, ID: kwK, QueueHead: head} }
@@ -137,9 +140,9 @@ func stepCases(ns bool) []stepCase {
 	kick := func(head string) Input { return Input{Kind: Kick, QueueHead: head} }
 	question := func(id string, n int) Input { return Input{Kind: Question, ID: id, Question: n} }
 	text := func(id, t string) Input { return Input{Kind: Message, ID: id, Text: t} }
-	asking := Snapshot{State: AwaitingPermission, Job: jobJ, NewSession: ns, Question: 2}
+	asking := contract.UserState{State: contract.StateAwaitingPermission, JobID: jobJ, NewSession: ns, Question: 2}
 	answered := asking
-	answered.State = Working
+	answered.State = contract.StateWorking
 	steering := working
 	steering.Steer = true
 
@@ -147,7 +150,7 @@ func stepCases(ns bool) []stepCase {
 	// Keywords that do the same in every state.
 	for _, st := range []struct {
 		name string
-		s    Snapshot
+		s    contract.UserState
 	}{{"idle", idle}, {"working", working}, {"awaiting", awaiting}} {
 		for _, head := range []string{"", headQ} {
 			h := "empty queue"
@@ -167,7 +170,7 @@ func stepCases(ns bool) []stepCase {
 	cases = append(cases, []stepCase{
 		// idle
 		{"seed: idle + user message → working", idle, msg(msgM, ""),
-			Snapshot{State: Working, Job: msgM, JobNewSession: ns}, []Effect{{Kind: Start, ID: msgM, NewSession: ns}}},
+			contract.UserState{State: contract.StateWorking, JobID: msgM, JobNewSession: ns}, []Effect{{Kind: Start, ID: msgM, NewSession: ns}}},
 		{"idle + message while earlier ones wait → queued behind them, head starts", idle, msg(msgM, headQ),
 			fromQ, []Effect{{Kind: Enqueue, ID: msgM}, startQ}},
 		{"idle + message that is the queue head (redelivered) → it starts once", idle, msg(headQ, headQ),
@@ -223,11 +226,11 @@ func stepCases(ns bool) []stepCase {
 		{"idle + question (the run was cancelled)", idle, question(jobJ, 1), idle, nil},
 		{"asking + the same question again", asking, question(jobJ, 2), asking, nil},
 		{"asking + yes → working, allowed", asking, text(msgM, "Yes"), answered, []Effect{
-			{Kind: CancelTimeout, ID: jobJ, Question: 2}, {Kind: Answer, ID: jobJ, Question: 2, Answer: AnswerAllow}, notice(MsgAllowed)}},
+			{Kind: CancelTimeout, ID: jobJ, Question: 2}, {Kind: Answer, ID: jobJ, Question: 2, Answer: contract.AnswerAllow}, notice(MsgAllowed)}},
 		{"asking + always → working, always", asking, text(msgM, "always"), answered, []Effect{
-			{Kind: CancelTimeout, ID: jobJ, Question: 2}, {Kind: Answer, ID: jobJ, Question: 2, Answer: AnswerAlways}, notice(MsgAlways)}},
+			{Kind: CancelTimeout, ID: jobJ, Question: 2}, {Kind: Answer, ID: jobJ, Question: 2, Answer: contract.AnswerAlways}, notice(MsgAlways)}},
 		{"asking + no, with a reason → working, denied with it", asking, text(msgM, "no, use pnpm"), answered, []Effect{
-			{Kind: CancelTimeout, ID: jobJ, Question: 2}, {Kind: Answer, ID: jobJ, Question: 2, Answer: AnswerDeny, Text: "use pnpm"},
+			{Kind: CancelTimeout, ID: jobJ, Question: 2}, {Kind: Answer, ID: jobJ, Question: 2, Answer: contract.AnswerDeny, Text: "use pnpm"},
 			notice(MsgDeniedReason + "use pnpm")}},
 		{"asking + the running message again → its start repeated, no answer", asking, msg(jobJ, ""),
 			asking, []Effect{{Kind: Start, ID: jobJ, Dequeue: true}}},
@@ -237,7 +240,7 @@ func stepCases(ns bool) []stepCase {
 		{"asking + btw → added to the run", asking, Input{Kind: Keyword, Keyword: Btw, Arg: "use pnpm", ID: kwK},
 			asking, []Effect{{Kind: SteerRun, ID: jobJ, Text: "use pnpm"}, notice(MsgSteered)}},
 		{"asking + timeout of the question → working, denied", asking, Input{Kind: Timeout, ID: jobJ, Question: 2},
-			answered, []Effect{{Kind: Answer, ID: jobJ, Question: 2, Answer: AnswerDeny, Text: DeniedNoAnswer}, notice(MsgQuestionTimedOut)}},
+			answered, []Effect{{Kind: Answer, ID: jobJ, Question: 2, Answer: contract.AnswerDeny, Text: DeniedNoAnswer}, {Kind: TimedOut, ID: jobJ, Question: 2}}},
 		{"working + timeout of an answered question (stale)", answered, Input{Kind: Timeout, ID: jobJ, Question: 2}, answered, nil},
 		{"asking + done (runner died, or cancelled) → idle, timer cancelled", asking, done(jobJ, false, ""),
 			idle, []Effect{{Kind: CancelTimeout, ID: jobJ, Question: 2}}},
@@ -254,7 +257,7 @@ func stepCases(ns bool) []stepCase {
 		{"working, steer on + message with images → queued", steering, Input{Kind: Message, ID: msgM, Text: "hi", Media: true},
 			steering, []Effect{{Kind: Enqueue, ID: msgM}}},
 		{"idle + btw → a message like any other", idle, Input{Kind: Keyword, Keyword: Btw, Arg: "x", Text: "btw x", ID: kwK},
-			Snapshot{State: Working, Job: kwK, JobNewSession: ns}, []Effect{{Kind: Start, ID: kwK, NewSession: ns}}},
+			contract.UserState{State: contract.StateWorking, JobID: kwK, JobNewSession: ns}, []Effect{{Kind: Start, ID: kwK, NewSession: ns}}},
 
 		// awaiting_approval
 		{"awaiting + message → queued", awaiting, msg(msgM, ""), awaiting, []Effect{{Kind: Enqueue, ID: msgM}}},
@@ -262,16 +265,16 @@ func stepCases(ns bool) []stepCase {
 		// The message whose run awaits approval, redelivered, ran already.
 		{"awaiting + the awaiting job's message again → dropped", awaiting, msg(jobJ, ""), awaiting, nil},
 		{"seed: awaiting + approve → working on an approve job", awaiting, kw(Approve, ""),
-			Snapshot{State: Working, Job: kwK, NewSession: ns, Action: Approve},
+			contract.UserState{State: contract.StateWorking, JobID: kwK, NewSession: ns, Action: Approve},
 			[]Effect{{Kind: CancelTimeout, ID: jobJ}, notice(MsgApproving), {Kind: Start, ID: kwK, Action: Approve}}},
 		{"awaiting + approve, queue waiting → working on an approve job, queue waits", awaiting, kw(Approve, headQ),
-			Snapshot{State: Working, Job: kwK, NewSession: ns, Action: Approve},
+			contract.UserState{State: contract.StateWorking, JobID: kwK, NewSession: ns, Action: Approve},
 			[]Effect{{Kind: CancelTimeout, ID: jobJ}, notice(MsgApproving), {Kind: Start, ID: kwK, Action: Approve}}},
 		{"seed: awaiting + reject → working on a reject job", awaiting, kw(Reject, ""),
-			Snapshot{State: Working, Job: kwK, NewSession: ns, Action: Reject},
+			contract.UserState{State: contract.StateWorking, JobID: kwK, NewSession: ns, Action: Reject},
 			[]Effect{{Kind: CancelTimeout, ID: jobJ}, notice(MsgRejecting), {Kind: Start, ID: kwK, Action: Reject}}},
 		{"awaiting + reject, queue waiting → working on a reject job, queue waits", awaiting, kw(Reject, headQ),
-			Snapshot{State: Working, Job: kwK, NewSession: ns, Action: Reject},
+			contract.UserState{State: contract.StateWorking, JobID: kwK, NewSession: ns, Action: Reject},
 			[]Effect{{Kind: CancelTimeout, ID: jobJ}, notice(MsgRejecting), {Kind: Start, ID: kwK, Action: Reject}}},
 		{"awaiting + cancel → idle, changes kept, queue cleared", awaiting, kw(Cancel, headQ),
 			idle, []Effect{{Kind: CancelTimeout, ID: jobJ}, {Kind: ClearQueue}, notice(MsgCancelledKept)}},
@@ -280,9 +283,9 @@ func stepCases(ns bool) []stepCase {
 		{"awaiting + done of the job (redelivered)", awaiting, done(jobJ, true, headQ), awaiting, nil},
 		{"awaiting + done without approval of the job (redelivered)", awaiting, done(jobJ, false, headQ), awaiting, nil},
 		{"awaiting + done of another job (stale)", awaiting, done(jobX, false, headQ), awaiting, nil},
-		{"seed: awaiting + timeout → idle, changes kept", awaiting, timeout(jobJ, ""), idle, []Effect{notice(MsgTimedOut)}},
+		{"seed: awaiting + timeout → idle, changes kept", awaiting, timeout(jobJ, ""), idle, []Effect{{Kind: TimedOut, ID: jobJ}}},
 		{"awaiting + timeout, queue waiting → head starts", awaiting, timeout(jobJ, headQ),
-			fromQ, []Effect{notice(MsgTimedOut), startQ}},
+			fromQ, []Effect{{Kind: TimedOut, ID: jobJ}, startQ}},
 		{"awaiting + timeout of another job (stale)", awaiting, timeout(jobX, headQ), awaiting, nil},
 		{"awaiting + kick, empty queue", awaiting, kick(""), awaiting, nil},
 		{"awaiting + kick, queue waiting → nothing starts", awaiting, kick(headQ), awaiting, nil},
@@ -295,7 +298,7 @@ func TestStep(t *testing.T) {
 		for _, c := range stepCases(ns) {
 			t.Run(fmt.Sprintf("%s/new_session=%v", c.name, ns), func(t *testing.T) {
 				got, eff := Step(c.from, c.in)
-				if got != c.want {
+				if !reflect.DeepEqual(got, c.want) {
 					t.Errorf("Step(%s, %s): got state %s; want %s", fmtSnap(c.from), fmtInput(c.in), fmtSnap(got), fmtSnap(c.want))
 				}
 				if !slices.Equal(eff, c.eff) {
@@ -311,13 +314,13 @@ func TestStep(t *testing.T) {
 func TestStepSeedFlows(t *testing.T) {
 	for _, action := range []string{Approve, Reject} {
 		t.Run(action, func(t *testing.T) {
-			s := Snapshot{State: AwaitingApproval, Job: jobJ}
+			s := contract.UserState{State: contract.StateAwaitingApproval, JobID: jobJ}
 			s, _ = Step(s, Input{Kind: Keyword, Keyword: action, ID: kwK})
-			if want := (Snapshot{State: Working, Job: kwK, Action: action}); s != want {
+			if want := (contract.UserState{State: contract.StateWorking, JobID: kwK, Action: action}); !reflect.DeepEqual(s, want) {
 				t.Fatalf("after %s: got %s; want %s", action, fmtSnap(s), fmtSnap(want))
 			}
 			s, eff := Step(s, Input{Kind: Done, ID: kwK})
-			if want := (Snapshot{State: Idle}); s != want || len(eff) != 0 {
+			if want := (contract.UserState{State: contract.StateIdle}); !reflect.DeepEqual(s, want) || len(eff) != 0 {
 				t.Fatalf("after the %s job's done: got %s %s; want %s []", action, fmtSnap(s), fmtEffects(eff), fmtSnap(want))
 			}
 		})
@@ -332,24 +335,24 @@ func TestStepSeedFlows(t *testing.T) {
 func TestStepRestartRepeatsStart(t *testing.T) {
 	type restart struct {
 		name  string
-		from  Snapshot
+		from  contract.UserState
 		first Input // leads to the first Start
 		again Input // must repeat it
 	}
 	for _, c := range []restart{
-		{"message after new, redelivered", Snapshot{State: Idle, NewSession: true},
+		{"message after new, redelivered", contract.UserState{State: contract.StateIdle, NewSession: true},
 			Input{Kind: Message, ID: msgM}, Input{Kind: Message, ID: msgM}},
-		{"message after new, stale done of another job", Snapshot{State: Idle, NewSession: true},
+		{"message after new, stale done of another job", contract.UserState{State: contract.StateIdle, NewSession: true},
 			Input{Kind: Message, ID: msgM}, Input{Kind: Done, ID: jobX}},
-		{"queued message after new, stale done of another job", Snapshot{State: Working, Job: jobJ, NewSession: true},
+		{"queued message after new, stale done of another job", contract.UserState{State: contract.StateWorking, JobID: jobJ, NewSession: true},
 			Input{Kind: Done, ID: jobJ, QueueHead: headQ}, Input{Kind: Done, ID: jobX}},
-		{"approve, stale done of the approved job", Snapshot{State: AwaitingApproval, Job: jobJ},
+		{"approve, stale done of the approved job", contract.UserState{State: contract.StateAwaitingApproval, JobID: jobJ},
 			Input{Kind: Keyword, Keyword: Approve, ID: kwK}, Input{Kind: Done, ID: jobJ, Approval: true}},
-		{"reject, stale done of another job", Snapshot{State: AwaitingApproval, Job: jobJ},
+		{"reject, stale done of another job", contract.UserState{State: contract.StateAwaitingApproval, JobID: jobJ},
 			Input{Kind: Keyword, Keyword: Reject, ID: kwK}, Input{Kind: Done, ID: jobX}},
-		{"approve, redelivered", Snapshot{State: AwaitingApproval, Job: jobJ},
+		{"approve, redelivered", contract.UserState{State: contract.StateAwaitingApproval, JobID: jobJ},
 			Input{Kind: Keyword, Keyword: Approve, ID: kwK}, Input{Kind: Keyword, Keyword: Approve, ID: kwK}},
-		{"reject, redelivered", Snapshot{State: AwaitingApproval, Job: jobJ},
+		{"reject, redelivered", contract.UserState{State: contract.StateAwaitingApproval, JobID: jobJ},
 			Input{Kind: Keyword, Keyword: Reject, ID: kwK}, Input{Kind: Keyword, Keyword: Reject, ID: kwK}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -359,7 +362,7 @@ func TestStepRestartRepeatsStart(t *testing.T) {
 				t.Fatalf("Step(%s, %s): got %s; want a Start", fmtSnap(c.from), fmtInput(c.first), fmtEffects(eff))
 			}
 			s2, eff2 := Step(s, c.again)
-			if s2 != s {
+			if !reflect.DeepEqual(s2, s) {
 				t.Errorf("Step(%s, %s): got state %s; want it unchanged", fmtSnap(s), fmtInput(c.again), fmtSnap(s2))
 			}
 			again := startOf(eff2)
@@ -388,7 +391,7 @@ func startOf(effs []Effect) *Effect {
 // ever started before is deduplicated by the broker), and the approval
 // timer. The world is also the caller: like the dispatcher (its Finished
 // list), it drops redeliveries of messages whose run has ended or that a
-// cancel cleared, since a Snapshot cannot know them.
+// cancel cleared, since a contract.UserState cannot know them.
 
 const queueLimit = 5 // contract.QueueLimit
 
@@ -426,7 +429,7 @@ var fuzzKeywords = []string{Cancel, Approve, Reject, Status, More, New, Help}
 
 type world struct {
 	t testing.TB
-	s Snapshot
+	s contract.UserState
 
 	queue    []string
 	enqueued map[string]bool // ever accepted into the queue: the broker's dedup
@@ -464,7 +467,7 @@ type world struct {
 
 func newWorld(t testing.TB) *world {
 	return &world{
-		t: t, s: Snapshot{State: Idle},
+		t: t, s: contract.UserState{State: contract.StateIdle},
 		enqueued: map[string]bool{}, refused: map[string]bool{}, cleared: map[string]bool{},
 		started: map[string]bool{}, ended: map[string]bool{},
 		messages: map[string]bool{}, rank: map[string]int{}, lastRank: -1,
@@ -485,7 +488,7 @@ func (w *world) fail(format string, args ...any) {
 type traceEntry struct {
 	step       int // 0: a note
 	in         Input
-	from, next Snapshot
+	from, next contract.UserState
 	effs       []Effect
 	note, id   string
 }
@@ -593,9 +596,9 @@ func (w *world) event(b byte) {
 			}
 		}
 	case opMode:
-		m := []string{ModeAuto, ModeAsk, ModePlan}[p%3]
+		m := []string{contract.ModeAuto, contract.ModeAsk, contract.ModePlan}[p%3]
 		w.mode = m
-		if m != ModePlan {
+		if m != contract.ModePlan {
 			w.usual = m
 		}
 		w.step(Input{Kind: Keyword, Keyword: Mode, Arg: m, ID: w.fresh("k")})
@@ -643,7 +646,7 @@ func (w *world) step(in Input) {
 	w.check()
 }
 
-func (w *world) apply(from Snapshot, e Effect) {
+func (w *world) apply(from contract.UserState, e Effect) {
 	w.t.Helper()
 	switch e.Kind {
 	case Start:
@@ -660,7 +663,7 @@ func (w *world) apply(from Snapshot, e Effect) {
 		w.started[e.ID] = true
 		w.running = append(w.running, e.ID)
 		if e.Action == Go {
-			if from.State != Idle || from.Mode != ModePlan || e.Mode != w.usual || e.NewSession {
+			if from.State != contract.StateIdle || from.Mode != contract.ModePlan || e.Mode != w.usual || e.NewSession {
 				w.fail("go %s from %s mode %q: mode %q new %v; want from idle in plan mode, mode %q, same session",
 					e.ID, fmtSnap(from), from.Mode, e.Mode, e.NewSession, w.usual)
 			}
@@ -670,7 +673,7 @@ func (w *world) apply(from Snapshot, e Effect) {
 			if e.Action != Approve && e.Action != Reject {
 				w.fail("start of %s with action %q", e.ID, e.Action)
 			}
-			if from.State != AwaitingApproval {
+			if from.State != contract.StateAwaitingApproval {
 				w.fail("start of %s with action %s from %s; want only from awaiting_approval", e.ID, e.Action, fmtSnap(from))
 			}
 			if e.NewSession {
@@ -749,7 +752,7 @@ func (w *world) apply(from Snapshot, e Effect) {
 		if w.pending == 0 || e.Question != w.pending || len(w.running) == 0 || e.ID != w.running[0] {
 			w.fail("answer to %s/%d; pending %d of %v", e.ID, e.Question, w.pending, w.running)
 		}
-		if e.Answer == AnswerDeny && e.Text == "" {
+		if e.Answer == contract.AnswerDeny && e.Text == "" {
 			w.fail("a denial without a text for the agent")
 		}
 		w.pending = 0
@@ -759,7 +762,7 @@ func (w *world) apply(from Snapshot, e Effect) {
 			w.fail("steer of %s with %q while %v runs", e.ID, e.Text, w.running)
 		}
 		w.consumed[w.cur] = true
-	case ReportStatus, NextPage:
+	case ReportStatus, NextPage, TimedOut:
 	default:
 		w.fail("unknown effect %d", e.Kind)
 	}
@@ -776,9 +779,9 @@ func (w *world) check() {
 		w.fail("jobs %v run at once", w.running)
 	}
 	switch s.State {
-	case Idle:
-		if s.Job != "" {
-			w.fail("idle with job %s", s.Job)
+	case contract.StateIdle:
+		if s.JobID != "" {
+			w.fail("idle with job %s", s.JobID)
 		}
 		if len(w.running) != 0 {
 			w.fail("idle while %v runs", w.running)
@@ -786,37 +789,37 @@ func (w *world) check() {
 		if len(w.queue) != 0 {
 			w.fail("idle while %v wait", w.queue)
 		}
-	case Working:
-		if len(w.running) != 1 || w.running[0] != s.Job {
-			w.fail("working on %s while %v runs", s.Job, w.running)
+	case contract.StateWorking:
+		if len(w.running) != 1 || w.running[0] != s.JobID {
+			w.fail("working on %s while %v runs", s.JobID, w.running)
 		}
 		if w.pending != 0 {
 			w.fail("working while question %d waits", w.pending)
 		}
-	case AwaitingPermission:
-		if len(w.running) != 1 || w.running[0] != s.Job {
-			w.fail("awaiting permission for %s while %v runs", s.Job, w.running)
+	case contract.StateAwaitingPermission:
+		if len(w.running) != 1 || w.running[0] != s.JobID {
+			w.fail("awaiting permission for %s while %v runs", s.JobID, w.running)
 		}
 		if w.pending == 0 || w.pending != s.Question || w.qtimer != s.Question {
 			w.fail("awaiting an answer to %d; pending %d, timer %d", s.Question, w.pending, w.qtimer)
 		}
-	case AwaitingApproval:
+	case contract.StateAwaitingApproval:
 		if len(w.running) != 0 {
-			w.fail("awaiting approval of %s while %v runs", s.Job, w.running)
+			w.fail("awaiting approval of %s while %v runs", s.JobID, w.running)
 		}
-		if !w.ended[s.Job] {
-			w.fail("awaiting approval of %s, which never ran", s.Job)
+		if !w.ended[s.JobID] {
+			w.fail("awaiting approval of %s, which never ran", s.JobID)
 		}
-		if w.timer != s.Job {
-			w.fail("awaiting approval of %s; armed timer %q", s.Job, w.timer)
+		if w.timer != s.JobID {
+			w.fail("awaiting approval of %s; armed timer %q", s.JobID, w.timer)
 		}
 	default:
 		w.fail("unknown state %q", s.State)
 	}
-	if s.State != AwaitingApproval && w.timer != "" {
+	if s.State != contract.StateAwaitingApproval && w.timer != "" {
 		w.fail("%s with the timer of %s armed", s.State, w.timer)
 	}
-	if s.State != AwaitingPermission && w.qtimer != 0 {
+	if s.State != contract.StateAwaitingPermission && w.qtimer != 0 {
 		w.fail("%s with the question timer %d armed", s.State, w.qtimer)
 	}
 	if s.Mode != w.mode || s.Usual != w.usual || s.Steer != w.steer {
@@ -839,21 +842,21 @@ func (w *world) drain() {
 			w.fail("not idle after %d drain steps", i)
 		}
 		switch w.s.State {
-		case Working:
+		case contract.StateWorking:
 			w.event(opDone)
-		case AwaitingPermission:
+		case contract.StateAwaitingPermission:
 			if i%2 == 0 {
 				w.event(opNew)
 			} else {
 				w.event(opQTimer)
 			}
-		case AwaitingApproval:
+		case contract.StateAwaitingApproval:
 			if i%2 == 0 {
 				w.event(opApprove)
 			} else {
 				w.event(opTimer)
 			}
-		case Idle:
+		case contract.StateIdle:
 			if len(w.queue) == 0 {
 				w.finish()
 				return
@@ -951,15 +954,15 @@ func FuzzStep(f *testing.F) {
 var effectNames = map[EffectKind]string{
 	Start: "Start", Enqueue: "Enqueue", Notice: "Notice", ClearQueue: "ClearQueue", CancelRun: "CancelRun",
 	ScheduleTimeout: "ScheduleTimeout", CancelTimeout: "CancelTimeout", ReportStatus: "ReportStatus", NextPage: "NextPage",
-	Answer: "Answer", SteerRun: "SteerRun",
+	Answer: "Answer", SteerRun: "SteerRun", TimedOut: "TimedOut",
 }
 
 var inputNames = map[InputKind]string{Message: "message", Keyword: "keyword", Done: "done", Timeout: "timeout", Kick: "kick", Question: "question"}
 
-func fmtSnap(s Snapshot) string {
+func fmtSnap(s contract.UserState) string {
 	out := s.State
-	if s.Job != "" {
-		out += "(" + s.Job + ")"
+	if s.JobID != "" {
+		out += "(" + s.JobID + ")"
 	}
 	if s.NewSession {
 		out += "+new"

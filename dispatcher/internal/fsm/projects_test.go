@@ -2,8 +2,11 @@ package fsm
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/textslash/textslash/contract"
 )
 
 // Projects: messages run in the project current when they start, a use
@@ -15,65 +18,65 @@ func TestStepProjects(t *testing.T) {
 		return Input{Kind: Keyword, Keyword: Use, Arg: name, Text: "use " + name, ID: kwK, QueueHead: head, Exists: exists}
 	}
 	notice := func(format string, a ...any) Effect { return Effect{Kind: Notice, Text: fmt.Sprintf(format, a...)} }
-	inWeb := Snapshot{State: Idle, Project: "web"}
-	awaitingWeb := Snapshot{State: AwaitingApproval, Job: jobJ, Project: "web"}
-	workingWeb := Snapshot{State: Working, Job: jobJ, Project: "web", JobProject: "web"}
+	inWeb := contract.UserState{State: contract.StateIdle, Project: "web"}
+	awaitingWeb := contract.UserState{State: contract.StateAwaitingApproval, JobID: jobJ, Project: "web"}
+	workingWeb := contract.UserState{State: contract.StateWorking, JobID: jobJ, Project: "web", JobProject: "web"}
 	for _, c := range []stepCase{
 		{"idle + message → starts in the current project", inWeb, Input{Kind: Message, ID: msgM, Text: "hi"},
-			Snapshot{State: Working, Job: msgM, Project: "web", JobProject: "web"},
+			contract.UserState{State: contract.StateWorking, JobID: msgM, Project: "web", JobProject: "web"},
 			[]Effect{{Kind: Start, ID: msgM, Project: "web"}}},
 		{"idle + use api → in api", inWeb, use("api", "", true),
-			Snapshot{State: Idle, Project: "api"}, []Effect{notice(MsgUse, "api")}},
+			contract.UserState{State: contract.StateIdle, Project: "api"}, []Effect{notice(MsgUse, "api")}},
 		{"idle + use default → in the default project", inWeb, use("default", "", true),
-			Snapshot{State: Idle}, []Effect{notice(MsgUse, "default")}},
+			contract.UserState{State: contract.StateIdle}, []Effect{notice(MsgUse, "default")}},
 		{"idle + use of a project that is not theirs → a message like any other", inWeb, use("pnpm", "", false),
-			Snapshot{State: Working, Job: kwK, Project: "web", JobProject: "web"},
+			contract.UserState{State: contract.StateWorking, JobID: kwK, Project: "web", JobProject: "web"},
 			[]Effect{{Kind: Start, ID: kwK, Project: "web"}}},
 		{"idle + use of the current project → already there", inWeb, use("web", "", true),
 			inWeb, []Effect{notice(MsgUseAlready, "web")}},
 		{"idle + use while messages wait → refused", inWeb, use("api", headQ, true),
 			inWeb, []Effect{notice(MsgUseQueued, "web", "api")}},
-		{"idle + use forgets a new session asked for in the project left", Snapshot{State: Idle, Project: "web", NewSession: true},
-			use("api", "", true), Snapshot{State: Idle, Project: "api"}, []Effect{notice(MsgUse, "api")}},
+		{"idle + use forgets a new session asked for in the project left", contract.UserState{State: contract.StateIdle, Project: "web", NewSession: true},
+			use("api", "", true), contract.UserState{State: contract.StateIdle, Project: "api"}, []Effect{notice(MsgUse, "api")}},
 		{"awaiting + use api → web's changes parked, api idle", awaitingWeb, use("api", "", true),
-			Snapshot{State: Idle, Project: "api", Parked: "web=" + jobJ},
+			contract.UserState{State: contract.StateIdle, Project: "api", Parked: map[string]string{"web": jobJ}},
 			[]Effect{{Kind: CancelTimeout, ID: jobJ}, notice(MsgUse+MsgUseParked, "api", "web", "web")}},
-		{"idle + use web, whose changes are parked → awaiting approval again", Snapshot{State: Idle, Project: "api", Parked: "web=" + jobJ},
+		{"idle + use web, whose changes are parked → awaiting approval again", contract.UserState{State: contract.StateIdle, Project: "api", Parked: map[string]string{"web": jobJ}},
 			use("web", "", true), awaitingWeb,
 			[]Effect{notice(MsgUse, "web"), {Kind: ScheduleTimeout, ID: jobJ}, notice(MsgUnparked, "web")}},
 		{"awaiting + approve → the approve job runs in the current project", awaitingWeb, Input{Kind: Keyword, Keyword: Approve, ID: kwK},
-			Snapshot{State: Working, Job: kwK, Action: Approve, Project: "web", JobProject: "web"},
+			contract.UserState{State: contract.StateWorking, JobID: kwK, Action: Approve, Project: "web", JobProject: "web"},
 			[]Effect{{Kind: CancelTimeout, ID: jobJ}, notice(MsgApproving), {Kind: Start, ID: kwK, Action: Approve, Project: "web"}}},
 		{"working + use api → the run goes on, api current", workingWeb, use("api", "", true),
-			Snapshot{State: Working, Job: jobJ, Project: "api", JobProject: "web"}, []Effect{notice(MsgUse+MsgUseRunning, "api", "web")}},
+			contract.UserState{State: contract.StateWorking, JobID: jobJ, Project: "api", JobProject: "web"}, []Effect{notice(MsgUse+MsgUseRunning, "api", "web")}},
 		{"working in web, now in api + done with changes → parked in web, api's head starts",
-			Snapshot{State: Working, Job: jobJ, Project: "api", JobProject: "web"}, Input{Kind: Done, ID: jobJ, Approval: true, QueueHead: headQ},
-			Snapshot{State: Working, Job: headQ, Project: "api", JobProject: "api", Parked: "web=" + jobJ},
+			contract.UserState{State: contract.StateWorking, JobID: jobJ, Project: "api", JobProject: "web"}, Input{Kind: Done, ID: jobJ, Approval: true, QueueHead: headQ},
+			contract.UserState{State: contract.StateWorking, JobID: headQ, Project: "api", JobProject: "api", Parked: map[string]string{"web": jobJ}},
 			[]Effect{notice(MsgParkedDone, "web", "web"), {Kind: Start, ID: headQ, Dequeue: true, Project: "api"}}},
 		{"working in web, now in api with parked changes + done → api's changes await approval",
-			Snapshot{State: Working, Job: jobX, Project: "api", JobProject: "web", Parked: "api=" + jobJ}, Input{Kind: Done, ID: jobX, QueueHead: headQ},
-			Snapshot{State: AwaitingApproval, Job: jobJ, Project: "api"},
+			contract.UserState{State: contract.StateWorking, JobID: jobX, Project: "api", JobProject: "web", Parked: map[string]string{"api": jobJ}}, Input{Kind: Done, ID: jobX, QueueHead: headQ},
+			contract.UserState{State: contract.StateAwaitingApproval, JobID: jobJ, Project: "api"},
 			[]Effect{{Kind: ScheduleTimeout, ID: jobJ}, notice(MsgUnparked, "api")}},
 		{"working + done with changes in the current project → awaiting approval", workingWeb, Input{Kind: Done, ID: jobJ, Approval: true},
 			awaitingWeb, []Effect{{Kind: ScheduleTimeout, ID: jobJ}}},
-		{"a parked approval's timeout is stale", Snapshot{State: Idle, Project: "api", Parked: "web=" + jobJ}, Input{Kind: Timeout, ID: jobJ},
-			Snapshot{State: Idle, Project: "api", Parked: "web=" + jobJ}, nil},
-		{"asking + use → answer first", Snapshot{State: AwaitingPermission, Job: jobJ, Question: 1, Project: "web", JobProject: "web"}, use("api", "", true),
-			Snapshot{State: AwaitingPermission, Job: jobJ, Question: 1, Project: "web", JobProject: "web"}, []Effect{notice(MsgAnswerFirst)}},
-		{"restart repeats the job's project", Snapshot{State: Working, Job: jobJ, Project: "api", JobProject: "web"}, Input{Kind: Message, ID: jobJ},
-			Snapshot{State: Working, Job: jobJ, Project: "api", JobProject: "web"}, []Effect{{Kind: Start, ID: jobJ, Dequeue: true, Project: "web"}}},
-		{"clone → a job in its turn, even with steer on", Snapshot{State: Working, Job: jobJ, Steer: true},
+		{"a parked approval's timeout is stale", contract.UserState{State: contract.StateIdle, Project: "api", Parked: map[string]string{"web": jobJ}}, Input{Kind: Timeout, ID: jobJ},
+			contract.UserState{State: contract.StateIdle, Project: "api", Parked: map[string]string{"web": jobJ}}, nil},
+		{"asking + use → answer first", contract.UserState{State: contract.StateAwaitingPermission, JobID: jobJ, Question: 1, Project: "web", JobProject: "web"}, use("api", "", true),
+			contract.UserState{State: contract.StateAwaitingPermission, JobID: jobJ, Question: 1, Project: "web", JobProject: "web"}, []Effect{notice(MsgAnswerFirst)}},
+		{"restart repeats the job's project", contract.UserState{State: contract.StateWorking, JobID: jobJ, Project: "api", JobProject: "web"}, Input{Kind: Message, ID: jobJ},
+			contract.UserState{State: contract.StateWorking, JobID: jobJ, Project: "api", JobProject: "web"}, []Effect{{Kind: Start, ID: jobJ, Dequeue: true, Project: "web"}}},
+		{"clone → a job in its turn, even with steer on", contract.UserState{State: contract.StateWorking, JobID: jobJ, Steer: true},
 			Input{Kind: Keyword, Keyword: Clone, Arg: "https://h/r.git", Text: "clone https://h/r.git", ID: kwK},
-			Snapshot{State: Working, Job: jobJ, Steer: true}, []Effect{{Kind: Enqueue, ID: kwK}}},
+			contract.UserState{State: contract.StateWorking, JobID: jobJ, Steer: true}, []Effect{{Kind: Enqueue, ID: kwK}}},
 		{"idle + clone → starts", inWeb, Input{Kind: Keyword, Keyword: Clone, Arg: "https://h/r.git", Text: "clone https://h/r.git", ID: kwK},
-			Snapshot{State: Working, Job: kwK, Project: "web", JobProject: "web"}, []Effect{{Kind: Start, ID: kwK, Project: "web"}}},
+			contract.UserState{State: contract.StateWorking, JobID: kwK, Project: "web", JobProject: "web"}, []Effect{{Kind: Start, ID: kwK, Project: "web"}}},
 		{"clone refused → told why", inWeb, Input{Kind: Keyword, Keyword: Clone, Arg: "x:y", ID: kwK, Refusal: "bad url"},
 			inWeb, []Effect{notice("bad url")}},
 		{"projects → listed", awaitingWeb, Input{Kind: Keyword, Keyword: Projects, ID: kwK}, awaitingWeb, []Effect{{Kind: ListProjects}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, eff := Step(c.from, c.in)
-			if got != c.want {
+			if !reflect.DeepEqual(got, c.want) {
 				t.Errorf("got state %+v; want %+v", got, c.want)
 			}
 			if !slices.Equal(eff, c.eff) {
@@ -83,16 +86,19 @@ func TestStepProjects(t *testing.T) {
 	}
 }
 
-func TestParkedRoundTrip(t *testing.T) {
-	p := Parked("").With("web", "j1").With("api", "j2").With("web", "j3")
-	if p != "api=j2 web=j3" || p.Get("web") != "j3" || p.Get("x") != "" {
-		t.Errorf("parked %q", p)
+// TestParked: parking and unparking make a new map, never change the
+// one of the state a step started from, and leave nil when none is left.
+func TestParked(t *testing.T) {
+	p0 := map[string]string{"web": "j1"}
+	p := parked(parked(parked(p0, "api", "j2"), "web", "j3"), "x", "")
+	if want := map[string]string{"api": "j2", "web": "j3"}; !reflect.DeepEqual(p, want) {
+		t.Errorf("parked: got %v; want %v", p, want)
 	}
-	if q := ParkedOf(p.Map()); q != p {
-		t.Errorf("ParkedOf(Map) = %q; want %q", q, p)
+	if want := map[string]string{"web": "j1"}; !reflect.DeepEqual(p0, want) {
+		t.Errorf("parked changed its argument: got %v; want %v", p0, want)
 	}
-	if p.With("api", "").With("web", "") != "" {
-		t.Error("emptied parked not empty")
+	if p := parked(parked(p, "api", ""), "web", ""); p != nil {
+		t.Errorf("emptied parked: got %v; want nil", p)
 	}
 }
 
@@ -112,7 +118,7 @@ func TestParseProjectKeywords(t *testing.T) {
 }
 
 func TestStepBranches(t *testing.T) {
-	s, eff := Step(Snapshot{State: Idle}, Input{Kind: Keyword, Keyword: Branches, Arg: "on", ID: kwK})
+	s, eff := Step(contract.UserState{State: contract.StateIdle}, Input{Kind: Keyword, Keyword: Branches, Arg: "on", ID: kwK})
 	if !s.Branches || len(eff) != 1 || eff[0].Text != MsgBranchesOn {
 		t.Errorf("branches on: %+v %+v", s, eff)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/textslash/textslash/contract"
 )
 
 func TestParseSchedule(t *testing.T) {
@@ -62,7 +64,7 @@ func TestScheduleKeywords(t *testing.T) {
 			t.Errorf("ParseKeyword(%q) = %q; want %q", in, kw, want)
 		}
 	}
-	s, eff := Step(Snapshot{State: Idle}, Input{Kind: Keyword, Keyword: Zone, Arg: "Europe/Paris"})
+	s, eff := Step(contract.UserState{State: contract.StateIdle}, Input{Kind: Keyword, Keyword: Zone, Arg: "Europe/Paris"})
 	if s.Zone != "Europe/Paris" || len(eff) != 1 {
 		t.Errorf("tz Europe/Paris: zone %q, effects %v", s.Zone, eff)
 	}
