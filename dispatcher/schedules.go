@@ -52,7 +52,7 @@ func (d *Dispatcher) schedule(ctx context.Context, u contract.User, st contract.
 	if err != nil {
 		return "", err
 	}
-	opts := []jetstream.PublishOpt{jetstream.WithScheduleTarget(contract.ScheduledSubject(u)), jetstream.WithMsgID(contract.MsgID(u, msgID, "schedule"))}
+	opts := []jetstream.PublishOpt{jetstream.WithScheduleTarget(contract.ScheduledSubject(u))}
 	switch {
 	case s.Cron != "":
 		opts = append(opts, jetstream.WithScheduleCron(s.Cron), jetstream.WithScheduleTimeZone(zoneName(loc)))
@@ -61,7 +61,7 @@ func (d *Dispatcher) schedule(ctx context.Context, u contract.User, st contract.
 	default:
 		opts = append(opts, jetstream.WithScheduleAt(s.At))
 	}
-	if _, err := d.js.PublishMsg(ctx, contract.NewMsg(ctx, contract.ScheduleSubject(u, id), data), opts...); err != nil {
+	if _, err := contract.Publish(ctx, d.js, contract.ScheduleSubject(u, id), data, contract.MsgID(u, msgID, "schedule"), opts...); err != nil {
 		return "", fmt.Errorf("schedule: %w", err)
 	}
 	return fmt.Sprintf("Scheduled %s: “%s”, %s. Reply unschedule %s to stop it.", id, s.Text, s.When, id), nil

@@ -27,7 +27,14 @@ func TestScheduleAtSurvivesRestart(t *testing.T) {
 		t.Errorf("schedules: %q; want %s listed", list, id)
 	}
 	b.stopDispatcher()
-	time.Sleep(time.Until(at) + time.Second) // the schedule fires while no dispatcher runs
+	// The schedule fires while no dispatcher runs: its message waits in
+	// TIMERS.
+	natstest.CheckFor(t, time.Until(at)+10*time.Second, 50*time.Millisecond, func() error {
+		if fired := b.raw(contract.StreamTimers, contract.ScheduledSubject(u)); len(fired) == 0 {
+			return fmt.Errorf("the schedule has not fired")
+		}
+		return nil
+	})
 	b.startDispatcher()
 	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
 		for _, j := range b.jobsOf(u) {
