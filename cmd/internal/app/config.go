@@ -2,16 +2,16 @@ package app
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/alecthomas/kong"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/dispatcher"
@@ -32,150 +32,114 @@ const (
 // All is every service, in the order they start.
 var All = []string{Ingress, Dispatcher, Runner, Media, Egress}
 
-// config is everything `textslash serve` reads from flags and environment.
+// common are the settings of every command that connects to NATS.
+type common struct {
+	NATSURL   string `name:"nats-url" var:"NATS_URL" help:"${nats_url_help}"`
+	NATSUser  string `name:"nats-user" var:"NATS_USER" help:"user to connect to NATS_URL as (nats.conf gives each service its own, allowed only its own subjects)"`
+	NATSPass  string `name:"nats-password" var:"NATS_PASSWORD" help:"that user's password"`
+	LogFormat string `name:"log-format" var:"TEXTSLASH_LOG_FORMAT" default:"auto" help:"json, console, or auto (console on a terminal)"`
+}
+
+// storage are the settings of the streams and buckets textslash provisions.
+type storage struct {
+	Replicas int           `name:"replicas" var:"TEXTSLASH_REPLICAS" default:"1" help:"replicas of each stream and bucket (3 on a NATS cluster)"`
+	MediaTTL time.Duration `name:"media-ttl" var:"TEXTSLASH_MEDIA_TTL" default:"30m" help:"how long images (and their links) last"`
+}
+
+// config is everything `textslash serve` and the single-service binaries
+// read (those of other services too, so that every service can share one
+// environment file).
 type config struct {
-	Services   []string
-	Data       string
-	NATSListen string
-	NATSURL    string
-	NATSUser   string
-	NATSPass   string
-	Provision  bool
-	NATSSync   bool
-	Host       string
-	Port       int
-	Web        bool
-	WebToken   string
-	// AllowedHosts names more hosts the HTTP listener answers for.
-	AllowedHosts string
-	Agent        string
-	ClaudeBin    string
-	Workspaces   string
-	AgentUser    string
-	// The runs' sandbox and limits.
-	Sandbox      string
-	SandboxShare string
-	RunMemory    string
-	RunPids      int
-	RunCPU       float64
-	// Projects: the most a clone may take, snapshots, git credentials.
-	ProjectMax  string
-	Snapshots   bool
-	SnapshotMax string
-	Credentials string
-	Chromium    string
-	ShotAddr    string
-	Concurrency int
-	RunnerID    string
-	IdleExit    time.Duration
-	Timeout     time.Duration
-	StopGrace   time.Duration
-	Approval    time.Duration
-	Permission  time.Duration
-	DefaultMode string
-	Budgets     dispatcher.Budgets
-	TimeZone    string
-	Admins      string
-	ShowCost    bool
-	// Voice notes.
-	TranscribeURL      string
-	TranscribeKey      string
-	TranscribeModel    string
-	TranscribeLanguage string
-	TranscribeCommand  string
-	VoiceMax           time.Duration
-	VoiceGrace         time.Duration
-	DescribeImages     bool
-	Replicas           int
-	LogLevel           string
-	PprofAddr          string
-	LogFormat          string
+	common              `embed:""`
+	storage             `embed:""`
+	Data                string        `name:"data" var:"TEXTSLASH_DATA" default:"./data" help:"${data_help}"`
+	NATSListen          string        `name:"nats-listen" var:"TEXTSLASH_NATS_LISTEN" default:"127.0.0.1:4222" help:"host:port where the embedded NATS takes clients such as the nats CLI, logged in as tap (reads ts.>) or admin with <data>/nats/tap.env or admin.env; off for none"`
+	NATSSync            bool          `name:"nats-sync" var:"TEXTSLASH_NATS_SYNC" help:"the embedded NATS writes every message through to disk before acknowledging it; the server dies with this process, so without it a crash loses the last milliseconds of acknowledged messages"`
+	Host                string        `name:"host" var:"TEXTSLASH_HOST" default:"127.0.0.1" help:"address the HTTP listener binds; anything but loopback requires the web chat token"`
+	Port                int           `name:"port" var:"PORT" default:"3000" help:"HTTP port"`
+	Web                 bool          `name:"web" var:"TEXTSLASH_WEB" default:"true" negatable:"" help:"serve the local web chat (needs ingress and egress in this process)"`
+	WebToken            string        `name:"web-token" var:"TEXTSLASH_WEB_TOKEN" help:"token the web chat requires when others can reach it (bound beyond loopback, PUBLIC_URL, a provider or TEXTSLASH_ALLOWED_HOSTS set); made once and kept in <data>/web/token when empty, and logged in the web chat's URL"`
+	AllowedHosts        string        `name:"allowed-hosts" var:"TEXTSLASH_ALLOWED_HOSTS" help:"comma-separated host names the HTTP listener answers besides localhost and PUBLIC_URL's (a tunnel's or proxy's name); requests for any other name are refused, as a DNS-rebinding page's are"`
+	Agent               string        `name:"agent" var:"TEXTSLASH_AGENT" help:"agent: shell (bash in the workspace), claude (Claude Code headless), or any command line (run with bash -c; the message on stdin, the reply on stdout, lines ::progress:: <text> and ::approval:: as markers); default claude when installed and runnable (not as root without --agent-user), else shell"`
+	ClaudeBin           string        `name:"claude-bin" var:"TEXTSLASH_CLAUDE_BIN" help:"Claude Code binary; default claude from PATH"`
+	Workspaces          string        `name:"workspaces" var:"TEXTSLASH_WORKSPACES" help:"directory with one workspace per user; default <data>/workspaces"`
+	AgentUser           string        `name:"agent-user" var:"TEXTSLASH_AGENT_USER" help:"unprivileged OS user agents run as when textslash runs as root (required for claude as root)"`
+	Sandbox             string        `name:"sandbox" var:"TEXTSLASH_SANDBOX" default:"on" help:"on: every run is sandboxed with bubblewrap (its own workspace and home, the system read-only, nothing of textslash or other people) and limited; off: agents run unconfined as the agent user (textslash refuses to start without a working sandbox unless this is off)"`
+	SandboxShare        string        `name:"sandbox-share" var:"TEXTSLASH_SANDBOX_SHARE" help:"comma-separated host directories bound read-write into every sandbox (a shared cache); nothing by default"`
+	RunMemory           string        `name:"run-memory" var:"TEXTSLASH_RUN_MEMORY" default:"2G" help:"most memory one run may use (512M, 2G; 0 for no limit); a run reaching it is stopped and the person told"`
+	RunPids             int           `name:"run-pids" var:"TEXTSLASH_RUN_PIDS" default:"512" help:"most processes and threads one run may have at once (0 for no limit); a run reaching it is stopped and the person told"`
+	RunCPU              float64       `name:"run-cpu" var:"TEXTSLASH_RUN_CPU" default:"2" help:"most CPU one run may use, in cores (0 for no limit)"`
+	Chromium            string        `name:"chromium" var:"TEXTSLASH_CHROMIUM" help:"Chromium binary for screenshots (textslash shot, approval diffs); default Debian's chromium-headless-shell (the lightest), else chromium, chromium-browser or google-chrome from PATH"`
+	ShotAddr            string        `name:"shot-addr" var:"TEXTSLASH_SHOT_ADDR" default:"127.0.0.1:0" help:"host:port of the runner's screenshot endpoint, which agents reach with textslash shot or curl ($TEXTSLASH_SHOT_URL); default a free loopback port"`
+	Concurrency         int           `name:"concurrency" var:"TEXTSLASH_CONCURRENCY" default:"4" help:"how many users' messages run at once"`
+	RunnerID            string        `name:"runner-id" var:"TEXTSLASH_RUNNER_ID" default:"${runner_id}" help:"this runner's name among runners sharing the jobs (letters, digits, - and _): each user's messages run on the runner holding their workspace while it is alive; keep it the same across restarts with the same workspaces"`
+	Timeout             time.Duration `name:"timeout" var:"TEXTSLASH_TIMEOUT" default:"300s" help:"longest a single run may take"`
+	StopGrace           time.Duration `name:"stop-grace" var:"TEXTSLASH_STOP_GRACE" default:"20s" help:"on SIGTERM or Ctrl-C, how long runs under way may go on to finish (no new one starts); then they are stopped and reported interrupted; a second Ctrl-C stops at once"`
+	IdleExit            time.Duration `name:"idle-exit" var:"TEXTSLASH_IDLE_EXIT" default:"${idle_exit}" help:"a process running the runner exits after this long without a job (0: never; default 30m for the runner binary alone, 0 elsewhere); jobs wait in JetStream for the next start"`
+	ProjectMax          string        `name:"project-max" var:"TEXTSLASH_PROJECT_MAX" default:"2G" help:"most disk space a project cloned with clone <url> may take (512M, 2G); a bigger clone is removed and the person told both sizes"`
+	Snapshots           bool          `name:"snapshots" var:"TEXTSLASH_SNAPSHOTS" default:"${snapshots}" help:"after each run, store a snapshot of the project's workspace (its git history, uncommitted files and the agent's session) in JetStream, so that a runner taking a person over from a runner gone rebuilds it; default on for the runner binary alone (runners on separate machines), off elsewhere (one runner, one disk)"`
+	SnapshotMax         string        `name:"snapshot-max" var:"TEXTSLASH_SNAPSHOT_MAX" default:"100M" help:"most one snapshot may hold, before compression; beyond it the history is left out when the project has a remote to fetch it from, then the largest uncommitted files, and the person is told what did not move"`
+	Credentials         string        `name:"credentials" var:"TEXTSLASH_CREDENTIALS" help:"directory of people's git credentials for private repositories: one subdirectory per person (phone.<digits>, telegram.<chat id>, web.<id>) with git-credentials and/or ssh/ (a key, known_hosts); each of their runs gets a read-only copy at /tmp/textslash/credentials and no other run sees any; needs the sandbox"`
+	Approval            time.Duration `name:"approval-timeout" var:"TEXTSLASH_APPROVAL_TIMEOUT" default:"30m" help:"how long an approval request waits for approve or reject; then the changes stay on disk, uncommitted"`
+	Permission          time.Duration `name:"permission-timeout" var:"TEXTSLASH_PERMISSION_TIMEOUT" default:"10m" help:"how long a question from the agent (may it run this command?) waits for yes, no or always; then the agent is told no"`
+	DefaultMode         string        `name:"default-mode" var:"TEXTSLASH_DEFAULT_MODE" default:"ask" help:"permission mode of people who have not chosen one with the mode keyword: ask (Claude Code asks before each change), auto (it acts without asking, inside the sandbox) or plan (it only plans; go carries the plan out)"`
+	BudgetPersonDaily   float64       `name:"budget-person-daily" var:"TEXTSLASH_BUDGET_PERSON_DAILY" help:"most each person's runs may cost in a day, in USD (0: no limit); a run that would start over it is refused, one that reaches it is stopped with what it did so far"`
+	BudgetPersonMonthly float64       `name:"budget-person-monthly" var:"TEXTSLASH_BUDGET_PERSON_MONTHLY" help:"most each person's runs may cost in a month, in USD (0: no limit)"`
+	BudgetDaily         float64       `name:"budget-daily" var:"TEXTSLASH_BUDGET_DAILY" help:"most everybody's runs together may cost in a day, in USD (0: no limit)"`
+	BudgetMonthly       float64       `name:"budget-monthly" var:"TEXTSLASH_BUDGET_MONTHLY" help:"most everybody's runs together may cost in a month, in USD (0: no limit)"`
+	TimeZone            string        `name:"time-zone" var:"TEXTSLASH_TIME_ZONE" help:"time zone (IANA name, like Europe/Paris) of the days and months of costs and budgets, and of schedules for people who set none with tz; default the server's"`
+	Admins              string        `name:"admins" var:"TEXTSLASH_ADMINS" help:"comma-separated people who may pair others in (the pair, people and revoke keywords): numbers (+15551234567) and telegram:<chat id>"`
+	ShowCost            bool          `name:"show-cost" var:"TEXTSLASH_SHOW_COST" help:"end each reply with what its run cost and the tokens it used"`
+	TranscribeURL       string        `name:"transcribe-url" var:"TEXTSLASH_TRANSCRIBE_URL" help:"base URL of an OpenAI-compatible speech-to-text API that turns voice notes into messages (https://api.openai.com/v1, https://api.groq.com/openai/v1, a local whisper.cpp or faster-whisper server's http://127.0.0.1:8000/v1); without it or a command, voice notes are saved in the inbox and the person told"`
+	TranscribeKey       string        `name:"transcribe-key" var:"TEXTSLASH_TRANSCRIBE_KEY" help:"API key of the speech-to-text API (sent as Authorization: Bearer)"`
+	TranscribeModel     string        `name:"transcribe-model" var:"TEXTSLASH_TRANSCRIBE_MODEL" default:"whisper-1" help:"speech-to-text model (whisper-1, gpt-4o-transcribe; whisper-large-v3 on Groq)"`
+	TranscribeLanguage  string        `name:"transcribe-language" var:"TEXTSLASH_TRANSCRIBE_LANGUAGE" help:"language of the voice notes, ISO-639-1 (en, fr); default the API's guess"`
+	TranscribeCommand   string        `name:"transcribe-command" var:"TEXTSLASH_TRANSCRIBE_COMMAND" help:"a local speech-to-text program instead of the API, run with bash -c in the person's sandbox: 16 kHz mono WAV on stdin, the text on stdout (Debian's pocketsphinx: pocketsphinx_continuous -infile /dev/stdin -logfn /dev/null)"`
+	VoiceMax            time.Duration `name:"voice-max" var:"TEXTSLASH_VOICE_MAX" default:"5m" help:"longest voice note taken; longer ones are refused with a message and kept in the inbox"`
+	VoiceGrace          time.Duration `name:"voice-grace" var:"TEXTSLASH_VOICE_GRACE" default:"5s" help:"after the person is sent what was heard in a voice note, how long the agent waits before running it, so that cancel can stop a misheard instruction (0: no wait)"`
+	DescribeImages      bool          `name:"describe-screenshots" var:"TEXTSLASH_DESCRIBE_SCREENSHOTS" help:"ask the agent, in a second read-only run, for a short description of each image it hands over without a caption (at most 3 per reply; Claude Code only: it can look at images), sent as the image's caption"`
+	TwilioSID           string        `name:"twilio-account-sid" var:"TWILIO_ACCOUNT_SID" help:"Twilio account; setting it (with the token) turns WhatsApp and SMS on"`
+	TwilioToken         string        `name:"twilio-auth-token" var:"TWILIO_AUTH_TOKEN" help:"Twilio auth token: checks webhook signatures and sends messages"`
+	TwilioFrom          string        `name:"twilio-phone-number" var:"TWILIO_PHONE_NUMBER" help:"Twilio number replies come from, E.164 (+15551234567); WhatsApp sends from whatsapp:<it>"`
+	TwilioService       string        `name:"twilio-messaging-service-sid" var:"TWILIO_MESSAGING_SERVICE_SID" help:"send through this Messaging Service instead of the phone number"`
+	TwilioAPI           string        `name:"twilio-api-url" var:"TEXTSLASH_TWILIO_API_URL" help:"send Twilio API requests to this base URL instead of https://api.twilio.com (tests, proxies)"`
+	TwilioWindow        string        `name:"twilio-content-sid-window" var:"TWILIO_CONTENT_SID_WINDOW" help:"Content SID (HX…) of an approved WhatsApp template without variables that tells a person a reply waits for them (Your task finished. Reply to see the result.), sent once when WhatsApp refuses a message outside its 24-hour window; the refused messages are held and go out when the person writes, with or without it"`
+	PublicURL           string        `name:"public-url" var:"PUBLIC_URL" help:"the https URL Twilio reaches this server at (webhook signatures, image links, status callbacks); set Twilio's webhook to <it>/webhook"`
+	Allowed             string        `name:"allowed-phone-numbers" var:"ALLOWED_PHONE_NUMBERS" help:"comma-separated E.164 numbers that may use textslash over WhatsApp or SMS; others are ignored"`
+	StatusCallbacks     bool          `name:"twilio-status-callbacks" var:"TEXTSLASH_TWILIO_STATUS_CALLBACKS" default:"true" negatable:"" help:"ask Twilio for delivery status and send a person's next message only after the previous one is sent, so replies arrive in order"`
+	ProgressEvery       time.Duration `name:"progress-every" var:"TEXTSLASH_PROGRESS_EVERY" default:"10s" help:"least time between two progress messages to one WhatsApp or SMS user; the latest progress wins"`
+	LongReplies         string        `name:"long-replies" var:"TEXTSLASH_LONG_REPLIES" default:"page" help:"replies over a channel's limit (1600 characters on WhatsApp and SMS, 4096 on Telegram): page (the person replies MORE) or truncate (at 1500 characters)"`
+	TelegramToken       string        `name:"telegram-bot-token" var:"TELEGRAM_BOT_TOKEN" help:"Telegram bot token (from @BotFather); setting it turns Telegram on (set the bot's webhook to <PUBLIC_URL>/telegram/webhook)"`
+	TelegramSecret      string        `name:"telegram-webhook-secret" var:"TELEGRAM_WEBHOOK_SECRET" help:"secret_token given to setWebhook (16+ characters): updates without it are refused"`
+	TelegramAllowed     string        `name:"telegram-allowed-chats" var:"TELEGRAM_ALLOWED_CHATS" help:"comma-separated Telegram chat ids that may use textslash; others are ignored"`
+	TelegramAPI         string        `name:"telegram-api-url" var:"TEXTSLASH_TELEGRAM_API_URL" help:"send Telegram Bot API requests to this base URL instead of https://api.telegram.org (tests, a local Bot API server)"`
+	MediaKey            string        `name:"media-key" var:"TEXTSLASH_MEDIA_KEY" help:"secret (16+ characters) that signs image links; generated at each start when empty (set it when media and egress run as separate processes)"`
+	MediaKeep           int           `name:"media-keep" var:"TEXTSLASH_MEDIA_KEEP" default:"100" help:"most images kept; the oldest go first"`
+	LogLevel            string        `name:"log-level" var:"TEXTSLASH_LOG_LEVEL" default:"info" help:"debug, info, warn or error"`
+	PprofAddr           string        `name:"pprof-addr" var:"TEXTSLASH_PPROF_ADDR" help:"host:port serving Go's profiles at /debug/pprof/ (CPU, heap, goroutines) for debugging; off when empty, keep it on loopback"`
+	Notion              notionConfig  `embed:""`
 
-	TwilioSID       string
-	TwilioToken     string
-	TwilioFrom      string
-	TwilioService   string
-	TwilioAPI       string
-	TwilioWindow    string
-	PublicURL       string
-	Allowed         string
-	StatusCallbacks bool
-	ProgressEvery   time.Duration
-	LongReplies     string
-
-	TelegramToken   string
-	TelegramSecret  string
-	TelegramAllowed string
-	TelegramAPI     string
-
-	MediaKey  string
-	MediaTTL  time.Duration
-	MediaKeep int
-
-	Notion notionConfig
+	// Set after parsing.
+	Services  []string `kong:"-"`
+	Provision bool     `kong:"-"`
 }
 
-// envFlags defines flags whose defaults come from environment variables,
-// and remembers which variable each reads, for --help.
-type envFlags struct {
-	*flag.FlagSet
-	errs []error
+// notionConfig is the Notion integration's settings: a database whose
+// pages become one person's tasks.
+type notionConfig struct {
+	Token      string        `name:"notion-token" var:"NOTION_TOKEN" help:"secret of a Notion integration (ntn_…); setting it (with the database and the person) turns Notion tasks on"`
+	Database   string        `name:"notion-database" var:"NOTION_DATABASE_ID" help:"id of the Notion database whose pages become tasks (from its URL; share the database with the integration)"`
+	API        string        `name:"notion-api-url" var:"TEXTSLASH_NOTION_API_URL" help:"send Notion API requests to this base URL instead of https://api.notion.com (tests, proxies)"`
+	Person     string        `name:"notion-person" var:"TEXTSLASH_NOTION_PERSON" help:"whose tasks the pages become: whatsapp:+15551234567, sms:+15551234567, telegram:<chat id> or web:<id>; they get the usual messages and approve changes"`
+	Property   string        `name:"notion-status-property" var:"TEXTSLASH_NOTION_STATUS_PROPERTY" default:"Status" help:"the database's status (or select) property"`
+	Todo       string        `name:"notion-todo" var:"TEXTSLASH_NOTION_TODO" default:"To do" help:"the status of pages that ask for work"`
+	InProgress string        `name:"notion-in-progress" var:"TEXTSLASH_NOTION_IN_PROGRESS" default:"In progress" help:"the status a page gets when its task starts"`
+	Done       string        `name:"notion-done" var:"TEXTSLASH_NOTION_DONE" default:"Done" help:"the status a page gets when its task ends well"`
+	Failed     string        `name:"notion-failed" var:"TEXTSLASH_NOTION_FAILED" default:"Failed" help:"the status a page gets when its task fails, times out or is cancelled"`
+	Every      time.Duration `name:"notion-poll" var:"TEXTSLASH_NOTION_POLL" default:"30s" help:"time between two queries of the Notion database"`
 }
 
-func (f *envFlags) str(p *string, name, env, def, usage string) {
-	if v, ok := os.LookupEnv(env); ok {
-		def = v
-	}
-	f.StringVar(p, name, def, usage+" ($"+env+")")
-}
-
-func (f *envFlags) int(p *int, name, env string, def int, usage string) {
-	if v, ok := os.LookupEnv(env); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			f.errs = append(f.errs, fmt.Errorf("%s=%q: not a number", env, v))
-		}
-		def = n
-	}
-	f.IntVar(p, name, def, usage+" ($"+env+")")
-}
-
-func (f *envFlags) bool(p *bool, name, env string, def bool, usage string) {
-	if v, ok := os.LookupEnv(env); ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			f.errs = append(f.errs, fmt.Errorf("%s=%q: not true or false", env, v))
-		}
-		def = b
-	}
-	f.BoolVar(p, name, def, usage+" ($"+env+")")
-}
-
-func (f *envFlags) float(p *float64, name, env string, def float64, usage string) {
-	if v, ok := os.LookupEnv(env); ok {
-		n, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			f.errs = append(f.errs, fmt.Errorf("%s=%q: not a number", env, v))
-		}
-		def = n
-	}
-	f.Float64Var(p, name, def, usage+" ($"+env+")")
-}
-
-func (f *envFlags) dur(p *time.Duration, name, env string, def time.Duration, usage string) {
-	if v, ok := os.LookupEnv(env); ok {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			f.errs = append(f.errs, fmt.Errorf("%s=%q: not a duration like 300s or 5m", env, v))
-		}
-		def = d
-	}
-	f.DurationVar(p, name, def, usage+" ($"+env+")")
-}
-
-const serveUsage = `Usage: textslash serve [flags]
-
-Runs NATS (embedded, unless --nats-url is given) and every textslash service
+const serveUsage = `Runs NATS (embedded, unless --nats-url is given) and every textslash service
 in one process, with one HTTP listener:
 
   GET  /              the web chat (no login while only this machine reaches
@@ -200,21 +164,18 @@ tap.env reads ts.> and lists the streams, admin.env may do anything.
 (scripts/nats in the repository does that; subjects.md lists every subject,
 stream and bucket).
 
-Flags (each also read from the environment variable in brackets):
-`
+Each flag is also read from the environment variable in brackets; a flag
+given on the command line wins.`
 
-const serviceUsage = `Usage: %[1]s [flags]
-
-Runs textslash's %[1]s service alone against the NATS server at NATS_URL
+const serviceUsage = `Runs textslash's %[1]s service alone against the NATS server at NATS_URL
 (required). Its HTTP port serves GET /healthz, /readyz, /metrics%[2]s.
 The other services run as processes of their own (cmd/ingress,
 cmd/dispatcher, cmd/runner, cmd/media, cmd/egress), or all together in
 textslash serve.
 
-Flags (each also read from the environment variable in brackets; those of
-other services are accepted and ignored, so every service can share one
-environment file):
-`
+Each flag is also read from the environment variable in brackets (a flag
+given on the command line wins); those of other services are accepted and
+ignored, so that every service can share one environment file.`
 
 // serviceRoutes is what a single service serves besides its health.
 var serviceRoutes = map[string]string{
@@ -223,121 +184,44 @@ var serviceRoutes = map[string]string{
 	Runner:  ";\nagents reach the screenshot endpoint on TEXTSLASH_SHOT_ADDR",
 }
 
+// serveFlags are serve's settings: the services it runs, and the rest.
+type serveFlags struct {
+	List   string `name:"services" var:"TEXTSLASH_SERVICES" default:"${all}" help:"the services this process runs, comma-separated (the others run elsewhere against the same NATS_URL)"`
+	config `embed:""`
+}
+
 // parseConfig reads flags over environment over defaults, for a process
 // running services (nil: all of them, `textslash serve`).
-func parseConfig(name string, services []string, args []string, stderr io.Writer) (config, error) {
-	var c config
-	f := &envFlags{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
-	f.SetOutput(stderr)
-	f.Usage = func() {
-		if len(services) == 1 {
-			fmt.Fprintf(stderr, serviceUsage, services[0], serviceRoutes[services[0]])
-		} else {
-			fmt.Fprint(stderr, serveUsage)
-		}
-		f.PrintDefaults()
+func parseConfig(name string, services []string, args []string, env lookupEnv, stderr io.Writer) (config, error) {
+	alone := slices.Equal(services, []string{Runner}) // runners on machines of their own
+	vars := kong.Vars{
+		"all": strings.Join(All, ","), "runner_id": runner.DefaultID(),
+		"idle_exit": "0s", "snapshots": strconv.FormatBool(alone),
+		"data_help":     "directory for JetStream's files, the embedded NATS's logins (nats/) and, by default, the workspaces",
+		"nats_url_help": "use this NATS server instead of embedding one",
 	}
-	var svcList string
+	if alone {
+		vars["idle_exit"] = "30m"
+	}
+	var f serveFlags
+	var target any = &f
+	usage := serveUsage
+	if services != nil {
+		// A single service's binary has no --services.
+		target = &f.config
+		f.List = strings.Join(services, ",")
+		usage = fmt.Sprintf(serviceUsage, services[0], serviceRoutes[services[0]])
+	}
+	set, err := parse(name, usage, target, vars, args, env, stderr)
+	if err != nil {
+		return f.config, err
+	}
+	c := f.config
 	// textslash serve creates the streams, consumers and buckets; a service
 	// of its own waits for them (textslash provision), as its NATS user may
 	// not create them.
 	c.Provision = services == nil
-	if services == nil {
-		f.str(&svcList, "services", "TEXTSLASH_SERVICES", strings.Join(All, ","), "the services this process runs, comma-separated (the others run elsewhere against the same NATS_URL)")
-	} else {
-		svcList = strings.Join(services, ",")
-	}
-	f.str(&c.Data, "data", "TEXTSLASH_DATA", "./data", "directory for JetStream's files, the embedded NATS's logins (nats/) and, by default, the workspaces")
-	f.str(&c.NATSListen, "nats-listen", "TEXTSLASH_NATS_LISTEN", "127.0.0.1:4222", "host:port where the embedded NATS takes clients such as the nats CLI, logged in as tap (reads ts.>) or admin with <data>/nats/tap.env or admin.env; off for none")
-	f.str(&c.NATSURL, "nats-url", "NATS_URL", "", "use this NATS server instead of embedding one")
-	f.str(&c.NATSUser, "nats-user", "NATS_USER", "", "user to connect to NATS_URL as (nats.conf gives each service its own, allowed only its own subjects)")
-	f.str(&c.NATSPass, "nats-password", "NATS_PASSWORD", "", "that user's password")
-	f.bool(&c.NATSSync, "nats-sync", "TEXTSLASH_NATS_SYNC", false, "the embedded NATS writes every message through to disk before acknowledging it; the server dies with this process, so without it a crash loses the last milliseconds of acknowledged messages")
-	f.str(&c.Host, "host", "TEXTSLASH_HOST", "127.0.0.1", "address the HTTP listener binds; anything but loopback requires the web chat token")
-	f.int(&c.Port, "port", "PORT", 3000, "HTTP port")
-	f.bool(&c.Web, "web", "TEXTSLASH_WEB", true, "serve the local web chat (needs ingress and egress in this process)")
-	f.str(&c.WebToken, "web-token", "TEXTSLASH_WEB_TOKEN", "", "token the web chat requires when others can reach it (bound beyond loopback, PUBLIC_URL, a provider or TEXTSLASH_ALLOWED_HOSTS set); made once and kept in <data>/web/token when empty, and logged in the web chat's URL")
-	f.str(&c.AllowedHosts, "allowed-hosts", "TEXTSLASH_ALLOWED_HOSTS", "", "comma-separated host names the HTTP listener answers besides localhost and PUBLIC_URL's (a tunnel's or proxy's name); requests for any other name are refused, as a DNS-rebinding page's are")
-	f.str(&c.Agent, "agent", "TEXTSLASH_AGENT", "", "agent: shell (bash in the workspace), claude (Claude Code headless), or any command line (run with bash -c; the message on stdin, the reply on stdout, lines ::progress:: <text> and ::approval:: as markers); default claude when installed and runnable (not as root without --agent-user), else shell")
-	f.str(&c.ClaudeBin, "claude-bin", "TEXTSLASH_CLAUDE_BIN", "", "Claude Code binary; default claude from PATH")
-	f.str(&c.Workspaces, "workspaces", "TEXTSLASH_WORKSPACES", "", "directory with one workspace per user; default <data>/workspaces")
-	f.str(&c.AgentUser, "agent-user", "TEXTSLASH_AGENT_USER", "", "unprivileged OS user agents run as when textslash runs as root (required for claude as root)")
-	f.str(&c.Sandbox, "sandbox", "TEXTSLASH_SANDBOX", "on", "on: every run is sandboxed with bubblewrap (its own workspace and home, the system read-only, nothing of textslash or other people) and limited; off: agents run unconfined as the agent user (textslash refuses to start without a working sandbox unless this is off)")
-	f.str(&c.SandboxShare, "sandbox-share", "TEXTSLASH_SANDBOX_SHARE", "", "comma-separated host directories bound read-write into every sandbox (a shared cache); nothing by default")
-	f.str(&c.RunMemory, "run-memory", "TEXTSLASH_RUN_MEMORY", "2G", "most memory one run may use (512M, 2G; 0 for no limit); a run reaching it is stopped and the person told")
-	f.int(&c.RunPids, "run-pids", "TEXTSLASH_RUN_PIDS", 512, "most processes and threads one run may have at once (0 for no limit); a run reaching it is stopped and the person told")
-	f.float(&c.RunCPU, "run-cpu", "TEXTSLASH_RUN_CPU", 2, "most CPU one run may use, in cores (0 for no limit)")
-	f.str(&c.Chromium, "chromium", "TEXTSLASH_CHROMIUM", "", "Chromium binary for screenshots (textslash shot, approval diffs); default Debian's chromium-headless-shell (the lightest), else chromium, chromium-browser or google-chrome from PATH")
-	f.str(&c.ShotAddr, "shot-addr", "TEXTSLASH_SHOT_ADDR", "127.0.0.1:0", "host:port of the runner's screenshot endpoint, which agents reach with textslash shot or curl ($TEXTSLASH_SHOT_URL); default a free loopback port")
-	f.int(&c.Concurrency, "concurrency", "TEXTSLASH_CONCURRENCY", 4, "how many users' messages run at once")
-	f.str(&c.RunnerID, "runner-id", "TEXTSLASH_RUNNER_ID", runner.DefaultID(), "this runner's name among runners sharing the jobs (letters, digits, - and _): each user's messages run on the runner holding their workspace while it is alive; keep it the same across restarts with the same workspaces")
-	f.dur(&c.Timeout, "timeout", "TEXTSLASH_TIMEOUT", 300*time.Second, "longest a single run may take")
-	f.dur(&c.StopGrace, "stop-grace", "TEXTSLASH_STOP_GRACE", 20*time.Second, "on SIGTERM or Ctrl-C, how long runs under way may go on to finish (no new one starts); then they are stopped and reported interrupted; a second Ctrl-C stops at once")
-	idleExit := time.Duration(0)
-	if slices.Equal(services, []string{Runner}) {
-		idleExit = 30 * time.Minute
-	}
-	f.dur(&c.IdleExit, "idle-exit", "TEXTSLASH_IDLE_EXIT", idleExit, "a process running the runner exits after this long without a job (0: never; default 30m for the runner binary alone, 0 elsewhere); jobs wait in JetStream for the next start")
-	f.str(&c.ProjectMax, "project-max", "TEXTSLASH_PROJECT_MAX", "2G", "most disk space a project cloned with clone <url> may take (512M, 2G); a bigger clone is removed and the person told both sizes")
-	f.bool(&c.Snapshots, "snapshots", "TEXTSLASH_SNAPSHOTS", slices.Equal(services, []string{Runner}), "after each run, store a snapshot of the project's workspace (its git history, uncommitted files and the agent's session) in JetStream, so that a runner taking a person over from a runner gone rebuilds it; default on for the runner binary alone (runners on separate machines), off elsewhere (one runner, one disk)")
-	f.str(&c.SnapshotMax, "snapshot-max", "TEXTSLASH_SNAPSHOT_MAX", "100M", "most one snapshot may hold, before compression; beyond it the history is left out when the project has a remote to fetch it from, then the largest uncommitted files, and the person is told what did not move")
-	f.str(&c.Credentials, "credentials", "TEXTSLASH_CREDENTIALS", "", "directory of people's git credentials for private repositories: one subdirectory per person (phone.<digits>, telegram.<chat id>, web.<id>) with git-credentials and/or ssh/ (a key, known_hosts); each of their runs gets a read-only copy at /tmp/textslash/credentials and no other run sees any; needs the sandbox")
-	f.dur(&c.Approval, "approval-timeout", "TEXTSLASH_APPROVAL_TIMEOUT", 30*time.Minute, "how long an approval request waits for approve or reject; then the changes stay on disk, uncommitted")
-	f.dur(&c.Permission, "permission-timeout", "TEXTSLASH_PERMISSION_TIMEOUT", 10*time.Minute, "how long a question from the agent (may it run this command?) waits for yes, no or always; then the agent is told no")
-	f.str(&c.DefaultMode, "default-mode", "TEXTSLASH_DEFAULT_MODE", "ask", "permission mode of people who have not chosen one with the mode keyword: ask (Claude Code asks before each change), auto (it acts without asking, inside the sandbox) or plan (it only plans; go carries the plan out)")
-	f.float(&c.Budgets.PersonDaily, "budget-person-daily", "TEXTSLASH_BUDGET_PERSON_DAILY", 0, "most each person's runs may cost in a day, in USD (0: no limit); a run that would start over it is refused, one that reaches it is stopped with what it did so far")
-	f.float(&c.Budgets.PersonMonthly, "budget-person-monthly", "TEXTSLASH_BUDGET_PERSON_MONTHLY", 0, "most each person's runs may cost in a month, in USD (0: no limit)")
-	f.float(&c.Budgets.Daily, "budget-daily", "TEXTSLASH_BUDGET_DAILY", 0, "most everybody's runs together may cost in a day, in USD (0: no limit)")
-	f.float(&c.Budgets.Monthly, "budget-monthly", "TEXTSLASH_BUDGET_MONTHLY", 0, "most everybody's runs together may cost in a month, in USD (0: no limit)")
-	f.str(&c.TimeZone, "time-zone", "TEXTSLASH_TIME_ZONE", "", "time zone (IANA name, like Europe/Paris) of the days and months of costs and budgets, and of schedules for people who set none with tz; default the server's")
-	f.str(&c.Admins, "admins", "TEXTSLASH_ADMINS", "", "comma-separated people who may pair others in (the pair, people and revoke keywords): numbers (+15551234567) and telegram:<chat id>")
-	f.bool(&c.ShowCost, "show-cost", "TEXTSLASH_SHOW_COST", false, "end each reply with what its run cost and the tokens it used")
-	f.str(&c.TranscribeURL, "transcribe-url", "TEXTSLASH_TRANSCRIBE_URL", "", "base URL of an OpenAI-compatible speech-to-text API that turns voice notes into messages (https://api.openai.com/v1, https://api.groq.com/openai/v1, a local whisper.cpp or faster-whisper server's http://127.0.0.1:8000/v1); without it or a command, voice notes are saved in the inbox and the person told")
-	f.str(&c.TranscribeKey, "transcribe-key", "TEXTSLASH_TRANSCRIBE_KEY", "", "API key of the speech-to-text API (sent as Authorization: Bearer)")
-	f.str(&c.TranscribeModel, "transcribe-model", "TEXTSLASH_TRANSCRIBE_MODEL", "whisper-1", "speech-to-text model (whisper-1, gpt-4o-transcribe; whisper-large-v3 on Groq)")
-	f.str(&c.TranscribeLanguage, "transcribe-language", "TEXTSLASH_TRANSCRIBE_LANGUAGE", "", "language of the voice notes, ISO-639-1 (en, fr); default the API's guess")
-	f.str(&c.TranscribeCommand, "transcribe-command", "TEXTSLASH_TRANSCRIBE_COMMAND", "", "a local speech-to-text program instead of the API, run with bash -c in the person's sandbox: 16 kHz mono WAV on stdin, the text on stdout (Debian's pocketsphinx: pocketsphinx_continuous -infile /dev/stdin -logfn /dev/null)")
-	f.dur(&c.VoiceMax, "voice-max", "TEXTSLASH_VOICE_MAX", 5*time.Minute, "longest voice note taken; longer ones are refused with a message and kept in the inbox")
-	f.dur(&c.VoiceGrace, "voice-grace", "TEXTSLASH_VOICE_GRACE", 5*time.Second, "after the person is sent what was heard in a voice note, how long the agent waits before running it, so that cancel can stop a misheard instruction (0: no wait)")
-	f.bool(&c.DescribeImages, "describe-screenshots", "TEXTSLASH_DESCRIBE_SCREENSHOTS", false, "ask the agent, in a second read-only run, for a short description of each image it hands over without a caption (at most 3 per reply; Claude Code only: it can look at images), sent as the image's caption")
-	f.int(&c.Replicas, "replicas", "TEXTSLASH_REPLICAS", 1, "replicas of each stream and bucket (3 on a NATS cluster)")
-	f.str(&c.TwilioSID, "twilio-account-sid", "TWILIO_ACCOUNT_SID", "", "Twilio account; setting it (with the token) turns WhatsApp and SMS on")
-	f.str(&c.TwilioToken, "twilio-auth-token", "TWILIO_AUTH_TOKEN", "", "Twilio auth token: checks webhook signatures and sends messages")
-	f.str(&c.TwilioFrom, "twilio-phone-number", "TWILIO_PHONE_NUMBER", "", "Twilio number replies come from, E.164 (+15551234567); WhatsApp sends from whatsapp:<it>")
-	f.str(&c.TwilioService, "twilio-messaging-service-sid", "TWILIO_MESSAGING_SERVICE_SID", "", "send through this Messaging Service instead of the phone number")
-	f.str(&c.TwilioAPI, "twilio-api-url", "TEXTSLASH_TWILIO_API_URL", "", "send Twilio API requests to this base URL instead of https://api.twilio.com (tests, proxies)")
-	f.str(&c.TwilioWindow, "twilio-content-sid-window", "TWILIO_CONTENT_SID_WINDOW", "", "Content SID (HX…) of an approved WhatsApp template without variables that tells a person a reply waits for them (Your task finished. Reply to see the result.), sent once when WhatsApp refuses a message outside its 24-hour window; the refused messages are held and go out when the person writes, with or without it")
-	f.str(&c.PublicURL, "public-url", "PUBLIC_URL", "", "the https URL Twilio reaches this server at (webhook signatures, image links, status callbacks); set Twilio's webhook to <it>/webhook")
-	f.str(&c.Allowed, "allowed-phone-numbers", "ALLOWED_PHONE_NUMBERS", "", "comma-separated E.164 numbers that may use textslash over WhatsApp or SMS; others are ignored")
-	f.bool(&c.StatusCallbacks, "twilio-status-callbacks", "TEXTSLASH_TWILIO_STATUS_CALLBACKS", true, "ask Twilio for delivery status and send a person's next message only after the previous one is sent, so replies arrive in order")
-	f.dur(&c.ProgressEvery, "progress-every", "TEXTSLASH_PROGRESS_EVERY", 10*time.Second, "least time between two progress messages to one WhatsApp or SMS user; the latest progress wins")
-	f.str(&c.LongReplies, "long-replies", "TEXTSLASH_LONG_REPLIES", "page", "replies over a channel's limit (1600 characters on WhatsApp and SMS, 4096 on Telegram): page (the person replies MORE) or truncate (at 1500 characters)")
-	f.str(&c.TelegramToken, "telegram-bot-token", "TELEGRAM_BOT_TOKEN", "", "Telegram bot token (from @BotFather); setting it turns Telegram on (set the bot's webhook to <PUBLIC_URL>/telegram/webhook)")
-	f.str(&c.TelegramSecret, "telegram-webhook-secret", "TELEGRAM_WEBHOOK_SECRET", "", "secret_token given to setWebhook (16+ characters): updates without it are refused")
-	f.str(&c.TelegramAllowed, "telegram-allowed-chats", "TELEGRAM_ALLOWED_CHATS", "", "comma-separated Telegram chat ids that may use textslash; others are ignored")
-	f.str(&c.TelegramAPI, "telegram-api-url", "TEXTSLASH_TELEGRAM_API_URL", "", "send Telegram Bot API requests to this base URL instead of https://api.telegram.org (tests, a local Bot API server)")
-	c.Notion.flags(f)
-	f.str(&c.MediaKey, "media-key", "TEXTSLASH_MEDIA_KEY", "", "secret (16+ characters) that signs image links; generated at each start when empty (set it when media and egress run as separate processes)")
-	f.dur(&c.MediaTTL, "media-ttl", "TEXTSLASH_MEDIA_TTL", 30*time.Minute, "how long images (and their links) last")
-	f.int(&c.MediaKeep, "media-keep", "TEXTSLASH_MEDIA_KEEP", 100, "most images kept; the oldest go first")
-	f.str(&c.LogLevel, "log-level", "TEXTSLASH_LOG_LEVEL", "info", "debug, info, warn or error")
-	f.str(&c.PprofAddr, "pprof-addr", "TEXTSLASH_PPROF_ADDR", "", "host:port serving Go's profiles at /debug/pprof/ (CPU, heap, goroutines) for debugging; off when empty, keep it on loopback")
-	f.str(&c.LogFormat, "log-format", "TEXTSLASH_LOG_FORMAT", "auto", "json, console, or auto (console on a terminal)")
-	if err := f.Parse(args); err != nil {
-		return c, err
-	}
-	if f.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", f.Arg(0))
-	}
-	if len(f.errs) > 0 {
-		return c, errors.Join(f.errs...)
-	}
-	webSet := false
-	f.Visit(func(fl *flag.Flag) { webSet = webSet || fl.Name == "web" })
-	if _, ok := os.LookupEnv("TEXTSLASH_WEB"); ok {
-		webSet = true
-	}
-	if err := c.setServices(svcList, webSet); err != nil {
+	if err := c.setServices(f.List, set["web"]); err != nil {
 		return c, err
 	}
 	return c, c.validate()
@@ -381,6 +265,12 @@ func (c *config) setServices(list string, webSet bool) error {
 	return nil
 }
 
+// budgets are the dispatcher's limits on what runs cost.
+func (c *config) budgets() dispatcher.Budgets {
+	return dispatcher.Budgets{PersonDaily: c.BudgetPersonDaily, PersonMonthly: c.BudgetPersonMonthly,
+		Daily: c.BudgetDaily, Monthly: c.BudgetMonthly}
+}
+
 // runs reports whether this process runs service s.
 func (c *config) runs(s string) bool { return slices.Contains(c.Services, s) }
 
@@ -399,17 +289,8 @@ func (c *config) validate() error {
 			return fmt.Errorf("TEXTSLASH_NATS_LISTEN=%q: want host:port or off", c.NATSListen)
 		}
 	}
-	if c.Concurrency < 1 {
-		return fmt.Errorf("TEXTSLASH_CONCURRENCY=%d: must be at least 1", c.Concurrency)
-	}
-	if c.Timeout < time.Second || c.Timeout > 9*time.Minute {
-		return fmt.Errorf("TEXTSLASH_TIMEOUT=%s: must be between 1s and 9m", c.Timeout)
-	}
-	if c.StopGrace < 0 {
-		return fmt.Errorf("TEXTSLASH_STOP_GRACE=%s: must not be negative", c.StopGrace)
-	}
-	if c.IdleExit < 0 {
-		return fmt.Errorf("TEXTSLASH_IDLE_EXIT=%s: must not be negative", c.IdleExit)
+	if err := c.validateRuns(); err != nil {
+		return err
 	}
 	if err := c.validateNotion(); err != nil {
 		return err
@@ -422,6 +303,47 @@ func (c *config) validate() error {
 	}
 	if c.Approval < time.Second {
 		return fmt.Errorf("TEXTSLASH_APPROVAL_TIMEOUT=%s: must be at least 1s", c.Approval)
+	}
+	if err := c.storage.validate(); err != nil {
+		return err
+	}
+	if c.MediaKey == "" {
+		c.MediaKey = newToken()
+	}
+	if len(c.MediaKey) < 16 {
+		return errors.New("TEXTSLASH_MEDIA_KEY: at least 16 characters")
+	}
+	if c.MediaKeep < 1 {
+		return fmt.Errorf("TEXTSLASH_MEDIA_KEEP=%d: at least 1", c.MediaKeep)
+	}
+	if err := c.validateTwilio(); err != nil {
+		return err
+	}
+	if err := c.validateTelegram(); err != nil {
+		return err
+	}
+	switch c.LogFormat {
+	case "auto", "json", "console":
+	default:
+		return fmt.Errorf("TEXTSLASH_LOG_FORMAT=%q: want json, console or auto", c.LogFormat)
+	}
+	return nil
+}
+
+// validateRuns checks the settings of the runs: how many, how long, and
+// their sandbox and limits.
+func (c *config) validateRuns() error {
+	if c.Concurrency < 1 {
+		return fmt.Errorf("TEXTSLASH_CONCURRENCY=%d: must be at least 1", c.Concurrency)
+	}
+	if c.Timeout < time.Second || c.Timeout > 9*time.Minute {
+		return fmt.Errorf("TEXTSLASH_TIMEOUT=%s: must be between 1s and 9m", c.Timeout)
+	}
+	if c.StopGrace < 0 {
+		return fmt.Errorf("TEXTSLASH_STOP_GRACE=%s: must not be negative", c.StopGrace)
+	}
+	if c.IdleExit < 0 {
+		return fmt.Errorf("TEXTSLASH_IDLE_EXIT=%s: must not be negative", c.IdleExit)
 	}
 	if c.Sandbox != "on" && c.Sandbox != "off" {
 		return fmt.Errorf("TEXTSLASH_SANDBOX=%q: want on or off", c.Sandbox)
@@ -440,31 +362,15 @@ func (c *config) validate() error {
 	if c.RunCPU < 0 || (c.RunCPU > 0 && c.RunCPU < 0.1) {
 		return fmt.Errorf("TEXTSLASH_RUN_CPU=%g: 0 (no limit) or at least 0.1", c.RunCPU)
 	}
-	if c.Replicas < 1 || c.Replicas > 5 {
-		return fmt.Errorf("TEXTSLASH_REPLICAS=%d: must be 1 to 5", c.Replicas)
+	return nil
+}
+
+func (s *storage) validate() error {
+	if s.Replicas < 1 || s.Replicas > 5 {
+		return fmt.Errorf("TEXTSLASH_REPLICAS=%d: must be 1 to 5", s.Replicas)
 	}
-	if c.MediaKey == "" {
-		c.MediaKey = newToken()
-	}
-	if len(c.MediaKey) < 16 {
-		return errors.New("TEXTSLASH_MEDIA_KEY: at least 16 characters")
-	}
-	if c.MediaTTL < time.Minute {
-		return fmt.Errorf("TEXTSLASH_MEDIA_TTL=%s: at least 1m", c.MediaTTL)
-	}
-	if c.MediaKeep < 1 {
-		return fmt.Errorf("TEXTSLASH_MEDIA_KEEP=%d: at least 1", c.MediaKeep)
-	}
-	if err := c.validateTwilio(); err != nil {
-		return err
-	}
-	if err := c.validateTelegram(); err != nil {
-		return err
-	}
-	switch c.LogFormat {
-	case "auto", "json", "console":
-	default:
-		return fmt.Errorf("TEXTSLASH_LOG_FORMAT=%q: want json, console or auto", c.LogFormat)
+	if s.MediaTTL < time.Minute {
+		return fmt.Errorf("TEXTSLASH_MEDIA_TTL=%s: at least 1m", s.MediaTTL)
 	}
 	return nil
 }
@@ -510,6 +416,11 @@ func parseBytes(s string) (int64, error) {
 	return int64(n * float64(mult)), nil
 }
 
+// notAlphanumeric is true of a rune other than an ASCII letter or digit.
+func notAlphanumeric(r rune) bool {
+	return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+}
+
 // loopback reports whether host only takes connections from this machine.
 func loopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
@@ -544,6 +455,13 @@ func (c *config) validateTwilio() error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("WhatsApp and SMS need %s too", strings.Join(missing, ", "))
+	}
+	// twilio-go sends nothing with other characters ("ApiError 21224
+	// Invalid Password"): say so now rather than at the first reply.
+	for _, v := range []struct{ name, val string }{{"TWILIO_ACCOUNT_SID", c.TwilioSID}, {"TWILIO_AUTH_TOKEN", c.TwilioToken}} {
+		if strings.IndexFunc(v.val, notAlphanumeric) >= 0 {
+			return fmt.Errorf("%s: letters and digits only, as Twilio's console shows it (a 32-character token), without spaces, quotes or line breaks", v.name)
+		}
 	}
 	if c.LongReplies != "page" && c.LongReplies != "truncate" {
 		return fmt.Errorf("TEXTSLASH_LONG_REPLIES=%q: want page or truncate", c.LongReplies)

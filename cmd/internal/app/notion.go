@@ -12,34 +12,6 @@ import (
 	"github.com/textslash/textslash/notion"
 )
 
-// notionConfig is the Notion integration's settings: a database whose
-// pages become one person's tasks.
-type notionConfig struct {
-	Token      string
-	Database   string
-	API        string
-	Person     string
-	Property   string
-	Todo       string
-	InProgress string
-	Done       string
-	Failed     string
-	Every      time.Duration
-}
-
-func (n *notionConfig) flags(f *envFlags) {
-	f.str(&n.Token, "notion-token", "NOTION_TOKEN", "", "secret of a Notion integration (ntn_…); setting it (with the database and the person) turns Notion tasks on")
-	f.str(&n.Database, "notion-database", "NOTION_DATABASE_ID", "", "id of the Notion database whose pages become tasks (from its URL; share the database with the integration)")
-	f.str(&n.API, "notion-api-url", "TEXTSLASH_NOTION_API_URL", "", "send Notion API requests to this base URL instead of https://api.notion.com (tests, proxies)")
-	f.str(&n.Person, "notion-person", "TEXTSLASH_NOTION_PERSON", "", "whose tasks the pages become: whatsapp:+15551234567, sms:+15551234567, telegram:<chat id> or web:<id>; they get the usual messages and approve changes")
-	f.str(&n.Property, "notion-status-property", "TEXTSLASH_NOTION_STATUS_PROPERTY", "Status", "the database's status (or select) property")
-	f.str(&n.Todo, "notion-todo", "TEXTSLASH_NOTION_TODO", "To do", "the status of pages that ask for work")
-	f.str(&n.InProgress, "notion-in-progress", "TEXTSLASH_NOTION_IN_PROGRESS", "In progress", "the status a page gets when its task starts")
-	f.str(&n.Done, "notion-done", "TEXTSLASH_NOTION_DONE", "Done", "the status a page gets when its task ends well")
-	f.str(&n.Failed, "notion-failed", "TEXTSLASH_NOTION_FAILED", "Failed", "the status a page gets when its task fails, times out or is cancelled")
-	f.dur(&n.Every, "notion-poll", "TEXTSLASH_NOTION_POLL", 30*time.Second, "time between two queries of the Notion database")
-}
-
 // on reports whether Notion is configured.
 func (n *notionConfig) on() bool { return n.Token != "" || n.Database != "" || n.Person != "" }
 

@@ -3,6 +3,7 @@ package app
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,34 +14,33 @@ import (
 	"github.com/textslash/textslash/contract"
 )
 
-const pairUsage = `Usage: textslash pair
-
-Makes a pairing code for one new person: valid for an hour, used up by the
+const pairUsage = `Makes a pairing code for one new person: valid for an hour, used up by the
 first number or Telegram chat that sends it as a message; at most three
 wait at once. Against textslash serve's embedded NATS it logs in with
 <data>/nats/admin.env; elsewhere set NATS_URL, NATS_USER and NATS_PASSWORD.
 People paired in are listed by the people keyword and removed by revoke
 (for an admin, TEXTSLASH_ADMINS).
 
-`
+Each flag is also read from the environment variable in brackets.`
 
 // Pair makes a pairing code and prints it.
 func Pair(args []string, stdout, stderr io.Writer) int {
-	var c config
-	f := adminFlags("textslash pair", pairUsage, "the NATS server; default the one in <data>/nats/admin.env", &c, stderr)
-	f.str(&c.Data, "data", "TEXTSLASH_DATA", "./data", "textslash serve's data directory, for its admin login")
-	help, err := f.parse(args)
-	if help {
+	var c struct {
+		common `embed:""`
+		Data   string `name:"data" var:"TEXTSLASH_DATA" default:"./data" help:"${data_help}"`
+	}
+	_, err := parse("textslash pair", pairUsage, &c, adminVars("the NATS server; default the one in <data>/nats/admin.env"), args, os.LookupEnv, stderr)
+	if errors.Is(err, errHelp) {
 		return 0
 	}
 	if err == nil && c.NATSURL == "" {
-		err = loginFrom(filepath.Join(c.Data, "nats", "admin.env"), &c)
+		err = loginFrom(filepath.Join(c.Data, "nats", "admin.env"), &c.common)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "textslash pair: %v\n", err)
 		return 2
 	}
-	js, log, closeNATS, err := connectAdmin(c, "pair", stderr)
+	js, log, closeNATS, err := connectAdmin(c.common, "pair", stderr)
 	if err != nil {
 		log.Error().Err(err).Msg("pair failed")
 		return 1
@@ -63,7 +63,7 @@ func Pair(args []string, stdout, stderr io.Writer) int {
 
 // loginFrom reads NATS_URL, NATS_USER and NATS_PASSWORD from an env file
 // that textslash serve wrote.
-func loginFrom(path string, c *config) error {
+func loginFrom(path string, c *common) error {
 	fh, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("NATS_URL is not set, and %w (run textslash serve first, or set NATS_URL)", err)

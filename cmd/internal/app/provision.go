@@ -3,12 +3,13 @@ package app
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -75,48 +76,24 @@ func missingStream(ctx context.Context, js jetstream.JetStream, names []string) 
 	return "", nil
 }
 
-const provisionUsage = `Usage: textslash provision [flags]
-
-Creates or updates every stream, consumer and bucket textslash uses on the
+const provisionUsage = `Creates or updates every stream, consumer and bucket textslash uses on the
 NATS server at NATS_URL, then exits. The services started on their own
 (ingress, dispatcher, runner, media, egress) wait for them; run it once
 per NATS (again after an upgrade), as a user allowed to manage JetStream
 (nats.conf's admin). textslash serve does it itself at every start.
 
-Flags (each also read from the environment variable in brackets):
-`
+Each flag is also read from the environment variable in brackets.`
 
-// adminFlags are the flags of the commands that act on NATS as its admin
-// (provision, pair): the login and the log's format.
-func adminFlags(name, usage, urlHelp string, c *config, stderr io.Writer) *envFlags {
-	f := &envFlags{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
-	f.SetOutput(stderr)
-	f.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		f.PrintDefaults()
-	}
-	f.str(&c.NATSURL, "nats-url", "NATS_URL", "", urlHelp)
-	f.str(&c.NATSUser, "nats-user", "NATS_USER", "", "user to connect as")
-	f.str(&c.NATSPass, "nats-password", "NATS_PASSWORD", "", "that user's password")
-	f.str(&c.LogFormat, "log-format", "TEXTSLASH_LOG_FORMAT", "auto", "json, console, or auto (console on a terminal)")
-	return f
-}
-
-// parse reads args and the environment: help is true for -h.
-func (f *envFlags) parse(args []string) (help bool, err error) {
-	err = f.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		return true, nil
-	}
-	if err == nil {
-		err = errors.Join(f.errs...)
-	}
-	return false, err
+// adminVars fill the help of the settings admin commands share with
+// serve.
+func adminVars(natsURL string) kong.Vars {
+	return kong.Vars{"nats_url_help": natsURL,
+		"data_help": "textslash serve's data directory, for its admin login"}
 }
 
 // connectAdmin logs in to NATS for the command name.
-func connectAdmin(c config, name string, stderr io.Writer) (jetstream.JetStream, zerolog.Logger, func(), error) {
-	c.Services = []string{name}
+func connectAdmin(cc common, name string, stderr io.Writer) (jetstream.JetStream, zerolog.Logger, func(), error) {
+	c := config{common: cc, Services: []string{name}}
 	log := newLogger(c, stderr)
 	nc, closeNATS, err := connectNATS(c, log)
 	if err != nil {
@@ -132,25 +109,25 @@ func connectAdmin(c config, name string, stderr io.Writer) (jetstream.JetStream,
 
 // Provision is `textslash provision`.
 func Provision(args []string, stderr io.Writer) int {
-	var c config
-	f := adminFlags("textslash provision", provisionUsage, "the NATS server (required)", &c, stderr)
-	f.int(&c.Replicas, "replicas", "TEXTSLASH_REPLICAS", 1, "replicas of each stream and bucket (3 on a NATS cluster)")
-	f.dur(&c.MediaTTL, "media-ttl", "TEXTSLASH_MEDIA_TTL", 30*time.Minute, "how long images (and their links) last")
-	help, err := f.parse(args)
-	if help {
+	var c struct {
+		common  `embed:""`
+		storage `embed:""`
+	}
+	_, err := parse("textslash provision", provisionUsage, &c, adminVars("the NATS server (required)"), args, os.LookupEnv, stderr)
+	if errors.Is(err, errHelp) {
 		return 0
 	}
 	if err == nil && c.NATSURL == "" {
 		err = errors.New("NATS_URL: required")
 	}
-	if err == nil && (c.Replicas < 1 || c.Replicas > 5) {
-		err = fmt.Errorf("TEXTSLASH_REPLICAS=%d: must be 1 to 5", c.Replicas)
+	if err == nil {
+		err = c.storage.validate()
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "textslash provision: %v\n", err)
 		return 2
 	}
-	js, log, closeNATS, err := connectAdmin(c, "provision", stderr)
+	js, log, closeNATS, err := connectAdmin(c.common, "provision", stderr)
 	if err == nil {
 		defer closeNATS()
 		err = contract.Provision(context.Background(), js, contract.Options{Replicas: c.Replicas, MediaTTL: c.MediaTTL})

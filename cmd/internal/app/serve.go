@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -27,11 +26,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/dispatcher"
-	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/ingress"
-	"github.com/textslash/textslash/media"
-	"github.com/textslash/textslash/runner"
 )
 
 // Serve runs the given services (ingress, dispatcher, runner, media,
@@ -39,8 +34,8 @@ import (
 // and each single-service binary. name is the command, for --help.
 func Serve(name string, services []string, args []string, stdout, stderr io.Writer) int {
 	started := time.Now()
-	cfg, err := parseConfig(name, services, args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	cfg, err := parseConfig(name, services, args, os.LookupEnv, stderr)
+	if errors.Is(err, errHelp) {
 		return 0
 	}
 	if err != nil {
@@ -80,7 +75,7 @@ func newLogger(cfg config, w io.Writer) zerolog.Logger {
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
 }
 
-// runServe runs NATS and the five services until ctx ends.
+// runServe runs NATS and this process's services until ctx ends.
 func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.Time) error {
 	nc, shutdownNATS, err := connectNATS(cfg, log)
 	if err != nil {
@@ -91,117 +86,35 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	if cfg.Provision {
-		if err := contract.Provision(ctx, js, contract.Options{Replicas: cfg.Replicas, MediaTTL: cfg.MediaTTL}); err != nil {
-			return fmt.Errorf("%w (textslash serve creates the streams: its NATS user must be allowed to, as nats.conf's admin is)", err)
-		}
-	} else if err := waitStreams(ctx, js, cfg.streams(), log); err != nil {
+	if err := cfg.openStreams(ctx, js, log); err != nil {
 		return err
 	}
-	signer, err := contract.NewMediaSigner([]byte(cfg.MediaKey), cfg.MediaTTL)
-	if err != nil {
+	env := partEnv{js: js, log: log}
+	if env.signer, err = contract.NewMediaSigner([]byte(cfg.MediaKey), cfg.MediaTTL); err != nil {
 		return err
 	}
-	var sessions contract.WebSessions
 	if cfg.Web {
-		if sessions, cfg.WebToken, err = webSecrets(cfg); err != nil {
+		if env.sessions, cfg.WebToken, err = webSecrets(cfg); err != nil {
 			return err
 		}
 	}
-
-	// Each service of this process, and what it serves over HTTP.
-	mux := http.NewServeMux()
-	var svcs []interface{ Run(context.Context) error }
-	var in *ingress.Ingress
-	if cfg.runs(Ingress) {
-		if in, err = ingress.New(ingress.Config{WebChat: cfg.Web, Sessions: sessions, PublicURL: cfg.PublicURL, Twilio: cfg.twilioIngress(), Telegram: cfg.telegramIngress(), Notion: cfg.notionIngress()}, js, log); err != nil {
-			return err
+	var parts []part
+	for _, name := range All { // in this order, whatever TEXTSLASH_SERVICES's
+		if !cfg.runs(name) {
+			continue
 		}
-		for _, route := range in.Routes() {
-			mux.Handle(route, in.Handler())
-		}
-		svcs = append(svcs, in)
-	}
-	if cfg.runs(Dispatcher) {
-		admins, _ := cfg.admins() // checked by validate
-		disp, err := dispatcher.New(dispatcher.Config{ApprovalTimeout: cfg.Approval,
-			PermissionTimeout: cfg.Permission, DefaultMode: cfg.DefaultMode, Budgets: cfg.Budgets, Location: cfg.location(), Admins: admins}, js, log)
+		p, err := makeParts[name](ctx, &cfg, env)
 		if err != nil {
 			return err
 		}
-		svcs = append(svcs, disp)
+		parts = append(parts, p)
 	}
-	agent := ""
-	if cfg.runs(Runner) {
-		self, err := os.Executable()
-		if err != nil {
-			log.Warn().Err(err).Msg("own binary not found: agents cannot run textslash shot (curl $TEXTSLASH_SHOT_URL still works)")
-		}
-		run, err := runner.New(runner.Config{
-			Agent: cfg.Agent, ClaudeBin: cfg.ClaudeBin, Workspaces: cfg.Workspaces, AgentUser: cfg.AgentUser,
-			Concurrency: cfg.Concurrency, Timeout: cfg.Timeout, IdleExit: cfg.IdleExit, StopGrace: cfg.StopGrace,
-			Chromium: cfg.Chromium, ShotAddr: cfg.ShotAddr, ShotCommand: self, ID: cfg.RunnerID,
-			Sandbox: cfg.sandbox(), PermissionTimeout: cfg.Permission, ShowCost: cfg.ShowCost,
-			Transcriber: cfg.transcriber(), VoiceMax: cfg.VoiceMax, VoiceGrace: cfg.VoiceGrace,
-			DescribeImages: cfg.DescribeImages, ProjectMaxBytes: size(cfg.ProjectMax), Snapshots: cfg.Snapshots,
-			SnapshotMax: size(cfg.SnapshotMax), Credentials: cfg.Credentials,
-		}, js, log)
-		if err != nil {
-			return err
-		}
-		agent = run.AgentName()
-		svcs = append(svcs, run)
-	}
-	if cfg.runs(Media) {
-		med, err := media.New(media.Config{Signer: signer, Keep: cfg.MediaKeep}, js, log)
-		if err != nil {
-			return err
-		}
-		if err := med.Open(ctx); err != nil {
-			return err
-		}
-		mux.Handle("/images/", med.Handler())
-		mux.Handle("/files/", med.Handler())
-		svcs = append(svcs, med)
-	}
-	var out *egress.Egress
-	if cfg.runs(Egress) {
-		if out, err = egress.New(egress.Config{WebChat: cfg.Web, Sessions: sessions, Twilio: cfg.twilioEgress(), Telegram: cfg.telegramEgress(), Notion: cfg.notionEgress(), Signer: signer}, js, log); err != nil {
-			return err
-		}
-		svcs = append(svcs, out)
-	}
-	if cfg.Web { // validated: ingress and egress are both here
-		web := http.NewServeMux()
-		web.Handle("GET /api/events", out.Handler())
-		web.Handle("/", in.WebChat())
-		mux.Handle("/", webAuth(cfg, log, webOrigin(log, web)))
-	}
-	mux.Handle("GET /metrics", internalOnly(cfg, promhttp.Handler()))
-	if cfg.runs(Dispatcher) {
-		registerQueueGauge(js)
-	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.Handle("GET /readyz", internalOnly(cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if nc.Status() != nats.CONNECTED {
-			http.Error(w, "nats "+nc.Status().String(), http.StatusServiceUnavailable)
-			return
-		}
-		for _, name := range cfg.streams() {
-			if _, err := js.Stream(r.Context(), name); err != nil {
-				http.Error(w, "stream "+name+": "+err.Error(), http.StatusServiceUnavailable)
-				return
-			}
-		}
-		fmt.Fprintln(w, "ready")
-	})))
-
 	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s (PORT, TEXTSLASH_HOST): %w", addr, err)
 	}
-	srv := &http.Server{Handler: hostCheck(cfg, log, mux), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: hostCheck(cfg, log, cfg.mux(parts, nc, js, log)), ReadHeaderTimeout: 10 * time.Second}
 
 	// A runner that exits for want of work ends the whole process.
 	ctx, idleStop := context.WithCancel(ctx)
@@ -224,28 +137,84 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 			return err
 		}
 	}
-	for _, svc := range svcs {
+	for _, p := range parts {
 		g.Go(func() error {
-			err := svc.Run(ctx)
-			if _, ok := svc.(*runner.Runner); ok && err == nil && ctx.Err() == nil {
+			err := p.run(ctx)
+			if p.endsProcess && err == nil && ctx.Err() == nil {
 				idleStop()
 			}
 			return err
 		})
 	}
+	cfg.logReady(log, ln, parts, started)
+	return g.Wait()
+}
 
-	url := "http://" + ln.Addr().String()
-	if cfg.Host == "127.0.0.1" || cfg.Host == "localhost" {
-		url = "http://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+// openStreams creates the streams, consumers and buckets (textslash
+// serve), or waits for textslash provision to (a service of its own).
+func (cfg *config) openStreams(ctx context.Context, js jetstream.JetStream, log zerolog.Logger) error {
+	if !cfg.Provision {
+		return waitStreams(ctx, js, cfg.streams(), log)
 	}
-	if cfg.Web && cfg.exposed() {
-		url += "/?token=" + cfg.WebToken
+	if err := contract.Provision(ctx, js, contract.Options{Replicas: cfg.Replicas, MediaTTL: cfg.MediaTTL}); err != nil {
+		return fmt.Errorf("%w (textslash serve creates the streams: its NATS user must be allowed to, as nats.conf's admin is)", err)
 	}
+	return nil
+}
+
+// mux routes this process's HTTP requests: each part's routes, the web
+// chat behind its token, metrics and health.
+func (cfg *config) mux(parts []part, nc *nats.Conn, js jetstream.JetStream, log zerolog.Logger) *http.ServeMux {
+	mux := http.NewServeMux()
+	web := http.NewServeMux()
+	for _, p := range parts {
+		for route, h := range p.routes {
+			mux.Handle(route, h)
+		}
+		for route, h := range p.web {
+			web.Handle(route, h)
+		}
+	}
+	if cfg.Web { // validated: ingress and egress, which serve it, are both here
+		mux.Handle("/", webAuth(*cfg, log, webOrigin(log, web)))
+	}
+	mux.Handle("GET /metrics", internalOnly(*cfg, promhttp.Handler()))
+	if cfg.runs(Dispatcher) {
+		registerQueueGauge(js)
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.Handle("GET /readyz", internalOnly(*cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if nc.Status() != nats.CONNECTED {
+			http.Error(w, "nats "+nc.Status().String(), http.StatusServiceUnavailable)
+			return
+		}
+		for _, name := range cfg.streams() {
+			if _, err := js.Stream(r.Context(), name); err != nil {
+				http.Error(w, "stream "+name+": "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		fmt.Fprintln(w, "ready")
+	})))
+	return mux
+}
+
+// logReady says the process is ready, with where to reach it.
+func (cfg *config) logReady(log zerolog.Logger, ln net.Listener, parts []part, started time.Time) {
 	ev := log.Info().Strs("services", cfg.Services).Dur("cold_start", time.Since(started))
-	if agent != "" {
-		ev = ev.Str("agent", agent)
+	for _, p := range parts {
+		if p.agent != "" {
+			ev = ev.Str("agent", p.agent)
+		}
 	}
 	if cfg.Web {
+		url := "http://" + ln.Addr().String()
+		if cfg.Host == "127.0.0.1" || cfg.Host == "localhost" {
+			url = "http://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		}
+		if cfg.exposed() {
+			url += "/?token=" + cfg.WebToken
+		}
 		ev = ev.Str("web_chat", url)
 	}
 	if cfg.twilio() && cfg.runs(Ingress) {
@@ -255,7 +224,6 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		ev = ev.Str("nats", "nats://"+cfg.NATSListen)
 	}
 	ev.Msg("textslash ready")
-	return g.Wait()
 }
 
 // connectNATS connects to NATS_URL, or starts the embedded server and

@@ -1,0 +1,107 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"os"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/dispatcher"
+	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/ingress"
+	"github.com/textslash/textslash/media"
+	"github.com/textslash/textslash/runner"
+)
+
+// part is one service of this process: its Run, and what it serves over
+// HTTP.
+type part struct {
+	run func(context.Context) error
+	// routes are served as they are; web only with the web chat, behind
+	// its token.
+	routes, web map[string]http.Handler
+	// endsProcess: the process ends when run returns without an error (a
+	// runner idle for TEXTSLASH_IDLE_EXIT).
+	endsProcess bool
+	agent       string // the runner's agent, for the log
+}
+
+// partEnv is what the parts of one process share.
+type partEnv struct {
+	js       jetstream.JetStream
+	log      zerolog.Logger
+	signer   contract.MediaSigner
+	sessions contract.WebSessions
+}
+
+// makeParts makes each service's part from the configuration.
+var makeParts = map[string]func(context.Context, *config, partEnv) (part, error){
+	Ingress: func(_ context.Context, cfg *config, env partEnv) (part, error) {
+		in, err := ingress.New(ingress.Config{WebChat: cfg.Web, Sessions: env.sessions, PublicURL: cfg.PublicURL,
+			Twilio: cfg.twilioIngress(), Telegram: cfg.telegramIngress(), Notion: cfg.notionIngress()}, env.js, env.log)
+		if err != nil {
+			return part{}, err
+		}
+		p := part{run: in.Run, routes: map[string]http.Handler{}, web: map[string]http.Handler{}}
+		for _, route := range in.Routes() {
+			p.routes[route] = in.Handler()
+		}
+		if cfg.Web {
+			p.web["/"] = in.WebChat()
+		}
+		return p, nil
+	},
+	Dispatcher: func(_ context.Context, cfg *config, env partEnv) (part, error) {
+		admins, _ := cfg.admins() // checked by validate
+		disp, err := dispatcher.New(dispatcher.Config{ApprovalTimeout: cfg.Approval, PermissionTimeout: cfg.Permission,
+			DefaultMode: cfg.DefaultMode, Budgets: cfg.budgets(), Location: cfg.location(), Admins: admins}, env.js, env.log)
+		if err != nil {
+			return part{}, err
+		}
+		return part{run: disp.Run}, nil
+	},
+	Runner: func(_ context.Context, cfg *config, env partEnv) (part, error) {
+		self, err := os.Executable()
+		if err != nil {
+			env.log.Warn().Err(err).Msg("own binary not found: agents cannot run textslash shot (curl $TEXTSLASH_SHOT_URL still works)")
+		}
+		run, err := runner.New(runner.Config{
+			Agent: cfg.Agent, ClaudeBin: cfg.ClaudeBin, Workspaces: cfg.Workspaces, AgentUser: cfg.AgentUser,
+			Concurrency: cfg.Concurrency, Timeout: cfg.Timeout, IdleExit: cfg.IdleExit, StopGrace: cfg.StopGrace,
+			Chromium: cfg.Chromium, ShotAddr: cfg.ShotAddr, ShotCommand: self, ID: cfg.RunnerID,
+			Sandbox: cfg.sandbox(), PermissionTimeout: cfg.Permission, ShowCost: cfg.ShowCost,
+			Transcriber: cfg.transcriber(), VoiceMax: cfg.VoiceMax, VoiceGrace: cfg.VoiceGrace,
+			DescribeImages: cfg.DescribeImages, ProjectMaxBytes: size(cfg.ProjectMax), Snapshots: cfg.Snapshots,
+			SnapshotMax: size(cfg.SnapshotMax), Credentials: cfg.Credentials,
+		}, env.js, env.log)
+		if err != nil {
+			return part{}, err
+		}
+		return part{run: run.Run, endsProcess: true, agent: run.AgentName()}, nil
+	},
+	Media: func(ctx context.Context, cfg *config, env partEnv) (part, error) {
+		med, err := media.New(media.Config{Signer: env.signer, Keep: cfg.MediaKeep}, env.js, env.log)
+		if err == nil {
+			err = med.Open(ctx)
+		}
+		if err != nil {
+			return part{}, err
+		}
+		return part{run: med.Run, routes: map[string]http.Handler{"/images/": med.Handler(), "/files/": med.Handler()}}, nil
+	},
+	Egress: func(_ context.Context, cfg *config, env partEnv) (part, error) {
+		out, err := egress.New(egress.Config{WebChat: cfg.Web, Sessions: env.sessions, Twilio: cfg.twilioEgress(),
+			Telegram: cfg.telegramEgress(), Notion: cfg.notionEgress(), Signer: env.signer}, env.js, env.log)
+		if err != nil {
+			return part{}, err
+		}
+		p := part{run: out.Run, web: map[string]http.Handler{}}
+		if cfg.Web {
+			p.web["GET /api/events"] = out.Handler()
+		}
+		return p, nil
+	},
+}
