@@ -70,7 +70,7 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error
 			window: &window{closed: twilioCodeOutOfReply, template: t.WindowContentSID}}
 		p.channels[contract.ChannelSMS] = channel{rules: t.SMS, sender: &twilioSender{cfg: t, api: api, channel: contract.ChannelSMS}, mediaURL: media, waitSent: t.StatusCallbacks, allowed: allowed}
 		if t.StatusCallbacks {
-			p.sent = newSentWaiter(t.SentWait)
+			p.status = newSentWaiter(t.SentWait)
 		}
 	}
 	if cfg.Telegram != nil {

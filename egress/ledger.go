@@ -65,63 +65,101 @@ func (p *pusher) sendKeyed(ctx context.Context, log zerolog.Logger, ch channel, 
 	var unanswered bool // the last try failed without the provider's answer
 	var tried time.Time
 	for attempt := 1; ; attempt++ {
-		if f, ok := ch.sender.(Finder); ok && unanswered {
-			// A try that timed out may still have been taken.
-			if id, err := f.Find(ctx, it.ev.User, m, tried); err == nil && id != "" {
-				log.Info().Str("provider_id", id).Msg("a try that got no answer was sent; not sending again")
-				_, _ = p.kv.Put(ctx, key, []byte(id))
-				return nil
-			}
+		if unanswered && p.foundUnanswered(ctx, log, ch, it, key, m, tried) {
+			return nil
 		}
-		var wait <-chan delivery
 		tried = time.Now()
 		id, err := ch.sender.Send(ctx, it.ev.User, m)
 		if err == nil {
-			if p.sent != nil && ch.waitSent {
-				wait = p.sent.expect(id)
-			}
-			if _, err := p.kv.Put(ctx, key, []byte(id)); err != nil {
-				log.Warn().Err(err).Str("provider_id", id).Msg("sent mark not stored; a redelivery would send again")
-			}
-			messagesOut.WithLabelValues(it.ev.User.Channel, string(it.ev.Kind)).Inc()
-			log.Info().Str("provider_id", id).Int("body_len", len(m.Body)).Int("media", len(m.Media)).Int("attempt", attempt).Msg("sent")
-			if wait != nil {
-				d := p.sent.await(ctx, log, it.msg, id, wait)
-				if ch.window != nil && d.code == ch.window.closed && (d.status == "failed" || d.status == "undelivered") {
-					sendErrors.WithLabelValues(it.ev.User.Channel, strconv.Itoa(d.code)).Inc()
-					return closedWindow{attempts: attempt}
-				}
-			}
-			return nil
+			return p.sent(ctx, log, ch, it, key, id, m, attempt)
 		}
 		var se *SendError
 		if !errors.As(err, &se) {
 			se = &SendError{Err: err}
 		}
 		unanswered = se.Status == 0 && se.Code == 0
-		sendErrors.WithLabelValues(it.ev.User.Channel, strconv.Itoa(se.Code)).Inc()
-		l := log.With().Err(se.Err).Int("code", se.Code).Int("status", se.Status).Int("attempt", attempt).Logger()
-		if hint := explainTwilio(se.Code); hint != "" {
-			l = l.With().Str("hint", hint).Logger()
-		}
-		if ch.window != nil && se.Code == ch.window.closed {
-			return closedWindow{attempts: attempt}
-		}
-		if se.Permanent || attempt >= p.retry.Attempts {
-			l.Error().Msg("message not delivered; dead letter published")
-			dead := contract.Event{Kind: contract.KindUndelivered, User: it.ev.User, JobID: it.ev.JobID,
-				Text: m.Body, Code: se.Code, Attempts: attempt}
-			if err := contract.PublishEvent(ctx, p.js, dead, contract.MsgID(it.ev.User, strconv.FormatUint(s.seq, 10), "undelivered", s.part)); err != nil {
-				return err
-			}
-			return errUndeliverable
-		}
-		d := max(p.retry.delay(attempt), se.RetryAfter)
-		l.Warn().Dur("retry_in", d).Msg("send failed; will retry")
-		if err := sleep(ctx, it.msg, d); err != nil {
+		if err := p.failed(ctx, log, ch, it, s, m, se, attempt); err != nil {
 			return err
 		}
 	}
+}
+
+// foundUnanswered reports whether a try of m that got no answer (a
+// timeout, from tried on) was taken all the same, as the channel's
+// Finder tells; then the provider's id is recorded at key.
+func (p *pusher) foundUnanswered(ctx context.Context, log zerolog.Logger, ch channel, it item, key string, m Message, tried time.Time) bool {
+	f, ok := ch.sender.(Finder)
+	if !ok {
+		return false
+	}
+	id, err := f.Find(ctx, it.ev.User, m, tried)
+	if err != nil || id == "" {
+		return false
+	}
+	log.Info().Str("provider_id", id).Msg("a try that got no answer was sent; not sending again")
+	_, _ = p.kv.Put(ctx, key, []byte(id))
+	return true
+}
+
+// sent records at key that m went out as the provider's message id, and
+// waits for the provider to report it sent when the channel asks for
+// that: a refusal outside the reply window reported then is a
+// closedWindow.
+func (p *pusher) sent(ctx context.Context, log zerolog.Logger, ch channel, it item, key, id string, m Message, attempt int) error {
+	var wait <-chan delivery
+	if p.status != nil && ch.waitSent {
+		wait = p.status.expect(id)
+	}
+	if _, err := p.kv.Put(ctx, key, []byte(id)); err != nil {
+		log.Warn().Err(err).Str("provider_id", id).Msg("sent mark not stored; a redelivery would send again")
+	}
+	messagesOut.WithLabelValues(it.ev.User.Channel, string(it.ev.Kind)).Inc()
+	log.Info().Str("provider_id", id).Int("body_len", len(m.Body)).Int("media", len(m.Media)).Int("attempt", attempt).Msg("sent")
+	if wait == nil {
+		return nil
+	}
+	d := p.status.await(ctx, log, it.msg, id, wait)
+	if !d.failed() {
+		return nil
+	}
+	l := log.Warn().Str("provider_id", id).Str("status", d.status).Int("code", d.code)
+	if hint := explain(ch.sender, d.code); hint != "" {
+		l = l.Str("hint", hint)
+	}
+	l.Msg("provider could not deliver the message")
+	if ch.window != nil && d.code == ch.window.closed {
+		sendErrors.WithLabelValues(it.ev.User.Channel, strconv.Itoa(d.code)).Inc()
+		return closedWindow{attempts: attempt}
+	}
+	return nil
+}
+
+// failed handles try attempt of m, which failed with se: nil once the
+// next try may go (after the retry delay, m's event kept in hand
+// meanwhile); a closedWindow for a refusal outside the reply window;
+// errUndeliverable once the dead letter is published, when trying again
+// cannot help or the tries are used up.
+func (p *pusher) failed(ctx context.Context, log zerolog.Logger, ch channel, it item, s slot, m Message, se *SendError, attempt int) error {
+	sendErrors.WithLabelValues(it.ev.User.Channel, strconv.Itoa(se.Code)).Inc()
+	l := log.With().Err(se.Err).Int("code", se.Code).Int("status", se.Status).Int("attempt", attempt).Logger()
+	if hint := explain(ch.sender, se.Code); hint != "" {
+		l = l.With().Str("hint", hint).Logger()
+	}
+	if ch.window != nil && se.Code == ch.window.closed {
+		return closedWindow{attempts: attempt}
+	}
+	if se.Permanent || attempt >= p.retry.Attempts {
+		l.Error().Msg("message not delivered; dead letter published")
+		dead := contract.Event{Kind: contract.KindUndelivered, User: it.ev.User, JobID: it.ev.JobID,
+			Text: m.Body, Code: se.Code, Attempts: attempt}
+		if err := contract.PublishEvent(ctx, p.js, dead, contract.MsgID(it.ev.User, strconv.FormatUint(s.seq, 10), "undelivered", s.part)); err != nil {
+			return err
+		}
+		return errUndeliverable
+	}
+	d := max(p.retry.delay(attempt), se.RetryAfter)
+	l.Warn().Dur("retry_in", d).Msg("send failed; will retry")
+	return sleep(ctx, it.msg, d)
 }
 
 // sentBefore reads the mark at key of a message sent again (a redelivery)

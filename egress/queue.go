@@ -15,13 +15,14 @@ import (
 	"github.com/textslash/textslash/egress/internal/pages"
 )
 
+// pusher delivers one or more channels' events through Senders: per user
 // in order, one event at a time, each message once.
 type pusher struct {
-	js    jetstream.JetStream
-	kv    jetstream.KeyValue
-	log   zerolog.Logger
-	retry Retry
-	sent  *sentWaiter // nil: do not wait for delivery status
+	js     jetstream.JetStream
+	kv     jetstream.KeyValue
+	log    zerolog.Logger
+	retry  Retry
+	status *sentWaiter // nil: do not wait for delivery status
 
 	channels map[string]channel
 	typing   typing
@@ -100,21 +101,15 @@ func (p *pusher) run(ctx context.Context) error {
 		}
 		ccs = append(ccs, cc)
 	}
-	heartbeat := time.NewTicker(contract.EgressAckWait / 3)
-	defer heartbeat.Stop()
 	refresh := time.NewTicker(time.Hour)
 	defer refresh.Stop()
 	p.refreshHeld(ctx, heldRefresh)
 	for {
-		select {
-		case <-ctx.Done():
+		if _, err := keepAlive(ctx, refresh.C, p.touchQueued); err != nil {
 			p.handBack()
 			return nil
-		case <-heartbeat.C:
-			p.keepAlive()
-		case <-refresh.C:
-			p.refreshHeld(ctx, heldRefresh)
 		}
+		p.refreshHeld(ctx, heldRefresh)
 	}
 }
 
@@ -138,8 +133,8 @@ func (p *pusher) route(ctx context.Context, m jetstream.Msg) {
 	case contract.KindStarted, contract.KindAnswer: // the typing indicator's cues
 	case contract.KindWindow: // the person wrote: send what was held
 	case contract.KindDelivery:
-		if p.sent != nil {
-			p.sent.report(ev.ProviderID, ev.Status, ev.Code)
+		if p.status != nil {
+			p.status.report(ev.ProviderID, ev.Status, ev.Code)
 		}
 		_ = m.Ack()
 		return
@@ -202,9 +197,39 @@ func (p *pusher) allowed(ctx context.Context, ch channel, u contract.User) bool 
 	return ok
 }
 
-// keepAlive tells JetStream that queued events are in hand, so it does not
-// redeliver them while an earlier message of the same user is retried.
-func (p *pusher) keepAlive() {
+// keepAliveEvery is how often egress tells JetStream that events it holds
+// are still in hand: well within contract.EgressAckWait, so that none is
+// redelivered while egress waits (a retry's delay, a status callback, an
+// earlier message of the same person).
+const keepAliveEvery = contract.EgressAckWait / 3
+
+// keepAlive waits for a value from ready, or for ctx to end (its error),
+// calling touch every keepAliveEvery meanwhile: touch keeps the events
+// waited for in hand.
+func keepAlive[T any](ctx context.Context, ready <-chan T, touch func()) (T, error) {
+	tick := time.NewTicker(keepAliveEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case v := <-ready:
+			return v, nil
+		case <-tick.C:
+			touch()
+		case <-ctx.Done():
+			var zero T
+			return zero, ctx.Err()
+		}
+	}
+}
+
+// inProgress is keepAlive's touch for one event: msg is in hand.
+func inProgress(msg jetstream.Msg) func() {
+	return func() { _ = msg.InProgress() }
+}
+
+// touchQueued tells JetStream that queued events are in hand, so it does
+// not redeliver them while an earlier message of the same user is retried.
+func (p *pusher) touchQueued() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, q := range p.users {
@@ -317,6 +342,9 @@ func (p *pusher) deliver(ctx context.Context, log zerolog.Logger, ch channel, it
 	}, log)
 }
 
+// send composes the messages of one event for its channel and sends each
+// once (sendOnce); "more" takes the next page, a window event sends what
+// was held.
 func (p *pusher) send(ctx context.Context, log zerolog.Logger, ch channel, it item) error {
 	ev, u := it.ev, it.ev.User
 	var msgs []Message

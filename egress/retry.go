@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/textslash/textslash/contract"
 )
 
 // Retry bounds the tries of a send that failed for a reason that may pass.
@@ -39,20 +37,10 @@ func (r Retry) delay(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// sleep waits d, keeping msg alive in JetStream meanwhile.
+// sleep waits d, keeping msg in hand meanwhile.
 func sleep(ctx context.Context, msg jetstream.Msg, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
-	tick := time.NewTicker(contract.EgressAckWait / 3)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return nil
-		case <-tick.C:
-			_ = msg.InProgress()
-		}
-	}
+	_, err := keepAlive(ctx, t.C, inProgress(msg))
+	return err
 }

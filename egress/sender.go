@@ -49,6 +49,22 @@ type Finder interface {
 	Find(ctx context.Context, u contract.User, m Message, since time.Time) (id string, err error)
 }
 
+// explainer is a Sender that can tell an operator what its provider's
+// error codes mean (Twilio's: twilio.go).
+type explainer interface {
+	// Explain is the hint for code; "" when there is none.
+	Explain(code int) string
+}
+
+// explain is what s tells of its provider's error code; "" when s is no
+// explainer or knows nothing of code.
+func explain(s Sender, code int) string {
+	if e, ok := s.(explainer); ok {
+		return e.Explain(code)
+	}
+	return ""
+}
+
 // SendError is a failed send.
 type SendError struct {
 	Err error

@@ -7,8 +7,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
-
-	"github.com/textslash/textslash/contract"
 )
 
 // sentWaiter matches delivery reports to the messages waiting for them.
@@ -81,34 +79,21 @@ func (s *sentWaiter) report(id, status string, code int) {
 	s.early[id] = early{delivery: d, at: now}
 }
 
-// await waits for the provider's report on message id and returns it;
-// zero when none came in time.
+// await waits for the provider's report on message id and returns it,
+// keeping msg in hand meanwhile; zero when none came in time, or ctx
+// ended.
 func (s *sentWaiter) await(ctx context.Context, log zerolog.Logger, msg jetstream.Msg, id string, c <-chan delivery) delivery {
-	t := time.NewTimer(s.timeout)
-	defer t.Stop()
-	tick := time.NewTicker(contract.EgressAckWait / 3)
-	defer tick.Stop()
-	for {
-		select {
-		case d := <-c:
-			if d.status == "failed" || d.status == "undelivered" {
-				l := log.Warn().Str("provider_id", id).Str("status", d.status).Int("code", d.code)
-				if hint := explainTwilio(d.code); hint != "" {
-					l = l.Str("hint", hint)
-				}
-				l.Msg("provider could not deliver the message")
-			}
-			return d
-		case <-t.C:
-			s.mu.Lock()
-			delete(s.waiting, id)
-			s.mu.Unlock()
-			log.Warn().Str("provider_id", id).Dur("waited", s.timeout).Msg("no status callback in time; sending on (is PUBLIC_URL reachable by Twilio?)")
-			return delivery{}
-		case <-tick.C:
-			_ = msg.InProgress()
-		case <-ctx.Done():
-			return delivery{}
-		}
+	wait, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	d, err := keepAlive(wait, c, inProgress(msg))
+	if err != nil && ctx.Err() == nil {
+		s.mu.Lock()
+		delete(s.waiting, id)
+		s.mu.Unlock()
+		log.Warn().Str("provider_id", id).Dur("waited", s.timeout).Msg("no status callback in time; sending on (is PUBLIC_URL reachable by Twilio?)")
 	}
+	return d
 }
+
+// failed reports whether the provider could not deliver the message.
+func (d delivery) failed() bool { return d.status == "failed" || d.status == "undelivered" }

@@ -311,8 +311,8 @@ func twilioError(err error) *SendError {
 	return &SendError{Err: err}
 }
 
-// explain turns a Twilio error code into what an operator should know.
-func explainTwilio(code int) string {
+// Explain turns a Twilio error code into what an operator should know.
+func (*twilioSender) Explain(code int) string {
 	switch code {
 	case twilioCodeOutOfReply:
 		return "outside WhatsApp's 24-hour window: the person must message first (or send a template)"

@@ -117,7 +117,7 @@ func (p *pusher) heldBefore(ctx context.Context, log zerolog.Logger, ch channel,
 // heldMaxBytes: their dead letters say so, and they are errUndeliverable.
 func (p *pusher) hold(ctx context.Context, log zerolog.Logger, ch channel, it item, part int, m Message, refusals int) error {
 	u := it.ev.User
-	l := log.With().Int("code", ch.window.closed).Str("hint", explainTwilio(ch.window.closed)).Logger()
+	l := log.With().Int("code", ch.window.closed).Str("hint", explain(ch.sender, ch.window.closed)).Logger()
 	dead := contract.Event{Kind: contract.KindUndelivered, User: u, JobID: it.ev.JobID, Text: m.Body,
 		Code: ch.window.closed, Attempts: refusals, Held: true}
 	deadID := contract.MsgID(u, strconv.FormatUint(it.seq, 10), "undelivered", strconv.Itoa(part))
