@@ -180,8 +180,7 @@ func (i *Ingress) Publish(ctx context.Context, in contract.Inbound) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, i.cfg.PublishTimeout)
 	defer cancel()
-	ack, err := i.js.PublishMsg(ctx, contract.NewMsg(ctx, contract.InboundSubject(in.User), data),
-		jetstream.WithMsgID(contract.MsgID(in.User, in.ID)))
+	ack, err := contract.Publish(ctx, i.js, contract.InboundSubject(in.User), data, contract.MsgID(in.User, in.ID))
 	if err != nil {
 		return fmt.Errorf("publish inbound: %w", err)
 	}
