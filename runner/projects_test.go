@@ -385,8 +385,8 @@ func TestProjectApprove(t *testing.T) {
 	if st := gitIn(t, a, "status", "--porcelain"); st != "" {
 		t.Errorf("a after approve: status %q; want clean", st)
 	}
-	if msg := gitIn(t, a, "log", "-1", "--format=%s"); msg != "Changes approved from textslash" {
-		t.Errorf("a's last commit: %q", msg)
+	if msg := gitIn(t, a, "log", "-1", "--format=%s"); msg != "echo more from a >> app.txt && echo edited" {
+		t.Errorf("a's last commit: %q; want a's request", msg)
 	}
 	if st := gitIn(t, b, "status", "--porcelain"); st != "M app.txt" {
 		t.Errorf("b after a's approve: status %q; want its change still uncommitted (M app.txt)", st)

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
@@ -340,3 +342,10 @@ func (r *Runner) browserNoSandbox() bool {
 	}
 	return r.cfg.Sandbox == nil
 }
+
+// shotSeconds times the shots the endpoint takes.
+var shotSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "textslash_screenshot_duration_seconds",
+	Help:    "How long screenshots took in the runner's browser, by result (ok, error).",
+	Buckets: []float64{0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30},
+}, []string{"result"})

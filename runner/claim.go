@@ -1,0 +1,110 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// Claiming a job: one run per user in this process, a cancel finding the
+// run it names, and the started mark that keeps a job from running twice.
+
+// running is a job this runner is running now.
+type running struct {
+	job    string
+	trace  string
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+// errCancelled is the cause of a run the person cancelled.
+var errCancelled = errors.New("cancelled by the person")
+
+// finished reports whether the dispatcher counts job among u's finished
+// (ended or cancelled) jobs.
+func (r *Runner) finished(ctx context.Context, u contract.User, job string) (bool, error) {
+	e, err := r.users.Get(ctx, u.Key())
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("user state: %w", err)
+	}
+	var st contract.UserState
+	if err := contract.Decode(e.Value(), &st); err != nil {
+		return false, err
+	}
+	return slices.Contains(st.Finished, job) && st.JobID != job, nil
+}
+
+// claim makes job the user's run in this process, waiting for a previous
+// run of the same user (one being cancelled) to end first.
+func (r *Runner) claim(ctx context.Context, u contract.User, job string, cancel context.CancelCauseFunc) (release func(), err error) {
+	me := &running{job: job, trace: contract.TraceFrom(ctx), cancel: cancel, done: make(chan struct{})}
+	for {
+		r.mu.Lock()
+		prev := r.running[u.Key()]
+		if prev == nil {
+			r.running[u.Key()] = me
+			r.mu.Unlock()
+			return func() {
+				r.mu.Lock()
+				delete(r.running, u.Key())
+				r.mu.Unlock()
+				close(me.done)
+			}, nil
+		}
+		r.mu.Unlock()
+		select {
+		case <-prev.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// onCancel stops the named job of a user if it runs here.
+func (r *Runner) onCancel(m *nats.Msg) {
+	u, err := contract.UserFromSubject(m.Subject)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	run := r.running[u.Key()]
+	r.mu.Unlock()
+	if run != nil && run.job == string(m.Data) {
+		log := contract.TraceLog(r.log, run.trace)
+		log.Info().Str("user", u.Key()).Str("job_id", run.job).Msg("cancelling run")
+		run.cancel(errCancelled)
+	}
+}
+
+// markStarted publishes the started event and reports whether the job had
+// been started before (a duplicate). JetStream's deduplication tells for
+// jobs younger than its window; a run that waited for the person's answers
+// can outlive it, so an older job is looked up: the user's last started
+// event is this job's if it was started (a user's jobs run one at a time).
+func (r *Runner) markStarted(ctx context.Context, ev contract.Event, job jetstream.Msg) (bool, error) {
+	if md, err := job.Metadata(); err == nil && time.Since(md.Timestamp) > contract.DedupWindow-time.Minute {
+		last, err := r.events.GetLastMsgForSubject(ctx, contract.EventSubject(ev.User, ev.Kind))
+		var prev contract.Event
+		switch {
+		case err == nil && contract.Decode(last.Data, &prev) == nil && prev.JobID == ev.JobID:
+			return true, nil
+		case err != nil && !errors.Is(err, jetstream.ErrMsgNotFound):
+			return false, fmt.Errorf("last started event: %w", err)
+		}
+	}
+	ack, err := contract.PublishEventAck(ctx, r.js, ev, contract.MsgID(ev.User, ev.JobID, string(ev.Kind)))
+	if err != nil {
+		return false, err
+	}
+	return ack.Duplicate, nil
+}

@@ -1,0 +1,142 @@
+package runner
+
+import (
+	"time"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// Agent names for Config.Agent.
+const (
+	AgentShell  = "shell"
+	AgentClaude = "claude"
+)
+
+// Config of the runner.
+type Config struct {
+	// Agent is "shell", "claude", or any other command line, run as the
+	// agent with bash -c (see Command); empty picks claude when its binary
+	// is found, else shell.
+	Agent string
+	// ClaudeBin is the Claude Code binary; empty looks up "claude" in PATH.
+	ClaudeBin string
+	// Workspaces holds one directory per user (and agents' homes in .home).
+	Workspaces string
+	// AgentUser is the OS user agents run as; needed when running as root
+	// for Claude Code, which refuses root.
+	AgentUser string
+	// Concurrency is how many users' jobs run at once.
+	Concurrency int
+	// Timeout ends a run that takes longer. Time spent waiting for the
+	// person's answer to a question does not count.
+	Timeout time.Duration
+	// PermissionTimeout is how long a question waits for the person (the
+	// dispatcher denies it then); the runner gives up a minute later on
+	// its own, should the dispatcher be gone. Default 10 minutes.
+	PermissionTimeout time.Duration
+	// OutputCap is the most output kept of one run.
+	OutputCap int
+	// Heartbeat: a run with no progress for this long reports that it is
+	// still going ("Still working (4m12s): Running `npm test`"). Default 60s.
+	Heartbeat time.Duration
+	// IdleExit ends Run after this long without a job (seed 003's idle
+	// shutdown of a standalone runner; JetStream keeps what arrives
+	// meanwhile for the next start). Zero never ends it (the all-in-one).
+	IdleExit time.Duration
+	// Chromium is the browser for screenshots; empty looks for Debian's
+	// headless shell, then chromium, chromium-browser or google-chrome in
+	// PATH when the first shot is asked for.
+	Chromium string
+	// ShotAddr is where the screenshot endpoint listens; default
+	// 127.0.0.1:0 (a free port on loopback, given to each run in its
+	// environment). Agents run on the runner's host.
+	ShotAddr string
+	// ShotCommand is the textslash binary: copied to <Workspaces>/.bin and
+	// put first in the agents' PATH, so they can run `textslash shot`.
+	// Empty: agents use the endpoint with curl.
+	ShotCommand string
+	// StopGrace is how long runs under way may go on once Run is asked to
+	// stop (no new job is taken meanwhile); then they are stopped and
+	// reported interrupted. Zero stops them at once.
+	StopGrace time.Duration
+	// Sandbox, when set, confines each run (see Sandbox); nil runs agents
+	// unconfined, as the agent user only.
+	Sandbox *Sandbox
+	// ShowCost appends a run's cost and tokens to its reply.
+	ShowCost bool
+	// Transcriber turns voice notes into the message's text; nil tells
+	// the person voice notes cannot be taken here.
+	Transcriber Transcriber
+	// VoiceMax is the longest voice note taken (default 5 minutes).
+	VoiceMax time.Duration
+	// VoiceGrace is how long the agent waits after the person is told what
+	// was heard, so that a misheard instruction can be cancelled before it
+	// runs (zero: no wait; textslash's default is 5 s).
+	VoiceGrace time.Duration
+	// DescribeImages: each image a run hands over without a caption (at
+	// most 3 per run) gets the agent's short description of it as its
+	// caption, from a second, read-only run in the same workspace. Only
+	// agents that can look at images (a Describer: Claude Code) do.
+	DescribeImages bool
+	// ProjectMaxBytes is the most a cloned project may take on disk (its
+	// files and git objects, measured once cloned); a larger clone is
+	// removed. Default DefaultProjectMaxBytes (2 GiB).
+	ProjectMaxBytes int64
+	// Snapshots: after each run the project's workspace is stored in the
+	// snapshot store, and a runner lacking a person's workspace rebuilds it
+	// from there (follow.go). SnapshotMax caps one snapshot, counted before
+	// compression (default DefaultSnapshotMax); what does not fit is left
+	// out, and the person told when it is restored.
+	Snapshots   bool
+	SnapshotMax int64
+	// Credentials is the directory of people's git credentials
+	// (TEXTSLASH_CREDENTIALS; see credentials.go): one subdirectory per
+	// person, named by contract.PersonKey; each run of theirs gets a
+	// read-only copy at CredentialsPath. Handed out only in the sandbox.
+	Credentials string
+	// ID names this runner among those sharing the jobs: each user's jobs
+	// run on the runner holding their workspace (see affinity). It must
+	// stay the same across restarts with the same Workspaces. Default:
+	// DefaultID, the host name.
+	ID string
+}
+
+func (c *Config) defaults() {
+	if c.VoiceMax <= 0 {
+		c.VoiceMax = 5 * time.Minute
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 4
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 300 * time.Second
+	}
+	if c.PermissionTimeout <= 0 {
+		c.PermissionTimeout = contract.PermissionTimeout
+	}
+	// A run's own work must end within the dedup window, for the started
+	// mark to tell a job that ran from one that did not; a run that also
+	// waited for the person is told apart by markStarted's look-up.
+	c.Timeout = min(c.Timeout, contract.DedupWindow-time.Minute)
+	if c.OutputCap <= 0 {
+		c.OutputCap = 10 << 20
+	}
+	if c.Workspaces == "" {
+		c.Workspaces = "workspaces"
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = time.Minute
+	}
+	if c.ShotAddr == "" {
+		c.ShotAddr = "127.0.0.1:0"
+	}
+	if c.ID == "" {
+		c.ID = DefaultID()
+	}
+	if c.ProjectMaxBytes <= 0 {
+		c.ProjectMaxBytes = DefaultProjectMaxBytes
+	}
+	if c.SnapshotMax <= 0 {
+		c.SnapshotMax = DefaultSnapshotMax
+	}
+}

@@ -1,0 +1,222 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// prepare readies what the agent runs with: its workspace, credentials
+// and worktree, the job's attachments, the run's clocks, the command
+// starting its programs and the agent itself. stop says handle ends
+// here, with err: the run was refused, and the person told why in its
+// done event.
+func (ru *run) prepare() (stop bool, err error) {
+	refusal := ru.workspace()
+	if refusal == "" {
+		refusal = ru.worktree()
+	}
+	if refusal != "" {
+		return true, ru.end(contract.StatusError, refusal)
+	}
+	files, unfetched := ru.attachments()
+	session := ""
+	if !ru.job.NewSession && ru.job.Action == "" {
+		session = readSession(ru.home, sessionFileOf(ru.project))
+	}
+	ru.clocks()
+	command, refusal := ru.command()
+	if refusal != "" {
+		return true, ru.end(contract.StatusError, refusal)
+	}
+	ru.spec = &Run{
+		Job:         ru.job,
+		Dir:         ru.runDir,
+		Attachments: files,
+		Unfetched:   unfetched,
+		SessionID:   session,
+		Command:     command,
+		OutputCap:   ru.r.cfg.OutputCap,
+		Progress:    ru.prog.report,
+	}
+	ru.pickAgent()
+	if b := ru.job.Budget; b != nil && b.LeftUSD <= 0 && ru.job.Action == "" {
+		ru.log.Info().Str("budget", b.Of).Msg("budget used up; not running")
+		return true, ru.end(contract.StatusBudget, fmt.Sprintf(MsgBudgetUsed, b.Of))
+	}
+	ru.converse()
+	if refusal := ru.r.hear(ru.runCtx, ru.log, ru.spec, ru.voices, command, ru.tell); refusal != "" {
+		return true, ru.end(contract.StatusError, refusal)
+	}
+	return false, nil
+}
+
+// workspace readies the job's project's workspace, the agent's home (the
+// person's, whatever the project) and the person's credentials; refusal,
+// when set, says why the job cannot run.
+func (ru *run) workspace() (refusal string) {
+	r, u, log := ru.r, ru.job.User, ru.log
+	// Copies this runner kept from an earlier time it held the person go
+	// first: their snapshots are newer.
+	if r.tookOver(u) {
+		r.setAside(ru.ctx, log, u)
+	}
+	if ru.project, ru.dir, refusal = r.jobWorkspace(ru.ctx, log, ru.job); refusal != "" {
+		return refusal
+	}
+	ru.home = filepath.Join(r.cfg.Workspaces, ".home", u.Key())
+	made := ru.dir
+	if ru.job.Action == contract.ActionClone {
+		made = ru.home // the clone makes the project's workspace, once checked
+	}
+	if err := prepareWorkspace(made, ru.home, r.user); err != nil {
+		log.Error().Err(err).Msg("workspace")
+		return MsgFailed
+	}
+	creds, err := r.creds.issue(u, ru.home, log)
+	if err != nil {
+		log.Error().Err(err).Msg("credentials")
+		return MsgFailed
+	}
+	ru.creds = creds
+	ru.later(creds.remove)
+	return ""
+}
+
+// worktree opens the job's worktree, with branches on: a message runs in
+// a worktree of the project, on a branch of its own, and an answer to its
+// approval request acts on it (worktree.go). ru.dir stays the project's
+// checkout; ru.runDir is where the run works.
+func (ru *run) worktree() (refusal string) {
+	ru.wt, ru.wtNote, refusal = ru.r.openWorktree(ru.ctx, ru.log, ru.job, ru.project, ru.dir, ru.home)
+	if refusal != "" {
+		return refusal
+	}
+	ru.runDir = ru.dir
+	if ru.wt != nil && ru.job.Action == "" {
+		ru.runDir = ru.wt.dir
+		ru.later(func() {
+			// A run that ended early (a refusal) leaves no empty branch.
+			if !ru.settled && ru.ctx.Err() == nil {
+				ru.wt.settle(ru.ctx, ru.log)
+			}
+		})
+	}
+	return ""
+}
+
+// attachments fetches the job's attachments into the workspace: the
+// files the agent is given, and how many could not be fetched. A
+// message's voice notes are kept apart, to be heard (voice.go).
+func (ru *run) attachments() (files []string, unfetched int) {
+	attachments, unfetched := ru.r.attach(ru.runCtx, ru.log, ru.job, ru.runDir, ru.tell)
+	for _, a := range attachments {
+		if a.Media.Voice && ru.job.Action == "" {
+			ru.voices = append(ru.voices, a)
+		} else {
+			files = append(files, a.Path)
+		}
+	}
+	return files, unfetched
+}
+
+// clocks starts the run's time limit and its progress heartbeat.
+func (ru *run) clocks() {
+	cfg := ru.r.cfg
+	ru.limit = newDeadline(cfg.Timeout, ru.cancel)
+	ru.later(ru.limit.stop)
+	ru.start = time.Now()
+	ru.prog = newProgress(cfg.Heartbeat, quote(ru.job), ru.start, ru.publishProgress)
+	ru.later(every(cfg.Heartbeat/4, ru.prog.beat))
+}
+
+// command is how the run starts its programs: as the agent user in the
+// run's directory, told its task, the agents' textslash command, its
+// screenshot endpoint and its credentials; in the sandbox, and a cgroup
+// of its own, when runs have them. refusal, when set, ends the run.
+func (ru *run) command() (command func(ctx context.Context, name string, args ...string) *exec.Cmd, refusal string) {
+	r := ru.r
+	extraEnv := taskEnv(ru.job.ID)
+	if r.bin != "" {
+		extraEnv = append(extraEnv, "PATH="+r.bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	if r.shots != nil {
+		var env []string
+		ru.shotTok, env = r.shots.open(ru.job, contract.TraceFrom(ru.ctx), ru.log)
+		extraEnv = append(extraEnv, env...)
+	}
+	command = commandFunc(ru.runDir, ru.home, r.user, r.cfg.Agent != AgentShell, ru.creds.env(extraEnv)...)
+	box := r.cfg.Sandbox
+	if box == nil {
+		return command, ""
+	}
+	if r.limited {
+		if err := ru.limits(box); err != nil {
+			ru.log.Error().Err(err).Msg("run's cgroup")
+			return nil, MsgFailed
+		}
+	}
+	return confined(command, ru.creds.sandbox(ru.wt.sandbox(box)), ru.runDir, ru.home, r.bin, ru.cg), ""
+}
+
+// limits gives the run a cgroup with the sandbox's limits. A run at its
+// memory or process limit ends; the person is told.
+func (ru *run) limits(box *Sandbox) error {
+	uid, gid := -1, -1
+	if u := ru.r.user; u != nil {
+		uid, gid = int(u.uid), int(u.gid)
+	}
+	cg, err := newCgroup(ru.job.User.Key()+"-"+newRunMark(), box.Limits, uid, gid)
+	if err != nil {
+		return err
+	}
+	ru.cg = cg
+	ru.later(cg.kill)
+	ru.later(every(250*time.Millisecond, func() {
+		if lim := cg.exceeded(); lim != nil {
+			ru.cancel(lim)
+		}
+	}))
+	return nil
+}
+
+// pickAgent picks what runs the job: the agent for a message, git for a
+// clone or an answer to an approval request (on the worktree's branch
+// when the request was about one).
+func (ru *run) pickAgent() {
+	r, job := ru.r, ru.job
+	ru.agent, ru.name = r.agent, r.cfg.Agent
+	switch job.Action {
+	case "":
+	case contract.ActionClone:
+		ru.agent, ru.name = cloneAction{r: r, home: ru.home, log: ru.log}, "git clone"
+	default:
+		request := notedRequest(ru.home, ru.project)
+		ru.agent, ru.name = gitAction{request: request}, "git "+job.Action
+		if ru.wt != nil {
+			ru.agent, ru.name = worktreeAction{w: ru.wt, home: ru.home, log: ru.log, request: request}, "git "+job.Action+" "+ru.wt.branch
+		}
+	}
+}
+
+// converse lets the person answer Claude Code's questions and add
+// messages while it works.
+func (ru *run) converse() {
+	if _, ok := ru.agent.(*Claude); !ok {
+		return
+	}
+	conv, err := ru.r.converse(ru.ctx, ru.log, ru.job)
+	if err != nil {
+		ru.log.Warn().Err(err).Msg("the person cannot answer questions or add to this run")
+		return
+	}
+	ru.conv = conv
+	ru.later(conv.stop)
+	ru.spec.Steers = conv.steers
+	ru.spec.Ask = ru.r.asker(ru.log, ru.job, ru.spec.SessionID, conv, ru.limit, ru.prog.wait)
+}

@@ -1,0 +1,81 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// progress is a run's progress events. Each line the agent reports is
+// published at once, numbered (for deduplication); a run quiet for a
+// heartbeat, and not waiting for the person's answer, publishes "Still
+// working (4m12s): <its last line>", at most once a heartbeat.
+type progress struct {
+	heartbeat time.Duration
+	start     time.Time
+	publish   func(n int, line string)
+
+	mu      sync.Mutex
+	n       int       // events published
+	last    time.Time // of the last line, or the last "still working"
+	line    string    // the last line, which "still working" repeats
+	waiting bool      // for the person's answer: no "still working"
+}
+
+// newProgress is the progress of a run started at start, first its line
+// until the agent reports one; publish publishes the nth event.
+func newProgress(heartbeat time.Duration, first string, start time.Time, publish func(n int, line string)) *progress {
+	return &progress{heartbeat: heartbeat, start: start, publish: publish, last: start, line: first}
+}
+
+// report publishes a line the agent reported (Run.Progress).
+func (p *progress) report(line string) {
+	p.heard(line, time.Now())
+	p.send(line)
+}
+
+// heard notes line, reported at now, as the run's last.
+func (p *progress) heard(line string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last, p.line = now, strings.TrimSuffix(line, "…")
+}
+
+// wait tells whether the run waits for the person's answer (the
+// heartbeat starts anew either way).
+func (p *progress) wait(waiting bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.waiting, p.last = waiting, time.Now()
+}
+
+// beat publishes "still working" when it is due; called every quarter of
+// a heartbeat.
+func (p *progress) beat() {
+	if line, ok := p.due(time.Now()); ok {
+		p.send(line)
+	}
+}
+
+// due is the "still working" line due at now, if one is: the run has been
+// quiet for a heartbeat and is not waiting for the person. The heartbeat
+// starts anew from now.
+func (p *progress) due(now time.Time) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.waiting || now.Sub(p.last) < p.heartbeat {
+		return "", false
+	}
+	p.last = now
+	return fmt.Sprintf("Still working (%s): %s", now.Sub(p.start).Round(time.Second), p.line), true
+}
+
+// send publishes line as the next event.
+func (p *progress) send(line string) {
+	p.mu.Lock()
+	p.n++
+	n := p.n
+	p.mu.Unlock()
+	p.publish(n, line)
+}

@@ -1,0 +1,204 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// Friendly texts for runs that did not end well (seed 003's table).
+const (
+	MsgTimeout     = "That took too long. Try a simpler request."
+	MsgFailed      = "Something went wrong. Try again in a moment."
+	MsgInterrupted = "textslash restarted while working on this, so it was stopped. Send it again if you still need it."
+	MsgNoOutput    = "(no output)"
+	MsgCancelled   = "Stopped."
+	MsgApprove     = "Reply approve to keep the changes (committed on a branch), or reject to discard them."
+	// With the budget's name ("your daily budget of $5.00").
+	MsgBudgetUsed    = "Not run: %s is used up. Reply cost to see what was spent."
+	MsgBudgetStopped = "This run was stopped: it reached %s. Here is what it had done so far."
+)
+
+// runSeconds times runs, by how they ended.
+var runSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "textslash_run_duration_seconds",
+	Help:    "How long agent runs took, by how they ended (ok, error, timeout, canceled, interrupted).",
+	Buckets: []float64{0.01, 0.1, 1, 5, 15, 30, 60, 120, 300, 600},
+}, []string{"status"})
+
+// report makes the done event of what came of the run (how it ended, its
+// images, what the next run needs, an approval request) and publishes it,
+// after the snapshot of its workspace.
+func (ru *run) report() error {
+	r, log, done := ru.r, ru.log, &ru.done
+	ru.outcome()
+	ru.images()
+	kept := ru.aftermath()
+	ru.approval(kept)
+	if r.cfg.ShowCost && (done.CostUSD > 0 || done.InputTokens > 0) {
+		done.Text = joinText(done.Text, costLine(*done))
+	}
+	runSeconds.WithLabelValues(done.Status).Observe(float64(done.DurationMS) / 1000)
+	log.Info().Str("status", done.Status).Int("exit_code", done.ExitCode).Int64("duration_ms", done.DurationMS).
+		Int("reply_len", len(done.Text)).Msg("run ended")
+	// Before the reply: a runner killed once the person has it must have
+	// left the workspace the reply speaks of for the next runner
+	// (TestTwoRunners caught a snapshot taken after the reply lost so).
+	r.snapshot(context.WithoutCancel(ru.ctx), log, ru.job.User, ru.project, ru.dir)
+	return r.publishDone(context.WithoutCancel(ru.ctx), *done)
+}
+
+// outcome fills in the done event from the agent's result: its figures,
+// its text and the status, from how the run ended.
+func (ru *run) outcome() {
+	done, res := &ru.done, ru.res
+	done.DurationMS = time.Since(ru.start).Milliseconds()
+	done.ExitCode, done.CostUSD, done.Truncated = res.ExitCode, res.CostUSD, res.Truncated
+	done.InputTokens, done.OutputTokens = res.InputTokens, res.OutputTokens
+	done.Text = strings.TrimSpace(res.Text)
+	var lim *errLimit
+	var refused *errRefused
+	cause := context.Cause(ru.runCtx)
+	if !errors.As(cause, &lim) && ru.cg != nil {
+		lim = ru.cg.exceeded() // reached as the agent ended, before the watch saw it
+	}
+	switch {
+	case lim != nil:
+		ru.log.Warn().Str("limit", lim.what).Str("max", lim.max).Str("used", lim.used).Msg("run ended by its limit")
+		done.Status = contract.StatusError
+		done.Text = joinText(lim.message(), done.Text)
+	case errors.Is(cause, errCancelled):
+		done.Status = contract.StatusCanceled
+		done.Text = joinText(MsgCancelled, done.Text)
+	case ru.ctx.Err() != nil:
+		done.Status = contract.StatusInterrupted
+		done.Text = joinText(MsgInterrupted, done.Text)
+	case errors.Is(cause, errRunTimeout):
+		done.Status = contract.StatusTimeout
+		done.Text = joinText(MsgTimeout, done.Text)
+	case errors.As(ru.err, &refused):
+		ru.log.Info().Str("action", ru.job.Action).Str("reason", refused.msg).Msg("job refused")
+		done.Status, done.Text = contract.StatusError, refused.msg
+	case errors.Is(ru.err, ErrBudget):
+		ru.log.Info().Float64("cost_usd", res.CostUSD).Msg("run stopped at its budget")
+		done.Status = contract.StatusBudget
+		done.Text = joinText(fmt.Sprintf(MsgBudgetStopped, ru.job.Budget.Of), done.Text)
+	case ru.err != nil:
+		// What the agent said about its failure is for the log, not the
+		// person: it may name internals (API errors, paths).
+		ru.log.Error().Err(ru.err).Int("partial_len", len(done.Text)).Msg("agent failed")
+		done.Status, done.Text = contract.StatusError, MsgFailed
+	default:
+		done.Status = contract.StatusOK
+		if done.Text == "" {
+			done.Text = MsgNoOutput
+		}
+	}
+}
+
+// images adds the run's images to the done event: its screenshots
+// however it ended (partial results: only a runner shutting down leaves
+// them), then, after a message's run, the images it handed over,
+// described only when the run was not cut short.
+func (ru *run) images() {
+	done := &ru.done
+	done.Images = ru.shots
+	if ru.ctx.Err() != nil || ru.job.Action != "" {
+		return
+	}
+	describe := newDescriber(ru.runCtx, ru.r.cfg.DescribeImages && ru.runCtx.Err() == nil, ru.agent, ru.spec, ru.res.CostUSD, ru.log)
+	images, notes := ru.r.collectScreenshots(ru.ctx, ru.log, ru.job, ru.runDir, ru.res.Screenshots, screenshotsPerRun-len(ru.shots), ru.start, describe)
+	done.Images = append(done.Images, images...)
+	done.Text = joinText(done.Text, strings.Join(notes, "\n"))
+	if describe != nil {
+		done.CostUSD += describe.spent.CostUSD
+		done.InputTokens += describe.spent.InputTokens
+		done.OutputTokens += describe.spent.OutputTokens
+	}
+}
+
+// aftermath keeps what the next run needs: the messages added too late
+// are told, the agent's session kept, the project's branch noted, and a
+// message's worktree without changes removed (kept: it stays).
+func (ru *run) aftermath() (kept bool) {
+	r, job, ctx, log, done := ru.r, ru.job, ru.ctx, ru.log, &ru.done
+	if job.Action == "" && ctx.Err() == nil {
+		done.Text = joinText(done.Text, r.notAdded(ctx, job, ru.conv))
+	}
+	if ru.res.SessionID != "" && job.Action == "" {
+		if err := writeSession(ru.home, sessionFileOf(ru.project), ru.res.SessionID); err != nil {
+			log.Warn().Err(err).Msg("session not saved; the next message starts a new one")
+		}
+	}
+	if job.Action != contract.ActionClone && ctx.Err() == nil {
+		// The clone records its own branch; approve changes it.
+		r.noteBranch(ctx, log, job.User, ru.project, ru.dir)
+	}
+	done.Text = joinText(done.Text, ru.wtNote)
+	if ru.wt != nil && job.Action == "" && ctx.Err() == nil {
+		// A run asking for approval itself (::approval::) keeps its
+		// branch even without changes: the answer is about it, never
+		// about the checkout.
+		ru.settled = true
+		kept = (ru.res.Approval && done.Status == contract.StatusOK) || ru.wt.settle(ctx, log)
+	}
+	return kept
+}
+
+// approval asks the person to approve or reject the changes a message's
+// run left (in the checkout, or on the worktree's branch when kept), with
+// the diff drawn as an image when it can be; it notes what the request is
+// about, and the person's request, for the answer. An answer that went
+// through forgets the request.
+func (ru *run) approval(kept bool) {
+	job, log, done := ru.job, ru.log, &ru.done
+	if done.Status != contract.StatusOK {
+		return
+	}
+	if job.Action == contract.ActionApprove || job.Action == contract.ActionReject {
+		if err := noteRequest(ru.home, ru.project, ""); err != nil {
+			log.Warn().Err(err).Msg("the answered request's note not removed")
+		}
+	}
+	if job.Action != "" {
+		return
+	}
+	ch, err := pendingChanges(ru.runCtx, ru.spec)
+	if err != nil {
+		log.Warn().Err(err).Msg("could not look for changes to approve")
+	}
+	if ch.summary == "" && !ru.res.Approval && !kept {
+		return
+	}
+	done.Approval, done.Choices = true, []string{"approve", "reject"}
+	text := ch.text()
+	if ch.diff != "" && ru.r.shots != nil {
+		// The diff as a picture a phone shows well; the text keeps the
+		// summary.
+		if img, err := ru.r.diffImage(ru.ctx, log, job, ch.diff); err != nil {
+			log.Warn().Err(err).Msg("diff not drawn; quoted as text")
+		} else {
+			done.Images = append(done.Images, img)
+			text = ch.summary + "\n"
+		}
+	}
+	approve, about := MsgApprove, (*worktree)(nil)
+	if kept {
+		approve, about = ru.wt.approveText(), ru.wt
+	}
+	done.Text = joinText(done.Text, text+approve)
+	// approve and reject act on what this request is about.
+	if err := about.remember(ru.home, ru.project); err != nil {
+		log.Warn().Err(err).Msg("what the approval request is about not noted")
+	}
+	if err := noteRequest(ru.home, ru.project, job.Text); err != nil {
+		log.Warn().Err(err).Msg("the approval request's request not noted")
+	}
+}

@@ -1,0 +1,228 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// run is one job from its start to its done event: what handle's steps
+// (admit, prepare, execute, report) share.
+type run struct {
+	r   *Runner
+	ctx context.Context // the job's: ends when the runner stops
+	// runCtx is the run's own: it also ends when the person cancels the
+	// run, at its time limit or at a limit of its cgroup; cancel ends it
+	// with that cause.
+	runCtx context.Context
+	cancel context.CancelCauseFunc
+	job    contract.Job
+	log    zerolog.Logger
+	done   contract.Event // the report, filled in on the way
+	// cleanups are undone when the run is over, last first.
+	cleanups []func()
+
+	// Where and how the run works (prepare).
+	project string
+	dir     string // the project's checkout
+	home    string // the agent's home: the person's, whatever the project
+	runDir  string // where the agent works: dir, or the worktree's
+	creds   *runCredentials
+	wt      *worktree // the job's worktree, or nil
+	wtNote  string    // why a message has no worktree
+	settled bool      // the worktree was looked at after the run (report)
+	voices  []attachment
+	limit   *deadline
+	start   time.Time
+	prog    *progress
+	shotTok string  // the run's token at the screenshot endpoint
+	cg      *cgroup // the run's cgroup, or nil
+	spec    *Run    // what the agent is given
+	agent   Agent
+	name    string // the agent, for the log
+	conv    *conversation
+
+	// What came of it (execute).
+	res   Result
+	err   error
+	shots []contract.Image // taken at the screenshot endpoint
+}
+
+// handle runs one job and publishes its events: admit, prepare, execute,
+// report. The done event is published before the job is acknowledged,
+// so a crash in between repeats only the report, never the run.
+func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
+	var job contract.Job
+	if err := contract.Decode(msg.Data(), &job); err != nil {
+		return err
+	}
+	if err := job.User.Validate(); err != nil {
+		return err
+	}
+	ru := &run{
+		r: r, ctx: ctx, job: job,
+		log:  zerolog.Ctx(ctx).With().Str("user", job.User.Key()).Str("job_id", job.ID).Logger(),
+		done: contract.Event{Kind: contract.KindDone, User: job.User, JobID: job.ID},
+	}
+	defer ru.close()
+	if stop, err := ru.admit(msg); stop {
+		return err
+	}
+	if stop, err := ru.prepare(); stop {
+		return err
+	}
+	ru.execute()
+	return ru.report()
+}
+
+// later undoes f when the run is over.
+func (ru *run) later(f func()) { ru.cleanups = append(ru.cleanups, f) }
+
+// close undoes what the run set up, last first.
+func (ru *run) close() {
+	for i := len(ru.cleanups) - 1; i >= 0; i-- {
+		ru.cleanups[i]()
+	}
+}
+
+// end publishes the done event of a run that ends before its agent runs.
+func (ru *run) end(status, text string) error {
+	ru.done.Status, ru.done.Text = status, text
+	return ru.r.publishDone(ru.ctx, ru.done)
+}
+
+// admit makes the job its user's run in this process and marks it
+// started; stop says handle ends here, with err: a job cancelled is not
+// run, one started before is reported interrupted.
+func (ru *run) admit(msg jetstream.Msg) (stop bool, err error) {
+	r, u, log := ru.r, ru.job.User, ru.log
+	// Tell JetStream the job is in hand, so a long run is not redelivered;
+	// a crashed runner stops telling, and the job is redelivered after
+	// the consumer's AckWait.
+	ru.later(every(contract.JobAckWait/3, func() { _ = msg.InProgress() }))
+	// One run per user in this process, even while a cancelled one is
+	// still being stopped.
+	ru.runCtx, ru.cancel = context.WithCancelCause(ru.ctx)
+	ru.later(func() { ru.cancel(nil) })
+	release, err := r.claim(ru.runCtx, u, ru.job.ID, ru.cancel)
+	if err != nil {
+		return true, err
+	}
+	ru.later(release)
+	// A job the person cancelled (before it was taken, or while it waited
+	// for the slot, when a cancel found the previous run there) is among
+	// the user's finished jobs: drop it. A job the state does not know yet
+	// runs: after a crash the state can lag behind the jobs it published
+	// (its write lost, the job's kept), and the dispatcher publishes the
+	// job again only as a duplicate, which would never be delivered. From
+	// here on, a cancel finds this run in r.running.
+	if finished, err := r.finished(ru.ctx, u, ru.job.ID); err != nil {
+		return true, err
+	} else if finished {
+		log.Info().Msg("job already finished or cancelled; not running it")
+		return true, nil
+	}
+
+	// Mark the job started. The mark is deduplicated by the job's id: a
+	// duplicate means some runner started it before, and running it again
+	// could repeat its effects. That earlier run is over: a run cannot
+	// outlive the dedup window (the timeout is shorter), and a runner
+	// holding a job keeps it from being redelivered. Either its runner died,
+	// or it ended and published its done event — then the done published
+	// here is dropped by JetStream as a duplicate of that one. (The
+	// delivery count cannot tell these apart: a crashed embedded server may
+	// not have stored it.)
+	started := contract.Event{Kind: contract.KindStarted, User: u, JobID: ru.job.ID, Text: quote(ru.job)}
+	if dup, err := r.markStarted(ru.ctx, started, msg); err != nil {
+		return true, err
+	} else if dup {
+		log.Warn().Msg("job was started before and interrupted; not running it again")
+		return true, ru.end(contract.StatusInterrupted, MsgInterrupted)
+	}
+	return false, nil
+}
+
+// execute runs the agent, unless the run ended while it was prepared,
+// and takes back the screenshots it took at the endpoint.
+func (ru *run) execute() {
+	if ru.runCtx.Err() == nil {
+		ru.log.Info().Str("agent", ru.name).Str("mode", ru.job.Mode).Msg("run started")
+		ru.res, ru.err = ru.agent.Run(ru.runCtx, ru.spec)
+	}
+	if ru.r.shots != nil {
+		ru.shots = ru.r.shots.close(ru.shotTok)
+	}
+}
+
+// tell publishes a notice of the run's; key tells its notices apart.
+func (ru *run) tell(key, text string) {
+	u := ru.job.User
+	ev := contract.Event{Kind: contract.KindNotice, User: u, JobID: ru.job.ID, Text: text}
+	if err := contract.PublishEvent(ru.ctx, ru.r.js, ev, contract.MsgID(u, ru.job.ID, key)); err != nil {
+		ru.log.Warn().Err(err).Msg("notice")
+	}
+}
+
+// publishProgress publishes the run's nth progress event.
+func (ru *run) publishProgress(n int, line string) {
+	u := ru.job.User
+	ev := contract.Event{Kind: contract.KindProgress, User: u, JobID: ru.job.ID, Text: line}
+	if err := contract.PublishEvent(ru.ctx, ru.r.js, ev, contract.MsgID(u, ru.job.ID, "progress", fmt.Sprint(n))); err != nil {
+		ru.log.Warn().Err(err).Msg("progress event")
+	}
+}
+
+// quote is how status shows a job: the start of its message.
+func quote(job contract.Job) string {
+	if job.Action != "" {
+		return job.Action
+	}
+	t := strings.Join(strings.Fields(job.Text), " ")
+	if r := []rune(t); len(r) > 60 {
+		t = string(r[:60]) + "…"
+	}
+	return "“" + t + "”"
+}
+
+// publishDone publishes a run's end, retrying briefly: it is what moves
+// the user on.
+func (r *Runner) publishDone(ctx context.Context, done contract.Event) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return contract.PublishEvent(ctx, r.js, done, contract.MsgID(done.User, done.JobID, "done"))
+}
+
+// every calls f every d until stop is called.
+func every(d time.Duration, f func()) (stop func()) {
+	t := time.NewTicker(d)
+	quit := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-t.C:
+				f()
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() { t.Stop(); close(quit) }
+}
+
+// joinText joins two parts of a reply with a blank line; either may be
+// empty.
+func joinText(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "\n\n" + b
+}
