@@ -58,20 +58,7 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error
 			return nil, err
 		}
 		e.cfg.Twilio = &t
-		api := newTwilioAPI(t)
-		media := func(img contract.Image) string { return t.PublicURL + cfg.Signer.URL(img, time.Now()) }
-		p := e.pusher(t.Retry)
-		allowed := map[string]bool{}
-		for _, n := range t.Allowed {
-			u, _ := contract.PhoneUser(contract.ChannelSMS, n) // validated
-			allowed[u.ID] = true
-		}
-		p.channels[contract.ChannelWhatsApp] = channel{rules: t.WhatsApp, sender: &twilioSender{cfg: t, api: api, channel: contract.ChannelWhatsApp}, mediaURL: media, waitSent: t.StatusCallbacks, allowed: allowed,
-			window: &window{closed: twilioCodeOutOfReply, template: t.WindowContentSID}}
-		p.channels[contract.ChannelSMS] = channel{rules: t.SMS, sender: &twilioSender{cfg: t, api: api, channel: contract.ChannelSMS}, mediaURL: media, waitSent: t.StatusCallbacks, allowed: allowed}
-		if t.StatusCallbacks {
-			p.status = newSentWaiter(t.SentWait)
-		}
+		e.addTwilio(t)
 	}
 	if cfg.Telegram != nil {
 		t := *cfg.Telegram
@@ -79,17 +66,9 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error
 			return nil, err
 		}
 		e.cfg.Telegram = &t
-		s, err := newTelegramSender(t, e.log)
-		if err != nil {
+		if err := e.addTelegram(t); err != nil {
 			return nil, err
 		}
-		p := e.pusher(t.Retry)
-		allowed := map[string]bool{}
-		for _, id := range t.Allowed {
-			allowed[id] = true
-		}
-		p.channels[contract.ChannelTelegram] = channel{rules: t.Rules, sender: s, allowed: allowed,
-			mediaURL: func(img contract.Image) string { return t.mediaBase() + cfg.Signer.URL(img, time.Now()) }}
 	}
 	if cfg.Notion != nil {
 		if err := cfg.Notion.validate(); err != nil {

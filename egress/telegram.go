@@ -103,6 +103,22 @@ func (t Telegram) mediaBase() string {
 	return t.LocalURL
 }
 
+// addTelegram adds the Telegram channel of t (validated) to e's pusher.
+func (e *Egress) addTelegram(t Telegram) error {
+	s, err := newTelegramSender(t, e.log)
+	if err != nil {
+		return err
+	}
+	p := e.pusher(t.Retry)
+	allowed := map[string]bool{}
+	for _, id := range t.Allowed {
+		allowed[id] = true
+	}
+	p.channels[contract.ChannelTelegram] = channel{rules: t.Rules, sender: s, allowed: allowed,
+		mediaURL: func(img contract.Image) string { return t.mediaBase() + e.cfg.Signer.URL(img, time.Now()) }}
+	return nil
+}
+
 // telegramSender sends through the Bot API with go-telegram/bot. Progress
 // edits one status message per run.
 type telegramSender struct {

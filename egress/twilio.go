@@ -123,6 +123,26 @@ func (t *Twilio) validate() error {
 	return nil
 }
 
+// addTwilio adds the WhatsApp and SMS channels of t (validated) to e's
+// pusher: WhatsApp with its 24-hour reply window (window.go), both
+// waiting for status callbacks when t asks for them.
+func (e *Egress) addTwilio(t Twilio) {
+	api := newTwilioAPI(t)
+	media := func(img contract.Image) string { return t.PublicURL + e.cfg.Signer.URL(img, time.Now()) }
+	p := e.pusher(t.Retry)
+	allowed := map[string]bool{}
+	for _, n := range t.Allowed {
+		u, _ := contract.PhoneUser(contract.ChannelSMS, n) // validated
+		allowed[u.ID] = true
+	}
+	p.channels[contract.ChannelWhatsApp] = channel{rules: t.WhatsApp, sender: &twilioSender{cfg: t, api: api, channel: contract.ChannelWhatsApp}, mediaURL: media, waitSent: t.StatusCallbacks, allowed: allowed,
+		window: &window{closed: twilioCodeOutOfReply, template: t.WindowContentSID}}
+	p.channels[contract.ChannelSMS] = channel{rules: t.SMS, sender: &twilioSender{cfg: t, api: api, channel: contract.ChannelSMS}, mediaURL: media, waitSent: t.StatusCallbacks, allowed: allowed}
+	if t.StatusCallbacks {
+		p.status = newSentWaiter(t.SentWait)
+	}
+}
+
 // twilioSender sends through Twilio's Messages API with twilio-go; on
 // WhatsApp, choices go as quick-reply buttons (twilio_content.go) and a
 // typing indicator shows while a run works.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
 )
@@ -28,16 +29,56 @@ type webEvent struct {
 // Last-Event-ID resumes exactly where it stopped; a new page gets the
 // session's history first.
 func (e *Egress) webEvents(w http.ResponseWriter, r *http.Request) {
+	u, ok := e.webUser(w, r)
+	if !ok {
+		return
+	}
+	msgs, stop, ok := e.webConsume(w, r, u)
+	if !ok {
+		return
+	}
+	defer stop()
+	flush := openStream(w)
+	log := e.log.With().Str("user", u.Key()).Logger()
+	log.Debug().Msg("web events stream open")
+	keepAlive := time.NewTicker(e.cfg.KeepAlive)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			log.Debug().Msg("web events stream closed")
+			return
+		case <-keepAlive.C:
+			fmt.Fprint(w, ": keep-alive\n\n")
+		case m := <-msgs:
+			if !e.writeWebEvent(w, log, m) {
+				continue
+			}
+		}
+		flush()
+	}
+}
+
+// webUser is the web chat user of r's session; false when there is none,
+// and r is answered.
+func (e *Egress) webUser(w http.ResponseWriter, r *http.Request) (contract.User, bool) {
 	c, err := r.Cookie(contract.WebSessionCookie)
 	if err != nil {
 		http.Error(w, "no web chat session: open / first", http.StatusUnauthorized)
-		return
+		return contract.User{}, false
 	}
 	u, err := e.cfg.Sessions.User(c.Value)
 	if err != nil {
 		http.Error(w, "no web chat session: open / first", http.StatusUnauthorized)
-		return
+		return contract.User{}, false
 	}
+	return u, true
+}
+
+// webConsume reads u's events, from the one after the browser's
+// Last-Event-ID, else from the first, until r ends or stop is called;
+// false when it cannot, and r is answered.
+func (e *Egress) webConsume(w http.ResponseWriter, r *http.Request, u contract.User) (msgs <-chan jetstream.Msg, stop func(), ok bool) {
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{contract.UserEvents(u)},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
@@ -51,71 +92,66 @@ func (e *Egress) webEvents(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		e.log.Error().Err(err).Str("user", u.Key()).Msg("web events consumer")
 		http.Error(w, "events unavailable; retry", http.StatusServiceUnavailable)
-		return
+		return nil, nil, false
 	}
-	msgs := make(chan jetstream.Msg, 64)
+	c := make(chan jetstream.Msg, 64)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		select {
-		case msgs <- m:
+		case c <- m:
 		case <-ctx.Done():
 		}
 	})
 	if err != nil {
 		e.log.Error().Err(err).Str("user", u.Key()).Msg("web events consume")
 		http.Error(w, "events unavailable; retry", http.StatusServiceUnavailable)
-		return
+		return nil, nil, false
 	}
-	defer cc.Stop()
+	return c, cc.Stop, true
+}
 
-	flusher, _ := w.(http.Flusher)
+// openStream answers with an event stream's headers and returns how to
+// flush what is written to it (a no-op when w cannot).
+func openStream(w http.ResponseWriter) (flush func()) {
+	flush = func() {}
+	if f, ok := w.(http.Flusher); ok {
+		flush = f.Flush
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, "retry: 1000\n\n")
-	if flusher != nil {
-		flusher.Flush()
+	flush()
+	return flush
+}
+
+// writeWebEvent writes one event to the stream as the browser gets it;
+// false when it is skipped (unreadable).
+func (e *Egress) writeWebEvent(w http.ResponseWriter, log zerolog.Logger, m jetstream.Msg) bool {
+	md, err := m.Metadata()
+	if err != nil {
+		return false
 	}
-	log := e.log.With().Str("user", u.Key()).Logger()
-	log.Debug().Msg("web events stream open")
-	keepAlive := time.NewTicker(e.cfg.KeepAlive)
-	defer keepAlive.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			log.Debug().Msg("web events stream closed")
-			return
-		case <-keepAlive.C:
-			fmt.Fprint(w, ": keep-alive\n\n")
-		case m := <-msgs:
-			md, err := m.Metadata()
-			if err != nil {
-				continue
-			}
-			log := contract.TraceLog(log, contract.Trace(m.Headers()))
-			var ev contract.Event
-			if err := contract.Decode(m.Data(), &ev); err != nil {
-				log.Warn().Err(err).Uint64("seq", md.Sequence.Stream).Msg("skipping event")
-				continue
-			}
-			if ev.Kind == contract.KindMore {
-				// The web chat shows every reply whole: there are no pages.
-				ev.Kind, ev.Text = contract.KindNotice, MsgNoMorePages
-			}
-			out := webEvent{Event: ev}
-			if ev.Image != nil {
-				out.ImageURL = e.cfg.Signer.URL(*ev.Image, time.Now())
-			}
-			for _, img := range ev.Images {
-				out.ImageURLs = append(out.ImageURLs, e.cfg.Signer.URL(img, time.Now()))
-			}
-			data, _ := json.Marshal(out)
-			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", md.Sequence.Stream, ev.Kind, data)
-			log.Debug().Str("kind", string(ev.Kind)).Str("job_id", ev.JobID).Uint64("seq", md.Sequence.Stream).Msg("web event streamed")
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
+	log = contract.TraceLog(log, contract.Trace(m.Headers()))
+	var ev contract.Event
+	if err := contract.Decode(m.Data(), &ev); err != nil {
+		log.Warn().Err(err).Uint64("seq", md.Sequence.Stream).Msg("skipping event")
+		return false
 	}
+	if ev.Kind == contract.KindMore {
+		// The web chat shows every reply whole: there are no pages.
+		ev.Kind, ev.Text = contract.KindNotice, MsgNoMorePages
+	}
+	out := webEvent{Event: ev}
+	if ev.Image != nil {
+		out.ImageURL = e.cfg.Signer.URL(*ev.Image, time.Now())
+	}
+	for _, img := range ev.Images {
+		out.ImageURLs = append(out.ImageURLs, e.cfg.Signer.URL(img, time.Now()))
+	}
+	data, _ := json.Marshal(out)
+	fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", md.Sequence.Stream, ev.Kind, data)
+	log.Debug().Str("kind", string(ev.Kind)).Str("job_id", ev.JobID).Uint64("seq", md.Sequence.Stream).Msg("web event streamed")
+	return true
 }
