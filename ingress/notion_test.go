@@ -103,10 +103,17 @@ func TestNotionPagesBecomeMessagesOnce(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(500 * time.Millisecond) // several more polls of both
+	// Through several more polls of both, a restart, and more: no third.
+	atMostTwo := func() error {
+		if n := len(inbound(t, ns.JS)); n > 2 {
+			return fmt.Errorf("%d messages; want one for each of the two pages to do", n)
+		}
+		return nil
+	}
+	natstest.HoldsUntil(t, time.Now().Add(500*time.Millisecond), atMostTwo)
 	stop1()
 	startNotion(t, ns.JS, api, db) // a restart
-	time.Sleep(500 * time.Millisecond)
+	natstest.HoldsUntil(t, time.Now().Add(500*time.Millisecond), atMostTwo)
 
 	msgs := inbound(t, ns.JS)
 	var ids []string

@@ -18,6 +18,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner"
 )
 
@@ -84,23 +85,6 @@ func (b *sseInbox) summary() string {
 		s = append(s, fmt.Sprintf("%s %s %q", ev.Kind, ev.Event.JobID, ev.Event.Text+ev.Event.To))
 	}
 	return strings.Join(s, "; ")
-}
-
-// eventually calls f until it returns nil, failing with its last error
-// after timeout.
-func eventually(t *testing.T, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after %v: %v", timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // procAlive reports whether pid is a live (not zombie) process named one
@@ -176,7 +160,7 @@ func TestCancelStopsRunFast(t *testing.T) {
 	id := c.send(fmt.Sprintf(`sleep 3001 & sleep 3002 & touch %s; wait`, pidFile))
 	box.reply(contract.KindStarted, id)
 	var pids []int
-	eventually(t, 30*time.Second, func() error {
+	natstest.CheckFor(t, 30*time.Second, 10*time.Millisecond, func() error {
 		if _, err := os.Stat(pidFile); err != nil {
 			return err
 		}
@@ -219,17 +203,13 @@ func TestCancelStopsRunFast(t *testing.T) {
 
 	sent := time.Now()
 	cid := c.send("cancel")
-	for {
-		left := alive()
-		if len(left) == 0 {
-			t.Logf("the run's %d processes were gone %v after cancel was sent", len(pids), time.Since(sent).Round(time.Millisecond))
-			break
+	natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if left := alive(); len(left) > 0 {
+			return fmt.Errorf("processes %v of the run (%v) still alive after cancel", left, pids)
 		}
-		if time.Since(sent) > 5*time.Second {
-			t.Fatalf("processes %v of the run (%v) still alive 5s after cancel", left, pids)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
+	t.Logf("the run's %d processes were gone %v after cancel was sent", len(pids), time.Since(sent).Round(time.Millisecond))
 	if n := box.reply(contract.KindNotice, cid); !strings.HasPrefix(n.Event.Text, "Cancelled.") {
 		t.Errorf("notice of cancel: got %q; want it to start with %q", n.Event.Text, "Cancelled.")
 	}
@@ -379,7 +359,7 @@ func TestApproveRejectInGitWorkspace(t *testing.T) {
 			gate := filepath.Join(gates, "gate")
 			run := c.send(fmt.Sprintf("echo b >> kept.txt && echo x > new.txt && while [ ! -e %s ]; do sleep 0.05; done", gate))
 			box.reply(contract.KindStarted, run)
-			eventually(t, 30*time.Second, func() error {
+			natstest.CheckFor(t, 30*time.Second, 10*time.Millisecond, func() error {
 				_, err := os.Stat(filepath.Join(ws, "new.txt"))
 				return err
 			})
@@ -436,13 +416,13 @@ func TestCancelWhilePreviousRunStops(t *testing.T) {
 	// The first run ignores SIGTERM: it dies only at the runner's SIGKILL.
 	ready := filepath.Join(dir, "first-ready")
 	slow := c.send("trap '' TERM; touch " + ready + "; sleep 300")
-	eventually(t, 30*time.Second, func() error { _, err := os.Stat(ready); return err })
+	natstest.CheckFor(t, 30*time.Second, 10*time.Millisecond, func() error { _, err := os.Stat(ready); return err })
 	box.reply(contract.KindNotice, c.send("cancel"))
 	marker := filepath.Join(dir, "second-ran")
 	second := c.send("touch " + marker + "; echo second ran")
 	// The runner has taken the second job (and is waiting for the first run
 	// to end) when both jobs are unacknowledged.
-	eventually(t, 30*time.Second, func() error {
+	natstest.CheckFor(t, 30*time.Second, 10*time.Millisecond, func() error {
 		info, err := jobs.Info(t.Context())
 		if err != nil {
 			return err

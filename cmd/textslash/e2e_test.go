@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -87,17 +88,12 @@ func TestWebChatEndToEnd(t *testing.T) {
 		contract.EventSubject(u, contract.KindState),
 		contract.EventSubject(u, contract.KindDone),
 	}
-	var seen []string
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if seen = tp.seen(); containsAll(seen, want) {
-			break
+	natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if seen := tp.seen(); !containsAll(seen, want) {
+			return fmt.Errorf("subjects seen %v; want all of %v", seen, want)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if !containsAll(seen, want) {
-		t.Errorf("subjects seen %v; want all of %v", seen, want)
-	}
+		return nil
+	})
 
 	// The broker holds the streams, bucket and object store subjects.md lists.
 	js, _ := jetstream.New(nc)

@@ -109,17 +109,21 @@ func TestNotionBugReport(t *testing.T) {
 		return nil
 	})
 
+	// Through two more polls, a restart, and two more: nothing new.
 	runs := model.Turns()
-	time.Sleep(2500 * time.Millisecond) // two more polls
+	nothingNew := func() error {
+		if got := model.Turns(); got != runs {
+			return fmt.Errorf("the model was asked %d more times after the page was done; want none", got-runs)
+		}
+		if n := len(notion.Comments(page)); n != 3 {
+			return fmt.Errorf("%d comments after more polls; want still 3", n)
+		}
+		return nil
+	}
+	natstest.HoldsUntil(t, time.Now().Add(2500*time.Millisecond), nothingNew)
 	inst.stop()
 	inst.start(t)
-	time.Sleep(2500 * time.Millisecond)
-	if got := model.Turns(); got != runs {
-		t.Errorf("the model was asked %d more times after the page was done; want none", got-runs)
-	}
-	if n := len(notion.Comments(page)); n != 3 {
-		t.Errorf("%d comments after more polls and a restart; want still 3", n)
-	}
+	natstest.HoldsUntil(t, time.Now().Add(2500*time.Millisecond), nothingNew)
 }
 
 // Notion with the services as processes of their own, each as its nats.conf

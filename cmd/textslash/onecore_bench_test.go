@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/dispatcher"
+	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/twiliotest"
 )
 
@@ -209,19 +210,15 @@ func BenchmarkBurst(b *testing.B) {
 	profile("burst-heap.pprof", "heap")
 	profile("drain.pprof", "profile?seconds=10")
 	n := len(acks)
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
+	natstest.CheckFor(b, 10*time.Minute, 50*time.Millisecond, func() error {
 		mu.Lock()
 		got := len(finals)
 		mu.Unlock()
-		if got >= n {
-			break
+		if got < n {
+			return fmt.Errorf("burst: %d of %d messages had their final reply", got, n)
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("burst: %d of %d messages had their final reply after 10 minutes", got, n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	b.StopTimer()
 	mu.Lock()
 	done := finals[:n]

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/textslash/textslash/natstest"
 )
 
 // BenchmarkOpsPerMessage counts the NATS and JetStream operations textslash
@@ -136,20 +138,16 @@ func BenchmarkOpsPerMessage(b *testing.B) {
 	}
 	probe.Close()
 	probes = append(probes, "$JS.API.INFO")
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	natstest.CheckFor(b, 5*time.Second, 10*time.Millisecond, func() error {
 		seen := map[string]bool{}
 		for _, r := range take(wProbe) {
 			seen[r.subject] = true
 		}
-		missing := slices.DeleteFunc(slices.Clone(probes), func(s string) bool { return seen[s] })
-		if len(missing) == 0 {
-			break
+		if missing := slices.DeleteFunc(slices.Clone(probes), func(s string) bool { return seen[s] }); len(missing) > 0 {
+			return fmt.Errorf("the tap on > did not see %v", missing)
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("the tap on > did not see %v", missing)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 
 	// Warm-up: one round trip, whose operations must include each family
 	// the services use.

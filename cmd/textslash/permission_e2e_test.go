@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
 	"github.com/textslash/textslash/twiliotest"
 )
@@ -88,17 +90,18 @@ func claudeEnv(t *testing.T, model *claudetest.Model) []string {
 // waitBody waits for a message to the phone containing text.
 func waitBody(t *testing.T, api *twiliotest.API, text string) twiliotest.Message {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, m := range api.Messages() {
+	var found twiliotest.Message
+	natstest.CheckFor(t, 90*time.Second, 20*time.Millisecond, func() error {
+		msgs := api.Messages()
+		for _, m := range msgs {
 			if strings.Contains(m.Body, text) {
-				return m
+				found = m
+				return nil
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no message containing %q; sent %q", text, sentBodies(api.Messages()))
-	return twiliotest.Message{}
+		return fmt.Errorf("no message containing %q; sent %q", text, sentBodies(msgs))
+	})
+	return found
 }
 
 // notice waits for a notice of textslash's containing text.

@@ -66,6 +66,8 @@ func TestServiceWaitsForProvision(t *testing.T) {
 	buildServices(t)
 	provisioned := make(chan error, 1)
 	go func() {
+		// A real second: the service starts meanwhile and must be
+		// found waiting for the streams, not finding them.
 		time.Sleep(time.Second)
 		provisioned <- n.provision()
 	}()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
 )
 
@@ -37,17 +39,14 @@ func gitDaemon(t *testing.T, dir string) string {
 	}
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return "git://" + addr
+	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("git daemon did not listen: %w", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("git daemon did not listen")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return c.Close()
+	})
+	return "git://" + addr
 }
 
 // bareRepo makes dir/<name>.git holding one commit of files.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/textslash/textslash/cmd/internal/app"
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/twiliotest"
 )
 
@@ -65,9 +66,9 @@ func TestTwoRunners(t *testing.T) {
 	restored := map[string]int{}
 	replies := func(n int) []twiliotest.Message {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			var out []twiliotest.Message
+		var out []twiliotest.Message
+		natstest.CheckFor(t, 60*time.Second, 5*time.Millisecond, func() error {
+			out = nil
 			seen := map[string]int{}
 			for _, m := range api.Messages() {
 				if strings.HasPrefix(m.Body, "Your workspace moved to another server") {
@@ -76,15 +77,13 @@ func TestTwoRunners(t *testing.T) {
 				}
 				out = append(out, m)
 			}
-			if len(out) >= n {
-				restored = seen
-				return out
+			if len(out) < n {
+				return fmt.Errorf("%d replies; want %d: %q", len(out), n, sentBodies(out))
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d replies; want %d: %q", len(out), n, sentBodies(out))
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			restored = seen
+			return nil
+		})
+		return out
 	}
 	ask := func(phones ...string) map[string]string {
 		t.Helper()

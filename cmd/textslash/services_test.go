@@ -212,10 +212,12 @@ func TestSeparateServices(t *testing.T) {
 	procs[app.Dispatcher].kill()
 	procs[app.Runner].kill()
 	s.webhook(t, "whatsapp:"+phoneAlice, "echo again", nil)
-	time.Sleep(300 * time.Millisecond)
-	if msgs := api.Messages(); len(msgs) != 7 {
-		t.Fatalf("sent %q with dispatcher and runner down; want only the replies so far", sentBodies(msgs))
-	}
+	natstest.HoldsUntil(t, time.Now().Add(300*time.Millisecond), func() error {
+		if msgs := api.Messages(); len(msgs) != 7 {
+			return fmt.Errorf("sent %q with dispatcher and runner down; want only the replies so far", sentBodies(msgs))
+		}
+		return nil
+	})
 	procs[app.Dispatcher].start(t)
 	procs[app.Runner].start(t)
 	msgs = api.WaitMessages(t, 8, 30*time.Second)

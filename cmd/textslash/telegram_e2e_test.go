@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/png"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/telegramtest"
 )
 
@@ -65,13 +67,15 @@ func TestTelegramEndToEnd(t *testing.T) {
 	if code := telegramUpdate(t, inst, "forged-secret-0123456789", telegramtest.Update(11, 4242, "echo forged", "")); code != http.StatusForbidden {
 		t.Errorf("forged update: %d; want 403", code)
 	}
-	calls := api.WaitCalls(t, 1, 15*time.Second)
-	time.Sleep(500 * time.Millisecond) // anything more would show by now
-	calls = api.Calls()
-	if len(calls) != 1 {
-		t.Fatalf("%d calls; want the one reply: %+v", len(calls), calls)
-	}
-	c := calls[0]
+	api.WaitCalls(t, 1, 15*time.Second)
+	// The duplicate update and the forged one would show by now.
+	natstest.HoldsUntil(t, time.Now().Add(500*time.Millisecond), func() error {
+		if calls := api.Calls(); len(calls) != 1 {
+			return fmt.Errorf("%d calls; want the one reply: %+v", len(calls), calls)
+		}
+		return nil
+	})
+	c := api.Calls()[0]
 	if c.Method != "sendPhoto" || c.ChatID != "4242" || c.Text != "here it is" || len(c.Photos) != 1 || c.Photos[0] == "" {
 		t.Errorf("reply %+v; want a photo captioned \"here it is\" to chat 4242", c)
 	}
@@ -93,16 +97,22 @@ func TestThreeChannelsAtOnce(t *testing.T) {
 		t.Fatalf("telegram update: %d", code)
 	}
 	web := waitFor(t, events, 15*time.Second, func(ev sseEvent) bool { return ev.Kind == "done" && ev.Event.JobID == id })
-	wa := s.api.WaitMessages(t, 1, 15*time.Second)
-	tgCalls := tg.WaitCalls(t, 1, 15*time.Second)
-	time.Sleep(500 * time.Millisecond)
+	s.api.WaitMessages(t, 1, 15*time.Second)
+	tg.WaitCalls(t, 1, 15*time.Second)
+	// Nobody's reply goes out twice, or on another's channel too.
+	natstest.HoldsUntil(t, time.Now().Add(500*time.Millisecond), func() error {
+		if wa, tgCalls := s.api.Messages(), tg.Calls(); len(wa) != 1 || len(tgCalls) != 1 {
+			return fmt.Errorf("whatsapp messages %+v and telegram calls %+v; want one each", wa, tgCalls)
+		}
+		return nil
+	})
 	if web.Event.Text != "from the web" {
 		t.Errorf("web chat reply %q", web.Event.Text)
 	}
-	if wa = s.api.Messages(); len(wa) != 1 || wa[0].Body != "from whatsapp" || wa[0].To != "whatsapp:"+phoneAlice {
+	if wa := s.api.Messages(); len(wa) != 1 || wa[0].Body != "from whatsapp" || wa[0].To != "whatsapp:"+phoneAlice {
 		t.Errorf("whatsapp messages %+v; want one, \"from whatsapp\"", wa)
 	}
-	tgCalls = tg.Calls()
+	tgCalls := tg.Calls()
 	var texts []string
 	for _, call := range tgCalls {
 		texts = append(texts, call.Text)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/natstest"
 )
 
 // logLine is one JSON line of an instance's log.
@@ -55,7 +56,7 @@ func inboundTrace(t *testing.T, ingressLog, id string) string {
 // want, lines with trace saying each of its messages.
 func traceFollows(t *testing.T, path, trace string, want map[string][]string) {
 	t.Helper()
-	eventually(t, 10*time.Second, func() error {
+	natstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		seen := map[string][]string{}
 		for _, l := range readLog(t, path) {
 			if l.str(contract.LogTrace) == trace {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"image"
 	_ "image/jpeg"
@@ -20,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/twiliotest"
 )
 
@@ -95,12 +97,14 @@ func TestWhatsAppEcho(t *testing.T) {
 	s := startTwilioServe(t)
 	s.webhook(t, "whatsapp:+15559990000", "echo intruder", nil)
 	s.webhook(t, "whatsapp:"+phoneAlice, "echo hi", nil)
-	msgs := s.api.WaitMessages(t, 1, 15*time.Second)
-	time.Sleep(500 * time.Millisecond)
-	msgs = s.api.Messages()
-	if len(msgs) != 1 {
-		t.Fatalf("sent %q; want one message", sentBodies(msgs))
-	}
+	s.api.WaitMessages(t, 1, 15*time.Second)
+	natstest.HoldsUntil(t, time.Now().Add(500*time.Millisecond), func() error {
+		if msgs := s.api.Messages(); len(msgs) != 1 {
+			return fmt.Errorf("sent %q; want one message", sentBodies(msgs))
+		}
+		return nil
+	})
+	msgs := s.api.Messages()
 	if m := msgs[0]; m.To != "whatsapp:"+phoneAlice || m.From != "whatsapp:"+twilioFrom || m.Body != "hi" {
 		t.Errorf("sent %+v; want hi to whatsapp:%s", m, phoneAlice)
 	}
@@ -246,13 +250,12 @@ func TestWhatsAppNoReplyToStrangers(t *testing.T) {
 	}
 	s.webhook(t, "whatsapp:"+phoneAlice, "echo hi", nil)
 	msgs := s.api.WaitMessages(t, 1, 20*time.Second)
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(metrics(t, s.instance), `textslash_egress_refused_total{channel="sms"} 1`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no refusal counted in /metrics")
+	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if !strings.Contains(metrics(t, s.instance), `textslash_egress_refused_total{channel="sms"} 1`) {
+			return errors.New("no refusal counted in /metrics")
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	for _, m := range s.api.Messages() {
 		if strings.Contains(m.To, stranger.ID) {
 			t.Errorf("texted a number nobody allowed: %+v", m)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/cmd/internal/app"
+	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/twiliotest"
 )
 
@@ -39,7 +40,7 @@ func TestWhatsAppReplyAfterTheWindow(t *testing.T) {
 	s.api.OpenWindow(from) // the person writes: Twilio lets free-form messages through again
 	s.webhook(t, from, "echo next", nil)
 	waitBody(t, s.api, "next")
-	stays(t, time.Second, func() error {
+	natstest.HoldsUntil(t, time.Now().Add(time.Second), func() error {
 		if n := len(s.api.Messages()); n != 4 {
 			return fmt.Errorf("sent %q; want 4 messages", sentBodies(s.api.Messages()))
 		}
@@ -80,18 +81,5 @@ func TestWhatsAppWindowSeparateServices(t *testing.T) {
 	}
 	if v := ns.violations(); len(v) > 0 {
 		t.Errorf("NATS refused the services %d times:\n%s", len(v), strings.Join(v, "\n"))
-	}
-}
-
-// stays checks f every 20 ms for d: what should not happen does not.
-func stays(t *testing.T, d time.Duration, f func() error) {
-	t.Helper()
-	for end := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
-		if err := f(); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(end) {
-			return
-		}
 	}
 }
