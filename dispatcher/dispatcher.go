@@ -351,8 +351,10 @@ func needsHead(st contract.UserState, input fsm.Input) bool {
 	return true
 }
 
-// changed reports whether a step changed the user's state: the machine
-// keeps what it leaves alone as it is (no map or slice made anew).
+// changed reports whether now differs from before in anything stored.
+// The machine hands back the maps and slices it does not change as they
+// were, and never an empty map for none, so a step that changes nothing
+// compares equal.
 func changed(before, now contract.UserState) bool {
 	return !reflect.DeepEqual(before, now)
 }
