@@ -235,20 +235,38 @@ func takeSnapshot(ctx context.Context, obs jetstream.ObjectStore, name string, s
 	if tdir != nil {
 		defer tdir.Close()
 	}
-	var session []byte
-	if id := snapSessionID(home, s.SessionFile); id != "" {
-		session = []byte(id + "\n")
-		for _, e := range transcripts {
-			rel := strings.TrimPrefix(e.name, snapClaude)
-			e.current = rel == id+".jsonl" || strings.HasPrefix(rel, id+"/")
-		}
-		meta.Session = true
-	}
-
+	session := snapCurrentSession(home, s.SessionFile, transcripts, meta)
 	entries, slack := planSnapshot(meta, bundle, files, transcripts, session)
 	info := snapshotInfo{Git: meta.Git, Branch: meta.Branch, Head: meta.Head, Bundle: meta.Bundle,
 		Files: meta.Files, FileBytes: meta.FileBytes, Deleted: len(meta.Deleted), Transcripts: meta.Transcripts}
+	var late []snapshotLeftOut
+	if info.Size, info.Raw, late, err = storeSnapshot(ctx, obs, name, meta, entries, session, slack); err != nil {
+		return snapshotInfo{}, err
+	}
+	info.LeftOut = append(slices.Clone(meta.LeftOut), late...)
+	return info, nil
+}
 
+// snapCurrentSession is the session file's content, the agent's session id,
+// when it names one; its transcripts are marked current and meta says a
+// session is kept.
+func snapCurrentSession(home *os.Root, sessionFile string, transcripts []*snapEntry, meta *snapshotMeta) []byte {
+	id := snapSessionID(home, sessionFile)
+	if id == "" {
+		return nil
+	}
+	for _, e := range transcripts {
+		rel := strings.TrimPrefix(e.name, snapClaude)
+		e.current = rel == id+".jsonl" || strings.HasPrefix(rel, id+"/")
+	}
+	meta.Session = true
+	return []byte(id + "\n")
+}
+
+// storeSnapshot writes the archive of entries into obs under name: its
+// size stored and before compression, and what was left out late
+// (writeSnapshot).
+func storeSnapshot(ctx context.Context, obs jetstream.ObjectStore, name string, meta *snapshotMeta, entries []*snapEntry, session []byte, slack int64) (size, raw int64, late []snapshotLeftOut, err error) {
 	// Written while the object store reads it: no copy on disk.
 	pr, pw := io.Pipe()
 	type written struct {
@@ -270,37 +288,32 @@ func takeSnapshot(ctx context.Context, obs jetstream.ObjectStore, name string, s
 	pr.CloseWithError(errors.New("snapshot not stored")) // the writer stops if Put did not read it all
 	w := <-done
 	if w.err != nil {
-		return snapshotInfo{}, fmt.Errorf("snapshot %s: %w", name, w.err)
+		return 0, 0, nil, fmt.Errorf("snapshot %s: %w", name, w.err)
 	}
 	if err != nil {
-		return snapshotInfo{}, fmt.Errorf("snapshot %s: %w", name, err)
+		return 0, 0, nil, fmt.Errorf("snapshot %s: %w", name, err)
 	}
-	info.Size, info.Raw = int64(oi.Size), w.raw
-	info.LeftOut = append(slices.Clone(meta.LeftOut), w.late...)
-	return info, nil
+	return int64(oi.Size), w.raw, w.late, nil
 }
 
 // gitSnapshot reads the repository in dir: meta's git fields, the entries
 // of its uncommitted work, and its history bundled into a file in home.
 func gitSnapshot(ctx context.Context, s snapshotSource, dir, home *os.Root, meta *snapshotMeta) (files []*snapEntry, bundle *snapEntry, err error) {
 	git := func(args ...string) (string, error) { return snapGit(ctx, s, nil, args...) }
-	list := func(args ...string) ([]string, error) {
-		out, err := git(args...)
-		if err != nil {
-			return nil, err
-		}
-		var paths []string
-		for p := range strings.SplitSeq(out, "\x00") {
-			if p != "" {
-				paths = append(paths, p)
-			}
-		}
-		return paths, nil
-	}
 	if _, err := git("rev-parse", "--git-dir"); err != nil {
 		return nil, nil, nil // not a repository git can read: its files are copied as they are
 	}
 	meta.Git = true
+	snapGitMeta(git, meta)
+	if files, err = snapUncommitted(git, dir, meta); err != nil {
+		return nil, nil, err
+	}
+	bundle, err = snapHistory(git, s, home, meta)
+	return files, bundle, err
+}
+
+// snapGitMeta reads meta's branch, head, origin and upstream with git.
+func snapGitMeta(git func(args ...string) (string, error), meta *snapshotMeta) {
 	if ref, err := git("symbolic-ref", "-q", "HEAD"); err == nil {
 		meta.Branch = strings.TrimPrefix(strings.TrimSpace(ref), "refs/heads/")
 	}
@@ -317,25 +330,44 @@ func gitSnapshot(ctx context.Context, s snapshotSource, dir, home *os.Root, meta
 			meta.Upstream = strings.TrimSpace(merge)
 		}
 	}
+}
 
-	// The uncommitted work: against HEAD (staged or not, renames as a
-	// deletion and an addition), or every file of the index before the
-	// first commit; and the untracked files git does not ignore.
+// snapList is the NUL-separated paths git prints with args.
+func snapList(git func(args ...string) (string, error), args ...string) ([]string, error) {
+	out, err := git(args...)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for p := range strings.SplitSeq(out, "\x00") {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
+}
+
+// snapUncommitted is the entries of the repository's uncommitted work:
+// against HEAD (staged or not, renames as a deletion and an addition), or
+// every file of the index before the first commit; and the untracked
+// files git does not ignore. meta lists what is staged and deleted.
+func snapUncommitted(git func(args ...string) (string, error), dir *os.Root, meta *snapshotMeta) (files []*snapEntry, err error) {
+	list := func(args ...string) ([]string, error) { return snapList(git, args...) }
 	var changed, deleted, staged []string
 	if meta.Head != "" {
 		diff := []string{"diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv"}
 		if changed, err = list(append(diff, "--diff-filter=d", "HEAD", "--")...); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if deleted, err = list(append(diff, "--diff-filter=D", "HEAD", "--")...); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if staged, err = list(append(diff, "--cached", "HEAD", "--")...); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	} else {
 		if changed, err = list("ls-files", "-z", "--cached"); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		staged = slices.Clone(changed)
 	}
@@ -351,14 +383,14 @@ func gitSnapshot(ctx context.Context, s snapshotSource, dir, home *os.Root, meta
 	}
 	others, err := list("ls-files", "-z", "--others", "--exclude-standard")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for _, p := range others {
 		if sub, ok := strings.CutSuffix(p, "/"); ok && snapLocalPath(sub) {
 			// A repository of its own inside: all of it.
 			es, err := snapWalk(dir, sub, snapFiles)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			files = append(files, es...)
 			continue
@@ -374,29 +406,34 @@ func gitSnapshot(ctx context.Context, s snapshotSource, dir, home *os.Root, meta
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // deleted from the index's files before the first commit
 			}
-			return nil, nil, err
+			return nil, err
 		}
 		if e != nil && !e.mode.IsDir() { // a directory here is a submodule: not moved
 			files = append(files, e)
 		}
 	}
 
-	// The history, when there is any.
+	return files, nil
+}
+
+// snapHistory bundles the repository's history, when it has any, into a
+// file in home; a bundle git could not make is left out (in meta).
+func snapHistory(git func(args ...string) (string, error), s snapshotSource, home *os.Root, meta *snapshotMeta) (*snapEntry, error) {
 	if refs, err := git("for-each-ref", "--count=1", "--format=%(refname)"); err != nil || strings.TrimSpace(refs) == "" {
-		return files, nil, nil
+		return nil, nil
 	}
 	tmp := ".textslash-snapshot-" + newRunMark() + ".bundle"
 	if _, err := git("bundle", "create", "-q", filepath.Join(s.Home, tmp), "--all"); err != nil {
 		home.Remove(tmp)
 		meta.LeftOut = append(meta.LeftOut, snapshotLeftOut{What: leftHistory, Why: whyFailed})
-		return files, nil, nil
+		return nil, nil
 	}
-	bundle, err = snapStatEntry(home, tmp, snapBundle)
+	bundle, err := snapStatEntry(home, tmp, snapBundle)
 	if err != nil || bundle == nil || !bundle.mode.IsRegular() {
 		home.Remove(tmp)
-		return files, nil, fmt.Errorf("snapshot: bundle: %v", err)
+		return nil, fmt.Errorf("snapshot: bundle: %v", err)
 	}
-	return files, bundle, nil
+	return bundle, nil
 }
 
 // snapGit runs git as the agent user in the workspace and returns its
@@ -590,24 +627,6 @@ func planSnapshot(meta *snapshotMeta, bundle *snapEntry, files, transcripts []*s
 		q, _ := json.Marshal(p)
 		mb += int64(len(q)) + 64
 	}
-	bySize := func(es []*snapEntry) []*snapEntry {
-		var rs []*snapEntry
-		for _, e := range es {
-			if e.mode.IsRegular() && e.size > 0 {
-				rs = append(rs, e)
-			}
-		}
-		slices.SortStableFunc(rs, func(a, b *snapEntry) int {
-			if a.current != b.current { // the current session last
-				if a.current {
-					return 1
-				}
-				return -1
-			}
-			return cmp.Compare(b.size, a.size)
-		})
-		return rs
-	}
 	var order []func() // each leaves one thing out
 	queue := func(es []*snapEntry, what string) {
 		for _, e := range es {
@@ -617,8 +636,8 @@ func planSnapshot(meta *snapshotMeta, bundle *snapEntry, files, transcripts []*s
 	if bundle != nil && meta.URL != "" {
 		queue([]*snapEntry{bundle}, leftHistory)
 	}
-	queue(bySize(files), leftFile)
-	queue(bySize(transcripts), leftTranscript)
+	queue(snapBySize(files), leftFile)
+	queue(snapBySize(transcripts), leftTranscript)
 	if bundle != nil && meta.URL == "" {
 		queue([]*snapEntry{bundle}, leftHistory)
 	}
@@ -631,6 +650,34 @@ func planSnapshot(meta *snapshotMeta, bundle *snapEntry, files, transcripts []*s
 		order[0]()
 		order = order[1:]
 	}
+	return snapKept(meta, bundle, files, transcripts, out), max(0, meta.Max-total-metaBytes())
+}
+
+// snapBySize is the files among es with bytes, the largest first, a
+// transcript of the current session after the others: the order in which
+// planSnapshot leaves them out.
+func snapBySize(es []*snapEntry) []*snapEntry {
+	var rs []*snapEntry
+	for _, e := range es {
+		if e.mode.IsRegular() && e.size > 0 {
+			rs = append(rs, e)
+		}
+	}
+	slices.SortStableFunc(rs, func(a, b *snapEntry) int {
+		if a.current != b.current { // the current session last
+			if a.current {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(b.size, a.size)
+	})
+	return rs
+}
+
+// snapKept is the entries to write, in order, all but those left out,
+// and counts them in meta.
+func snapKept(meta *snapshotMeta, bundle *snapEntry, files, transcripts []*snapEntry, out map[*snapEntry]bool) []*snapEntry {
 	var entries []*snapEntry
 	if bundle != nil && !out[bundle] {
 		entries = append(entries, bundle)
@@ -653,7 +700,7 @@ func planSnapshot(meta *snapshotMeta, bundle *snapEntry, files, transcripts []*s
 			}
 		}
 	}
-	return entries, max(0, meta.Max-total-metaBytes())
+	return entries
 }
 
 // writeSnapshot writes the archive to w. A file grown past the bytes to
