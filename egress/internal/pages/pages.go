@@ -209,33 +209,66 @@ func (t *clusters) cut(start pos, limit, n int, footer func(i, n int) string) ([
 // that starts at p, where no whitespace is, and where the text goes on:
 // maybe whitespace, to skip. budget is at least 2.
 func (t *clusters) page(p pos, budget int) (end int, next pos) {
-	// The latest breaks of each kind: the cluster where their whitespace
-	// starts, and the width of the page if it ended there.
-	type brk struct{ c, w int }
-	para, line, ws := brk{-1, 0}, brk{-1, 0}, brk{-1, 0}
-	run, nl := brk{-1, 0}, 0 // the whitespace being read, its newlines
-	mark := func() {
-		switch {
-		case nl >= 2:
-			para = run
-		case nl == 1:
-			line = run
+	b := breaks{para: brk{-1, 0}, line: brk{-1, 0}, ws: brk{-1, 0}, run: brk{-1, 0}}
+	c, inSpace := t.fill(p, budget, &b)
+	if c == len(t.ends) { // the rest fits
+		if inSpace {
+			return t.start(b.run.c), pos{c, len(t.s)}
 		}
-		ws = run
+		return len(t.s), pos{c, len(t.s)}
 	}
-	w, c, from, inSpace := 0, p.c, p.off, false
-	for ; c < len(t.ends); c++ {
+	// Whether the clusters that fit end with whitespace.
+	fitSpace := c-1 > p.c && space(t.cluster(c-1, t.start(c-1)))
+	if inSpace { // cluster c is whitespace: read it all
+		e := t.readSpace(c+1, &b)
+		if e == len(t.ends) { // the rest is whitespace
+			return t.start(b.run.c), pos{e, len(t.s)}
+		}
+		b.mark()
+	}
+	return t.cutAt(p, c, budget, b, fitSpace || inSpace)
+}
+
+// brk is a place a page may end: the cluster where its whitespace starts,
+// and the width of the page if it ended there.
+type brk struct{ c, w int }
+
+// breaks are the latest breaks of each kind on a page being read.
+type breaks struct {
+	para, line, ws brk
+	run            brk // the whitespace being read
+	nl             int // its newlines
+}
+
+// mark notes the whitespace just read as a break of its kind.
+func (b *breaks) mark() {
+	switch {
+	case b.nl >= 2:
+		b.para = b.run
+	case b.nl == 1:
+		b.line = b.run
+	}
+	b.ws = b.run
+}
+
+// fill reads the clusters from p on that fit in budget, noting the breaks
+// among them in b. It returns the first cluster that does not fit
+// (len(t.ends): the rest fits) and whether the last cluster read, that
+// one or else the text's last, is whitespace.
+func (t *clusters) fill(p pos, budget int, b *breaks) (c int, inSpace bool) {
+	w, from := 0, p.off
+	for c = p.c; c < len(t.ends); c++ {
 		s := t.s[from:t.ends[c]]
 		sp := space(s)
 		if sp {
 			if !inSpace {
-				run, nl = brk{c, w}, 0
+				b.run, b.nl = brk{c, w}, 0
 			}
 			if s[len(s)-1] == '\n' { // "\n" or "\r\n"
-				nl++
+				b.nl++
 			}
 		} else if inSpace {
-			mark()
+			b.mark()
 		}
 		inSpace = sp
 		// No character (UTF-16 unit) takes more than 3 bytes: a long
@@ -251,49 +284,50 @@ func (t *clusters) page(p pos, budget int) (end int, next pos) {
 		w += n
 		from = t.ends[c]
 	}
-	if c == len(t.ends) { // the rest fits
-		if inSpace {
-			return t.start(run.c), pos{c, len(t.s)}
+	return c, inSpace
+}
+
+// readSpace reads the whitespace from cluster e on, counting its newlines
+// in b, and returns the first cluster that is not whitespace
+// (len(t.ends): none).
+func (t *clusters) readSpace(e int, b *breaks) int {
+	for ; e < len(t.ends); e++ {
+		s := t.cluster(e, t.start(e))
+		if !space(s) {
+			break
 		}
-		return len(t.s), pos{c, len(t.s)}
-	}
-	// Whether the clusters that fit end with whitespace.
-	fitSpace := c-1 > p.c && space(t.cluster(c-1, t.start(c-1)))
-	if inSpace { // cluster c is whitespace: read it all
-		e := c + 1
-		for ; e < len(t.ends); e++ {
-			s := t.cluster(e, t.start(e))
-			if !space(s) {
-				break
-			}
-			if s[len(s)-1] == '\n' {
-				nl++
-			}
+		if s[len(s)-1] == '\n' {
+			b.nl++
 		}
-		if e == len(t.ends) { // the rest is whitespace
-			return t.start(run.c), pos{e, len(t.s)}
-		}
-		mark()
 	}
-	at := func(b brk) (int, pos) {
-		off := t.start(b.c)
-		return off, pos{b.c, off}
-	}
+	return e
+}
+
+// cutAt picks the end of the page that starts at p, cluster c the first
+// that does not fit: the best of its breaks b, else after the clusters
+// that fit, else inside cluster p.c. full: the page is full up to
+// whitespace.
+func (t *clusters) cutAt(p pos, c, budget int, b breaks, full bool) (end int, next pos) {
 	last := budget - budget/5
 	switch {
-	case para.c >= 0 && para.w >= last:
-		return at(para)
-	case line.c >= 0 && line.w >= last:
-		return at(line)
-	case ws.c >= 0 && (ws.w >= budget/2 || fitSpace || inSpace):
-		// fitSpace, inSpace: the page is full up to whitespace.
-		return at(ws)
+	case b.para.c >= 0 && b.para.w >= last:
+		return t.at(b.para)
+	case b.line.c >= 0 && b.line.w >= last:
+		return t.at(b.line)
+	case b.ws.c >= 0 && (b.ws.w >= budget/2 || full):
+		return t.at(b.ws)
 	case c > p.c:
 		return t.ends[c-1], pos{c, t.ends[c-1]}
 	}
 	// Not even cluster p.c fits: cut it between runes.
 	end = p.off + fit(t.cluster(p.c, p.off), budget)
 	return end, pos{p.c, end}
+}
+
+// at is where a page ending at break b ends, and where the text goes on.
+func (t *clusters) at(b brk) (int, pos) {
+	off := t.start(b.c)
+	return off, pos{b.c, off}
 }
 
 // within reports whether all pages are within limit.
