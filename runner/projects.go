@@ -224,22 +224,8 @@ func (c cloneAction) Run(ctx context.Context, run *Run) (res Result, err error) 
 	}()
 
 	run.Progress("Cloning " + shown + "…")
-	cmd := run.Command(ctx, "git", "clone", "--quiet", "--", url, ".")
-	cmd.Env = cloneEnv(cmd.Env)
-	out := &cappedBuffer{max: 64 << 10}
-	cmd.Stdout, cmd.Stderr = out, out
-	err = cmd.Run()
-	endGroup(cmd)
-	if err != nil {
-		if ctx.Err() != nil {
-			return Result{}, fmt.Errorf("git clone: %w", ctx.Err())
-		}
-		line := gitError(redactText(out.buf.String(), url))
-		log.Info().Int("exit_code", exitCode(cmd)).Str("git", line).Msg("clone failed")
-		if line == "" {
-			line = fmt.Sprintf("git ended with code %d", exitCode(cmd))
-		}
-		return refuse(MsgCloneFailed, shown, line)
+	if err := gitClone(ctx, run, url, shown, log); err != nil {
+		return Result{}, err
 	}
 	size, err := dirSize(run.Dir)
 	if err != nil {
@@ -267,6 +253,30 @@ func (c cloneAction) Run(ctx context.Context, run *Run) (res Result, err error) 
 		branch = "none"
 	}
 	return Result{Text: fmt.Sprintf(MsgCloned, shown, name, branch, name)}, nil
+}
+
+// gitClone clones url into the run's directory; a clone git fails is
+// refused (errRefused), with git's line of error (url shown as shown).
+func gitClone(ctx context.Context, run *Run, url, shown string, log zerolog.Logger) error {
+	cmd := run.Command(ctx, "git", "clone", "--quiet", "--", url, ".")
+	cmd.Env = cloneEnv(cmd.Env)
+	out := &cappedBuffer{max: 64 << 10}
+	cmd.Stdout, cmd.Stderr = out, out
+	err := cmd.Run()
+	endGroup(cmd)
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("git clone: %w", ctx.Err())
+	}
+	line := gitError(redactText(out.buf.String(), url))
+	log.Info().Int("exit_code", exitCode(cmd)).Str("git", line).Msg("clone failed")
+	if line == "" {
+		line = fmt.Sprintf("git ended with code %d", exitCode(cmd))
+	}
+	_, err = refuse(MsgCloneFailed, shown, line)
+	return err
 }
 
 // canAdd says why project name cannot join list, or nil. The default

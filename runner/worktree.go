@@ -233,30 +233,40 @@ func (r *Runner) openWorktree(ctx context.Context, log zerolog.Logger, job contr
 		log.Info().Str("branch", branch).Msg("the message goes on on the project's branch in progress")
 		return w, "", ""
 	}
+	if refusal := w.add(ctx, log, job.ID, registered); refusal != "" {
+		return nil, "", refusal
+	}
+	return w, "", ""
+}
+
+// add makes the worktree of job id's message on a new branch from the
+// checkout's HEAD, once what is in its way is removed (registered: git
+// lists a worktree there). refusal, when set, says why it could not.
+func (w *worktree) add(ctx context.Context, log zerolog.Logger, id string, registered bool) (refusal string) {
 	if registered {
 		// Not one to go on with (git made it only in part, it is on
 		// another branch, or its directory is gone): out of the way.
-		log.Warn().Str("dir", dir).Msg("worktree in the way removed")
+		log.Warn().Str("dir", w.dir).Msg("worktree in the way removed")
 		_ = w.remove(ctx, log, true)
-	} else if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
-		log.Warn().Str("dir", dir).Msg("leftover directory where the worktree goes removed")
-		if err := os.RemoveAll(dir); err != nil {
+	} else if _, err := os.Lstat(w.dir); !errors.Is(err, fs.ErrNotExist) {
+		log.Warn().Str("dir", w.dir).Msg("leftover directory where the worktree goes removed")
+		if err := os.RemoveAll(w.dir); err != nil {
 			log.Error().Err(err).Msg("leftover not removed")
 		}
 	}
-	w.branch = branchPrefix + worktreeID(job.ID)
-	if out, err := w.git(ctx, "worktree", "add", "-q", "-b", w.branch, dir, "HEAD"); err != nil {
+	w.branch = branchPrefix + worktreeID(id)
+	if out, err := w.git(ctx, "worktree", "add", "-q", "-b", w.branch, w.dir, "HEAD"); err != nil {
 		log.Error().Err(err).Str("branch", w.branch).Msg("git worktree add")
 		_, _ = w.git(ctx, "worktree", "prune")
 		line := gitError(out)
 		if line == "" {
 			line = "git worktree add failed"
 		}
-		return nil, "", fmt.Sprintf(MsgNoWorktree, line)
+		return fmt.Sprintf(MsgNoWorktree, line)
 	}
 	w.present = true
-	log.Info().Str("branch", w.branch).Str("dir", dir).Msg("worktree made")
-	return w, "", ""
+	log.Info().Str("branch", w.branch).Str("dir", w.dir).Msg("worktree made")
+	return ""
 }
 
 // branchRE: a branch textslash makes.
