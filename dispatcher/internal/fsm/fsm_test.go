@@ -391,7 +391,7 @@ func startOf(effs []Effect) *Effect {
 // ever started before is deduplicated by the broker), and the approval
 // timer. The world is also the caller: like the dispatcher (its Finished
 // list), it drops redeliveries of messages whose run has ended or that a
-// cancel cleared, since a contract.UserState cannot know them.
+// cancel cleared, since the machine does not look them up.
 
 const queueLimit = 5 // contract.QueueLimit
 
