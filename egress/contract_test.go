@@ -73,15 +73,19 @@ func TestTwilioContract(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(300 * time.Millisecond)
+	natstest.HoldsUntil(t, time.Now().Add(300*time.Millisecond), func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(statuses) != want {
+			return fmt.Errorf("%d requests; want %d", len(statuses), want)
+		}
+		return nil
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	for i, s := range statuses {
 		if s != http.StatusCreated {
 			t.Errorf("request %d: Prism answered %d; want 201", i+1, s)
 		}
-	}
-	if len(statuses) != want {
-		t.Errorf("%d requests; want %d", len(statuses), want)
 	}
 }

@@ -103,6 +103,17 @@ func (h *tgHarness) publish(ev contract.Event) {
 	}
 }
 
+// callsNoMore checks that the fake gets no call beyond n for 300 ms.
+func (h *tgHarness) callsNoMore(n int) {
+	h.t.Helper()
+	natstest.HoldsUntil(h.t, time.Now().Add(300*time.Millisecond), func() error {
+		if got := h.api.Calls(); len(got) != n {
+			return fmt.Errorf("%d calls %q; want %d", len(got), methods(got), n)
+		}
+		return nil
+	})
+}
+
 func methods(calls []telegramtest.Call) []string {
 	var out []string
 	for _, c := range calls {
@@ -183,7 +194,9 @@ func TestTelegramProgressEdits(t *testing.T) {
 	h := startTelegram(t, false)
 	for _, line := range []string{"Running npm test", "Editing src/app.ts", "Editing src/app.ts", "Running git diff"} {
 		h.publish(contract.Event{Kind: contract.KindProgress, JobID: "job1", Text: line})
-		time.Sleep(300 * time.Millisecond) // one progress message per 100 ms
+		// A real wait: progress goes out at most once per 100 ms
+		// (ProgressEvery), and each line is to be shown, not coalesced.
+		time.Sleep(300 * time.Millisecond)
 	}
 	h.publish(contract.Event{Kind: contract.KindProgress, JobID: "job2", Text: "Running ls"})
 	calls := h.api.WaitCalls(t, 4, 10*time.Second)
@@ -233,10 +246,7 @@ func TestTelegramElevenImages(t *testing.T) {
 	if len(calls[0].Photos) != 10 || calls[0].Text != "eleven shots" || len(calls[1].Photos) != 1 {
 		t.Errorf("album of %d with %q, then %d photo(s); want 10 with the text, then 1", len(calls[0].Photos), calls[0].Text, len(calls[1].Photos))
 	}
-	time.Sleep(200 * time.Millisecond)
-	if n := len(h.api.Calls()); n != 2 {
-		t.Errorf("%d calls; want 2", n)
-	}
+	h.callsNoMore(2)
 }
 
 // The replies that answer a message come as its buttons, one row of one

@@ -121,6 +121,17 @@ func (h *harness) publish(ev contract.Event) {
 	}
 }
 
+// sendsNoMore checks that the fake gets no message beyond n for 300 ms.
+func (h *harness) sendsNoMore(n int) {
+	h.t.Helper()
+	natstest.HoldsUntil(h.t, time.Now().Add(300*time.Millisecond), func() error {
+		if got := h.api.Messages(); len(got) != n {
+			return fmt.Errorf("%d messages %q; want %d", len(got), bodies(got), n)
+		}
+		return nil
+	})
+}
+
 func bodies(msgs []twiliotest.Message) []string {
 	var out []string
 	for _, m := range msgs {
@@ -143,10 +154,7 @@ func TestReply(t *testing.T) {
 	if m := msgs[1]; m.To != "whatsapp:+15551230001" || m.From != "whatsapp:"+from || m.Body != "hi" || len(m.MediaURLs) != 0 {
 		t.Errorf("whatsapp: %+v", m)
 	}
-	time.Sleep(200 * time.Millisecond)
-	if n := len(h.api.Messages()); n != 2 {
-		t.Errorf("%d messages; want 2 (state and started events are not sent)", n)
-	}
+	h.sendsNoMore(2) // state and started events are not sent
 }
 
 // TWILIO_PHONE_NUMBER written as a WhatsApp address (whatsapp:+1…, the
@@ -316,11 +324,14 @@ func TestProgressCoalesced(t *testing.T) {
 	}
 	h.publish(contract.Event{Kind: contract.KindProgress, User: alice, Text: "step 11"})
 	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: "finished", Status: contract.StatusOK})
-	got = bodies(h.api.WaitMessages(t, 3, 5*time.Second))
-	time.Sleep(600 * time.Millisecond)
-	if got = bodies(h.api.Messages()); !slices.Equal(got, []string{"step 1", "step 10", "finished"}) {
-		t.Errorf("after the reply: got %q; want the stale progress dropped", got)
-	}
+	h.api.WaitMessages(t, 3, 5*time.Second)
+	// Past the 400 ms a waiting progress line would have waited for.
+	natstest.HoldsUntil(t, time.Now().Add(600*time.Millisecond), func() error {
+		if got := bodies(h.api.Messages()); !slices.Equal(got, []string{"step 1", "step 10", "finished"}) {
+			return fmt.Errorf("after the reply: got %q; want the stale progress dropped", got)
+		}
+		return nil
+	})
 }
 
 // A redelivered event is not sent again: egress remembers what it sent.
@@ -336,11 +347,13 @@ func TestRedeliveryNotResent(t *testing.T) {
 	})
 	h.run(egress.Twilio{AccountSID: h.api.AccountSID, AuthToken: h.api.AuthToken, APIURL: h.api.URL, From: from, PublicURL: "https://pub.example.com", Allowed: []string{"+" + alice.ID}})
 	h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: "after"})
-	got := bodies(h.api.WaitMessages(t, 3, 5*time.Second))
-	time.Sleep(300 * time.Millisecond)
-	if got = bodies(h.api.Messages()); !slices.Equal(got, []string{"once", "", "after"}) {
-		t.Errorf("messages: got %q; want each sent once", got)
-	}
+	h.api.WaitMessages(t, 3, 5*time.Second)
+	natstest.HoldsUntil(t, time.Now().Add(300*time.Millisecond), func() error {
+		if got := bodies(h.api.Messages()); !slices.Equal(got, []string{"once", "", "after"}) {
+			return fmt.Errorf("messages: got %q; want each sent once", got)
+		}
+		return nil
+	})
 }
 
 // With status callbacks on, a user's next message waits until Twilio says
@@ -730,7 +743,9 @@ func TestQuickReplyContract(t *testing.T) {
 // idle connections per host) cost a TLS handshake each.
 func TestTwilioKeepsConnections(t *testing.T) {
 	h, cfg := prepare(t, egress.Twilio{})
-	slow := twiliotest.NewAPI(t, twiliotest.Quiet(), twiliotest.OnMessage(func(twiliotest.Message) { time.Sleep(50 * time.Millisecond) }))
+	slow := twiliotest.NewAPI(t, twiliotest.Quiet(), twiliotest.OnMessage(func(twiliotest.Message) {
+		time.Sleep(50 * time.Millisecond) // a slow answer: sends overlap, each on a connection of its own
+	}))
 	h.api, cfg.AccountSID, cfg.AuthToken, cfg.APIURL = slow, slow.AccountSID, slow.AuthToken, slow.URL
 	const people = 24
 	var users []contract.User

@@ -85,17 +85,6 @@ func (h *harness) wrote(u contract.User) {
 	}
 }
 
-// sendsNoMore checks that the fake gets no message beyond n for 300 ms.
-func (h *harness) sendsNoMore(n int) {
-	h.t.Helper()
-	natstest.HoldsUntil(h.t, time.Now().Add(300*time.Millisecond), func() error {
-		if got := h.api.Messages(); len(got) != n {
-			return fmt.Errorf("%d messages %q; want %d", len(got), bodies(got), n)
-		}
-		return nil
-	})
-}
-
 // A reply Twilio refuses with 63016 (outside WhatsApp's 24-hour window) is
 // held, not lost: its dead letter says so, later messages wait behind it
 // (a progress line is dropped), and when the person writes (a window
