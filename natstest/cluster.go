@@ -49,31 +49,75 @@ func RunCluster(t testing.TB, n int) *Cluster {
 		route:   make([]int, n),
 		store:   make([]string, n),
 	}
-	// Routes name their peers' ports before the peers listen, so pick
-	// every port first.
+	t.Cleanup(c.shutdownAll)
+	// Routes name their peers' ports before the peers listen, so every
+	// port is picked first: free when checked, not held. Another process
+	// may take one before its server listens; then all start again, with
+	// fresh stores on other ports.
+	for try := 1; ; try++ {
+		err := c.startAll(t)
+		if err == nil {
+			break
+		}
+		c.shutdownAll()
+		if try == 3 || !errors.Is(err, errPortTaken) {
+			t.Fatal(err)
+		}
+		t.Logf("natstest: start the cluster again on other ports: %v", err)
+	}
+	c.WaitReady(t)
+	return c
+}
+
+// errPortTaken: a port a server was given had been taken meanwhile.
+var errPortTaken = errors.New("port taken")
+
+// startAll picks ports and stores for every server and starts them all,
+// waiting until each takes clients.
+func (c *Cluster) startAll(t testing.TB) error {
+	n := len(c.servers)
 	ports := freePorts(t, 2*n)
 	for i := range n {
 		c.client[i], c.route[i] = ports[2*i], ports[2*i+1]
 		c.store[i] = t.TempDir()
 	}
-	t.Cleanup(c.shutdownAll)
 	// Start all before waiting for any: a server with JetStream waits for
 	// its routes to form the meta group.
+	logs := make([]*errorLog, n)
 	for i := range n {
 		ns, err := server.NewServer(c.options(i))
 		if err != nil {
-			t.Fatalf("new nats server %d: %v", i+1, err)
+			return fmt.Errorf("new nats server %d: %w", i+1, err)
 		}
+		logs[i] = &errorLog{}
+		ns.SetLoggerV2(logs[i], false, false, false)
+		c.mu.Lock()
 		c.servers[i] = ns
+		c.mu.Unlock()
 		go ns.Start()
 	}
 	for i, ns := range c.servers {
-		if !ns.ReadyForConnections(10 * time.Second) {
-			t.Fatalf("nats server %s not ready in 10s", c.ServerName(i))
+		if err := ready(ns, logs[i]); err != nil {
+			return fmt.Errorf("nats server %s: %w", c.ServerName(i), err)
 		}
 	}
-	c.WaitReady(t)
-	return c
+	return nil
+}
+
+// ready waits up to 10 s until ns takes clients; it fails early, with
+// errPortTaken, once ns logged that a port of its is in use.
+func ready(ns *server.Server, logs *errorLog) error {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		if ns.ReadyForConnections(100 * time.Millisecond) {
+			return nil
+		}
+		for _, line := range logs.all() {
+			if strings.Contains(line, "address already in use") {
+				return fmt.Errorf("%w: %s", errPortTaken, line)
+			}
+		}
+	}
+	return errors.New("not ready in 10s")
 }
 
 func (c *Cluster) options(i int) *server.Options {

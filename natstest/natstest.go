@@ -87,16 +87,19 @@ func run(t testing.TB, o *server.Options, opts ...nats.Option) *Server {
 // Errors returns what the server logged at error level so far (with
 // RunConfig): a client refused for want of permission shows up here as
 // `Publish Violation - Subject "…"` or `Subscription Violation - …`.
-func (s *Server) Errors() []string {
-	s.logs.mu.Lock()
-	defer s.logs.mu.Unlock()
-	return slices.Clone(s.logs.lines)
-}
+func (s *Server) Errors() []string { return s.logs.all() }
 
 // errorLog keeps a server's error lines.
 type errorLog struct {
 	mu    sync.Mutex
 	lines []string
+}
+
+// all is every line kept so far.
+func (l *errorLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.lines)
 }
 
 func (l *errorLog) Errorf(format string, v ...any) {
