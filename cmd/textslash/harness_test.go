@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -66,33 +67,58 @@ func startServe(t testing.TB, env ...string) *instance {
 // program and its arguments (nil: textslash serve).
 func startProgram(t testing.TB, argv []string, env ...string) *instance {
 	t.Helper()
-	data := t.TempDir()
-	// t.TempDir and its parent are 0700: agent users must reach their workspaces.
-	for _, d := range []string{filepath.Dir(data), data} {
-		if err := os.Chmod(d, 0o755); err != nil {
+	// Another process may take a port between freePort's check and the
+	// program's listen: the first start then fails, and it is tried again
+	// with fresh data on other ports. (A port the caller chose in env
+	// stays as given.)
+	for try := 1; ; try++ {
+		data := t.TempDir()
+		// t.TempDir and its parent are 0700: agent users must reach their workspaces.
+		for _, d := range []string{filepath.Dir(data), data} {
+			if err := os.Chmod(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		inst := &instance{
+			Data: data,
+			argv: argv,
+			env: append([]string{
+				"TEXTSLASH_DATA=" + data,
+				"PORT=" + freePort(t),
+				"TEXTSLASH_NATS_LISTEN=127.0.0.1:" + freePort(t),
+				"TEXTSLASH_LOG_FORMAT=json",
+				"TEXTSLASH_LOG_LEVEL=debug",
+				// A test's last runs need not finish when it stops the
+				// process (runner's TestRunnerShutdownLetsRunFinish tests
+				// the grace).
+				"TEXTSLASH_STOP_GRACE=0s",
+			}, env...),
+		}
+		err := inst.launch(t)
+		if err == nil {
+			return inst
+		}
+		if try == 3 || !errors.Is(err, errPortTaken) {
 			t.Fatal(err)
 		}
+		t.Logf("start again on other ports: %v", err)
 	}
-	inst := &instance{
-		Data: data,
-		argv: argv,
-		env: append([]string{
-			"TEXTSLASH_DATA=" + data,
-			"PORT=" + freePort(t),
-			"TEXTSLASH_NATS_LISTEN=127.0.0.1:" + freePort(t),
-			"TEXTSLASH_LOG_FORMAT=json",
-			"TEXTSLASH_LOG_LEVEL=debug",
-			// A test's last runs need not finish when it stops the
-			// process (runner's TestRunnerShutdownLetsRunFinish tests
-			// the grace).
-			"TEXTSLASH_STOP_GRACE=0s",
-		}, env...),
-	}
-	inst.start(t)
-	return inst
 }
 
+// errPortTaken: a port the program was given had been taken meanwhile.
+var errPortTaken = errors.New("port taken")
+
+// start starts the program again, on the ports and data it had.
 func (inst *instance) start(t testing.TB) {
+	t.Helper()
+	if err := inst.launch(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// launch starts the program and waits until it is ready; an error says
+// why it is not (errPortTaken when a port of its was in use).
+func (inst *instance) launch(t testing.TB) error {
 	t.Helper()
 	// TEXTSLASH_TEST_LOGS keeps every instance's log for reading after the test.
 	logDir := os.Getenv("TEXTSLASH_TEST_LOGS")
@@ -131,23 +157,40 @@ func (inst *instance) start(t testing.TB) {
 	if inst.NATSURL == "" {
 		inst.NATSURL = "nats://" + envValue(inst.env, "TEXTSLASH_NATS_LISTEN")
 	}
+	err = inst.waitReady()
+	if err != nil {
+		inst.kill()
+	}
+	return err
+}
+
+// waitReady waits until the program answers /readyz, for 30 s; it fails
+// early when the program exits or logs that a port of its is in use (the
+// embedded NATS server only gives up on that after 30 s).
+func (inst *instance) waitReady() error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(inst.URL + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return nil
 			}
 		}
+		out, _ := os.ReadFile(inst.Log)
+		if i := bytes.Index(out, []byte("address already in use")); i >= 0 {
+			line := out[bytes.LastIndexByte(out[:i], '\n')+1:]
+			line, _, _ = bytes.Cut(line, []byte("\n"))
+			return fmt.Errorf("textslash serve not ready: %w: %s", errPortTaken, line)
+		}
 		select {
-		case <-exited:
+		case <-inst.exited:
 			out, _ := os.ReadFile(inst.Log)
-			t.Fatalf("textslash serve exited before ready:\n%s", out)
+			return fmt.Errorf("textslash serve exited before ready:\n%s", out)
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("textslash serve not ready in 30s")
+			return errors.New("textslash serve not ready in 30s")
 		}
 	}
 }
@@ -222,6 +265,8 @@ func natsLogin(t testing.TB, data, user string) map[string]string {
 
 // freePort finds a free port below the kernel's ephemeral range, so that no
 // outgoing connection takes it while a test restarts the process using it.
+// The port is free when checked, not held: a program given it may find it
+// taken, and startProgram then starts again on others.
 func freePort(t testing.TB) string {
 	t.Helper()
 	for range 100 {
