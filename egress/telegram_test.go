@@ -106,12 +106,7 @@ func (h *tgHarness) publish(ev contract.Event) {
 // callsNoMore checks that the fake gets no call beyond n for 300 ms.
 func (h *tgHarness) callsNoMore(n int) {
 	h.t.Helper()
-	natstest.HoldsUntil(h.t, time.Now().Add(300*time.Millisecond), func() error {
-		if got := h.api.Calls(); len(got) != n {
-			return fmt.Errorf("%d calls %q; want %d", len(got), methods(got), n)
-		}
-		return nil
-	})
+	noMore(h.t, n, "calls", func() []string { return methods(h.api.Calls()) })
 }
 
 func methods(calls []telegramtest.Call) []string {

@@ -124,12 +124,7 @@ func (h *harness) publish(ev contract.Event) {
 // sendsNoMore checks that the fake gets no message beyond n for 300 ms.
 func (h *harness) sendsNoMore(n int) {
 	h.t.Helper()
-	natstest.HoldsUntil(h.t, time.Now().Add(300*time.Millisecond), func() error {
-		if got := h.api.Messages(); len(got) != n {
-			return fmt.Errorf("%d messages %q; want %d", len(got), bodies(got), n)
-		}
-		return nil
-	})
+	noMore(h.t, n, "messages", func() []string { return bodies(h.api.Messages()) })
 }
 
 func bodies(msgs []twiliotest.Message) []string {
