@@ -63,15 +63,30 @@ func startServe(t testing.TB, env ...string) *instance {
 	return startProgram(t, nil, env...)
 }
 
+// startServeOn is startServe for settings that name the web port
+// (PUBLIC_URL, say): env is given the port, as a string, on each try.
+func startServeOn(t testing.TB, env func(port string) []string) *instance {
+	t.Helper()
+	return startProgramOn(t, nil, env)
+}
+
 // startProgram is startServe for any of textslash's programs: argv is the
 // program and its arguments (nil: textslash serve).
 func startProgram(t testing.TB, argv []string, env ...string) *instance {
+	t.Helper()
+	return startProgramOn(t, argv, func(string) []string { return env })
+}
+
+// startProgramOn is startProgram with env given the web port, as
+// startServeOn.
+func startProgramOn(t testing.TB, argv []string, env func(port string) []string) *instance {
 	t.Helper()
 	// Another process may take a port between freePort's check and the
 	// program's listen: the first start then fails, and it is tried again
 	// with fresh data on other ports. (A port the caller chose in env
 	// stays as given.)
 	for try := 1; ; try++ {
+		port := freePort(t)
 		data := t.TempDir()
 		// t.TempDir and its parent are 0700: agent users must reach their workspaces.
 		for _, d := range []string{filepath.Dir(data), data} {
@@ -84,7 +99,7 @@ func startProgram(t testing.TB, argv []string, env ...string) *instance {
 			argv: argv,
 			env: append([]string{
 				"TEXTSLASH_DATA=" + data,
-				"PORT=" + freePort(t),
+				"PORT=" + port,
 				"TEXTSLASH_NATS_LISTEN=127.0.0.1:" + freePort(t),
 				"TEXTSLASH_LOG_FORMAT=json",
 				"TEXTSLASH_LOG_LEVEL=debug",
@@ -92,7 +107,7 @@ func startProgram(t testing.TB, argv []string, env ...string) *instance {
 				// process (runner's TestRunnerShutdownLetsRunFinish tests
 				// the grace).
 				"TEXTSLASH_STOP_GRACE=0s",
-			}, env...),
+			}, env(port)...),
 		}
 		err := inst.launch(t)
 		if err == nil {

@@ -42,17 +42,17 @@ type twilioServe struct {
 func startTwilioServe(t *testing.T, env ...string) *twilioServe {
 	t.Helper()
 	api := twiliotest.NewAPI(t)
-	port := freePort(t)
-	inst := startServe(t, append([]string{
-		"PORT=" + port,
-		"PUBLIC_URL=http://127.0.0.1:" + port,
-		"TWILIO_ACCOUNT_SID=" + api.AccountSID,
-		"TWILIO_AUTH_TOKEN=" + api.AuthToken,
-		"TWILIO_PHONE_NUMBER=" + twilioFrom,
-		"TEXTSLASH_TWILIO_API_URL=" + api.URL,
-		"ALLOWED_PHONE_NUMBERS=" + phoneAlice + ", +15551230002",
-		"TEXTSLASH_AGENT=shell",
-	}, env...)...)
+	inst := startServeOn(t, func(port string) []string {
+		return append([]string{
+			"PUBLIC_URL=http://127.0.0.1:" + port, // what Twilio signs
+			"TWILIO_ACCOUNT_SID=" + api.AccountSID,
+			"TWILIO_AUTH_TOKEN=" + api.AuthToken,
+			"TWILIO_PHONE_NUMBER=" + twilioFrom,
+			"TEXTSLASH_TWILIO_API_URL=" + api.URL,
+			"ALLOWED_PHONE_NUMBERS=" + phoneAlice + ", +15551230002",
+			"TEXTSLASH_AGENT=shell",
+		}, env...)
+	})
 	return &twilioServe{instance: inst, api: api}
 }
 
