@@ -60,10 +60,8 @@ type Result struct {
 	// Approval: the agent asked for the person's approval of its changes
 	// (it printed ::approval::).
 	Approval bool
-	// Screenshots are what the agent handed over by its marker lines
-	// (handoverLine): image paths as printed (SCREENSHOT_CAPTURED:<path>),
-	// with their captions (IMAGE_GENERATED|<path>|<caption>:
-	// captionMarked), and files (FILE_CAPTURED:<path>: fileMarked); the
-	// runner checks them.
-	Screenshots []string
+	// Handovers are what the agent handed over by its marker lines
+	// (handoverLine), in order: images, with their captions, and files;
+	// the runner checks them.
+	Handovers []Handover
 }

@@ -20,64 +20,41 @@ const (
 	captionMax = 1024
 )
 
-// captionMark separates an image's caption from its path in a Result's
-// Screenshots entry (captionMarked).
-const captionMark = "\x00caption:"
-
-// handover is one thing a run handed over for the reply, as a Result's
-// Screenshots entry carries it: an image (with its caption, if any) or a
-// file (FILE_CAPTURED).
-type handover struct {
-	path    string
-	caption string
-	file    bool
-}
-
-// captionMarked is the Screenshots entry of the image at p with caption:
-// no path holds a NUL, so captionMark tells where the path ends.
-func captionMarked(p, caption string) string {
-	if caption == "" {
-		return p
-	}
-	return p + captionMark + caption
-}
-
-// parseHandover reads a Screenshots entry: a fileMarked path, a
-// captionMarked image, or a plain image path.
-func parseHandover(entry string) handover {
-	if p, ok := fileCaptured(entry); ok {
-		return handover{path: p, file: true}
-	}
-	p, caption, _ := strings.Cut(entry, captionMark)
-	return handover{path: p, caption: caption}
+// Handover is one thing a run handed over for the reply: an image (a
+// screenshot, with its caption if any) or a file (FILE_CAPTURED), at Path
+// as the agent wrote it (relative to the workspace, or absolute).
+type Handover struct {
+	Path    string
+	Caption string
+	File    bool
 }
 
 // handoverLine reads line as a marker that hands something over:
 // SCREENSHOT_CAPTURED:<path>, FILE_CAPTURED:<path>, or
 // [TELEGRAM_]IMAGE_GENERATED|<path>[|<caption>]. ok says whether it is
-// one; entry is its Screenshots entry, empty when it names no path.
-func handoverLine(line string) (entry string, ok bool) {
+// one; h is what it hands over, with no Path when it names none.
+func handoverLine(line string) (h Handover, ok bool) {
 	if p, ok := strings.CutPrefix(line, markerScreenshot); ok {
-		return markerPath(p), true
+		return Handover{Path: markerPath(p)}, true
 	}
 	if p, ok := strings.CutPrefix(line, markerFile); ok {
 		if p = markerPath(p); p != "" {
-			return fileMarked(p), true
+			return Handover{Path: p, File: true}, true
 		}
-		return "", true
+		return Handover{}, true
 	}
 	rest, ok := strings.CutPrefix(line, markerImage)
 	if !ok {
 		rest, ok = strings.CutPrefix(line, markerTelegramImage)
 	}
 	if !ok {
-		return "", false
+		return Handover{}, false
 	}
 	p, caption, _ := strings.Cut(rest, "|")
 	if p = markerPath(p); p == "" {
-		return "", true
+		return Handover{}, true
 	}
-	return captionMarked(p, markerCaption(caption)), true
+	return Handover{Path: p, Caption: markerCaption(caption)}, true
 }
 
 // markerPath is a marker line's path, trimmed; empty when there is none,

@@ -20,15 +20,6 @@ import (
 	"github.com/textslash/textslash/runner/claudetest"
 )
 
-// handed reads a Result's Screenshots entries back, for comparing.
-func handed(entries []string) []handover {
-	var out []handover
-	for _, e := range entries {
-		out = append(out, parseHandover(e))
-	}
-	return out
-}
-
 // The seed's TELEGRAM_IMAGE_GENERATED|<path>|<caption> and the channel-
 // neutral IMAGE_GENERATED|<path>|<caption> are marker lines in Claude's
 // final answer and in a command agent's output: the caption is the rest of
@@ -42,18 +33,18 @@ func TestImageMarkers(t *testing.T) {
 		"IMAGE_GENERATED|\n" +
 		"say IMAGE_GENERATED|x.png inline\n" +
 		"SCREENSHOT_CAPTURED:e.png"
-	want := []handover{
-		{path: "shots/a.png", caption: "The login form\nshows an error"},
-		{path: "b.png", caption: "📸 Evidence | task 7"},
-		{path: "c.png"},
-		{path: "d.png"},
-		{path: "e.png"},
+	want := []Handover{
+		{Path: "shots/a.png", Caption: "The login form\nshows an error"},
+		{Path: "b.png", Caption: "📸 Evidence | task 7"},
+		{Path: "c.png"},
+		{Path: "d.png"},
+		{Path: "e.png"},
 	}
 	reply, _, shots := markerLines(out)
 	if want := "Look:\nsay IMAGE_GENERATED|x.png inline"; reply != want {
 		t.Errorf("reply %q; want %q", reply, want)
 	}
-	if got := handed(shots); !slices.Equal(got, want) {
+	if got := shots; !slices.Equal(got, want) {
 		t.Errorf("claude's markers: %+v; want %+v", got, want)
 	}
 
@@ -65,18 +56,14 @@ func TestImageMarkers(t *testing.T) {
 	if want := "Look:\nsay IMAGE_GENERATED|x.png inline\n"; res.Text != want {
 		t.Errorf("command text %q; want %q", res.Text, want)
 	}
-	if got, want := handed(res.Screenshots), append(want, handover{path: "f.png", caption: "crlf"}); !slices.Equal(got, want) {
+	if got, want := res.Handovers, append(want, Handover{Path: "f.png", Caption: "crlf"}); !slices.Equal(got, want) {
 		t.Errorf("command markers: %+v; want %+v", got, want)
 	}
 
 	// A caption is cut at captionMax characters.
 	_, _, shots = markerLines("IMAGE_GENERATED|a.png|" + strings.Repeat("é", 5000))
-	if c := handed(shots)[0].caption; len([]rune(c)) != captionMax || !strings.HasSuffix(c, "…") {
+	if c := shots[0].Caption; len([]rune(c)) != captionMax || !strings.HasSuffix(c, "…") {
 		t.Errorf("a 5,000-character caption kept %d characters; want %d, ending in …", len([]rune(c)), captionMax)
-	}
-	// Files and plain screenshots read back as they were.
-	if got := parseHandover(fileMarked("out.csv")); got != (handover{path: "out.csv", file: true}) {
-		t.Errorf("a FILE_CAPTURED entry reads %+v", got)
 	}
 }
 

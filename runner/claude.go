@@ -70,7 +70,7 @@ func (c *Claude) Run(ctx context.Context, r *Run) (Result, error) {
 		// rather than fail the person's message.
 		res, err = c.run(ctx, r, c.bin(), "")
 	}
-	res.Text, res.Approval, res.Screenshots = markerLines(res.Text)
+	res.Text, res.Approval, res.Handovers = markerLines(res.Text)
 	return res.Result, err
 }
 
@@ -84,9 +84,9 @@ func (c *Claude) bin() string {
 
 // markerLines takes the marker lines out of an agent's reply: ::approval::
 // and the lines handing something over (handoverLine: screenshots, images
-// with captions, files), alone on their lines. What they hand over comes
-// back as Screenshots entries.
-func markerLines(text string) (reply string, approval bool, shots []string) {
+// with captions, files), alone on their lines, and returns what they
+// hand over.
+func markerLines(text string) (reply string, approval bool, handed []Handover) {
 	if !strings.Contains(text, "::approval::") && !hasHandoverMarker(text) {
 		return text, false, nil
 	}
@@ -97,15 +97,15 @@ func markerLines(text string) (reply string, approval bool, shots []string) {
 			approval = true
 			continue
 		}
-		entry, ok := handoverLine(t)
+		h, ok := handoverLine(t)
 		switch {
 		case !ok:
 			keep = append(keep, line)
-		case entry != "":
-			shots = append(shots, entry)
+		case h.Path != "":
+			handed = append(handed, h)
 		}
 	}
-	return strings.TrimSpace(strings.Join(keep, "\n")), approval, shots
+	return strings.TrimSpace(strings.Join(keep, "\n")), approval, handed
 }
 
 // claudeResult is a Result and whether the CLI got as far as starting a

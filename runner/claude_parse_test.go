@@ -238,18 +238,18 @@ func TestMarkerLines(t *testing.T) {
 	tests := []struct {
 		in, reply string
 		approval  bool
-		shots     []string
+		shots     []Handover
 	}{
 		{"plain", "plain", false, nil},
 		{"Done.\n::approval::", "Done.", true, nil},
-		{"Here:\nSCREENSHOT_CAPTURED: shots/a.png\n  SCREENSHOT_CAPTURED:b.jpeg\nbye", "Here:\nbye", false, []string{"shots/a.png", "b.jpeg"}},
+		{"Here:\nSCREENSHOT_CAPTURED: shots/a.png\n  SCREENSHOT_CAPTURED:b.jpeg\nbye", "Here:\nbye", false, []Handover{{Path: "shots/a.png"}, {Path: "b.jpeg"}}},
 		{"say ::approval:: inline", "say ::approval:: inline", false, nil},
 		{"SCREENSHOT_CAPTURED:", "", false, nil},
 	}
 	for _, tt := range tests {
 		reply, approval, shots := markerLines(tt.in)
 		if reply != tt.reply || approval != tt.approval || !reflect.DeepEqual(shots, tt.shots) {
-			t.Errorf("markerLines(%q) = %q, %t, %q; want %q, %t, %q", tt.in, reply, approval, shots, tt.reply, tt.approval, tt.shots)
+			t.Errorf("markerLines(%q) = %q, %t, %+v; want %q, %t, %+v", tt.in, reply, approval, shots, tt.reply, tt.approval, tt.shots)
 		}
 	}
 }

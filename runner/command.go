@@ -88,11 +88,11 @@ func (c Command) Run(ctx context.Context, r *Run) (Result, error) {
 	out.flush()
 
 	res := Result{
-		Text:        out.reply.buf.String(),
-		ExitCode:    exitCode(cmd),
-		Truncated:   out.reply.truncated,
-		Approval:    out.approval,
-		Screenshots: out.screenshots,
+		Text:      out.reply.buf.String(),
+		ExitCode:  exitCode(cmd),
+		Truncated: out.reply.truncated,
+		Approval:  out.approval,
+		Handovers: out.handovers,
 	}
 	if res.Truncated {
 		res.Text += "\n[output truncated]"
@@ -111,10 +111,10 @@ func (c Command) Run(ctx context.Context, r *Run) (Result, error) {
 // keeps blank lines, and a line too long to be a marker goes to the reply
 // whole.
 type commandOutput struct {
-	reply       cappedBuffer
-	progress    func(string)
-	approval    bool
-	screenshots []string
+	reply     cappedBuffer
+	progress  func(string)
+	approval  bool
+	handovers []Handover
 
 	line []byte // the current line so far, while it may be a marker
 	long bool   // the current line is past maxMarkerLine: already reply text
@@ -177,9 +177,9 @@ func (o *commandOutput) marker(line string) bool {
 		}
 		return true
 	}
-	if entry, ok := handoverLine(line); ok {
-		if entry != "" {
-			o.screenshots = append(o.screenshots, entry)
+	if h, ok := handoverLine(line); ok {
+		if h.Path != "" {
+			o.handovers = append(o.handovers, h)
 		}
 		return true
 	}

@@ -31,7 +31,7 @@ func TestCommandOutput(t *testing.T) {
 		wantText     string
 		wantProgress []string
 		wantApproval bool
-		wantShots    []string
+		wantShots    []Handover
 	}{
 		{
 			name: "markers",
@@ -40,7 +40,7 @@ func TestCommandOutput(t *testing.T) {
 			wantText:     "Done: fixed it.\nBye\n",
 			wantProgress: []string{"Reading the code", "Testing"},
 			wantApproval: true,
-			wantShots:    []string{"shots/a.jpg"},
+			wantShots:    []Handover{{Path: "shots/a.jpg"}},
 		},
 		{
 			name:     "markers not at line start",
@@ -55,7 +55,7 @@ func TestCommandOutput(t *testing.T) {
 		{
 			name:     "CRLF",
 			line:     `printf '::progress:: p\r\n::approval::\r\nSCREENSHOT_CAPTURED:x.png\r\nok\r\n'`,
-			wantText: "ok\r\n", wantProgress: []string{"p"}, wantApproval: true, wantShots: []string{"x.png"},
+			wantText: "ok\r\n", wantProgress: []string{"p"}, wantApproval: true, wantShots: []Handover{{Path: "x.png"}},
 		},
 		{
 			name:     "stderr is not the reply",
@@ -79,8 +79,8 @@ func TestCommandOutput(t *testing.T) {
 			if res.Approval != tt.wantApproval {
 				t.Errorf("approval: got %v; want %v", res.Approval, tt.wantApproval)
 			}
-			if !slices.Equal(res.Screenshots, tt.wantShots) {
-				t.Errorf("screenshots: got %q; want %q", res.Screenshots, tt.wantShots)
+			if !slices.Equal(res.Handovers, tt.wantShots) {
+				t.Errorf("handed over: got %+v; want %+v", res.Handovers, tt.wantShots)
 			}
 			if res.ExitCode != 0 || res.Truncated {
 				t.Errorf("got exit %d truncated %v; want 0, false", res.ExitCode, res.Truncated)
@@ -221,9 +221,9 @@ func FuzzCommandOutput(f *testing.F) {
 		}
 		parts.flush()
 		if !bytes.Equal(whole.reply.buf.Bytes(), parts.reply.buf.Bytes()) || whole.approval != parts.approval ||
-			!slices.Equal(whole.screenshots, parts.screenshots) {
-			t.Errorf("whole: %q %v %q; in chunks of %d: %q %v %q", whole.reply.buf.Bytes(), whole.approval, whole.screenshots,
-				int(chunk)+1, parts.reply.buf.Bytes(), parts.approval, parts.screenshots)
+			!slices.Equal(whole.handovers, parts.handovers) {
+			t.Errorf("whole: %q %v %+v; in chunks of %d: %q %v %+v", whole.reply.buf.Bytes(), whole.approval, whole.handovers,
+				int(chunk)+1, parts.reply.buf.Bytes(), parts.approval, parts.handovers)
 		}
 		for line := range strings.Lines(whole.reply.buf.String()) {
 			if strings.HasPrefix(line, "::progress::") || strings.HasPrefix(line, "SCREENSHOT_CAPTURED:") ||

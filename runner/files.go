@@ -27,18 +27,6 @@ const (
 	filesPerRun = 10
 )
 
-// fileMark tags a FILE_CAPTURED path among a Result's Screenshots, which
-// carry both kinds of path to the runner: no path holds a NUL, so no
-// screenshot path begins with it.
-const fileMark = "\x00file:"
-
-// fileMarked is the Screenshots entry of the FILE_CAPTURED path p.
-func fileMarked(p string) string { return fileMark + p }
-
-// fileCaptured is the FILE_CAPTURED path of a Screenshots entry, if it is
-// one.
-func fileCaptured(s string) (string, bool) { return strings.CutPrefix(s, fileMark) }
-
 // readFile reads the file at p (relative to the workspace dir, or
 // absolute), confined exactly as a screenshot is (workspacePath,
 // readBeneath): a regular file inside dir of at most max bytes. Its errors

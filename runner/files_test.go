@@ -26,8 +26,8 @@ func TestFileMarkers(t *testing.T) {
 	if want := "Here:\nsay FILE_CAPTURED:x inline"; reply != want {
 		t.Errorf("reply %q; want %q", reply, want)
 	}
-	if want := []string{fileMarked("out.csv"), "a.png", fileMarked("report.pdf")}; !reflect.DeepEqual(shots, want) {
-		t.Errorf("shots %q; want %q", shots, want)
+	if want := []Handover{{Path: "out.csv", File: true}, {Path: "a.png"}, {Path: "report.pdf", File: true}}; !reflect.DeepEqual(shots, want) {
+		t.Errorf("handed over %+v; want %+v", shots, want)
 	}
 
 	r, _ := commandRun(t, "hi")
@@ -35,19 +35,11 @@ func TestFileMarkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{fileMarked("out.csv"), fileMarked("c.txt")}; !slices.Equal(res.Screenshots, want) {
-		t.Errorf("command screenshots %q; want %q", res.Screenshots, want)
+	if want := []Handover{{Path: "out.csv", File: true}, {Path: "c.txt", File: true}}; !slices.Equal(res.Handovers, want) {
+		t.Errorf("command handed over %+v; want %+v", res.Handovers, want)
 	}
 	if want := "a FILE_CAPTURED:b\n"; res.Text != want {
 		t.Errorf("command text %q; want %q", res.Text, want)
-	}
-	for _, p := range []string{"out.csv", "/abs/x", "shots/a.png"} {
-		if got, ok := fileCaptured(fileMarked(p)); !ok || got != p {
-			t.Errorf("fileCaptured(fileMarked(%q)) = %q, %t", p, got, ok)
-		}
-	}
-	if _, ok := fileCaptured("out.csv"); ok {
-		t.Error("a screenshot path taken for a file")
 	}
 }
 

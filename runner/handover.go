@@ -99,38 +99,38 @@ func dropped(dir string) []dropFile {
 }
 
 // handedOver is what a run handed over for the reply, in order: what it
-// reported (its marker lines' Screenshots entries), then the files it left
-// in DropDir for its task (droppedFor), each once.
-func handedOver(log zerolog.Logger, dir string, reported []string, task string, started time.Time) []handover {
-	var out []handover
-	seen := map[handover]bool{}
-	add := func(h handover) {
+// reported (its marker lines), then the files it left in DropDir for its
+// task (droppedFor), each once.
+func handedOver(log zerolog.Logger, dir string, reported []Handover, task string, started time.Time) []Handover {
+	var out []Handover
+	seen := map[Handover]bool{}
+	add := func(h Handover) {
 		if k := h.key(dir); !seen[k] {
 			seen[k] = true
 			out = append(out, h)
 		}
 	}
-	for _, e := range reported {
-		add(parseHandover(e))
+	for _, h := range reported {
+		add(h)
 	}
-	isReported := func(p string) bool { return seen[handover{path: p}.key(dir)] }
+	isReported := func(p string) bool { return seen[Handover{Path: p}.key(dir)] }
 	for _, p := range droppedFor(log, dir, task, started, time.Now(), isReported) {
-		add(handover{path: p})
+		add(Handover{Path: p})
 	}
 	return out
 }
 
 // key tells handovers of the same file apart from others: the kind and
 // the path relative to the workspace dir, cleaned.
-func (h handover) key(dir string) handover {
-	k := handover{path: filepath.Clean(h.path), file: h.file}
-	if rel, err := workspacePath(dir, h.path); err == nil {
-		k.path = rel
+func (h Handover) key(dir string) Handover {
+	k := Handover{Path: filepath.Clean(h.Path), File: h.File}
+	if rel, err := workspacePath(dir, h.Path); err == nil {
+		k.Path = rel
 	}
 	return k
 }
 
-// collectScreenshots stores the images a run handed over (handedOver: its
+// collectHandovers stores the images a run handed over (handedOver: its
 // marker lines, then its files in DropDir, which are removed) as
 // compressed JPEGs, at most room of them, each with its caption (or, when
 // it has none, the agent's description of it: describe, which may be
@@ -140,13 +140,13 @@ func (h handover) key(dir string) handover {
 // person, returned in notes. The files the run reported (FILE_CAPTURED)
 // are stored as they are (collectFile) and returned after the images;
 // each one that cannot be sent has a note.
-func (r *Runner) collectScreenshots(ctx context.Context, log zerolog.Logger, job contract.Job, dir string, reported []string, room int,
+func (r *Runner) collectHandovers(ctx context.Context, log zerolog.Logger, job contract.Job, dir string, reported []Handover, room int,
 	started time.Time, describe *describer) (images []contract.Image, notes []string) {
 	var files []contract.Image
 	tried := 0
 	for _, h := range handedOver(log, dir, reported, TaskID(job.ID), started) {
-		if h.file {
-			f, note := r.collectFile(ctx, log, dir, h.path, tried)
+		if h.File {
+			f, note := r.collectFile(ctx, log, dir, h.Path, tried)
 			tried++
 			if note != "" {
 				notes = append(notes, note)
@@ -155,27 +155,27 @@ func (r *Runner) collectScreenshots(ctx context.Context, log zerolog.Logger, job
 			}
 			continue
 		}
-		if strings.HasPrefix(filepath.Clean(h.path), DropDir+"/") {
-			defer removeBeneath(dir, h.path)
+		if strings.HasPrefix(filepath.Clean(h.Path), DropDir+"/") {
+			defer removeBeneath(dir, h.Path)
 		}
 		if len(images) >= room {
-			log.Warn().Str("path", h.path).Int("max", screenshotsPerRun).Msg("screenshot skipped: too many in one run")
+			log.Warn().Str("path", h.Path).Int("max", screenshotsPerRun).Msg("screenshot skipped: too many in one run")
 			continue
 		}
-		img, note, err := r.storeScreenshot(ctx, dir, h.path)
+		img, note, err := r.storeScreenshot(ctx, dir, h.Path)
 		if note != "" {
 			notes = append(notes, note)
 		}
 		if err != nil {
-			log.Warn().Err(err).Str("path", h.path).Msg("screenshot refused")
+			log.Warn().Err(err).Str("path", h.Path).Msg("screenshot refused")
 			continue
 		}
-		img.Caption = h.caption
+		img.Caption = h.Caption
 		if img.Caption == "" {
-			img.Caption = describe.caption(h.key(dir).path)
+			img.Caption = describe.caption(h.key(dir).Path)
 		}
 		r.publishImage(ctx, log, job, img, strconv.Itoa(len(images)+1))
-		log.Info().Str("path", h.path).Str("object", img.ID).Int("size", img.Size).Int("width", img.Width).Int("height", img.Height).
+		log.Info().Str("path", h.Path).Str("object", img.ID).Int("size", img.Size).Int("width", img.Width).Int("height", img.Height).
 			Bool("caption", img.Caption != "").Msg("screenshot stored")
 		images = append(images, img)
 	}

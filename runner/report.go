@@ -114,7 +114,7 @@ func (ru *run) images() {
 		return
 	}
 	describe := newDescriber(ru.runCtx, ru.r.cfg.DescribeImages && ru.runCtx.Err() == nil, ru.agent, ru.spec, ru.res.CostUSD, ru.log)
-	images, notes := ru.r.collectScreenshots(ru.ctx, ru.log, ru.job, ru.runDir, ru.res.Screenshots, screenshotsPerRun-len(ru.shots), ru.start, describe)
+	images, notes := ru.r.collectHandovers(ru.ctx, ru.log, ru.job, ru.runDir, ru.res.Handovers, screenshotsPerRun-len(ru.shots), ru.start, describe)
 	done.Images = append(done.Images, images...)
 	done.Text = joinText(done.Text, strings.Join(notes, "\n"))
 	if describe != nil {
