@@ -2,51 +2,55 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
 )
 
 // gitDaemon serves the bare repositories under dir on a loopback port
 // (git://127.0.0.1:<port>/<name>.git), as a git host would: the sandbox
 // hides the host's /tmp, so a file:// URL there is out of a run's reach.
+// The test holds the port's listener from the start (no other process can
+// take the port first) and hands each connection to `git daemon --inetd`.
 func gitDaemon(t *testing.T, dir string) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command("git", "daemon", "--export-all", "--reuseaddr", "--base-path="+dir, "--listen=127.0.0.1",
-		"--port="+strconv.Itoa(port), dir)
-	// Its own process group: the daemon forks a child per connection,
-	// and all of them go with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("git daemon: %v", err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("git daemon did not listen: %w", err)
+	t.Cleanup(func() { l.Close() })
+	ctx := t.Context() // done as the test ends: any daemon still serving goes
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go serveGit(ctx, c, dir)
 		}
-		return c.Close()
-	})
-	return "git://" + addr
+	}()
+	return "git://" + l.Addr().String()
+}
+
+// serveGit has `git daemon --inetd` answer one connection, the socket its
+// standard input and output.
+func serveGit(ctx context.Context, c net.Conn, dir string) {
+	defer c.Close()
+	f, err := c.(*net.TCPConn).File()
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	cmd := exec.CommandContext(ctx, "git", "daemon", "--inetd", "--export-all", "--base-path="+dir, dir)
+	cmd.Stdin, cmd.Stdout = f, f
+	_ = cmd.Run()
 }
 
 // bareRepo makes dir/<name>.git holding one commit of files.
