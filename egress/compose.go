@@ -63,10 +63,14 @@ func (r Rules) withDefaults(d Rules) Rules {
 		r.TruncateAt = min(1500, r.BodyLimit)
 	}
 	if r.ProgressEvery <= 0 {
-		r.ProgressEvery = 10 * time.Second
+		r.ProgressEvery = DefaultProgressEvery
 	}
 	return r
 }
+
+// DefaultProgressEvery is the least time between two progress messages to
+// one person on a channel whose Rules set none.
+const DefaultProgressEvery = 10 * time.Second
 
 // Texts of paging.
 const (

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"path/filepath"
 	"slices"
@@ -43,7 +44,7 @@ type common struct {
 // storage are the settings of the streams and buckets textslash provisions.
 type storage struct {
 	Replicas int           `name:"replicas" var:"TEXTSLASH_REPLICAS" default:"1" help:"replicas of each stream and bucket (3 on a NATS cluster)"`
-	MediaTTL time.Duration `name:"media-ttl" var:"TEXTSLASH_MEDIA_TTL" default:"30m" help:"how long images (and their links) last"`
+	MediaTTL time.Duration `name:"media-ttl" var:"TEXTSLASH_MEDIA_TTL" default:"${media_ttl}" help:"how long images (and their links) last"`
 }
 
 // config is everything `textslash serve` and the single-service binaries
@@ -80,8 +81,8 @@ type config struct {
 	Snapshots           bool          `name:"snapshots" var:"TEXTSLASH_SNAPSHOTS" default:"${snapshots}" help:"after each run, store a snapshot of the project's workspace (its git history, uncommitted files and the agent's session) in JetStream, so that a runner taking a person over from a runner gone rebuilds it; default on for the runner binary alone (runners on separate machines), off elsewhere (one runner, one disk)"`
 	SnapshotMax         string        `name:"snapshot-max" var:"TEXTSLASH_SNAPSHOT_MAX" default:"100M" help:"most one snapshot may hold, before compression; beyond it the history is left out when the project has a remote to fetch it from, then the largest uncommitted files, and the person is told what did not move"`
 	Credentials         string        `name:"credentials" var:"TEXTSLASH_CREDENTIALS" help:"directory of people's git credentials for private repositories: one subdirectory per person (phone.<digits>, telegram.<chat id>, web.<id>) with git-credentials and/or ssh/ (a key, known_hosts); each of their runs gets a read-only copy at /tmp/textslash/credentials and no other run sees any; needs the sandbox"`
-	Approval            time.Duration `name:"approval-timeout" var:"TEXTSLASH_APPROVAL_TIMEOUT" default:"30m" help:"how long an approval request waits for approve or reject; then the changes stay on disk, uncommitted"`
-	Permission          time.Duration `name:"permission-timeout" var:"TEXTSLASH_PERMISSION_TIMEOUT" default:"10m" help:"how long a question from the agent (may it run this command?) waits for yes, no or always; then the agent is told no"`
+	Approval            time.Duration `name:"approval-timeout" var:"TEXTSLASH_APPROVAL_TIMEOUT" default:"${approval_timeout}" help:"how long an approval request waits for approve or reject; then the changes stay on disk, uncommitted"`
+	Permission          time.Duration `name:"permission-timeout" var:"TEXTSLASH_PERMISSION_TIMEOUT" default:"${permission_timeout}" help:"how long a question from the agent (may it run this command?) waits for yes, no or always; then the agent is told no"`
 	DefaultMode         string        `name:"default-mode" var:"TEXTSLASH_DEFAULT_MODE" default:"ask" help:"permission mode of people who have not chosen one with the mode keyword: ask (Claude Code asks before each change), auto (it acts without asking, inside the sandbox) or plan (it only plans; go carries the plan out)"`
 	BudgetPersonDaily   float64       `name:"budget-person-daily" var:"TEXTSLASH_BUDGET_PERSON_DAILY" help:"most each person's runs may cost in a day, in USD (0: no limit); a run that would start over it is refused, one that reaches it is stopped with what it did so far"`
 	BudgetPersonMonthly float64       `name:"budget-person-monthly" var:"TEXTSLASH_BUDGET_PERSON_MONTHLY" help:"most each person's runs may cost in a month, in USD (0: no limit)"`
@@ -107,14 +108,14 @@ type config struct {
 	PublicURL           string        `name:"public-url" var:"PUBLIC_URL" help:"the https URL Twilio reaches this server at (webhook signatures, image links, status callbacks); set Twilio's webhook to <it>/webhook"`
 	Allowed             string        `name:"allowed-phone-numbers" var:"ALLOWED_PHONE_NUMBERS" help:"comma-separated E.164 numbers that may use textslash over WhatsApp or SMS; others are ignored"`
 	StatusCallbacks     bool          `name:"twilio-status-callbacks" var:"TEXTSLASH_TWILIO_STATUS_CALLBACKS" default:"true" negatable:"" help:"ask Twilio for delivery status and send a person's next message only after the previous one is sent, so replies arrive in order"`
-	ProgressEvery       time.Duration `name:"progress-every" var:"TEXTSLASH_PROGRESS_EVERY" default:"10s" help:"least time between two progress messages to one WhatsApp or SMS user; the latest progress wins"`
+	ProgressEvery       time.Duration `name:"progress-every" var:"TEXTSLASH_PROGRESS_EVERY" default:"${progress_every}" help:"least time between two progress messages to one WhatsApp or SMS user; the latest progress wins"`
 	LongReplies         string        `name:"long-replies" var:"TEXTSLASH_LONG_REPLIES" default:"page" help:"replies over a channel's limit (1600 characters on WhatsApp and SMS, 4096 on Telegram): page (the person replies MORE) or truncate (at 1500 characters)"`
 	TelegramToken       string        `name:"telegram-bot-token" var:"TELEGRAM_BOT_TOKEN" help:"Telegram bot token (from @BotFather); setting it turns Telegram on (set the bot's webhook to <PUBLIC_URL>/telegram/webhook)"`
 	TelegramSecret      string        `name:"telegram-webhook-secret" var:"TELEGRAM_WEBHOOK_SECRET" help:"secret_token given to setWebhook (16+ characters): updates without it are refused"`
 	TelegramAllowed     string        `name:"telegram-allowed-chats" var:"TELEGRAM_ALLOWED_CHATS" help:"comma-separated Telegram chat ids that may use textslash; others are ignored"`
 	TelegramAPI         string        `name:"telegram-api-url" var:"TEXTSLASH_TELEGRAM_API_URL" help:"send Telegram Bot API requests to this base URL instead of https://api.telegram.org (tests, a local Bot API server)"`
 	MediaKey            string        `name:"media-key" var:"TEXTSLASH_MEDIA_KEY" help:"secret (16+ characters) that signs image links; generated at each start when empty (set it when media and egress run as separate processes)"`
-	MediaKeep           int           `name:"media-keep" var:"TEXTSLASH_MEDIA_KEEP" default:"100" help:"most images kept; the oldest go first"`
+	MediaKeep           int           `name:"media-keep" var:"TEXTSLASH_MEDIA_KEEP" default:"${media_keep}" help:"most images kept; the oldest go first"`
 	LogLevel            string        `name:"log-level" var:"TEXTSLASH_LOG_LEVEL" default:"info" help:"debug, info, warn or error"`
 	PprofAddr           string        `name:"pprof-addr" var:"TEXTSLASH_PPROF_ADDR" help:"host:port serving Go's profiles at /debug/pprof/ (CPU, heap, goroutines) for debugging; off when empty, keep it on loopback"`
 	Notion              notionConfig  `embed:""`
@@ -184,6 +185,16 @@ var serviceRoutes = map[string]string{
 	Runner:  ";\nagents reach the screenshot endpoint on TEXTSLASH_SHOT_ADDR",
 }
 
+// defaults are the defaults the services and the contract declare, for
+// the settings' tags (${name}): each is written once, where it is used.
+func defaults() kong.Vars {
+	return kong.Vars{
+		"media_ttl": contract.MediaTTL.String(), "media_keep": strconv.Itoa(contract.MediaKeep),
+		"approval_timeout": contract.ApprovalTimeout.String(), "permission_timeout": contract.PermissionTimeout.String(),
+		"progress_every": egress.DefaultProgressEvery.String(),
+	}
+}
+
 // serveFlags are serve's settings: the services it runs, and the rest.
 type serveFlags struct {
 	List   string `name:"services" var:"TEXTSLASH_SERVICES" default:"${all}" help:"the services this process runs, comma-separated (the others run elsewhere against the same NATS_URL)"`
@@ -194,12 +205,13 @@ type serveFlags struct {
 // running services (nil: all of them, `textslash serve`).
 func parseConfig(name string, services []string, args []string, env lookupEnv, stderr io.Writer) (config, error) {
 	alone := slices.Equal(services, []string{Runner}) // runners on machines of their own
-	vars := kong.Vars{
+	vars := defaults()
+	maps.Copy(vars, kong.Vars{
 		"all": strings.Join(All, ","), "runner_id": runner.DefaultID(),
 		"idle_exit": "0s", "snapshots": strconv.FormatBool(alone),
 		"data_help":     "directory for JetStream's files, the embedded NATS's logins (nats/) and, by default, the workspaces",
 		"nats_url_help": "use this NATS server instead of embedding one",
-	}
+	})
 	if alone {
 		vars["idle_exit"] = "30m"
 	}

@@ -87,8 +87,10 @@ Each flag is also read from the environment variable in brackets.`
 // adminVars fill the help of the settings admin commands share with
 // serve.
 func adminVars(natsURL string) kong.Vars {
-	return kong.Vars{"nats_url_help": natsURL,
-		"data_help": "textslash serve's data directory, for its admin login"}
+	vars := defaults()
+	vars["nats_url_help"] = natsURL
+	vars["data_help"] = "textslash serve's data directory, for its admin login"
+	return vars
 }
 
 // connectAdmin logs in to NATS for the command name.
