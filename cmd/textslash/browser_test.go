@@ -45,6 +45,19 @@ func browser(t *testing.T, timeout time.Duration) context.Context {
 	return ctx
 }
 
+// sendInPage types text into the web chat's box and presses send, once
+// the page shows the box.
+func sendInPage(ctx context.Context, t *testing.T, text string) {
+	t.Helper()
+	if err := chromedp.Do(ctx,
+		chromedp.WaitVisible(chromedp.ID("input")),
+		chromedp.SendKeys(chromedp.ID("input"), text),
+		chromedp.Click(chromedp.ID("send")),
+	); err != nil {
+		t.Fatalf("send %q: %v", text, err)
+	}
+}
+
 // Page queries, each a function of one argument (the text looked for).
 const (
 	// replyHas: a reply bubble contains the text.
@@ -78,12 +91,10 @@ func TestWebChatInBrowser(t *testing.T) {
 	if err := chromedp.Do(ctx,
 		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)),
 		chromedp.Navigate(inst.URL+"/"),
-		chromedp.WaitVisible(chromedp.ID("input")),
-		chromedp.SendKeys(chromedp.ID("input"), "echo hello"),
-		chromedp.Click(chromedp.ID("send")),
 	); err != nil {
-		t.Fatalf("open the page and send: %v", err)
+		t.Fatalf("open the page: %v", err)
 	}
+	sendInPage(ctx, t, "echo hello")
 	waitPage(ctx, t, mineHas, "echo hello", "own bubble with `echo hello`")
 	waitPage(ctx, t, replyHas, "hello", "reply with hello")
 
@@ -96,12 +107,7 @@ func TestWebChatInBrowser(t *testing.T) {
 	waitPage(ctx, t, mineHas, "echo hello", "own bubble with `echo hello` after a reload")
 
 	// A second message; its reply keeps both lines.
-	if err := chromedp.Do(ctx,
-		chromedp.SendKeys(chromedp.ID("input"), `printf 'a\nb'`),
-		chromedp.Click(chromedp.ID("send")),
-	); err != nil {
-		t.Fatalf("send the second message: %v", err)
-	}
+	sendInPage(ctx, t, `printf 'a\nb'`)
 	waitPage(ctx, t, `(n) => document.querySelectorAll('#messages .reply').length >= Number(n)`, "2", "second reply")
 	replies, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
 		`[...document.querySelectorAll('#messages .reply .text')].map(e => e.innerText)`))
@@ -138,14 +144,10 @@ func TestWebChatNoticeKeepsLinesInBrowser(t *testing.T) {
 	ctx := browser(t, 60*time.Second) // first: skips without Chromium
 	inst := startServe(t, "TEXTSLASH_AGENT=shell")
 
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(inst.URL+"/"),
-		chromedp.WaitVisible(chromedp.ID("input")),
-		chromedp.SendKeys(chromedp.ID("input"), "help"),
-		chromedp.Click(chromedp.ID("send")),
-	); err != nil {
-		t.Fatalf("open the page and send help: %v", err)
+	if err := chromedp.Do(ctx, chromedp.Navigate(inst.URL+"/")); err != nil {
+		t.Fatal(err)
 	}
+	sendInPage(ctx, t, "help")
 	const noticeHas = `(want) => [...document.querySelectorAll('#messages .notice')].some(e => e.innerText.includes(want))`
 	waitPage(ctx, t, noticeHas, "Keywords:", "help's notice")
 	// innerText is the text as rendered: collapsed white space has no
@@ -193,20 +195,10 @@ func TestWebChatOtherPagesInBrowser(t *testing.T) {
 	inst := startServe(t, "TEXTSLASH_AGENT=shell")
 	chat := "http://localhost:" + envValue(inst.env, "PORT")
 
-	send := func(text string) {
-		t.Helper()
-		if err := chromedp.Do(ctx,
-			chromedp.WaitVisible(chromedp.ID("input")),
-			chromedp.SendKeys(chromedp.ID("input"), text),
-			chromedp.Click(chromedp.ID("send")),
-		); err != nil {
-			t.Fatalf("send %q: %v", text, err)
-		}
-	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(chat+"/")); err != nil {
 		t.Fatal(err)
 	}
-	send("echo first")
+	sendInPage(ctx, t, "echo first")
 	waitPage(ctx, t, replyHas, "first", "reply to the page's own message")
 
 	for _, attacker := range []string{
@@ -222,7 +214,7 @@ func TestWebChatOtherPagesInBrowser(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(chat+"/")); err != nil {
 		t.Fatal(err)
 	}
-	send("echo last")
+	sendInPage(ctx, t, "echo last")
 	waitPage(ctx, t, replyHas, "last", "reply to the page's own message after the attacks")
 	replies, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
 		`[...document.querySelectorAll('#messages .reply .text')].map(e => e.innerText)`))
