@@ -219,7 +219,8 @@ func TestClaudeApproval(t *testing.T) {
 	if st := git("status", "--porcelain"); st != "" {
 		t.Errorf("after approve: git status %q; want clean", st)
 	}
-	if log := git("log", "--format=%s", "-1"); log != "Changes approved from textslash" {
-		t.Errorf("last commit %q", log)
+	// The commit is named for the person's request.
+	if log := git("log", "--format=%s%n%b", "-1"); !strings.HasPrefix(log, "edit again\n") || !strings.Contains(log, "Approved from textslash") {
+		t.Errorf("last commit %q; want the request, approved from textslash", log)
 	}
 }
