@@ -183,14 +183,7 @@ func (a *API) refuse(w http.ResponseWriter, method string, f failure) {
 
 func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+Token+"/"); ok {
-		a.mu.Lock()
-		data, found := a.files[strings.TrimPrefix(rest, "photos/")]
-		a.mu.Unlock()
-		if !found {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(data)
+		a.serveFile(w, r, rest)
 		return
 	}
 	method, ok := strings.CutPrefix(r.URL.Path, "/bot"+Token+"/")
@@ -222,87 +215,15 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 	case method == "answerCallbackQuery":
 		a.answer(w, call, form)
 		return
-	case call.ChatID == "" && method != "getFile":
+	case method == "getFile":
+		a.getFile(w, form)
+		return
+	case call.ChatID == "":
 		fail(w, http.StatusBadRequest, "Bad Request: chat_id is empty")
 		return
 	}
-	switch method {
-	case "sendMessage", "sendPhoto", "sendDocument", "editMessageText", "editMessageReplyMarkup":
-		if call.Keyboard, err = keyboard(form.Get("reply_markup")); err != nil {
-			fail(w, http.StatusBadRequest, "Bad Request: "+err.Error())
-			return
-		}
-	}
-	switch method {
-	case "getFile":
-		id := form.Get("file_id")
-		a.mu.Lock()
-		_, found := a.files[id]
-		a.mu.Unlock()
-		if !found {
-			fail(w, http.StatusBadRequest, "Bad Request: invalid file_id")
-			return
-		}
-		write(w, http.StatusOK, reply{OK: true, Result: map[string]any{"file_id": id, "file_unique_id": id, "file_path": "photos/" + id}})
-		return
-	case "sendMessage", "editMessageText":
-		call.Text = form.Get("text")
-		if call.Text == "" {
-			fail(w, http.StatusBadRequest, "Bad Request: message text is empty")
-			return
-		}
-		if len([]rune(call.Text)) > 4096 {
-			fail(w, http.StatusBadRequest, "Bad Request: message is too long")
-			return
-		}
-	case "editMessageReplyMarkup":
-	case "sendPhoto":
-		call.Text = form.Get("caption")
-		p, err := a.photo(form.Get("photo"), files["photo"])
-		if err != nil {
-			fail(w, http.StatusBadRequest, "Bad Request: "+err.Error())
-			return
-		}
-		call.Photos = []string{p}
-	case "sendDocument":
-		call.Text = form.Get("caption")
-		if len([]rune(call.Text)) > captionLimit {
-			fail(w, http.StatusBadRequest, "Bad Request: message caption is too long")
-			return
-		}
-		if err := a.document(&call, form.Get("document"), files["document"], names["document"]); err != nil {
-			fail(w, http.StatusBadRequest, "Bad Request: "+err.Error())
-			return
-		}
-	case "sendMediaGroup":
-		var media []struct {
-			Type, Media, Caption string
-		}
-		if err := json.Unmarshal([]byte(form.Get("media")), &media); err != nil || len(media) < 2 || len(media) > 10 {
-			fail(w, http.StatusBadRequest, "Bad Request: media must hold 2 to 10 items")
-			return
-		}
-		for _, m := range media {
-			var up []byte
-			if name, ok := strings.CutPrefix(m.Media, "attach://"); ok {
-				up = files[name]
-				if up == nil {
-					fail(w, http.StatusBadRequest, "Bad Request: no file attached as "+name)
-					return
-				}
-			}
-			p, err := a.photo(m.Media, up)
-			if err != nil {
-				fail(w, http.StatusBadRequest, "Bad Request: "+err.Error())
-				return
-			}
-			call.Photos = append(call.Photos, p)
-			if m.Caption != "" {
-				call.Text = m.Caption
-			}
-		}
-	default:
-		fail(w, http.StatusNotFound, "Not Found: method not found")
+	if code, desc := a.fill(&call, form, files, names); code != 0 {
+		fail(w, code, desc)
 		return
 	}
 	if strings.HasPrefix(method, "edit") {
@@ -315,11 +236,114 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "Bad Request: "+refused)
 		return
 	}
-	a.t.Logf("telegramtest: %s chat=%s id=%d text=%q photos=%q documents=%q keyboard=%v", method, call.ChatID, call.MessageID, prefix(call.Text, 40), call.Photos, call.Documents, call.Keyboard)
+	a.sent(w, call)
+}
+
+// serveFile serves a file getFile named, at its file_path.
+func (a *API) serveFile(w http.ResponseWriter, r *http.Request, path string) {
+	a.mu.Lock()
+	data, found := a.files[strings.TrimPrefix(path, "photos/")]
+	a.mu.Unlock()
+	if !found {
+		http.NotFound(w, r)
+		return
+	}
+	_, _ = w.Write(data)
+}
+
+// getFile answers with the file_path of a file the fake holds.
+func (a *API) getFile(w http.ResponseWriter, form url.Values) {
+	id := form.Get("file_id")
+	a.mu.Lock()
+	_, found := a.files[id]
+	a.mu.Unlock()
+	if !found {
+		fail(w, http.StatusBadRequest, "Bad Request: invalid file_id")
+		return
+	}
+	write(w, http.StatusOK, reply{OK: true, Result: map[string]any{"file_id": id, "file_unique_id": id, "file_path": "photos/" + id}})
+}
+
+// fill completes call from its method's parameters as Telegram reads them;
+// for a request Telegram would refuse it returns the status and
+// description Telegram answers with (code 0: none).
+func (a *API) fill(call *Call, form url.Values, files map[string][]byte, names map[string]string) (code int, desc string) {
+	switch call.Method {
+	case "sendMessage", "sendPhoto", "sendDocument", "editMessageText", "editMessageReplyMarkup":
+		var err error
+		if call.Keyboard, err = keyboard(form.Get("reply_markup")); err != nil {
+			return http.StatusBadRequest, "Bad Request: " + err.Error()
+		}
+	}
+	var err error
+	switch call.Method {
+	case "sendMessage", "editMessageText":
+		call.Text = form.Get("text")
+		if call.Text == "" {
+			return http.StatusBadRequest, "Bad Request: message text is empty"
+		}
+		if len([]rune(call.Text)) > 4096 {
+			return http.StatusBadRequest, "Bad Request: message is too long"
+		}
+	case "editMessageReplyMarkup":
+	case "sendPhoto":
+		call.Text = form.Get("caption")
+		var p string
+		p, err = a.photo(form.Get("photo"), files["photo"])
+		call.Photos = []string{p}
+	case "sendDocument":
+		call.Text = form.Get("caption")
+		if len([]rune(call.Text)) > captionLimit {
+			return http.StatusBadRequest, "Bad Request: message caption is too long"
+		}
+		err = a.document(call, form.Get("document"), files["document"], names["document"])
+	case "sendMediaGroup":
+		err = a.mediaGroup(call, form.Get("media"), files)
+	default:
+		return http.StatusNotFound, "Not Found: method not found"
+	}
+	if err != nil {
+		return http.StatusBadRequest, "Bad Request: " + err.Error()
+	}
+	return 0, ""
+}
+
+// mediaGroup fills call with the photos of an album, given as sendMediaGroup's
+// media parameter and the files it attaches.
+func (a *API) mediaGroup(call *Call, param string, files map[string][]byte) error {
+	var media []struct {
+		Type, Media, Caption string
+	}
+	if err := json.Unmarshal([]byte(param), &media); err != nil || len(media) < 2 || len(media) > 10 {
+		return errors.New("media must hold 2 to 10 items")
+	}
+	for _, m := range media {
+		var up []byte
+		if name, ok := strings.CutPrefix(m.Media, "attach://"); ok {
+			up = files[name]
+			if up == nil {
+				return errors.New("no file attached as " + name)
+			}
+		}
+		p, err := a.photo(m.Media, up)
+		if err != nil {
+			return err
+		}
+		call.Photos = append(call.Photos, p)
+		if m.Caption != "" {
+			call.Text = m.Caption
+		}
+	}
+	return nil
+}
+
+// sent logs an accepted call and answers with the message it sent.
+func (a *API) sent(w http.ResponseWriter, call Call) {
+	a.t.Logf("telegramtest: %s chat=%s id=%d text=%q photos=%q documents=%q keyboard=%v", call.Method, call.ChatID, call.MessageID, prefix(call.Text, 40), call.Photos, call.Documents, call.Keyboard)
 	chat, _ := strconv.ParseInt(call.ChatID, 10, 64)
 	msg := map[string]any{"message_id": call.MessageID, "date": time.Now().Unix(), "chat": map[string]any{"id": chat, "type": "private"}}
 	var result any = msg
-	if method == "sendMediaGroup" {
+	if call.Method == "sendMediaGroup" {
 		result = []any{msg}
 	}
 	write(w, http.StatusOK, reply{OK: true, Result: result})

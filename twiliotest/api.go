@@ -410,27 +410,7 @@ func (a *API) create(ctx context.Context, w http.ResponseWriter, r *http.Request
 	_ = r.ParseForm()
 	at.form = r.PostForm
 	recorded := false // an accepted message's attempt is recorded with it
-	defer func() {
-		a.mu.Lock()
-		if !recorded {
-			a.attempts = append(a.attempts, at)
-		}
-		a.mu.Unlock()
-		line := fmt.Sprintf("twiliotest: create to=%q body=%q media=%d: %d", at.form.Get("To"),
-			prefix(at.form.Get("Body"), 40), len(at.form["MediaUrl"]), at.status)
-		if c := at.form.Get("ContentSid"); c != "" {
-			line += " content=" + c
-		}
-		if at.code != 0 {
-			line += fmt.Sprintf(" code %d", at.code)
-		}
-		if at.sid != "" {
-			line += " " + at.sid
-		}
-		if !a.opts.quiet {
-			a.t.Log(line)
-		}
-	}()
+	defer func() { a.finish(at, recorded) }()
 	if r.Method != http.MethodPost {
 		at.status, at.code = http.StatusMethodNotAllowed, 20004
 		writeError(w, at.status, at.code, "Method not allowed")
@@ -451,25 +431,7 @@ func (a *API) create(ctx context.Context, w http.ResponseWriter, r *http.Request
 		At:                  at.at,
 		Form:                at.form,
 	}
-	a.mu.Lock()
-	f, fail := failure{}, false
-	if len(a.failNext) > 0 {
-		f, fail, a.failNext = a.failNext[0], true, a.failNext[1:]
-	} else {
-		f, fail = a.failTo[m.To]
-	}
-	if !fail {
-		f = validate(at.form)
-		fail = f.code != 0
-	}
-	template := false // an approved template, which may go outside the window
-	if !fail && at.form.Get("ContentSid") != "" {
-		var c Content
-		c, m.ContentVariables, f = a.render(at.form)
-		m.ContentSID, m.Body, fail = c.SID, c.body(m.ContentVariables), f.code != 0
-		template = c.Approved
-	}
-	a.mu.Unlock()
+	f, fail, template := a.outcome(&m, at.form)
 	if fail {
 		at.status, at.code = f.status, f.code
 		writeError(w, f.status, f.code, f.msg)
@@ -497,6 +459,54 @@ func (a *API) create(ctx context.Context, w http.ResponseWriter, r *http.Request
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(http.StatusCreated)
 	_ = json.NewEncoder(w).Encode(a.resource(m))
+}
+
+// finish records a refused attempt (an accepted one is recorded with its
+// message) and logs the attempt, unless the API is quiet.
+func (a *API) finish(at attempt, recorded bool) {
+	a.mu.Lock()
+	if !recorded {
+		a.attempts = append(a.attempts, at)
+	}
+	a.mu.Unlock()
+	line := fmt.Sprintf("twiliotest: create to=%q body=%q media=%d: %d", at.form.Get("To"),
+		prefix(at.form.Get("Body"), 40), len(at.form["MediaUrl"]), at.status)
+	if c := at.form.Get("ContentSid"); c != "" {
+		line += " content=" + c
+	}
+	if at.code != 0 {
+		line += fmt.Sprintf(" code %d", at.code)
+	}
+	if at.sid != "" {
+		line += " " + at.sid
+	}
+	if !a.opts.quiet {
+		a.t.Log(line)
+	}
+}
+
+// outcome says whether the create of m fails: a failure set up for it, or
+// a form Twilio would refuse. A template's create renders it into m;
+// template says it is an approved one, which may go outside the window.
+func (a *API) outcome(m *Message, form url.Values) (f failure, fail, template bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.failNext) > 0 {
+		f, fail, a.failNext = a.failNext[0], true, a.failNext[1:]
+	} else {
+		f, fail = a.failTo[m.To]
+	}
+	if !fail {
+		f = validate(form)
+		fail = f.code != 0
+	}
+	if !fail && form.Get("ContentSid") != "" {
+		var c Content
+		c, m.ContentVariables, f = a.render(form)
+		m.ContentSID, m.Body, fail = c.SID, c.body(m.ContentVariables), f.code != 0
+		template = c.Approved
+	}
+	return f, fail, template
 }
 
 // validate checks form as Twilio does; the failure's code is 0 if valid.
