@@ -101,15 +101,22 @@ type Config struct {
 	ID string
 }
 
+// Defaults of the settings a zero Config leaves to the runner.
+const (
+	DefaultConcurrency = 4
+	DefaultTimeout     = 300 * time.Second
+	DefaultVoiceMax    = 5 * time.Minute
+)
+
 func (c *Config) defaults() {
 	if c.VoiceMax <= 0 {
-		c.VoiceMax = 5 * time.Minute
+		c.VoiceMax = DefaultVoiceMax
 	}
 	if c.Concurrency <= 0 {
-		c.Concurrency = 4
+		c.Concurrency = DefaultConcurrency
 	}
 	if c.Timeout <= 0 {
-		c.Timeout = 300 * time.Second
+		c.Timeout = DefaultTimeout
 	}
 	if c.PermissionTimeout <= 0 {
 		c.PermissionTimeout = contract.PermissionTimeout

@@ -68,7 +68,7 @@ func readScreenshot(dir, p string) ([]byte, error) {
 	if err != nil {
 		return nil, err // a link out of dir: os.Root's "path escapes from parent"
 	}
-	if ct := http.DetectContentType(data); ct != "image/png" && ct != "image/jpeg" {
+	if ct := http.DetectContentType(data); !contract.IsImage(ct) {
 		return nil, fmt.Errorf("%s: %s, not a PNG or JPEG image", p, ct)
 	}
 	return data, nil

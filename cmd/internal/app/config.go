@@ -72,9 +72,9 @@ type config struct {
 	RunCPU              float64       `name:"run-cpu" var:"TEXTSLASH_RUN_CPU" default:"2" help:"most CPU one run may use, in cores (0 for no limit)"`
 	Chromium            string        `name:"chromium" var:"TEXTSLASH_CHROMIUM" help:"Chromium binary for screenshots (textslash shot, approval diffs); default Debian's chromium-headless-shell (the lightest), else chromium, chromium-browser or google-chrome from PATH"`
 	ShotAddr            string        `name:"shot-addr" var:"TEXTSLASH_SHOT_ADDR" default:"127.0.0.1:0" help:"host:port of the runner's screenshot endpoint, which agents reach with textslash shot or curl ($TEXTSLASH_SHOT_URL); default a free loopback port"`
-	Concurrency         int           `name:"concurrency" var:"TEXTSLASH_CONCURRENCY" default:"4" help:"how many users' messages run at once"`
+	Concurrency         int           `name:"concurrency" var:"TEXTSLASH_CONCURRENCY" default:"${concurrency}" help:"how many users' messages run at once"`
 	RunnerID            string        `name:"runner-id" var:"TEXTSLASH_RUNNER_ID" default:"${runner_id}" help:"this runner's name among runners sharing the jobs (letters, digits, - and _): each user's messages run on the runner holding their workspace while it is alive; keep it the same across restarts with the same workspaces"`
-	Timeout             time.Duration `name:"timeout" var:"TEXTSLASH_TIMEOUT" default:"300s" help:"longest a single run may take"`
+	Timeout             time.Duration `name:"timeout" var:"TEXTSLASH_TIMEOUT" default:"${timeout}" help:"longest a single run may take"`
 	StopGrace           time.Duration `name:"stop-grace" var:"TEXTSLASH_STOP_GRACE" default:"20s" help:"on SIGTERM or Ctrl-C, how long runs under way may go on to finish (no new one starts); then they are stopped and reported interrupted; a second Ctrl-C stops at once"`
 	IdleExit            time.Duration `name:"idle-exit" var:"TEXTSLASH_IDLE_EXIT" default:"${idle_exit}" help:"a process running the runner exits after this long without a job (0: never; default 30m for the runner binary alone, 0 elsewhere); jobs wait in JetStream for the next start"`
 	ProjectMax          string        `name:"project-max" var:"TEXTSLASH_PROJECT_MAX" default:"2G" help:"most disk space a project cloned with clone <url> may take (512M, 2G); a bigger clone is removed and the person told both sizes"`
@@ -96,7 +96,7 @@ type config struct {
 	TranscribeModel     string        `name:"transcribe-model" var:"TEXTSLASH_TRANSCRIBE_MODEL" default:"whisper-1" help:"speech-to-text model (whisper-1, gpt-4o-transcribe; whisper-large-v3 on Groq)"`
 	TranscribeLanguage  string        `name:"transcribe-language" var:"TEXTSLASH_TRANSCRIBE_LANGUAGE" help:"language of the voice notes, ISO-639-1 (en, fr); default the API's guess"`
 	TranscribeCommand   string        `name:"transcribe-command" var:"TEXTSLASH_TRANSCRIBE_COMMAND" help:"a local speech-to-text program instead of the API, run with bash -c in the person's sandbox: 16 kHz mono WAV on stdin, the text on stdout (Debian's pocketsphinx: pocketsphinx_continuous -infile /dev/stdin -logfn /dev/null)"`
-	VoiceMax            time.Duration `name:"voice-max" var:"TEXTSLASH_VOICE_MAX" default:"5m" help:"longest voice note taken; longer ones are refused with a message and kept in the inbox"`
+	VoiceMax            time.Duration `name:"voice-max" var:"TEXTSLASH_VOICE_MAX" default:"${voice_max}" help:"longest voice note taken; longer ones are refused with a message and kept in the inbox"`
 	VoiceGrace          time.Duration `name:"voice-grace" var:"TEXTSLASH_VOICE_GRACE" default:"5s" help:"after the person is sent what was heard in a voice note, how long the agent waits before running it, so that cancel can stop a misheard instruction (0: no wait)"`
 	DescribeImages      bool          `name:"describe-screenshots" var:"TEXTSLASH_DESCRIBE_SCREENSHOTS" help:"ask the agent, in a second read-only run, for a short description of each image it hands over without a caption (at most 3 per reply; Claude Code only: it can look at images), sent as the image's caption"`
 	TwilioSID           string        `name:"twilio-account-sid" var:"TWILIO_ACCOUNT_SID" help:"Twilio account; setting it (with the token) turns WhatsApp and SMS on"`
@@ -192,6 +192,8 @@ func defaults() kong.Vars {
 		"media_ttl": contract.MediaTTL.String(), "media_keep": strconv.Itoa(contract.MediaKeep),
 		"approval_timeout": contract.ApprovalTimeout.String(), "permission_timeout": contract.PermissionTimeout.String(),
 		"progress_every": egress.DefaultProgressEvery.String(),
+		"concurrency":    strconv.Itoa(runner.DefaultConcurrency), "timeout": runner.DefaultTimeout.String(),
+		"voice_max": runner.DefaultVoiceMax.String(),
 	}
 }
 
