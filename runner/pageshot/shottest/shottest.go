@@ -2,10 +2,11 @@
 package shottest
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/textslash/textslash/natstest"
 )
 
 // Chromium is $TEXTSLASH_TEST_CHROMIUM, else the first browser textslash
@@ -16,7 +17,7 @@ func Chromium(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("TEXTSLASH_TEST_CHROMIUM"); p != "" {
 		if _, err := exec.LookPath(p); err != nil {
-			missing(t, "TEXTSLASH_TEST_CHROMIUM: %v", err)
+			natstest.Missing(t, "TEXTSLASH_TEST_CHROMIUM: %v", err)
 		}
 		return p
 	}
@@ -25,15 +26,6 @@ func Chromium(t testing.TB) string {
 			return p
 		}
 	}
-	missing(t, "no Chromium in PATH and TEXTSLASH_TEST_CHROMIUM empty")
+	natstest.Missing(t, "no Chromium in PATH and TEXTSLASH_TEST_CHROMIUM empty")
 	return ""
-}
-
-func missing(t testing.TB, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...) + " (scripts/test installs it)"
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
 }
