@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/runner/shot/shottest"
+	"github.com/textslash/textslash/runner/pageshot/shottest"
 )
 
 func TestDiffHTML(t *testing.T) {
