@@ -8,6 +8,11 @@ import (
 	"time"
 )
 
+// envMap is a lookupEnv over a map.
+func envMap(m map[string]string) lookupEnv {
+	return func(name string) (string, bool) { v, ok := m[name]; return v, ok }
+}
+
 // parseWith parses a serve (services nil) or single-service command line
 // against env alone.
 func parseWith(t *testing.T, services []string, env map[string]string, args ...string) (config, error) {

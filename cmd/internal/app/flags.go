@@ -22,11 +22,6 @@ import (
 // lookupEnv finds an environment variable: os.LookupEnv, or a test's map.
 type lookupEnv func(name string) (string, bool)
 
-// envMap is a lookupEnv over a map, for tests.
-func envMap(m map[string]string) lookupEnv {
-	return func(name string) (string, bool) { v, ok := m[name]; return v, ok }
-}
-
 // errHelp is what parse returns when the command line asked for --help,
 // which it has written.
 var errHelp = errors.New("help shown")
