@@ -1,6 +1,9 @@
 package contract
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrInvalidUser means a channel or user id cannot be used in subjects.
@@ -10,4 +13,54 @@ var (
 	// ErrInvalidPayload means a payload is not valid JSON for its subject or
 	// lacks a required field.
 	ErrInvalidPayload = errors.New("invalid payload")
+	// ErrConfig is what every service's refusal of its configuration
+	// wraps (a *ConfigError).
+	ErrConfig = errors.New("bad configuration")
 )
+
+// ConfigError is a setting a service refuses. It names the setting as the
+// service's Config does (the field's path: "Twilio.PublicURL"), never as a
+// binary spells it: the binary maps the one to the other (its variables).
+type ConfigError struct {
+	Service string // "runner", "ingress", …
+	Setting string // the field's path in the service's Config
+	// Value is the setting as text, quoted when it is text; empty for
+	// secrets and settings left empty.
+	Value  string
+	Reason string
+	Err    error // the cause, if any
+}
+
+func (e *ConfigError) Error() string {
+	s := e.Service + ": " + e.Setting
+	if e.Value != "" {
+		s += "=" + e.Value
+	}
+	s += ": " + e.Reason
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap gives ErrConfig, and the cause.
+func (e *ConfigError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrConfig}
+	}
+	return []error{ErrConfig, e.Err}
+}
+
+// BadSetting is a ConfigError with value as text: quoted when it is a
+// string, left out when nil (a secret, or nothing set).
+func BadSetting(service, setting string, value any, reason string) *ConfigError {
+	e := &ConfigError{Service: service, Setting: setting, Reason: reason}
+	switch v := value.(type) {
+	case nil:
+	case string:
+		e.Value = fmt.Sprintf("%q", v)
+	default:
+		e.Value = fmt.Sprint(v)
+	}
+	return e
+}
