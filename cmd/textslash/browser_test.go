@@ -160,6 +160,16 @@ func TestWebChatNoticeKeepsLinesInBrowser(t *testing.T) {
 	if !slices.Contains(lines, "Keywords:") || len(lines) < 5 {
 		t.Errorf("help's notice renders as %d lines %q; want its own lines, `Keywords:` one of them", len(lines), lines)
 	}
+	// A list of lines reads from one left edge; centred, each line starts
+	// somewhere else.
+	align, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+		`getComputedStyle([...document.querySelectorAll('#messages .notice')].find(e => e.innerText.includes('Keywords:'))).textAlign`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if align != "left" && align != "start" {
+		t.Errorf("help's notice is aligned %q; want its lines on one left edge", align)
+	}
 }
 
 // attackPage serves, on its own port of host, a page that posts a message
