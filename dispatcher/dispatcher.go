@@ -73,31 +73,15 @@ type Dispatcher struct {
 	known    known // the states this dispatcher last read or wrote
 }
 
-// New returns a dispatcher using js.
+// New returns a dispatcher using js, with cfg's defaults filled in; it
+// refuses a bad cfg with Validate's error.
 func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Dispatcher, error) {
+	cfg = cfg.Default()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if js == nil {
 		return nil, errors.New("dispatcher: no JetStream")
-	}
-	if cfg.ApprovalTimeout <= 0 {
-		cfg.ApprovalTimeout = contract.ApprovalTimeout
-	}
-	if cfg.PermissionTimeout <= 0 {
-		cfg.PermissionTimeout = contract.PermissionTimeout
-	}
-	if cfg.ApprovalTimeout < time.Second || cfg.PermissionTimeout < time.Second {
-		return nil, fmt.Errorf("approval timeout %s, permission timeout %s: must be at least 1s", cfg.ApprovalTimeout, cfg.PermissionTimeout)
-	}
-	if b := cfg.Budgets; b.PersonDaily < 0 || b.PersonMonthly < 0 || b.Daily < 0 || b.Monthly < 0 {
-		return nil, fmt.Errorf("budgets %+v: must not be negative (0: no limit)", b)
-	}
-	if cfg.Location == nil {
-		cfg.Location = time.Local
-	}
-	if cfg.DefaultMode == "" {
-		cfg.DefaultMode = contract.ModeAsk
-	}
-	if !slices.Contains(contract.Modes, cfg.DefaultMode) {
-		return nil, fmt.Errorf("default mode %q: want one of %s", cfg.DefaultMode, strings.Join(contract.Modes, ", "))
 	}
 	return &Dispatcher{cfg: cfg, js: js, log: log.With().Str("svc", "dispatcher").Logger()}, nil
 }

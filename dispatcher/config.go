@@ -1,0 +1,85 @@
+package dispatcher
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// service names the dispatcher in its ConfigErrors.
+const service = "dispatcher"
+
+// Default returns the configuration with every setting left zero set to
+// its default. It never fails and never checks: Validate does.
+func (c Config) Default() Config {
+	if c.ApprovalTimeout == 0 {
+		c.ApprovalTimeout = contract.ApprovalTimeout
+	}
+	if c.PermissionTimeout == 0 {
+		c.PermissionTimeout = contract.PermissionTimeout
+	}
+	if c.DefaultMode == "" {
+		c.DefaultMode = contract.ModeAsk
+	}
+	if c.Location == nil {
+		c.Location = time.Local
+	}
+	return c
+}
+
+// Validate checks the configuration as it will run (Default's result):
+// nil, or every bad setting, each a *contract.ConfigError.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(setting string, value any, reason string) {
+		errs = append(errs, contract.BadSetting(service, setting, value, reason))
+	}
+	// A timer shorter than a second would fire before a person could read
+	// the question, let alone answer it.
+	if c.ApprovalTimeout < time.Second {
+		bad("ApprovalTimeout", c.ApprovalTimeout, "must be at least 1s")
+	}
+	if c.PermissionTimeout < time.Second {
+		bad("PermissionTimeout", c.PermissionTimeout, "must be at least 1s")
+	}
+	for _, b := range []struct {
+		setting string
+		usd     float64
+	}{
+		{"Budgets.PersonDaily", c.Budgets.PersonDaily}, {"Budgets.PersonMonthly", c.Budgets.PersonMonthly},
+		{"Budgets.Daily", c.Budgets.Daily}, {"Budgets.Monthly", c.Budgets.Monthly},
+	} {
+		if b.usd < 0 {
+			bad(b.setting, b.usd, "must not be negative (0: no limit)")
+		}
+	}
+	if !slices.Contains(contract.Modes, c.DefaultMode) {
+		bad("DefaultMode", c.DefaultMode, "want one of "+strings.Join(contract.Modes, ", "))
+	}
+	for _, a := range c.Admins {
+		if !isPersonKey(a) {
+			bad("Admins", a, "not a people key: want phone.<digits> (phone.15551234567), telegram.<chat id> or web.<id>")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// isPersonKey reports whether key can be a contract.PersonKey, the only
+// form admin compares: "phone.<E.164 digits>" for WhatsApp and SMS alike
+// (so never "whatsapp.…" or "sms.…"), or "<channel>.<id>" on the other
+// channels. Any other key would be accepted and never match anybody.
+func isPersonKey(key string) bool {
+	ch, id, _ := strings.Cut(key, ".")
+	switch ch {
+	case "phone":
+		u, err := contract.PhoneUser(contract.ChannelSMS, "+"+id)
+		return err == nil && contract.PersonKey(u) == key
+	case contract.ChannelTelegram, contract.ChannelWeb:
+		u, err := contract.NewUser(ch, id)
+		return err == nil && contract.PersonKey(u) == key
+	}
+	return false
+}
