@@ -29,6 +29,25 @@ type Config struct {
 	Keep int
 }
 
+// Default returns the configuration with Keep, if left zero, set to
+// contract.MediaKeep. It never fails and never checks: Validate does.
+func (c Config) Default() Config {
+	if c.Keep == 0 {
+		c.Keep = contract.MediaKeep
+	}
+	return c
+}
+
+// Validate checks the configuration as it will run (Default's result):
+// nil, or a *contract.ConfigError. The Signer is a handle, not a setting:
+// the binary makes it from its key, and checks that key itself.
+func (c Config) Validate() error {
+	if c.Keep < 1 {
+		return contract.BadSetting("media", "Keep", c.Keep, "must be at least 1")
+	}
+	return nil
+}
+
 // Media serves the object store.
 type Media struct {
 	cfg   Config
@@ -37,13 +56,15 @@ type Media struct {
 	store jetstream.ObjectStore
 }
 
-// New returns a media server reading through js.
+// New returns a media server reading through js, with cfg's defaults
+// filled in; it refuses a bad cfg with Validate's error.
 func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Media, error) {
+	cfg = cfg.Default()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if js == nil {
 		return nil, errors.New("media: no JetStream")
-	}
-	if cfg.Keep <= 0 {
-		cfg.Keep = contract.MediaKeep
 	}
 	return &Media{cfg: cfg, js: js, log: log.With().Str("svc", "media").Logger()}, nil
 }
