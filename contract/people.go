@@ -62,6 +62,24 @@ func PersonKey(u User) string {
 	return u.Key()
 }
 
+// IsPersonKey reports whether key is one PersonKey makes:
+// "phone.<E.164 digits>" (never "whatsapp.…" or "sms.…") or
+// "<channel>.<id>" on the other channels textslash has.
+func IsPersonKey(key string) bool {
+	ch, id, _ := strings.Cut(key, ".")
+	var u User
+	var err error
+	switch ch {
+	case "phone":
+		u, err = PhoneUser(ChannelSMS, "+"+id)
+	case ChannelTelegram, ChannelWeb:
+		u, err = NewUser(ch, id)
+	default: // whatsapp and sms are "phone"; a typo is nobody
+		return false
+	}
+	return err == nil && PersonKey(u) == key
+}
+
 // AddressKey is the PersonKey of an address as people write it: an E.164
 // number ("+15551234567", WhatsApp and SMS) or "telegram:<chat id>".
 func AddressKey(addr string) (string, error) {

@@ -124,3 +124,21 @@ func TestPairingCodeExpires(t *testing.T) {
 		t.Errorf("an expired code: %v, %v; want nobody paired", ok, err)
 	}
 }
+
+// A key of the people bucket is what PersonKey makes, and nothing else: a
+// key written by hand any other way would match nobody.
+func TestIsPersonKey(t *testing.T) {
+	for key, want := range map[string]bool{
+		"phone.15551234567": true, "telegram.123456789": true, "telegram.-100123": true, "web.abc123": true,
+		"whatsapp.15551234567": false, "sms.15551234567": false, "phone.1": false, "telegarm.1": false,
+		"phone.+15551234567": false, "telegram.": false, "": false, "+15551234567": false,
+	} {
+		if got := contract.IsPersonKey(key); got != want {
+			t.Errorf("IsPersonKey(%q) = %v; want %v", key, got, want)
+		}
+	}
+	u, _ := contract.PhoneUser(contract.ChannelWhatsApp, "+15551234567")
+	if !contract.IsPersonKey(contract.PersonKey(u)) {
+		t.Errorf("PersonKey's own %q refused", contract.PersonKey(u))
+	}
+}

@@ -60,26 +60,9 @@ func (c Config) Validate() error {
 		bad("DefaultMode", c.DefaultMode, "want one of "+strings.Join(contract.Modes, ", "))
 	}
 	for _, a := range c.Admins {
-		if !isPersonKey(a) {
+		if !contract.IsPersonKey(a) {
 			bad("Admins", a, "not a people key: want phone.<digits> (phone.15551234567), telegram.<chat id> or web.<id>")
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// isPersonKey reports whether key can be a contract.PersonKey, the only
-// form admin compares: "phone.<E.164 digits>" for WhatsApp and SMS alike
-// (so never "whatsapp.…" or "sms.…"), or "<channel>.<id>" on the other
-// channels. Any other key would be accepted and never match anybody.
-func isPersonKey(key string) bool {
-	ch, id, _ := strings.Cut(key, ".")
-	switch ch {
-	case "phone":
-		u, err := contract.PhoneUser(contract.ChannelSMS, "+"+id)
-		return err == nil && contract.PersonKey(u) == key
-	case contract.ChannelTelegram, contract.ChannelWeb:
-		u, err := contract.NewUser(ch, id)
-		return err == nil && contract.PersonKey(u) == key
-	}
-	return false
 }
