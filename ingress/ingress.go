@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
+	"net/url"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -44,19 +44,84 @@ type Config struct {
 	Notion *Notion
 }
 
-func (c *Config) defaults() {
-	if c.MaxBodyBytes <= 0 {
+// service names this package in its ConfigErrors.
+const service = "ingress"
+
+// Default returns c with every setting left zero set to its default, and
+// the nested configs' URLs and numbers normalised (see their withDefaults).
+// It never fails and never checks. The nested configs are copies: the
+// caller's are left as they were.
+func (c Config) Default() Config {
+	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 64 << 10
 	}
-	if c.PublishTimeout <= 0 {
+	if c.PublishTimeout == 0 {
 		c.PublishTimeout = 900 * time.Millisecond
 	}
-	if c.NewSessions.Burst <= 0 {
+	if c.NewSessions.Burst == 0 {
 		c.NewSessions.Burst = 20
 	}
-	if c.NewSessions.Every <= 0 {
+	if c.NewSessions.Every == 0 {
 		c.NewSessions.Every = time.Minute
 	}
+	if c.Twilio != nil {
+		t := c.Twilio.withDefaults()
+		c.Twilio = &t
+	}
+	if c.Telegram != nil {
+		t := c.Telegram.withDefaults()
+		c.Telegram = &t
+	}
+	if c.Notion != nil {
+		n := c.Notion.withDefaults()
+		c.Notion = &n
+	}
+	return c
+}
+
+// Validate checks c as it will run (call it on Default's result): nil, or
+// every setting refused, each a *contract.ConfigError, joined, so that
+// they can all be fixed in one go. The web chat's Sessions is a handle,
+// not a setting: New checks it.
+func (c Config) Validate() error {
+	var r refusals
+	if c.MaxBodyBytes < 1 {
+		r.add("MaxBodyBytes", c.MaxBodyBytes, "must be at least 1")
+	}
+	if c.PublishTimeout <= 0 {
+		r.add("PublishTimeout", c.PublishTimeout, "must be more than 0s")
+	}
+	if c.NewSessions.Burst < 1 {
+		r.add("NewSessions.Burst", c.NewSessions.Burst, "must be at least 1")
+	}
+	if c.NewSessions.Every <= 0 {
+		r.add("NewSessions.Every", c.NewSessions.Every, "must be more than 0s")
+	}
+	if c.Twilio != nil {
+		r = append(r, c.Twilio.validate())
+	}
+	if c.Telegram != nil {
+		r = append(r, c.Telegram.validate())
+	}
+	if c.Notion != nil {
+		r = append(r, c.Notion.validate())
+	}
+	return errors.Join(r...)
+}
+
+// refusals collects the settings Validate refuses, to name them all.
+type refusals []error
+
+// add refuses setting (its path in Config) at value (nil for a secret or
+// a setting left empty) for reason.
+func (r *refusals) add(setting string, value any, reason string) {
+	*r = append(*r, contract.BadSetting(service, setting, value, reason))
+}
+
+// webURL reports whether s is http(s)://host[/path], without a query.
+func webURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.RawQuery == ""
 }
 
 // Ingress publishes inbound messages.
@@ -73,46 +138,34 @@ type Ingress struct {
 
 // New returns an ingress publishing through js.
 func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Ingress, error) {
-	cfg.defaults()
+	cfg = cfg.Default()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if js == nil {
 		return nil, errors.New("ingress: no JetStream")
 	}
-	if cfg.WebChat {
-		if !cfg.Sessions.Valid() {
-			return nil, errors.New("ingress: the web chat needs its session key (Config.Sessions)")
-		}
+	if cfg.WebChat && !cfg.Sessions.Valid() {
+		return nil, errors.New("ingress: the web chat needs its session key (Config.Sessions)")
 	}
 	i := &Ingress{cfg: cfg, js: js, log: log.With().Str("svc", "ingress").Logger(), sessions: newSessionLimiter(cfg.NewSessions)}
 	if cfg.Twilio != nil {
-		t := *cfg.Twilio
-		t.Allowed = slices.Clone(t.Allowed)
-		if err := t.validate(); err != nil {
-			return nil, err
-		}
-		i.validator = newValidator(t.AuthToken)
-		i.allow = make(map[string]struct{}, len(t.Allowed))
-		for _, n := range t.Allowed {
-			i.allow[n] = struct{}{}
-		}
-		i.cfg.Twilio = &t
+		i.validator = newValidator(cfg.Twilio.AuthToken)
+		i.allow = set(cfg.Twilio.Allowed)
 	}
 	if cfg.Telegram != nil {
-		t := *cfg.Telegram
-		if err := t.validate(); err != nil {
-			return nil, err
-		}
-		i.chats = make(map[string]struct{}, len(t.Allowed))
-		for _, id := range t.Allowed {
-			i.chats[id] = struct{}{}
-		}
-		i.cfg.Telegram = &t
-	}
-	if cfg.Notion != nil {
-		if err := cfg.Notion.validate(); err != nil {
-			return nil, err
-		}
+		i.chats = set(cfg.Telegram.Allowed)
 	}
 	return i, nil
+}
+
+// set holds list's items.
+func set(list []string) map[string]struct{} {
+	m := make(map[string]struct{}, len(list))
+	for _, s := range list {
+		m[s] = struct{}{}
+	}
+	return m
 }
 
 // Handler serves the provider webhooks, which authenticate themselves

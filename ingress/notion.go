@@ -32,16 +32,42 @@ type Notion struct {
 	Every time.Duration
 }
 
-func (n Notion) validate() error {
-	switch {
-	case n.Client == nil:
-		return errors.New("ingress: Notion needs a client")
-	case n.Database == "":
-		return errors.New("ingress: Notion needs the database id")
-	case n.StatusProperty == "" || n.Todo == "":
-		return errors.New("ingress: Notion needs the status property and its to-do option")
+// withDefaults is n with the time between polls set when left zero.
+func (n Notion) withDefaults() Notion {
+	if n.Every == 0 {
+		n.Every = 30 * time.Second
 	}
-	return n.User.Validate()
+	return n
+}
+
+// validate refuses each bad setting of n, the missing ones all at once.
+func (n Notion) validate() error {
+	var r refusals
+	if n.Client == nil {
+		r.add("Notion.Client", nil, "required: the client of Notion's API")
+	}
+	if n.Database == "" {
+		r.add("Notion.Database", nil, "required: the id of the database polled")
+	}
+	if err := n.User.Validate(); err != nil {
+		var user any
+		if n.User != (contract.User{}) {
+			user = n.User.Key()
+		}
+		e := contract.BadSetting(service, "Notion.User", user, "want the person whose messages the pages become")
+		e.Err = err
+		r = append(r, e)
+	}
+	if n.StatusProperty == "" {
+		r.add("Notion.StatusProperty", nil, "must not be empty")
+	}
+	if n.Todo == "" {
+		r.add("Notion.Todo", nil, "must not be empty")
+	}
+	if n.Every < time.Second {
+		r.add("Notion.Every", n.Every, "must be at least 1s")
+	}
+	return errors.Join(r...)
 }
 
 // pollNotion polls the database until ctx ends. Each page starts one
@@ -53,9 +79,6 @@ func (n Notion) validate() error {
 // that IN drops, never loses one.
 func (i *Ingress) pollNotion(ctx context.Context) error {
 	n := *i.cfg.Notion
-	if n.Every <= 0 {
-		n.Every = 30 * time.Second
-	}
 	log := i.log.With().Str("channel", "notion").Str("database", n.Database).Logger()
 	kv, err := i.js.KeyValue(ctx, contract.BucketNotion)
 	if err != nil {
@@ -119,7 +142,8 @@ func (p *notionPoller) open(ctx context.Context) error {
 	}
 	prop, ok := ds.Properties[p.cfg.StatusProperty]
 	if !ok || prop.Type != "status" && prop.Type != "select" {
-		return fmt.Errorf("database %q has no status or select property %q (TEXTSLASH_NOTION_STATUS_PROPERTY)", ds.Title, p.cfg.StatusProperty)
+		return contract.BadSetting(service, "Notion.StatusProperty", p.cfg.StatusProperty,
+			fmt.Sprintf("database %q has no status or select property of that name", ds.Title))
 	}
 	p.ds, p.prop, p.typ = ds.ID, prop.Name, prop.Type
 	p.log.Info().Str("data_source", ds.ID).Str("title", ds.Title).Str("property", prop.Name).Str("type", prop.Type).

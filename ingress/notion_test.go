@@ -23,13 +23,13 @@ const notionToken = "ntn_ingress_test_0123456789"
 
 var notionUser = contract.User{Channel: contract.ChannelTelegram, ID: "4242"}
 
-// startNotion runs an ingress polling db every 100 ms until the test ends
+// startNotion runs an ingress polling db every second until the test ends
 // or the returned func stops it.
 func startNotion(t *testing.T, js jetstream.JetStream, api *notiontest.Server, db string) (stop func()) {
 	t.Helper()
 	in, err := ingress.New(ingress.Config{Notion: &ingress.Notion{
 		Client:   &notion.Client{BaseURL: api.URL(), Token: notionToken},
-		Database: db, User: notionUser, StatusProperty: "Status", Todo: "To do", Every: 100 * time.Millisecond,
+		Database: db, User: notionUser, StatusProperty: "Status", Todo: "To do", Every: time.Second,
 	}}, js, zerolog.New(io.Discard))
 	if err != nil {
 		t.Fatal(err)
@@ -110,10 +110,10 @@ func TestNotionPagesBecomeMessagesOnce(t *testing.T) {
 		}
 		return nil
 	}
-	natstest.HoldsUntil(t, time.Now().Add(500*time.Millisecond), atMostTwo)
+	natstest.HoldsUntil(t, time.Now().Add(2500*time.Millisecond), atMostTwo)
 	stop1()
 	startNotion(t, ns.JS, api, db) // a restart
-	natstest.HoldsUntil(t, time.Now().Add(500*time.Millisecond), atMostTwo)
+	natstest.HoldsUntil(t, time.Now().Add(1500*time.Millisecond), atMostTwo)
 
 	msgs := inbound(t, ns.JS)
 	var ids []string
@@ -195,10 +195,11 @@ func TestNotionRateLimitedAndMisconfigured(t *testing.T) {
 
 	other := api.AddDatabase("Stage", "To do")
 	api.AddPage(other, "Never run", "To do")
+	var logs natstest.Logs
 	in, err := ingress.New(ingress.Config{Notion: &ingress.Notion{
 		Client:   &notion.Client{BaseURL: api.URL(), Token: notionToken},
-		Database: other, User: notionUser, StatusProperty: "Status", Todo: "To do", Every: 100 * time.Millisecond,
-	}}, ns.JS, zerolog.New(io.Discard))
+		Database: other, User: notionUser, StatusProperty: "Status", Todo: "To do", Every: time.Second,
+	}}, ns.JS, zerolog.New(&logs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,5 +210,41 @@ func TestNotionRateLimitedAndMisconfigured(t *testing.T) {
 	}
 	if n := len(inbound(t, ns.JS)); n != 1 {
 		t.Errorf("%d messages; want still 1", n)
+	}
+	// The log names the setting as the service's Config does.
+	lines := logs.Find(t, "notion poll failed", nil)
+	if len(lines) == 0 {
+		t.Fatal("no log line of the failed poll")
+	}
+	msg, _ := lines[0]["error"].(string)
+	if !strings.Contains(msg, "Notion.StatusProperty") || binaryVars.MatchString(msg) {
+		t.Errorf("logged %q; want it to name Notion.StatusProperty, not the binary's variable", msg)
+	}
+}
+
+// Bad Notion settings are refused, each named by its field.
+func TestNotionConfig(t *testing.T) {
+	newIngress := withJetStream(t)
+	good := func(change func(*ingress.Notion)) *ingress.Notion {
+		n := &ingress.Notion{Client: &notion.Client{}, Database: "db", User: notionUser, StatusProperty: "Status", Todo: "To do"}
+		change(n)
+		return n
+	}
+	tests := []struct {
+		name    string
+		n       *ingress.Notion
+		setting string
+	}{
+		{"no client", good(func(n *ingress.Notion) { n.Client = nil }), "Notion.Client"},
+		{"no database", good(func(n *ingress.Notion) { n.Database = "" }), "Notion.Database"},
+		{"no person", good(func(n *ingress.Notion) { n.User = contract.User{} }), "Notion.User"},
+		{"no status property", good(func(n *ingress.Notion) { n.StatusProperty = "" }), "Notion.StatusProperty"},
+		{"no to-do option", good(func(n *ingress.Notion) { n.Todo = "" }), "Notion.Todo"},
+		{"polls too often", good(func(n *ingress.Notion) { n.Every = 100 * time.Millisecond }), "Notion.Every"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			refused(t, newIngress, ingress.Config{Notion: tt.n}, tt.setting)
+		})
 	}
 }

@@ -22,16 +22,14 @@ import (
 
 // Telegram configures the Telegram bot webhook.
 type Telegram struct {
-	// BotToken (TELEGRAM_BOT_TOKEN) fetches the photos people send.
+	// BotToken fetches the photos people send.
 	BotToken string
-	// Secret is the secret_token given to setWebhook
-	// (TELEGRAM_WEBHOOK_SECRET): Telegram sends it in
+	// Secret is the secret_token given to setWebhook: Telegram sends it in
 	// X-Telegram-Bot-Api-Secret-Token with every update.
 	Secret string
-	// Allowed are the chat ids that may talk to the agent
-	// (TELEGRAM_ALLOWED_CHATS).
+	// Allowed are the chat ids that may talk to the agent.
 	Allowed []string
-	// APIURL replaces https://api.telegram.org (TEXTSLASH_TELEGRAM_API_URL).
+	// APIURL replaces https://api.telegram.org.
 	APIURL string
 }
 
@@ -42,30 +40,41 @@ const TelegramPath = "/telegram/webhook"
 // telegram:<file_id>, fetched by the media fetch service with getFile.
 const telegramFile = "telegram:"
 
-func (t *Telegram) validate() error {
-	if t.BotToken == "" {
-		return errors.New("telegram: no bot token (TELEGRAM_BOT_TOKEN)")
-	}
-	if len(t.Secret) < 16 {
-		return errors.New("telegram: TELEGRAM_WEBHOOK_SECRET must have 16 or more characters (give the same to setWebhook as secret_token)")
-	}
-	if len(t.Allowed) == 0 {
-		return errors.New("telegram: TELEGRAM_ALLOWED_CHATS is empty, so nobody could use textslash; list the chat ids that may")
-	}
-	for _, id := range t.Allowed {
-		if _, err := strconv.ParseInt(id, 10, 64); err != nil {
-			return fmt.Errorf("telegram: TELEGRAM_ALLOWED_CHATS: %q is not a chat id", id)
-		}
-	}
+// withDefaults is t with the API's URL set when left empty, without a
+// trailing slash.
+func (t Telegram) withDefaults() Telegram {
 	if t.APIURL == "" {
 		t.APIURL = "https://api.telegram.org"
 	}
 	t.APIURL = strings.TrimSuffix(t.APIURL, "/")
-	return nil
+	return t
 }
 
-// ParseList splits a comma-separated list, dropping empty items:
-// ALLOWED_PHONE_NUMBERS, TELEGRAM_ALLOWED_CHATS.
+// validate refuses each bad setting of t, the missing ones all at once.
+func (t Telegram) validate() error {
+	var r refusals
+	if t.BotToken == "" {
+		r.add("Telegram.BotToken", nil, "required for Telegram")
+	}
+	if len(t.Secret) < 16 {
+		r.add("Telegram.Secret", nil, "must have 16 or more characters (give the same to setWebhook as secret_token)")
+	}
+	if len(t.Allowed) == 0 {
+		r.add("Telegram.Allowed", nil, "empty, so nobody could use textslash; list the chat ids that may")
+	}
+	for _, id := range t.Allowed {
+		if _, err := strconv.ParseInt(id, 10, 64); err != nil {
+			r.add("Telegram.Allowed", id, "not a chat id; want a number like 4242 or -1001234567890")
+		}
+	}
+	if !webURL(t.APIURL) {
+		r.add("Telegram.APIURL", t.APIURL, "want http(s)://host[/prefix], without a query")
+	}
+	return errors.Join(r...)
+}
+
+// ParseList splits a comma-separated list, dropping empty items: the
+// numbers or chat ids allowed, as a binary reads them.
 func ParseList(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {

@@ -231,17 +231,25 @@ func queryID(t *testing.T, update []byte) string {
 	return u.CallbackQuery.ID
 }
 
+// Bad Telegram settings are refused, each named by its field.
 func TestTelegramConfig(t *testing.T) {
-	ns := natstest.RunJetStream(t)
-	for _, tc := range []ingress.Telegram{
-		{Secret: tgSecret, Allowed: []string{"1"}},
-		{BotToken: telegramtest.Token, Secret: "short", Allowed: []string{"1"}},
-		{BotToken: telegramtest.Token, Secret: tgSecret},
-		{BotToken: telegramtest.Token, Secret: tgSecret, Allowed: []string{"@someone"}},
-	} {
-		if _, err := ingress.New(ingress.Config{Telegram: &tc}, ns.JS, zerolog.New(io.Discard)); err == nil {
-			t.Errorf("%+v: no error", tc)
-		}
+	newIngress := withJetStream(t)
+	tests := []struct {
+		name     string
+		tg       ingress.Telegram
+		settings []string
+	}{
+		{"nothing", ingress.Telegram{}, []string{"Telegram.BotToken", "Telegram.Secret", "Telegram.Allowed"}},
+		{"no token", ingress.Telegram{Secret: tgSecret, Allowed: []string{"1"}}, []string{"Telegram.BotToken"}},
+		{"short secret", ingress.Telegram{BotToken: telegramtest.Token, Secret: "short", Allowed: []string{"1"}}, []string{"Telegram.Secret"}},
+		{"no allowlist", ingress.Telegram{BotToken: telegramtest.Token, Secret: tgSecret}, []string{"Telegram.Allowed"}},
+		{"bad chat id", ingress.Telegram{BotToken: telegramtest.Token, Secret: tgSecret, Allowed: []string{"@someone"}}, []string{"Telegram.Allowed"}},
+		{"bad api url", ingress.Telegram{BotToken: telegramtest.Token, Secret: tgSecret, Allowed: []string{"1"}, APIURL: "ftp://x"}, []string{"Telegram.APIURL"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			refused(t, newIngress, ingress.Config{Telegram: &tt.tg}, tt.settings...)
+		})
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 
 // Twilio configures the Twilio webhooks (WhatsApp and SMS).
 type Twilio struct {
-	// AuthToken signs Twilio's requests (TWILIO_AUTH_TOKEN).
+	// AuthToken signs Twilio's requests.
 	AuthToken string
 	// PublicURL is where Twilio reaches textslash, scheme and host (and any
 	// path prefix) of the URL Twilio signs; the server behind a proxy sees
@@ -29,11 +29,10 @@ type Twilio struct {
 	PublicURL string
 	// Allowed are the E.164 numbers that may talk to the agent.
 	Allowed []string
-	// AccountSID (TWILIO_ACCOUNT_SID) fetches the images people send;
-	// without it ingress does not serve the media fetch service.
+	// AccountSID fetches the images people send; without it ingress does
+	// not serve the media fetch service.
 	AccountSID string
-	// APIURL replaces https://api.twilio.com, where media is fetched from
-	// (TEXTSLASH_TWILIO_API_URL).
+	// APIURL replaces https://api.twilio.com, where media is fetched from.
 	APIURL string
 }
 
@@ -47,30 +46,67 @@ var sidRE = regexp.MustCompile(`^[A-Za-z0-9]{2,64}$`)
 // through egress, never in the webhook's answer.
 const emptyTwiML = `<?xml version="1.0" encoding="UTF-8"?><Response/>`
 
-func (t *Twilio) validate() error {
-	if t.AuthToken == "" {
-		return errors.New("twilio: no auth token (TWILIO_AUTH_TOKEN)")
-	}
-	u, err := url.Parse(t.PublicURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
-		return fmt.Errorf("twilio: PUBLIC_URL=%q: want the https://host[/prefix] Twilio calls", t.PublicURL)
-	}
+// withDefaults is t with the API's URL set when left empty, URLs without
+// a trailing slash, and the allowed numbers as E.164 (whatsapp:+1… is
+// +1…), in a list of its own: the caller's is left as it was.
+func (t Twilio) withDefaults() Twilio {
 	t.PublicURL = strings.TrimSuffix(t.PublicURL, "/")
 	if t.APIURL == "" {
 		t.APIURL = "https://api.twilio.com"
 	}
 	t.APIURL = strings.TrimSuffix(t.APIURL, "/")
-	if len(t.Allowed) == 0 {
-		return errors.New("twilio: ALLOWED_PHONE_NUMBERS is empty, so nobody could use textslash; list the E.164 numbers that may")
-	}
+	t.Allowed = slices.Clone(t.Allowed)
 	for i, n := range t.Allowed {
-		n, _ = contract.TwilioNumber(strings.TrimSpace(n))
-		if _, err := contract.PhoneUser(contract.ChannelSMS, n); err != nil {
-			return fmt.Errorf("twilio: ALLOWED_PHONE_NUMBERS: %q is not an E.164 number like +15551234567", t.Allowed[i])
-		}
-		t.Allowed[i] = n
+		t.Allowed[i], _ = contract.TwilioNumber(strings.TrimSpace(n))
 	}
-	return nil
+	return t
+}
+
+// twilioNeeded is why a Twilio setting left empty is refused.
+const twilioNeeded = "required for WhatsApp and SMS"
+
+// validate refuses each bad setting of t, the missing ones all at once.
+func (t Twilio) validate() error {
+	var r refusals
+	switch {
+	case t.AuthToken == "":
+		r.add("Twilio.AuthToken", nil, twilioNeeded)
+	case !alphanumeric(t.AuthToken):
+		r.add("Twilio.AuthToken", nil, twilioCharacters)
+	}
+	if t.AccountSID != "" && !alphanumeric(t.AccountSID) {
+		r.add("Twilio.AccountSID", t.AccountSID, twilioCharacters)
+	}
+	switch {
+	case t.PublicURL == "":
+		r.add("Twilio.PublicURL", nil, twilioNeeded)
+	case !webURL(t.PublicURL):
+		r.add("Twilio.PublicURL", t.PublicURL, "want the https://host[/prefix] Twilio calls, without a query")
+	}
+	if !webURL(t.APIURL) {
+		r.add("Twilio.APIURL", t.APIURL, "want http(s)://host[/prefix], without a query")
+	}
+	if len(t.Allowed) == 0 {
+		r.add("Twilio.Allowed", nil, "empty, so nobody could use textslash; list the E.164 numbers that may")
+	}
+	for _, n := range t.Allowed {
+		if _, err := contract.PhoneUser(contract.ChannelSMS, n); err != nil {
+			r.add("Twilio.Allowed", n, "not an E.164 number; want one like +15551234567")
+		}
+	}
+	return errors.Join(r...)
+}
+
+// twilioCharacters: twilio-go sends nothing with other characters in the
+// account's SID or token ("ApiError 21224 Invalid Password"), and every
+// signature would fail; say so at start rather than at the first message.
+const twilioCharacters = "letters and digits only, as Twilio's console shows it, without spaces, quotes or line breaks"
+
+// alphanumeric reports whether s holds ASCII letters and digits only.
+func alphanumeric(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9')
+	}) < 0
 }
 
 // twilioForm reads and authenticates a Twilio webhook: the form, once its

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"image"
 	"image/color"
 	"image/png"
@@ -372,25 +373,36 @@ func TestTwilioStatusCallback(t *testing.T) {
 	}
 }
 
+// Bad Twilio settings are refused, each named by its field; those missing
+// are named all at once.
 func TestTwilioConfig(t *testing.T) {
-	ns := natstest.RunJetStream(t)
+	newIngress := withJetStream(t)
 	tests := []struct {
-		name string
-		tw   ingress.Twilio
-		err  string
+		name     string
+		tw       ingress.Twilio
+		settings []string
 	}{
-		{"no token", ingress.Twilio{PublicURL: publicURL, Allowed: []string{alice}}, "TWILIO_AUTH_TOKEN"},
-		{"no public url", ingress.Twilio{AuthToken: token, Allowed: []string{alice}}, "PUBLIC_URL"},
-		{"no allowlist", ingress.Twilio{AuthToken: token, PublicURL: publicURL}, "ALLOWED_PHONE_NUMBERS"},
-		{"bad number", ingress.Twilio{AuthToken: token, PublicURL: publicURL, Allowed: []string{"555-1234"}}, "555-1234"},
+		{"nothing", ingress.Twilio{}, []string{"Twilio.AuthToken", "Twilio.PublicURL", "Twilio.Allowed"}},
+		{"no token", ingress.Twilio{PublicURL: publicURL, Allowed: []string{alice}}, []string{"Twilio.AuthToken"}},
+		{"token pasted with a space", ingress.Twilio{AuthToken: token + " ", PublicURL: publicURL, Allowed: []string{alice}}, []string{"Twilio.AuthToken"}},
+		{"account sid quoted", ingress.Twilio{AuthToken: token, AccountSID: `"AC1"`, PublicURL: publicURL, Allowed: []string{alice}}, []string{"Twilio.AccountSID"}},
+		{"no public url", ingress.Twilio{AuthToken: token, Allowed: []string{alice}}, []string{"Twilio.PublicURL"}},
+		{"public url without scheme", ingress.Twilio{AuthToken: token, PublicURL: "textslash.example.com", Allowed: []string{alice}}, []string{"Twilio.PublicURL"}},
+		{"public url with a query", ingress.Twilio{AuthToken: token, PublicURL: publicURL + "/?x=1", Allowed: []string{alice}}, []string{"Twilio.PublicURL"}},
+		{"no allowlist", ingress.Twilio{AuthToken: token, PublicURL: publicURL}, []string{"Twilio.Allowed"}},
+		{"bad number", ingress.Twilio{AuthToken: token, PublicURL: publicURL, Allowed: []string{alice, "555-1234"}}, []string{"Twilio.Allowed"}},
+		{"bad api url", ingress.Twilio{AuthToken: token, PublicURL: publicURL, Allowed: []string{alice}, APIURL: "api.twilio.com"}, []string{"Twilio.APIURL"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ingress.New(ingress.Config{Twilio: &tt.tw}, ns.JS, zerolog.New(io.Discard))
-			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("got %v; want an error naming %s", err, tt.err)
-			}
+			refused(t, newIngress, ingress.Config{Twilio: &tt.tw}, tt.settings...)
 		})
+	}
+	// The number refused is the one shown.
+	var ce *contract.ConfigError
+	err := ingress.Config{Twilio: &ingress.Twilio{AuthToken: token, PublicURL: publicURL, Allowed: []string{"555-1234"}}}.Default().Validate()
+	if !errors.As(err, &ce) || ce.Value != `"555-1234"` {
+		t.Errorf("got %v; want the value \"555-1234\"", err)
 	}
 }
 
