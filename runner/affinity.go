@@ -63,8 +63,12 @@ func DefaultID() string {
 	return runnerIDRE.ReplaceAllString(host, "-")
 }
 
+// validID reports whether id may name a runner: a KV key of letters,
+// digits, - and _.
+func validID(id string) bool { return id != "" && !runnerIDRE.MatchString(id) }
+
 func openAffinity(ctx context.Context, js jetstream.JetStream, id string, log zerolog.Logger) (*affinity, error) {
-	if runnerIDRE.MatchString(id) || id == "" {
+	if !validID(id) {
 		return nil, fmt.Errorf("runner id %q: want letters, digits, - and _ only", id)
 	}
 	a := &affinity{id: id, every: contract.RunnerTTL / 3, log: log}

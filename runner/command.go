@@ -15,7 +15,7 @@ const (
 	commandProgressRunes = 200
 )
 
-// Command runs any program as the agent: TEXTSLASH_AGENT set to a command
+// Command runs any program as the agent: Config.Agent set to a command
 // line. This is the whole contract such a program has to meet.
 //
 // It runs once per message as bash -c Line in the person's workspace, as

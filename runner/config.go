@@ -1,10 +1,15 @@
 package runner
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/textslash/textslash/contract"
 )
+
+// service names the runner in its ConfigErrors.
+const service = "runner"
 
 // Agent names for Config.Agent.
 const (
@@ -89,10 +94,10 @@ type Config struct {
 	// out, and the person told when it is restored.
 	Snapshots   bool
 	SnapshotMax int64
-	// Credentials is the directory of people's git credentials
-	// (TEXTSLASH_CREDENTIALS; see credentials.go): one subdirectory per
-	// person, named by contract.PersonKey; each run of theirs gets a
-	// read-only copy at CredentialsPath. Handed out only in the sandbox.
+	// Credentials is the directory of people's git credentials (see
+	// credentials.go): one subdirectory per person, named by
+	// contract.PersonKey; each run of theirs gets a read-only copy at
+	// CredentialsPath. Handed out only in the sandbox.
 	Credentials string
 	// ID names this runner among those sharing the jobs: each user's jobs
 	// run on the runner holding their workspace (see affinity). It must
@@ -108,30 +113,30 @@ const (
 	DefaultVoiceMax    = 5 * time.Minute
 )
 
-func (c *Config) defaults() {
-	if c.VoiceMax <= 0 {
+// Default returns the configuration with every setting left zero set to
+// its default. It never fails and never checks: a negative number is left
+// for Validate to refuse. The Sandbox is copied, lists and all, so that
+// neither Default nor New (which readies the copy) writes into the caller's.
+func (c Config) Default() Config {
+	if c.VoiceMax == 0 {
 		c.VoiceMax = DefaultVoiceMax
 	}
-	if c.Concurrency <= 0 {
+	if c.Concurrency == 0 {
 		c.Concurrency = DefaultConcurrency
 	}
-	if c.Timeout <= 0 {
+	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
-	if c.PermissionTimeout <= 0 {
+	if c.PermissionTimeout == 0 {
 		c.PermissionTimeout = contract.PermissionTimeout
 	}
-	// A run's own work must end within the dedup window, for the started
-	// mark to tell a job that ran from one that did not; a run that also
-	// waited for the person is told apart by markStarted's look-up.
-	c.Timeout = min(c.Timeout, contract.DedupWindow-time.Minute)
-	if c.OutputCap <= 0 {
+	if c.OutputCap == 0 {
 		c.OutputCap = 10 << 20
 	}
 	if c.Workspaces == "" {
 		c.Workspaces = "workspaces"
 	}
-	if c.Heartbeat <= 0 {
+	if c.Heartbeat == 0 {
 		c.Heartbeat = time.Minute
 	}
 	if c.ShotAddr == "" {
@@ -140,10 +145,75 @@ func (c *Config) defaults() {
 	if c.ID == "" {
 		c.ID = DefaultID()
 	}
-	if c.ProjectMaxBytes <= 0 {
+	if c.ProjectMaxBytes == 0 {
 		c.ProjectMaxBytes = DefaultProjectMaxBytes
 	}
-	if c.SnapshotMax <= 0 {
+	if c.SnapshotMax == 0 {
 		c.SnapshotMax = DefaultSnapshotMax
 	}
+	if c.Sandbox != nil {
+		s := c.Sandbox.withDefaults()
+		c.Sandbox = &s
+	}
+	return c
+}
+
+// maxTimeout is the longest Timeout: a run's own work must end within the
+// dedup window, for the started mark to tell a job that ran from one that
+// did not (a run that also waited for the person is told apart by
+// markStarted's look-up).
+const maxTimeout = contract.DedupWindow - time.Minute
+
+// minHeartbeat is the shortest Heartbeat: runs look for progress every
+// quarter of it, with a ticker, which wants more than nothing.
+const minHeartbeat = 10 * time.Millisecond
+
+// Validate checks the configuration as it will run (call it on Default's
+// result): nil, or every setting refused, each a *contract.ConfigError.
+// What needs the machine (the agent user, the workspaces, bubblewrap, the
+// credentials, the agent's binary) New checks.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(setting string, value any, reason string) {
+		errs = append(errs, contract.BadSetting(service, setting, value, reason))
+	}
+	if c.Concurrency < 1 {
+		bad("Concurrency", c.Concurrency, "must be at least 1")
+	}
+	if c.Timeout < time.Second || c.Timeout > maxTimeout {
+		bad("Timeout", c.Timeout, fmt.Sprintf("must be between 1s and %dm", maxTimeout/time.Minute))
+	}
+	if c.PermissionTimeout < time.Second {
+		bad("PermissionTimeout", c.PermissionTimeout, "must be at least 1s")
+	}
+	if c.Heartbeat < minHeartbeat {
+		bad("Heartbeat", c.Heartbeat, "must be at least "+minHeartbeat.String())
+	}
+	if c.OutputCap < 1 {
+		bad("OutputCap", c.OutputCap, "must be at least 1")
+	}
+	if c.VoiceMax <= 0 {
+		bad("VoiceMax", c.VoiceMax, "must be positive")
+	}
+	if c.ProjectMaxBytes <= 0 {
+		bad("ProjectMaxBytes", c.ProjectMaxBytes, "must be positive")
+	}
+	if c.SnapshotMax <= 0 {
+		bad("SnapshotMax", c.SnapshotMax, "must be positive")
+	}
+	for _, d := range []struct {
+		setting string
+		value   time.Duration
+	}{{"StopGrace", c.StopGrace}, {"IdleExit", c.IdleExit}, {"VoiceGrace", c.VoiceGrace}} {
+		if d.value < 0 {
+			bad(d.setting, d.value, "must not be negative")
+		}
+	}
+	if !validID(c.ID) {
+		bad("ID", c.ID, "want letters, digits, - and _ only")
+	}
+	if c.Sandbox != nil {
+		errs = append(errs, c.Sandbox.validate("Sandbox")...)
+	}
+	return errors.Join(errs...)
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // People's git credentials (issue 19: private repositories cloned into
-// projects). The operator keeps them in a directory (TEXTSLASH_CREDENTIALS),
+// projects). The operator keeps them in a directory (Config.Credentials),
 // one subdirectory per person named by contract.PersonKey:
 //
 //	phone.15551234567/git-credentials   https tokens, git's credential-store format
@@ -71,7 +71,7 @@ type credentials struct {
 	user   *agentUser // whom the copies belong to; nil: textslash's user
 }
 
-// openCredentials readies the credentials in dir (TEXTSLASH_CREDENTIALS)
+// openCredentials readies the credentials in dir (Config.Credentials)
 // at start: dir and the runs' copies under workspaces are added to what
 // box hides, copies a crash left are removed, and each person's kinds of
 // credentials are logged (never their contents). Without a sandbox (box
@@ -103,8 +103,9 @@ func openCredentials(dir, workspaces string, box *Sandbox, u *agentUser, log zer
 	// A shared directory is bound into every run after the hidden ones
 	// are hidden: it would show them again.
 	for _, sh := range box.Share {
-		if sh, err := filepath.Abs(sh); err == nil && (within(abs, sh) || within(sh, abs) || within(c.copies, sh)) {
-			return nil, fmt.Errorf("%s and TEXTSLASH_SANDBOX_SHARE's %s overlap: every run would see the credentials", abs, sh)
+		if a, err := filepath.Abs(sh); err == nil && (within(abs, a) || within(a, abs) || within(c.copies, a)) {
+			return nil, contract.BadSetting(service, "Sandbox.Share", sh,
+				fmt.Sprintf("overlaps the credentials %s or their runs' copies %s: every run would see them", abs, c.copies))
 		}
 	}
 	// Copies a crash left behind hold secrets: gone before any run.

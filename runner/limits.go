@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/textslash/textslash/contract"
 )
 
 // Limits bound one run: memory, processes and CPU, through a cgroup of the
@@ -20,12 +22,27 @@ import (
 // The cgroup files are written directly: the handful this needs did not
 // earn a cgroup library's dependencies.
 type Limits struct {
-	// Memory is the most memory in bytes (TEXTSLASH_RUN_MEMORY).
+	// Memory is the most memory in bytes.
 	Memory int64
-	// Pids is the most processes and threads at once (TEXTSLASH_RUN_PIDS).
+	// Pids is the most processes and threads at once: 0, or at least 16.
 	Pids int
-	// CPU is the most CPU time, in cores (TEXTSLASH_RUN_CPU).
+	// CPU is the most CPU time, in cores: 0, or at least 0.1.
 	CPU float64
+}
+
+// validate checks the limits, named path in the Config.
+func (l Limits) validate(path string) []error {
+	var errs []error
+	if l.Memory < 0 {
+		errs = append(errs, contract.BadSetting(service, path+".Memory", l.Memory, "0 (no limit) or more"))
+	}
+	if l.Pids < 0 || (l.Pids > 0 && l.Pids < 16) {
+		errs = append(errs, contract.BadSetting(service, path+".Pids", l.Pids, "0 (no limit) or at least 16"))
+	}
+	if l.CPU < 0 || (l.CPU > 0 && l.CPU < 0.1) {
+		errs = append(errs, contract.BadSetting(service, path+".CPU", l.CPU, "0 (no limit) or at least 0.1"))
+	}
+	return errs
 }
 
 func (l Limits) zero() bool { return l.Memory <= 0 && l.Pids <= 0 && l.CPU <= 0 }

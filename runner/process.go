@@ -28,7 +28,7 @@ type agentUser struct {
 	uid, gid uint32
 }
 
-// lookupAgentUser resolves TEXTSLASH_AGENT_USER. Running as root without
+// lookupAgentUser resolves Config.AgentUser. Running as root without
 // one is allowed for the shell agent only (Claude Code refuses root).
 func lookupAgentUser(name string) (*agentUser, error) {
 	if name == "" {

@@ -49,50 +49,75 @@ type Runner struct {
 	takenOver map[string]bool
 }
 
-// New checks the configuration and picks the agent.
+// New checks the configuration, then readies the machine for the runs and
+// picks the agent. A setting refused, or one the machine cannot honour,
+// is a *contract.ConfigError naming the setting.
 func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error) {
-	cfg.defaults()
+	cfg = cfg.Default()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if js == nil {
 		return nil, errors.New("runner: no JetStream")
 	}
+	r := &Runner{cfg: cfg, js: js, log: log.With().Str("svc", "runner").Logger(), running: map[string]*running{}, takenOver: map[string]bool{}}
+	if err := r.setUp(); err != nil {
+		return nil, err
+	}
+	if err := r.pickAgent(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// setUp readies what runs need of the machine: the agent user, the
+// sandbox, the workspaces, the people's credentials and the agents'
+// textslash command.
+func (r *Runner) setUp() error {
+	cfg := &r.cfg
 	ws, err := filepath.Abs(cfg.Workspaces)
 	if err != nil {
-		return nil, fmt.Errorf("TEXTSLASH_WORKSPACES: %w", err)
+		return settingErr("Workspaces", cfg.Workspaces, "not a usable path", err)
 	}
 	cfg.Workspaces = ws
-	r := &Runner{cfg: cfg, js: js, log: log.With().Str("svc", "runner").Logger(), running: map[string]*running{}, takenOver: map[string]bool{}}
 	if r.user, err = lookupAgentUser(cfg.AgentUser); err != nil {
-		return nil, fmt.Errorf("TEXTSLASH_AGENT_USER: %w", err)
+		return settingErr("AgentUser", cfg.AgentUser, "not a user of this system", err)
 	}
-	chosenUser := r.user != nil
 	if cfg.Sandbox != nil {
 		if err := r.confine(); err != nil {
-			return nil, err
+			return settingErr("Sandbox", nil, "does not work here", err)
 		}
 	}
 	if err := os.MkdirAll(ws, 0o755); err != nil {
-		return nil, fmt.Errorf("TEXTSLASH_WORKSPACES: %w", err)
+		return settingErr("Workspaces", ws, "cannot be made", err)
 	}
 	if changed, err := reachable(ws, r.user); err != nil {
-		return nil, fmt.Errorf("TEXTSLASH_WORKSPACES: %w", err)
+		return settingErr("Workspaces", ws, "out of the agent user's reach", err)
 	} else if len(changed) > 0 {
 		r.log.Info().Strs("dirs", changed).Str("agent_user", r.user.name).Msg("directories above the workspaces made traversable (o+x, not listable) for the agent user")
 	}
 	if r.creds, err = openCredentials(cfg.Credentials, ws, cfg.Sandbox, r.user, r.log); err != nil {
-		return nil, fmt.Errorf("TEXTSLASH_CREDENTIALS: %w", err)
+		return settingErr("Credentials", cfg.Credentials, "cannot be used", err)
 	}
 	if cfg.ShotCommand != "" {
 		if r.bin, err = installShotCommand(ws, cfg.ShotCommand); err != nil {
-			return nil, fmt.Errorf("textslash command for agents: %w", err)
+			return settingErr("ShotCommand", cfg.ShotCommand, "cannot be given to the agents", err)
 		}
 	}
-	claudeBin := cfg.ClaudeBin
+	return nil
+}
+
+// pickAgent picks the agent: Config.Agent, or when it is empty Claude Code
+// where it is installed and can run (it refuses root), else the shell.
+func (r *Runner) pickAgent() error {
+	claudeBin := r.cfg.ClaudeBin
 	if claudeBin == "" {
 		claudeBin, _ = exec.LookPath("claude")
 	}
-	switch cfg.Agent {
-	case "":
-		// Claude Code when it is installed and can run (it refuses root).
+	// An agent user the operator gave: nobody, the sandbox's stand-in as
+	// root, does not count.
+	chosenUser := r.cfg.AgentUser != ""
+	if r.cfg.Agent == "" {
 		r.cfg.Agent = AgentShell
 		if claudeBin != "" && (os.Geteuid() != 0 || chosenUser) {
 			r.cfg.Agent = AgentClaude
@@ -105,14 +130,29 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error
 		r.agent = Shell{}
 	case AgentClaude:
 		if claudeBin == "" {
-			return nil, errors.New("TEXTSLASH_AGENT=claude: no claude binary in PATH; set TEXTSLASH_CLAUDE_BIN")
+			return contract.BadSetting(service, "Agent", AgentClaude, "no claude binary in PATH, and no ClaudeBin given")
+		}
+		if _, err := exec.LookPath(claudeBin); err != nil {
+			return settingErr("ClaudeBin", claudeBin, "not an executable", err)
 		}
 		if os.Geteuid() == 0 && !chosenUser {
-			return nil, errors.New("TEXTSLASH_AGENT=claude as root: Claude Code refuses to run as root; set TEXTSLASH_AGENT_USER to an unprivileged user")
+			return contract.BadSetting(service, "Agent", AgentClaude, "refused as root (Claude Code will not run as root): set AgentUser to an unprivileged user")
 		}
 		r.agent = &Claude{Bin: claudeBin, AppendSystemPrompt: SystemPrompt}
 	}
-	return r, nil
+	return nil
+}
+
+// settingErr is err, from a check of the machine, as the ConfigError of
+// setting (value nil: none to show); an err that is one already, naming
+// another setting, stays as it is.
+func settingErr(setting string, value any, reason string, err error) error {
+	if _, ok := errors.AsType[*contract.ConfigError](err); ok {
+		return err
+	}
+	ce := contract.BadSetting(service, setting, value, reason)
+	ce.Err = err
+	return ce
 }
 
 // AgentName is the agent in use: "shell", "claude" or the command line.

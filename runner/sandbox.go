@@ -57,6 +57,21 @@ func (s *Sandbox) withBind(src, dst string) *Sandbox {
 	return &c
 }
 
+// withDefaults is a copy of s, its lists copied too: New readies the
+// copy (absolute Hide, more to hide, the programs to show), never the
+// caller's sandbox.
+func (s *Sandbox) withDefaults() Sandbox {
+	c := *s
+	c.Hide, c.Share = slices.Clone(s.Hide), slices.Clone(s.Share)
+	c.expose, c.binds = slices.Clone(s.expose), slices.Clone(s.binds)
+	return c
+}
+
+// validate checks the sandbox, named path in the Config.
+func (s *Sandbox) validate(path string) []error {
+	return s.Limits.validate(path + ".Limits")
+}
+
 // ErrNoSandbox means runs cannot be sandboxed here.
 var ErrNoSandbox = errors.New("cannot sandbox runs")
 
@@ -70,7 +85,7 @@ func (s *Sandbox) probe(u *agentUser) error {
 	}
 	path, err := exec.LookPath(bin)
 	if err != nil {
-		return fmt.Errorf("%w: bubblewrap not found (apt install bubblewrap), or set TEXTSLASH_SANDBOX=off to run agents unconfined", ErrNoSandbox)
+		return fmt.Errorf("%w: bubblewrap not found (apt install bubblewrap), or run agents unconfined (no sandbox)", ErrNoSandbox)
 	}
 	s.Bwrap = path
 	dir, err := os.MkdirTemp("", "textslash-probe")
@@ -88,7 +103,7 @@ func (s *Sandbox) probe(u *agentUser) error {
 		cmd.SysProcAttr = credential(u)
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%w: bwrap failed: %v: %s (user namespaces must be allowed: sysctl kernel.unprivileged_userns_clone=1; in a container, seccomp and AppArmor must let it unshare), or set TEXTSLASH_SANDBOX=off to run agents unconfined", ErrNoSandbox, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("%w: bwrap failed: %v: %s (user namespaces must be allowed: sysctl kernel.unprivileged_userns_clone=1; in a container, seccomp and AppArmor must let it unshare), or run agents unconfined (no sandbox)", ErrNoSandbox, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
@@ -135,14 +150,14 @@ func (s *Sandbox) wrap(dir, home, bin, name string, args ...string) (string, []s
 }
 
 // confine readies the runner's sandbox at start: bwrap works, runs have an
-// unprivileged identity (nobody, when textslash runs as root without
-// TEXTSLASH_AGENT_USER), and limits can be set — or says why not.
+// unprivileged identity (nobody, when textslash runs as root without an
+// AgentUser), and limits can be set — or says why not.
 func (r *Runner) confine() error {
 	box := r.cfg.Sandbox
 	if os.Geteuid() == 0 && r.user == nil {
 		nobody, err := lookupAgentUser("nobody")
 		if err != nil {
-			return fmt.Errorf("%w: as root without TEXTSLASH_AGENT_USER runs drop to nobody, which this system lacks: %v", ErrNoSandbox, err)
+			return fmt.Errorf("%w: as root without an AgentUser runs drop to nobody, which this system lacks: %v", ErrNoSandbox, err)
 		}
 		r.user = nobody
 		r.log.Warn().Msg("runs sandboxed as nobody: set TEXTSLASH_AGENT_USER to give agents a user of their own")

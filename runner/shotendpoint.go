@@ -334,7 +334,7 @@ func (r *Runner) browserUser() *syscall.Credential {
 
 // browserNoSandbox: Chromium's own sandbox (user namespaces) is used
 // wherever the runs' sandbox works; as root (which it refuses), or as the
-// agents' user with TEXTSLASH_SANDBOX=off (where namespaces may be what is
+// agents' user without the runs' sandbox (where namespaces may be what is
 // missing), it runs without.
 func (r *Runner) browserNoSandbox() bool {
 	if r.user == nil {

@@ -1,0 +1,320 @@
+package runner
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// binaryVars are the textslash binary's environment variables: the
+// runner's errors name its Config's fields, and the binary maps those to
+// these.
+var binaryVars = regexp.MustCompile(`TEXTSLASH_|PUBLIC_URL|ALLOWED_PHONE|TWILIO_|TELEGRAM_|NOTION_`)
+
+// badConfigs are configurations Validate refuses, with the settings
+// (Config field paths) each refusal names.
+var badConfigs = map[string]struct {
+	cfg      Config
+	settings []string
+}{
+	"negative concurrency":        {Config{Concurrency: -1}, []string{"Concurrency"}},
+	"negative timeout":            {Config{Timeout: -time.Second}, []string{"Timeout"}},
+	"timeout under 1s":            {Config{Timeout: 500 * time.Millisecond}, []string{"Timeout"}},
+	"timeout past the dedup":      {Config{Timeout: 10 * time.Minute}, []string{"Timeout"}},
+	"negative stop grace":         {Config{StopGrace: -time.Second}, []string{"StopGrace"}},
+	"negative idle exit":          {Config{IdleExit: -time.Second}, []string{"IdleExit"}},
+	"permission timeout under 1s": {Config{PermissionTimeout: 10 * time.Millisecond}, []string{"PermissionTimeout"}},
+	"negative permission timeout": {Config{PermissionTimeout: -time.Minute}, []string{"PermissionTimeout"}},
+	"negative voice max":          {Config{VoiceMax: -time.Second}, []string{"VoiceMax"}},
+	"negative voice grace":        {Config{VoiceGrace: -time.Second}, []string{"VoiceGrace"}},
+	"negative project max":        {Config{ProjectMaxBytes: -1}, []string{"ProjectMaxBytes"}},
+	"negative snapshot max":       {Config{SnapshotMax: -1}, []string{"SnapshotMax"}},
+	"negative output cap":         {Config{OutputCap: -1}, []string{"OutputCap"}},
+	"negative heartbeat":          {Config{Heartbeat: -time.Second}, []string{"Heartbeat"}},
+	"heartbeat of a nanosecond":   {Config{Heartbeat: time.Nanosecond}, []string{"Heartbeat"}},
+	"id with a space":             {Config{ID: "my runner"}, []string{"ID"}},
+	"id with a dot":               {Config{ID: "host.example"}, []string{"ID"}},
+	"pids under 16":               {Config{Sandbox: &Sandbox{Limits: Limits{Pids: 8}}}, []string{"Sandbox.Limits.Pids"}},
+	"negative pids":               {Config{Sandbox: &Sandbox{Limits: Limits{Pids: -1}}}, []string{"Sandbox.Limits.Pids"}},
+	"cpu under a tenth":           {Config{Sandbox: &Sandbox{Limits: Limits{CPU: 0.05}}}, []string{"Sandbox.Limits.CPU"}},
+	"negative cpu":                {Config{Sandbox: &Sandbox{Limits: Limits{CPU: -1}}}, []string{"Sandbox.Limits.CPU"}},
+	"negative memory":             {Config{Sandbox: &Sandbox{Limits: Limits{Memory: -1}}}, []string{"Sandbox.Limits.Memory"}},
+	"several at once": {Config{Concurrency: -2, Timeout: time.Hour, Sandbox: &Sandbox{Limits: Limits{Pids: 1, CPU: -1}}},
+		[]string{"Concurrency", "Sandbox.Limits.CPU", "Sandbox.Limits.Pids", "Timeout"}},
+}
+
+// Validate, on Default's result, refuses each bad configuration with a
+// ConfigError per bad setting.
+func TestValidateRefusesBadConfig(t *testing.T) {
+	for name, tc := range badConfigs {
+		t.Run(name, func(t *testing.T) {
+			err := tc.cfg.Default().Validate()
+			if err == nil {
+				t.Fatalf("Validate(%+v): got nil; want an error", tc.cfg.Default())
+			}
+			checkConfigErr(t, err, tc.settings)
+		})
+	}
+}
+
+// New refuses what Validate refuses, before it looks at the machine.
+func TestNewRefusesBadConfig(t *testing.T) {
+	e := newRunnerEnv(t)
+	for name, tc := range badConfigs {
+		t.Run(name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.Agent, cfg.Workspaces = AgentShell, t.TempDir()
+			r, err := New(cfg, e.js, zerolog.Nop())
+			if err == nil {
+				t.Fatalf("New(%+v): got %v, nil; want an error", cfg, r)
+			}
+			checkConfigErr(t, err, tc.settings)
+		})
+	}
+}
+
+// New's checks of the machine (the agent user, the workspaces, the
+// sandbox, the credentials, the agent's binary) name the setting too.
+func TestNewRefusesMachine(t *testing.T) {
+	e := newRunnerEnv(t)
+	sandboxWorks := func(t *testing.T) { skipUnlessSandbox(t) }
+	tests := []struct {
+		name    string
+		cfg     func(t *testing.T) Config // Agent shell and Workspaces a new directory unless set
+		setting string
+		is      error  // what the error wraps too, if anything
+		text    string // what its text says, if anything
+	}{
+		{name: "no such agent user", setting: "AgentUser", cfg: func(t *testing.T) Config {
+			return Config{AgentUser: "textslash-no-such-user"}
+		}},
+		{name: "workspaces under a file", setting: "Workspaces", cfg: func(t *testing.T) Config {
+			file := filepath.Join(t.TempDir(), "file")
+			if err := os.WriteFile(file, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return Config{Workspaces: filepath.Join(file, "workspaces")}
+		}},
+		{name: "no textslash command", setting: "ShotCommand", cfg: func(t *testing.T) Config {
+			return Config{ShotCommand: filepath.Join(t.TempDir(), "textslash")}
+		}},
+		{name: "no claude binary there", setting: "ClaudeBin", cfg: func(t *testing.T) Config {
+			return Config{Agent: AgentClaude, ClaudeBin: filepath.Join(t.TempDir(), "claude")}
+		}},
+		{name: "no claude in PATH", setting: "Agent", cfg: func(t *testing.T) Config {
+			t.Setenv("PATH", t.TempDir())
+			return Config{Agent: AgentClaude}
+		}},
+		{name: "claude as root", setting: "Agent", text: "root", cfg: func(t *testing.T) Config {
+			if os.Geteuid() != 0 {
+				t.Skip("not root")
+			}
+			return Config{Agent: AgentClaude, ClaudeBin: "/bin/true"}
+		}},
+		{name: "no bubblewrap", setting: "Sandbox", is: ErrNoSandbox, text: "or run agents unconfined (no sandbox)", cfg: func(t *testing.T) Config {
+			return Config{Sandbox: &Sandbox{Bwrap: filepath.Join(t.TempDir(), "bwrap")}}
+		}},
+		{name: "no credentials directory", setting: "Credentials", cfg: func(t *testing.T) Config {
+			sandboxWorks(t)
+			return Config{Sandbox: &Sandbox{}, Credentials: filepath.Join(t.TempDir(), "credentials")}
+		}},
+		{name: "credentials shared", setting: "Sandbox.Share", cfg: func(t *testing.T) Config {
+			sandboxWorks(t)
+			dir := t.TempDir()
+			for _, d := range []string{dir, filepath.Dir(dir)} { // bwrap, as the runs' user, binds it
+				if err := os.Chmod(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return Config{Sandbox: &Sandbox{Share: []string{dir}}, Credentials: filepath.Join(dir, "credentials")}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := tt.cfg(t)
+			if cfg.Agent == "" {
+				cfg.Agent = AgentShell
+			}
+			if cfg.Workspaces == "" {
+				cfg.Workspaces = t.TempDir()
+			}
+			if cfg.Credentials != "" && tt.setting == "Sandbox.Share" {
+				if err := os.Mkdir(cfg.Credentials, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := New(cfg, e.js, zerolog.Nop())
+			if err == nil {
+				t.Fatalf("New(%+v): got %v, nil; want an error", cfg, r)
+			}
+			checkConfigErr(t, err, []string{tt.setting})
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("err %q: got not %v; want errors.Is it", err, tt.is)
+			}
+			if !strings.Contains(err.Error(), tt.text) {
+				t.Errorf("err %q: want it to say %q", err, tt.text)
+			}
+		})
+	}
+}
+
+// The zero Config, filled in by Default, runs; so does one at the edges
+// of every range, and settings set are kept.
+func TestDefaultValidates(t *testing.T) {
+	got := Config{}.Default()
+	if err := got.Validate(); err != nil {
+		t.Fatalf("Config{}.Default().Validate(): got %v; want nil", err)
+	}
+	want := Config{Workspaces: "workspaces", Concurrency: DefaultConcurrency, Timeout: DefaultTimeout,
+		PermissionTimeout: contract.PermissionTimeout, OutputCap: 10 << 20, Heartbeat: time.Minute,
+		ShotAddr: "127.0.0.1:0", VoiceMax: DefaultVoiceMax, ProjectMaxBytes: DefaultProjectMaxBytes,
+		SnapshotMax: DefaultSnapshotMax, ID: DefaultID()}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Config{}.Default(): got %+v; want %+v", got, want)
+	}
+	set := Config{Agent: "bash", Workspaces: "/srv/ws", Concurrency: 1, Timeout: 9 * time.Minute,
+		PermissionTimeout: time.Second, OutputCap: 1, Heartbeat: 10 * time.Millisecond, ShotAddr: "127.0.0.1:9999",
+		StopGrace: time.Second, IdleExit: time.Second, VoiceMax: time.Second, VoiceGrace: time.Second,
+		ProjectMaxBytes: 1, SnapshotMax: 1, ID: "runner-1_a", Sandbox: &Sandbox{Limits: Limits{Memory: 1, Pids: 16, CPU: 0.1}}}
+	got = set.Default()
+	if got.Sandbox == set.Sandbox || !reflect.DeepEqual(*got.Sandbox, *set.Sandbox) {
+		t.Errorf("Default's sandbox: got %p %+v; want a copy of %p %+v", got.Sandbox, got.Sandbox, set.Sandbox, set.Sandbox)
+	}
+	got.Sandbox = set.Sandbox
+	if !reflect.DeepEqual(got, set) {
+		t.Errorf("Default of a full config: got %+v; want it unchanged %+v", got, set)
+	}
+	if err := set.Default().Validate(); err != nil {
+		t.Errorf("Validate(%+v): got %v; want nil", set, err)
+	}
+}
+
+// Default returns a copy: the caller's Config, its Sandbox and the
+// sandbox's lists stay as they were whatever is done with the copy.
+func TestDefaultLeavesCaller(t *testing.T) {
+	box := &Sandbox{Hide: []string{"data"}, Share: []string{"cache"}}
+	cfg := Config{Sandbox: box}
+	got := cfg.Default()
+	if cfg.Concurrency != 0 || cfg.Timeout != 0 || cfg.ID != "" || cfg.Sandbox != box {
+		t.Errorf("after Default the caller's config is %+v; want it untouched", cfg)
+	}
+	got.Sandbox.Hide[0], got.Sandbox.Share[0], got.Sandbox.Bwrap = "/elsewhere", "/elsewhere", "/bin/bwrap"
+	got.Sandbox.Limits.Pids = 99
+	if want := (Sandbox{Hide: []string{"data"}, Share: []string{"cache"}}); !reflect.DeepEqual(*box, want) {
+		t.Errorf("after a change to Default's copy the caller's sandbox is %+v; want %+v", *box, want)
+	}
+}
+
+// New readies its own copy of the sandbox: the caller's is left as it was
+// (the binary, or a test, may hand the same one to another runner).
+func TestNewLeavesCallersSandbox(t *testing.T) {
+	skipUnlessSandbox(t)
+	e := newRunnerEnv(t)
+	creds := t.TempDir()
+	box := &Sandbox{Hide: []string{"data"}}
+	if _, err := New(Config{Agent: AgentShell, Workspaces: e.workspaces, Sandbox: box, Credentials: creds}, e.js, zerolog.Nop()); err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if want := (Sandbox{Hide: []string{"data"}}); !reflect.DeepEqual(*box, want) {
+		t.Errorf("after New the caller's sandbox is %+v; want %+v", *box, want)
+	}
+}
+
+// skipUnlessSandbox skips a test of a sandboxed runner without an agent
+// user where bubblewrap does not work for the user runs would be (nobody,
+// as root).
+func skipUnlessSandbox(t *testing.T) {
+	t.Helper()
+	var u *agentUser
+	if os.Geteuid() == 0 {
+		var err error
+		if u, err = lookupAgentUser("nobody"); err != nil {
+			t.Skip(err)
+		}
+	}
+	if err := (&Sandbox{}).probe(u); err != nil {
+		t.Skip(err)
+	}
+}
+
+// checkConfigErr checks that err is ErrConfig, that its ConfigErrors name
+// settings (in any order), each a field of Config, and that its text names
+// no variable of the binary.
+func checkConfigErr(t *testing.T, err error, settings []string) {
+	t.Helper()
+	if !errors.Is(err, contract.ErrConfig) {
+		t.Errorf("err %q: got not ErrConfig; want errors.Is(err, contract.ErrConfig)", err)
+	}
+	var ce *contract.ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("err %q: got %T; want a *contract.ConfigError", err, err)
+	}
+	var got []string
+	for _, ce := range configErrors(err) {
+		if ce.Service != "runner" {
+			t.Errorf("err %q: got service %q; want runner", ce, ce.Service)
+		}
+		if ce.Reason == "" || ce.Reason != strings.ToLower(ce.Reason[:1])+ce.Reason[1:] {
+			t.Errorf("err %q: got reason %q; want one starting lower case", ce, ce.Reason)
+		}
+		if !isField(reflect.TypeFor[Config](), ce.Setting) {
+			t.Errorf("err %q: setting %q names no field of Config", ce, ce.Setting)
+		}
+		got = append(got, ce.Setting)
+	}
+	slices.Sort(got)
+	want := slices.Sorted(slices.Values(settings))
+	if !slices.Equal(got, want) {
+		t.Errorf("err %q: got settings %q; want %q", err, got, want)
+	}
+	if binaryVars.MatchString(err.Error()) {
+		t.Errorf("err %q names a variable of the binary; want the Config's field", err)
+	}
+}
+
+// configErrors are the ConfigErrors in err's tree (joined or wrapped).
+func configErrors(err error) []*contract.ConfigError {
+	if ce, ok := err.(*contract.ConfigError); ok {
+		return []*contract.ConfigError{ce}
+	}
+	var out []*contract.ConfigError
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			out = append(out, configErrors(e)...)
+		}
+	case interface{ Unwrap() error }:
+		if e := u.Unwrap(); e != nil {
+			out = configErrors(e)
+		}
+	}
+	return out
+}
+
+// isField reports whether path ("Sandbox.Limits.Pids") names a field of t.
+func isField(t reflect.Type, path string) bool {
+	for name := range strings.SplitSeq(path, ".") {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return false
+		}
+		f, ok := t.FieldByName(name)
+		if !ok {
+			return false
+		}
+		t = f.Type
+	}
+	return true
+}
