@@ -43,29 +43,47 @@ type Rules struct {
 	TypingEvery time.Duration
 }
 
+// withDefaults is r with the limits it leaves zero taken from d, the
+// file limit from the image limit when d has none either, and TruncateAt
+// within BodyLimit.
 func (r Rules) withDefaults(d Rules) Rules {
-	if r.BodyLimit <= 0 {
+	if r.BodyLimit == 0 {
 		r.BodyLimit = d.BodyLimit
 	}
-	if r.MaxMedia <= 0 {
+	if r.MaxMedia == 0 {
 		r.MaxMedia = d.MaxMedia
 	}
-	if r.MaxImageBytes <= 0 {
+	if r.MaxImageBytes == 0 {
 		r.MaxImageBytes = d.MaxImageBytes
 	}
-	if r.MaxFileBytes <= 0 {
+	if r.MaxFileBytes == 0 {
 		r.MaxFileBytes = d.MaxFileBytes
 	}
-	if r.MaxFileBytes <= 0 {
+	if r.MaxFileBytes == 0 {
 		r.MaxFileBytes = r.MaxImageBytes
 	}
-	if r.TruncateAt <= 0 || r.TruncateAt > r.BodyLimit {
-		r.TruncateAt = min(1500, r.BodyLimit)
+	if r.TruncateAt == 0 || r.TruncateAt > r.BodyLimit {
+		r.TruncateAt = max(0, min(1500, r.BodyLimit)) // a BodyLimit below 1 is refused; no second refusal of TruncateAt
 	}
-	if r.ProgressEvery <= 0 {
+	if r.ProgressEvery == 0 {
 		r.ProgressEvery = DefaultProgressEvery
 	}
 	return r
+}
+
+// validate refuses the rules (defaulted) that are wrong; path is theirs
+// in Config ("Twilio.WhatsApp").
+func (r Rules) validate(path string) []error {
+	var errs []error
+	if r.BodyLimit < 1 {
+		errs = append(errs, bad(path+".BodyLimit", r.BodyLimit, "must be at least 1"))
+	}
+	if r.MaxMedia < 1 {
+		errs = append(errs, bad(path+".MaxMedia", r.MaxMedia, "must be at least 1"))
+	}
+	return append(errs, notNegative(path+".MaxImageBytes", r.MaxImageBytes), notNegative(path+".MaxFileBytes", r.MaxFileBytes),
+		notNegative(path+".CaptionLimit", r.CaptionLimit), notNegative(path+".TruncateAt", r.TruncateAt),
+		notNegative(path+".ProgressEvery", r.ProgressEvery))
 }
 
 // DefaultProgressEvery is the least time between two progress messages to

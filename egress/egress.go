@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -16,24 +15,6 @@ import (
 
 	"github.com/textslash/textslash/contract"
 )
-
-// Config of the egress service.
-type Config struct {
-	// WebChat streams web chat users' events to their browsers.
-	WebChat bool
-	// Sessions checks the web chat's sessions (ingress issues them).
-	Sessions contract.WebSessions
-	// KeepAlive is the interval of SSE comments that keep idle streams open.
-	KeepAlive time.Duration
-	// Twilio, when set, delivers to WhatsApp and SMS users.
-	Twilio *Twilio
-	// Telegram, when set, delivers to Telegram users.
-	Telegram *Telegram
-	// Notion, when set, mirrors Notion tasks' runs onto their pages.
-	Notion *Notion
-	// Signer signs the image links egress hands out (media checks them).
-	Signer contract.MediaSigner
-}
 
 // Egress runs every enabled channel.
 type Egress struct {
@@ -43,35 +24,22 @@ type Egress struct {
 	push *pusher // channels that push; nil when none is configured
 }
 
-// New returns an egress reading events through js.
+// New returns an egress reading events through js: cfg with its defaults,
+// refused (contract.ErrConfig) when Validate refuses it.
 func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error) {
+	cfg = cfg.Default()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if js == nil {
 		return nil, errors.New("egress: no JetStream")
 	}
-	if cfg.KeepAlive <= 0 {
-		cfg.KeepAlive = 15 * time.Second
-	}
 	e := &Egress{cfg: cfg, js: js, log: log.With().Str("svc", "egress").Logger()}
 	if cfg.Twilio != nil {
-		t := *cfg.Twilio
-		if err := t.validate(); err != nil {
-			return nil, err
-		}
-		e.cfg.Twilio = &t
-		e.addTwilio(t)
+		e.addTwilio(*cfg.Twilio)
 	}
 	if cfg.Telegram != nil {
-		t := *cfg.Telegram
-		if err := t.validate(); err != nil {
-			return nil, err
-		}
-		e.cfg.Telegram = &t
-		if err := e.addTelegram(t); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Notion != nil {
-		if err := cfg.Notion.validate(); err != nil {
+		if err := e.addTelegram(*cfg.Telegram); err != nil {
 			return nil, err
 		}
 	}
@@ -82,7 +50,7 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error
 // call; the retry bounds of the first channel apply to all.
 func (e *Egress) pusher(r Retry) *pusher {
 	if e.push == nil {
-		e.push = &pusher{js: e.js, log: e.log, retry: r.withDefaults(), channels: map[string]channel{}, users: map[string]*userQueue{},
+		e.push = &pusher{js: e.js, log: e.log, retry: r, channels: map[string]channel{}, users: map[string]*userQueue{},
 			typing: typing{log: e.log}}
 	}
 	return e.push

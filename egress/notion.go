@@ -39,18 +39,42 @@ type Notion struct {
 	ProgressEvery time.Duration
 }
 
-func (n Notion) validate() error {
-	switch {
-	case n.Client == nil:
-		return errors.New("egress: Notion needs a client")
-	case n.Database == "" || n.StatusProperty == "":
-		return errors.New("egress: Notion needs the database and its status property")
-	case n.InProgress == "" || n.Done == "" || n.Failed == "":
-		return errors.New("egress: Notion needs the in-progress, done and failed status names")
-	case n.MediaURL == "":
-		return errors.New("egress: Notion needs the media service's URL")
+// notionProgressEvery spaces progress comments on a page by default.
+const notionProgressEvery = 30 * time.Second
+
+// withDefaults is n with its defaults and MediaURL without its trailing
+// slash.
+func (n Notion) withDefaults() Notion {
+	n.MediaURL = trimURL(n.MediaURL)
+	if n.ProgressEvery == 0 {
+		n.ProgressEvery = notionProgressEvery
 	}
-	return nil
+	return n
+}
+
+// validate refuses every setting of n (defaulted) that is wrong, the
+// missing ones first.
+func (n Notion) validate() error {
+	var errs []error
+	if n.Client == nil {
+		errs = append(errs, bad("Notion.Client", nil, "required for Notion: the client of its API"))
+	}
+	for _, s := range []struct{ setting, val, why string }{
+		{"Notion.Database", n.Database, "the database whose tasks are mirrored"},
+		{"Notion.StatusProperty", n.StatusProperty, "the status property set"},
+		{"Notion.InProgress", n.InProgress, "the status set when a run starts"},
+		{"Notion.Done", n.Done, "the status set when a run ends well"},
+		{"Notion.Failed", n.Failed, "the status set when a run fails"},
+		{"Notion.MediaURL", n.MediaURL, "where egress reads the images and files it uploads"},
+	} {
+		if s.val == "" {
+			errs = append(errs, bad(s.setting, nil, "required for Notion: "+s.why))
+		}
+	}
+	if n.MediaURL != "" && !httpURL(n.MediaURL) {
+		errs = append(errs, bad("Notion.MediaURL", n.MediaURL, "want http(s)://host[:port] of the media service"))
+	}
+	return errors.Join(append(errs, notNegative("Notion.ProgressEvery", n.ProgressEvery))...)
 }
 
 // NotionConsumer is the durable consumer of the events egress mirrors onto
@@ -85,11 +109,7 @@ type notionMirror struct {
 
 // runNotion mirrors events until ctx ends.
 func (e *Egress) runNotion(ctx context.Context) error {
-	cfg := *e.cfg.Notion
-	if cfg.ProgressEvery <= 0 {
-		cfg.ProgressEvery = 30 * time.Second
-	}
-	n := &notionMirror{cfg: cfg, js: e.js, signer: e.cfg.Signer, log: e.log.With().Str("channel", "notion").Logger(), last: map[string]time.Time{}}
+	n := &notionMirror{cfg: *e.cfg.Notion, js: e.js, signer: e.cfg.Signer, log: e.log.With().Str("channel", "notion").Logger(), last: map[string]time.Time{}}
 	var err error
 	if n.kv, err = e.js.KeyValue(ctx, contract.BucketEgress); err != nil {
 		return fmt.Errorf("bucket %s: %w", contract.BucketEgress, err)

@@ -15,17 +15,25 @@ type Retry struct {
 	Max      time.Duration // longest delay; default 30s
 }
 
+// withDefaults is r with the bounds it leaves zero set to their
+// defaults.
 func (r Retry) withDefaults() Retry {
-	if r.Attempts <= 0 {
+	if r.Attempts == 0 {
 		r.Attempts = 6
 	}
-	if r.Base <= 0 {
+	if r.Base == 0 {
 		r.Base = time.Second
 	}
-	if r.Max <= 0 {
+	if r.Max == 0 {
 		r.Max = 30 * time.Second
 	}
 	return r
+}
+
+// validate refuses the bounds (defaulted) that are wrong; path is r's
+// in Config ("Twilio.Retry").
+func (r Retry) validate(path string) []error {
+	return []error{notNegative(path+".Attempts", r.Attempts), notNegative(path+".Base", r.Base), notNegative(path+".Max", r.Max)}
 }
 
 // delay before try n+1: exponential with full jitter in its upper half.

@@ -23,18 +23,17 @@ import (
 
 // Telegram configures delivery to Telegram through the Bot API.
 type Telegram struct {
-	// BotToken authenticates (TELEGRAM_BOT_TOKEN).
+	// BotToken authenticates.
 	BotToken string
-	// APIURL replaces https://api.telegram.org (TEXTSLASH_TELEGRAM_API_URL).
+	// APIURL replaces https://api.telegram.org.
 	APIURL string
-	// PublicURL is where Telegram fetches images (PUBLIC_URL). Empty:
-	// images are uploaded, read from LocalURL.
+	// PublicURL is where Telegram fetches images. Empty: images are
+	// uploaded, read from LocalURL.
 	PublicURL string
 	// LocalURL is where egress itself reaches the media service.
 	LocalURL string
-	// Allowed are the chat ids that may be answered
-	// (TELEGRAM_ALLOWED_CHATS): an event for any other chat is dropped,
-	// whoever published it.
+	// Allowed are the chat ids that may be answered: an event for any
+	// other chat is dropped, whoever published it.
 	Allowed []string
 	// Rules of the channel; zero values take defaults (4,096 characters,
 	// media groups of 10, captions of 1,024, progress edits every 3 s,
@@ -57,41 +56,62 @@ const (
 	telegramTypingEvery = 4 * time.Second
 )
 
-func (t *Telegram) validate() error {
-	if t.BotToken == "" {
-		return errors.New("telegram: TELEGRAM_BOT_TOKEN is required")
-	}
-	if len(t.Allowed) == 0 {
-		return errors.New("telegram: TELEGRAM_ALLOWED_CHATS is empty: nobody could be answered")
-	}
+// Telegram's defaults.
+const (
+	telegramAPIURL = "https://api.telegram.org"
+	// telegramProgressEvery: progress edits one message, so it may come
+	// often.
+	telegramProgressEvery = 3 * time.Second
+)
+
+// withDefaults is t with its defaults (Telegram's limits) and its URLs
+// without their trailing slash.
+func (t Telegram) withDefaults() Telegram {
 	if t.APIURL == "" {
-		t.APIURL = "https://api.telegram.org"
+		t.APIURL = telegramAPIURL
 	}
-	for name, raw := range map[string]*string{"TEXTSLASH_TELEGRAM_API_URL": &t.APIURL, "PUBLIC_URL": &t.PublicURL, "the media service's URL": &t.LocalURL} {
-		if *raw == "" {
-			continue
-		}
-		if u, err := url.Parse(*raw); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			return fmt.Errorf("telegram: %s=%q: want http(s)://host[:port]", name, *raw)
-		}
-		*raw = strings.TrimSuffix(*raw, "/")
-	}
-	if t.PublicURL == "" && t.LocalURL == "" {
-		return errors.New("telegram: images need PUBLIC_URL (Telegram fetches them) or the media service's local URL (egress uploads them)")
-	}
-	if t.Rules.ProgressEvery <= 0 {
-		t.Rules.ProgressEvery = 3 * time.Second
+	t.APIURL, t.PublicURL, t.LocalURL = trimURL(t.APIURL), trimURL(t.PublicURL), trimURL(t.LocalURL)
+	if t.Rules.ProgressEvery == 0 {
+		t.Rules.ProgressEvery = telegramProgressEvery
 	}
 	if t.Rules.TypingEvery == 0 {
 		t.Rules.TypingEvery = telegramTypingEvery
 	}
 	t.Rules = t.Rules.withDefaults(Rules{BodyLimit: telegramBodyLimit, MaxMedia: telegramMediaGroup, MaxImageBytes: telegramPhotoBytes, MaxFileBytes: telegramDocumentBytes})
 	t.Rules.DocumentsApart = true // a media group of photos takes no document
-	if t.Rules.CaptionLimit <= 0 {
+	if t.Rules.CaptionLimit == 0 {
 		t.Rules.CaptionLimit = telegramCaptionLimit
 	}
 	t.Retry = t.Retry.withDefaults()
-	return nil
+	return t
+}
+
+// validate refuses every setting of t (defaulted) that is wrong.
+func (t Telegram) validate() error {
+	var errs []error
+	if t.BotToken == "" {
+		errs = append(errs, bad("Telegram.BotToken", nil, "required for Telegram"))
+	}
+	if len(t.Allowed) == 0 {
+		errs = append(errs, bad("Telegram.Allowed", nil, "required for Telegram: the chat ids that may be answered (none: nobody could be)"))
+	}
+	for _, id := range t.Allowed {
+		if _, err := strconv.ParseInt(id, 10, 64); err != nil {
+			errs = append(errs, bad("Telegram.Allowed", id, "not a chat id: want a number like 4242"))
+		}
+	}
+	if t.PublicURL == "" && t.LocalURL == "" {
+		errs = append(errs, bad("Telegram.PublicURL", nil, "required for Telegram's images (or Telegram.LocalURL, where egress reads them to upload them)"))
+	}
+	for _, u := range []struct{ setting, val string }{
+		{"Telegram.APIURL", t.APIURL}, {"Telegram.PublicURL", t.PublicURL}, {"Telegram.LocalURL", t.LocalURL},
+	} {
+		if u.val != "" && !httpURL(u.val) {
+			errs = append(errs, bad(u.setting, u.val, "want http(s)://host[:port]"))
+		}
+	}
+	errs = append(errs, t.Rules.validate("Telegram.Rules")...)
+	return errors.Join(append(errs, t.Retry.validate("Telegram.Retry")...)...)
 }
 
 // mediaBase is the base of image links: public when Telegram can fetch

@@ -24,13 +24,12 @@ import (
 // Twilio configures delivery to WhatsApp and SMS through Twilio's Messages
 // API.
 type Twilio struct {
-	// AccountSID and AuthToken authenticate (TWILIO_ACCOUNT_SID,
-	// TWILIO_AUTH_TOKEN).
+	// AccountSID and AuthToken authenticate: letters and digits only.
 	AccountSID string
 	AuthToken  string
-	// From is the sending number in E.164 (TWILIO_PHONE_NUMBER); on
-	// WhatsApp it is sent as whatsapp:<From> (contract.TwilioAddress),
-	// and it may be written that way too.
+	// From is the sending number in E.164; on WhatsApp it is sent as
+	// whatsapp:<From> (contract.TwilioAddress), and it may be written
+	// that way too.
 	From string
 	// MessagingServiceSID sends through a Messaging Service instead of From.
 	MessagingServiceSID string
@@ -38,16 +37,15 @@ type Twilio struct {
 	APIURL string
 	// PublicURL is where Twilio fetches images and posts status callbacks.
 	PublicURL string
-	// Allowed are the E.164 numbers that may be answered
-	// (ALLOWED_PHONE_NUMBERS): an event for any other number is dropped,
-	// whoever published it.
+	// Allowed are the E.164 numbers that may be answered: an event for
+	// any other number is dropped, whoever published it.
 	Allowed []string
 	// StatusCallbacks asks Twilio for status callbacks and sends a person's
 	// next message only once the previous one is sent (Twilio does not
 	// keep consecutive messages in order by itself).
 	StatusCallbacks bool
 	// SentWait bounds the wait for a status callback; then the next
-	// message goes anyway.
+	// message goes anyway (default 15 s).
 	SentWait time.Duration
 	// Rules of the WhatsApp and SMS channels; zero values take defaults.
 	// WhatsApp shows a typing indicator every 20 s while a run works (a
@@ -59,7 +57,7 @@ type Twilio struct {
 	// WindowContentSID is an approved WhatsApp template (a Content SID,
 	// HX…, sent without variables) that tells a person something waits
 	// for them, sent once when a message to them is refused outside
-	// WhatsApp's 24-hour window (TWILIO_CONTENT_SID_WINDOW). Either way
+	// WhatsApp's 24-hour window. Either way
 	// the refused message is held and sent when they write again.
 	WindowContentSID string
 }
@@ -79,40 +77,25 @@ const (
 	twilioTypingEvery = 20 * time.Second
 )
 
-func (t *Twilio) validate() error {
-	if t.AccountSID == "" || t.AuthToken == "" {
-		return errors.New("twilio: TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN are required")
-	}
-	if t.From == "" && t.MessagingServiceSID == "" {
-		return errors.New("twilio: set TWILIO_PHONE_NUMBER (or a Messaging Service SID) to send from")
-	}
-	if t.From != "" {
-		if _, err := contract.PhoneUser(contract.ChannelSMS, t.From); err != nil {
-			return fmt.Errorf("twilio: TWILIO_PHONE_NUMBER=%q: want E.164 like +15551234567", t.From)
+// twilioSentWait is how long a send waits for the previous message's
+// status callback by default.
+const twilioSentWait = 15 * time.Second
+
+// withDefaults is t with its defaults: the channels' limits, numbers
+// written as WhatsApp addresses made bare (contract.TwilioAddress writes
+// them back per channel), URLs without their trailing slash.
+func (t Twilio) withDefaults() Twilio {
+	t.From, _ = contract.TwilioNumber(t.From)
+	if t.Allowed != nil {
+		allowed := make([]string, len(t.Allowed)) // the caller's slice stays as it was
+		for i, n := range t.Allowed {
+			allowed[i], _ = contract.TwilioNumber(n)
 		}
+		t.Allowed = allowed
 	}
-	if t.APIURL != "" {
-		if u, err := url.Parse(t.APIURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			return fmt.Errorf("twilio: TEXTSLASH_TWILIO_API_URL=%q: want http(s)://host[:port]", t.APIURL)
-		}
-	}
-	if u, err := url.Parse(t.PublicURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return fmt.Errorf("twilio: PUBLIC_URL=%q: want the https://host Twilio reaches textslash at (for images and status callbacks)", t.PublicURL)
-	}
-	t.PublicURL = strings.TrimSuffix(t.PublicURL, "/")
-	if t.WindowContentSID != "" && !contentSidRE.MatchString(t.WindowContentSID) {
-		return fmt.Errorf("twilio: TWILIO_CONTENT_SID_WINDOW=%q: want a Content SID, HX and 32 hex digits", t.WindowContentSID)
-	}
-	if len(t.Allowed) == 0 {
-		return errors.New("twilio: ALLOWED_PHONE_NUMBERS is empty: nobody could be answered")
-	}
-	for _, n := range t.Allowed {
-		if _, err := contract.PhoneUser(contract.ChannelSMS, n); err != nil {
-			return fmt.Errorf("twilio: ALLOWED_PHONE_NUMBERS: %q: want E.164 like +15551234567", n)
-		}
-	}
-	if t.SentWait <= 0 {
-		t.SentWait = 15 * time.Second
+	t.APIURL, t.PublicURL = trimURL(t.APIURL), trimURL(t.PublicURL)
+	if t.SentWait == 0 {
+		t.SentWait = twilioSentWait
 	}
 	t.WhatsApp = t.WhatsApp.withDefaults(Rules{BodyLimit: twilioBodyLimit, MaxMedia: 1, MaxImageBytes: twilioWhatsAppImage, MaxFileBytes: twilioWhatsAppDocument})
 	if t.WhatsApp.TypingEvery == 0 {
@@ -120,7 +103,71 @@ func (t *Twilio) validate() error {
 	}
 	t.SMS = t.SMS.withDefaults(Rules{BodyLimit: twilioBodyLimit, MaxMedia: twilioMMSMedia, MaxImageBytes: twilioMMSImage})
 	t.Retry = t.Retry.withDefaults()
-	return nil
+	return t
+}
+
+// validate refuses every setting of t (defaulted) that is wrong, the
+// missing ones first.
+func (t Twilio) validate() error {
+	const need = "required for WhatsApp and SMS"
+	var errs []error
+	for _, s := range []struct {
+		setting string
+		missing bool
+		why     string
+	}{
+		{"Twilio.AccountSID", t.AccountSID == "", need},
+		{"Twilio.AuthToken", t.AuthToken == "", need},
+		{"Twilio.From", t.From == "" && t.MessagingServiceSID == "", need + " (or Twilio.MessagingServiceSID): the number they are sent from"},
+		{"Twilio.PublicURL", t.PublicURL == "", need + ": where Twilio fetches images and posts status callbacks"},
+		{"Twilio.Allowed", len(t.Allowed) == 0, need + ": the numbers that may be answered (none: nobody could be)"},
+	} {
+		if s.missing {
+			errs = append(errs, bad(s.setting, nil, s.why))
+		}
+	}
+	return errors.Join(append(errs, t.validateValues()...)...)
+}
+
+// twilio-go sends nothing with an account SID or auth token of other
+// characters than letters and digits ("ApiError 21224 Invalid
+// Password"): say so at start rather than at the first reply.
+const (
+	twilioConsole    = "letters and digits only, as Twilio's console shows it"
+	twilioNoStrays   = ", without spaces, quotes or line breaks"
+	twilioTokenShape = " (a 32-character token)"
+)
+
+// validateValues refuses the settings of t that are set but wrong.
+func (t Twilio) validateValues() []error {
+	var errs []error
+	if strings.IndexFunc(t.AccountSID, notAlphanumeric) >= 0 {
+		errs = append(errs, bad("Twilio.AccountSID", t.AccountSID, twilioConsole+twilioNoStrays))
+	}
+	if strings.IndexFunc(t.AuthToken, notAlphanumeric) >= 0 {
+		errs = append(errs, bad("Twilio.AuthToken", nil, twilioConsole+twilioTokenShape+twilioNoStrays)) // a secret: never shown
+	}
+	if _, err := contract.PhoneUser(contract.ChannelSMS, t.From); t.From != "" && err != nil {
+		errs = append(errs, bad("Twilio.From", t.From, "want E.164 like +15551234567"))
+	}
+	if t.APIURL != "" && !httpURL(t.APIURL) {
+		errs = append(errs, bad("Twilio.APIURL", t.APIURL, "want http(s)://host[:port]"))
+	}
+	if t.PublicURL != "" && !httpURL(t.PublicURL) {
+		errs = append(errs, bad("Twilio.PublicURL", t.PublicURL, "want the http(s)://host[:port] Twilio reaches textslash at, without a query"))
+	}
+	if t.WindowContentSID != "" && !contentSidRE.MatchString(t.WindowContentSID) {
+		errs = append(errs, bad("Twilio.WindowContentSID", t.WindowContentSID, "want a Content SID, HX and 32 hex digits"))
+	}
+	for _, n := range t.Allowed {
+		if _, err := contract.PhoneUser(contract.ChannelSMS, n); err != nil {
+			errs = append(errs, bad("Twilio.Allowed", n, "not an E.164 number: want one like +15551234567"))
+		}
+	}
+	errs = append(errs, notNegative("Twilio.SentWait", t.SentWait))
+	errs = append(errs, t.WhatsApp.validate("Twilio.WhatsApp")...)
+	errs = append(errs, t.SMS.validate("Twilio.SMS")...)
+	return append(errs, t.Retry.validate("Twilio.Retry")...)
 }
 
 // addTwilio adds the WhatsApp and SMS channels of t (validated) to e's
@@ -169,7 +216,7 @@ func newTwilioAPI(cfg Twilio) *twilio.RestClient {
 		Transport:     tr,
 	}
 	if cfg.APIURL != "" {
-		base, _ := url.Parse(cfg.APIURL) // checked by validate
+		base, _ := url.Parse(cfg.APIURL) // checked by Validate
 		hc.Transport = rebase{base: base, next: tr}
 	}
 	c := &client.Client{Credentials: client.NewCredentials(cfg.AccountSID, cfg.AuthToken), HTTPClient: hc}

@@ -1,0 +1,114 @@
+package egress
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// Config of the egress service.
+type Config struct {
+	// WebChat streams web chat users' events to their browsers.
+	WebChat bool
+	// Sessions checks the web chat's sessions (ingress issues them).
+	Sessions contract.WebSessions
+	// KeepAlive is the interval of SSE comments that keep idle streams
+	// open (default 15 s).
+	KeepAlive time.Duration
+	// Twilio, when set, delivers to WhatsApp and SMS users.
+	Twilio *Twilio
+	// Telegram, when set, delivers to Telegram users.
+	Telegram *Telegram
+	// Notion, when set, mirrors Notion tasks' runs onto their pages.
+	Notion *Notion
+	// Signer signs the image links egress hands out (media checks them).
+	Signer contract.MediaSigner
+}
+
+// defaultKeepAlive spaces the SSE comments of an idle web chat stream.
+const defaultKeepAlive = 15 * time.Second
+
+// Default returns the configuration with every setting left zero set to
+// its default, and settings normalised (URLs without their trailing
+// slash, phone numbers written whatsapp:+1… made +1…). It never fails and
+// never checks; it copies the nested configs it fills in, so the caller's
+// stay as they were.
+func (c Config) Default() Config {
+	if c.KeepAlive == 0 {
+		c.KeepAlive = defaultKeepAlive
+	}
+	if c.Twilio != nil {
+		t := c.Twilio.withDefaults()
+		c.Twilio = &t
+	}
+	if c.Telegram != nil {
+		t := c.Telegram.withDefaults()
+		c.Telegram = &t
+	}
+	if c.Notion != nil {
+		n := c.Notion.withDefaults()
+		c.Notion = &n
+	}
+	return c
+}
+
+// Validate checks the configuration as it will run (call it on Default's
+// result): nil, or every setting refused, each a *contract.ConfigError
+// (errors.Is(err, contract.ErrConfig) holds), so that all can be fixed at
+// once. The handles (Sessions, Signer) are New's to check.
+func (c Config) Validate() error {
+	var errs []error
+	if c.KeepAlive <= 0 {
+		errs = append(errs, bad("KeepAlive", c.KeepAlive, "must be more than 0"))
+	}
+	if c.Twilio != nil {
+		errs = append(errs, c.Twilio.validate())
+	}
+	if c.Telegram != nil {
+		errs = append(errs, c.Telegram.validate())
+	}
+	if c.Notion != nil {
+		errs = append(errs, c.Notion.validate())
+	}
+	return errors.Join(errs...)
+}
+
+// bad is egress's refusal of setting (its field path in Config); value
+// is nil for secrets and for settings left empty.
+func bad(setting string, value any, reason string) *contract.ConfigError {
+	return contract.BadSetting("egress", setting, value, reason)
+}
+
+// httpURL reports whether raw is an http(s)://host[:port][/path] URL, to
+// which egress appends paths (so without a query or fragment).
+func httpURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && u.Host != "" && (u.Scheme == "http" || u.Scheme == "https") &&
+		u.RawQuery == "" && !u.ForceQuery && u.Fragment == ""
+}
+
+// trimURL is raw without its trailing slashes, egress appending paths
+// that start with one; what is no URL with a host stays as it was, for
+// Validate to show.
+func trimURL(raw string) string {
+	if u, err := url.Parse(raw); err != nil || u.Host == "" {
+		return raw
+	}
+	return strings.TrimRight(raw, "/")
+}
+
+// notAlphanumeric is true of a rune other than an ASCII letter or digit.
+func notAlphanumeric(r rune) bool {
+	return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+}
+
+// notNegative refuses a setting below zero (zero takes its default).
+func notNegative[T int | time.Duration](setting string, v T) error {
+	if v < 0 {
+		return bad(setting, v, "must not be negative")
+	}
+	return nil
+}

@@ -1,0 +1,240 @@
+package egress_test
+
+import (
+	"errors"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/notion"
+)
+
+// binaryVars are the textslash binary's variables: a service's errors
+// name its own settings, never them (the binary maps the one to the other).
+var binaryVars = regexp.MustCompile(`TEXTSLASH_|PUBLIC_URL|ALLOWED_PHONE|TWILIO_|TELEGRAM_|NOTION_`)
+
+const (
+	goodSID   = "AC0123456789abcdef0123456789abcdef"
+	goodToken = "fedcba9876543210fedcba9876543210"
+)
+
+// goodConfig has every channel on, each with what it requires.
+func goodConfig() egress.Config {
+	return egress.Config{
+		Twilio: &egress.Twilio{AccountSID: goodSID, AuthToken: goodToken, From: from,
+			PublicURL: "https://pub.example.com", Allowed: []string{"+15551230001"}},
+		Telegram: &egress.Telegram{BotToken: "123456:token", Allowed: []string{"4242"}, PublicURL: "https://pub.example.com"},
+		Notion: &egress.Notion{Client: &notion.Client{Token: "ntn_x"}, Database: "db", StatusProperty: "Status",
+			InProgress: "In progress", Done: "Done", Failed: "Failed", MediaURL: "http://127.0.0.1:8080"},
+	}
+}
+
+// badConfigs are configurations egress refuses, each with the settings it
+// names (all of them, when several are wrong at once).
+var badConfigs = []struct {
+	name     string
+	change   func(*egress.Config)
+	settings []string
+}{
+	{"keep-alive negative", func(c *egress.Config) { c.KeepAlive = -time.Second }, []string{"KeepAlive"}},
+	{"twilio missing everything", func(c *egress.Config) { c.Twilio = &egress.Twilio{} },
+		[]string{"Twilio.AccountSID", "Twilio.AuthToken", "Twilio.From", "Twilio.PublicURL", "Twilio.Allowed"}},
+	{"twilio sid with a space", func(c *egress.Config) { c.Twilio.AccountSID = goodSID + " " }, []string{"Twilio.AccountSID"}},
+	{"twilio token quoted", func(c *egress.Config) { c.Twilio.AuthToken = `"` + goodToken + `"` }, []string{"Twilio.AuthToken"}},
+	{"twilio token with a line break", func(c *egress.Config) { c.Twilio.AuthToken = goodToken + "\n" }, []string{"Twilio.AuthToken"}},
+	{"twilio from not E.164", func(c *egress.Config) { c.Twilio.From = "5550000" }, []string{"Twilio.From"}},
+	{"twilio api url not http", func(c *egress.Config) { c.Twilio.APIURL = "ftp://api.example.com" }, []string{"Twilio.APIURL"}},
+	{"twilio public url without scheme", func(c *egress.Config) { c.Twilio.PublicURL = "pub.example.com" }, []string{"Twilio.PublicURL"}},
+	{"twilio public url with a query", func(c *egress.Config) { c.Twilio.PublicURL = "https://pub.example.com/?a=1" }, []string{"Twilio.PublicURL"}},
+	{"twilio content sid", func(c *egress.Config) { c.Twilio.WindowContentSID = "HX123" }, []string{"Twilio.WindowContentSID"}},
+	{"twilio allowed not E.164", func(c *egress.Config) { c.Twilio.Allowed = []string{"+15551230001", "nope"} }, []string{"Twilio.Allowed"}},
+	{"twilio whatsapp progress negative", func(c *egress.Config) { c.Twilio.WhatsApp.ProgressEvery = -time.Second }, []string{"Twilio.WhatsApp.ProgressEvery"}},
+	{"twilio sms progress negative", func(c *egress.Config) { c.Twilio.SMS.ProgressEvery = -time.Second }, []string{"Twilio.SMS.ProgressEvery"}},
+	{"twilio sent wait negative", func(c *egress.Config) { c.Twilio.SentWait = -time.Second }, []string{"Twilio.SentWait"}},
+	{"twilio retry attempts negative", func(c *egress.Config) { c.Twilio.Retry.Attempts = -1 }, []string{"Twilio.Retry.Attempts"}},
+	{"telegram missing everything", func(c *egress.Config) { c.Telegram = &egress.Telegram{} },
+		[]string{"Telegram.BotToken", "Telegram.Allowed", "Telegram.PublicURL"}},
+	{"telegram allowed chat empty", func(c *egress.Config) { c.Telegram.Allowed = []string{"4242", ""} }, []string{"Telegram.Allowed"}},
+	{"telegram api url", func(c *egress.Config) { c.Telegram.APIURL = "api.telegram.org" }, []string{"Telegram.APIURL"}},
+	{"telegram public url", func(c *egress.Config) { c.Telegram.PublicURL = "https://" }, []string{"Telegram.PublicURL"}},
+	{"telegram local url", func(c *egress.Config) { c.Telegram.LocalURL = "127.0.0.1:8080" }, []string{"Telegram.LocalURL"}},
+	{"telegram progress negative", func(c *egress.Config) { c.Telegram.Rules.ProgressEvery = -time.Second }, []string{"Telegram.Rules.ProgressEvery"}},
+	{"notion missing everything", func(c *egress.Config) { c.Notion = &egress.Notion{} },
+		[]string{"Notion.Client", "Notion.Database", "Notion.StatusProperty", "Notion.InProgress", "Notion.Done", "Notion.Failed", "Notion.MediaURL"}},
+	{"notion media url", func(c *egress.Config) { c.Notion.MediaURL = "media:8080" }, []string{"Notion.MediaURL"}},
+	{"notion progress negative", func(c *egress.Config) { c.Notion.ProgressEvery = -time.Second }, []string{"Notion.ProgressEvery"}},
+}
+
+func TestValidateRefuses(t *testing.T) {
+	for _, tc := range badConfigs {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := goodConfig()
+			tc.change(&cfg)
+			checkRefusal(t, cfg.Default().Validate(), tc.settings)
+		})
+	}
+}
+
+// TestNewRefuses: New checks what Validate checks, before it starts
+// anything.
+func TestNewRefuses(t *testing.T) {
+	ns := natstest.RunJetStream(t)
+	for _, tc := range badConfigs {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := goodConfig()
+			tc.change(&cfg)
+			cfg.Signer = signer
+			e, err := egress.New(cfg, ns.JS, testLog(t))
+			if e != nil {
+				t.Errorf("New gave an egress with %v", err)
+			}
+			checkRefusal(t, err, tc.settings)
+		})
+	}
+}
+
+// checkRefusal checks that err is a refusal of exactly the settings
+// wanted, each a field of egress.Config, in words of the service's own.
+func checkRefusal(t *testing.T, err error, want []string) {
+	t.Helper()
+	if !errors.Is(err, contract.ErrConfig) {
+		t.Fatalf("got %v; want an error that is contract.ErrConfig", err)
+	}
+	var first *contract.ConfigError
+	if !errors.As(err, &first) {
+		t.Fatalf("got %T %v; want a *contract.ConfigError in it", err, err)
+	}
+	var got []string
+	for _, ce := range configErrors(err) {
+		got = append(got, ce.Setting)
+		if ce.Service != "egress" {
+			t.Errorf("%v: service %q; want egress", ce, ce.Service)
+		}
+		if !namesField(reflect.TypeFor[egress.Config](), ce.Setting) {
+			t.Errorf("setting %q names no field of egress.Config", ce.Setting)
+		}
+		if ce.Reason == "" || ce.Reason != strings.ToLower(ce.Reason[:1])+ce.Reason[1:] {
+			t.Errorf("%v: reason %q; want one in lower case", ce, ce.Reason)
+		}
+		if strings.Contains(ce.Setting, "Token") && ce.Value != "" {
+			t.Errorf("%v: a secret's value is shown", ce)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("refused %q; want %q (%v)", got, want, err)
+	}
+	if v := binaryVars.FindString(err.Error()); v != "" {
+		t.Errorf("%q names the binary's variable %s", err, v)
+	}
+	if strings.Contains(err.Error(), goodToken) {
+		t.Errorf("%q shows the auth token", err)
+	}
+}
+
+// configErrors are the ConfigErrors in err's tree, in order.
+func configErrors(err error) []*contract.ConfigError {
+	if ce, ok := err.(*contract.ConfigError); ok {
+		return []*contract.ConfigError{ce}
+	}
+	var out []*contract.ConfigError
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			out = append(out, configErrors(e)...)
+		}
+	case interface{ Unwrap() error }:
+		out = configErrors(u.Unwrap())
+	}
+	return out
+}
+
+// namesField reports whether path (A.B.C) is a field path of typ.
+func namesField(typ reflect.Type, path string) bool {
+	for name := range strings.SplitSeq(path, ".") {
+		for typ.Kind() == reflect.Pointer {
+			typ = typ.Elem()
+		}
+		if typ.Kind() != reflect.Struct {
+			return false
+		}
+		f, ok := typ.FieldByName(name)
+		if !ok {
+			return false
+		}
+		typ = f.Type
+	}
+	return true
+}
+
+func TestDefaultValidates(t *testing.T) {
+	for name, cfg := range map[string]egress.Config{
+		"nothing on": {},
+		"web chat":   {WebChat: true},
+		"everything": goodConfig(),
+		"twilio through a messaging service": {Twilio: &egress.Twilio{AccountSID: goodSID, AuthToken: goodToken,
+			MessagingServiceSID: "MG0123", PublicURL: "http://localhost:8080", Allowed: []string{"whatsapp:+15551230001"}}},
+		"telegram uploading": {Telegram: &egress.Telegram{BotToken: "123456:token", Allowed: []string{"-100123"}, LocalURL: "http://127.0.0.1:8080"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := cfg.Default()
+			if err := d.Validate(); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			if again := d.Default(); !reflect.DeepEqual(again, d) {
+				t.Errorf("Default of a defaulted config changed it:\n%+v\nwant\n%+v", again, d)
+			}
+		})
+	}
+}
+
+// TestDefault checks Default's defaults and normalising, and that it
+// leaves the caller's nested configs as they were.
+func TestDefault(t *testing.T) {
+	cfg := goodConfig()
+	cfg.Twilio.From = "whatsapp:" + from
+	cfg.Twilio.PublicURL = "https://pub.example.com/"
+	cfg.Twilio.Allowed = []string{"whatsapp:+15551230001"}
+	cfg.Telegram.PublicURL = "https://pub.example.com/"
+	cfg.Notion.MediaURL = "http://127.0.0.1:8080/"
+	before := goodConfig()
+	before.Twilio.From, before.Twilio.PublicURL, before.Twilio.Allowed = cfg.Twilio.From, cfg.Twilio.PublicURL, slices.Clone(cfg.Twilio.Allowed)
+	before.Telegram.PublicURL, before.Notion.MediaURL = cfg.Telegram.PublicURL, cfg.Notion.MediaURL
+
+	d := cfg.Default()
+	if !reflect.DeepEqual(cfg, before) {
+		t.Errorf("Default wrote through the caller's config:\n%+v\nwant\n%+v", cfg, before)
+	}
+	tw, tg, n := d.Twilio, d.Telegram, d.Notion
+	for _, c := range []struct {
+		what      string
+		got, want any
+	}{
+		{"KeepAlive", d.KeepAlive, 15 * time.Second},
+		{"Twilio.From", tw.From, from},
+		{"Twilio.PublicURL", tw.PublicURL, "https://pub.example.com"},
+		{"Twilio.Allowed", tw.Allowed, []string{"+15551230001"}},
+		{"Twilio.SentWait", tw.SentWait, 15 * time.Second},
+		{"Twilio.WhatsApp.ProgressEvery", tw.WhatsApp.ProgressEvery, egress.DefaultProgressEvery},
+		{"Twilio.WhatsApp.BodyLimit", tw.WhatsApp.BodyLimit, 1600},
+		{"Twilio.WhatsApp.TypingEvery", tw.WhatsApp.TypingEvery, 20 * time.Second},
+		{"Twilio.SMS.MaxMedia", tw.SMS.MaxMedia, 10},
+		{"Twilio.Retry", tw.Retry, egress.Retry{Attempts: 6, Base: time.Second, Max: 30 * time.Second}},
+		{"Telegram.APIURL", tg.APIURL, "https://api.telegram.org"},
+		{"Telegram.PublicURL", tg.PublicURL, "https://pub.example.com"},
+		{"Telegram.Rules.ProgressEvery", tg.Rules.ProgressEvery, 3 * time.Second},
+		{"Telegram.Rules.CaptionLimit", tg.Rules.CaptionLimit, 1024},
+		{"Telegram.Rules.DocumentsApart", tg.Rules.DocumentsApart, true},
+		{"Notion.MediaURL", n.MediaURL, "http://127.0.0.1:8080"},
+		{"Notion.ProgressEvery", n.ProgressEvery, 30 * time.Second},
+	} {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s = %v; want %v", c.what, c.got, c.want)
+		}
+	}
+}
