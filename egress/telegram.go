@@ -101,7 +101,7 @@ func (t Telegram) validate() error {
 		}
 	}
 	if t.PublicURL == "" && t.LocalURL == "" {
-		errs = append(errs, bad("Telegram.PublicURL", nil, "required for Telegram's images (or Telegram.LocalURL, where egress reads them to upload them)"))
+		errs = append(errs, bad("Telegram.PublicURL", nil, "required for Telegram's images (or the media service's local URL, where egress reads them to upload them)"))
 	}
 	for _, u := range []struct{ setting, val string }{
 		{"Telegram.APIURL", t.APIURL}, {"Telegram.PublicURL", t.PublicURL}, {"Telegram.LocalURL", t.LocalURL},

@@ -118,7 +118,7 @@ func (t Twilio) validate() error {
 	}{
 		{"Twilio.AccountSID", t.AccountSID == "", need},
 		{"Twilio.AuthToken", t.AuthToken == "", need},
-		{"Twilio.From", t.From == "" && t.MessagingServiceSID == "", need + " (or Twilio.MessagingServiceSID): the number they are sent from"},
+		{"Twilio.From", t.From == "" && t.MessagingServiceSID == "", need + " (or a Messaging Service SID): the number they are sent from"},
 		{"Twilio.PublicURL", t.PublicURL == "", need + ": where Twilio fetches images and posts status callbacks"},
 		{"Twilio.Allowed", len(t.Allowed) == 0, need + ": the numbers that may be answered (none: nobody could be)"},
 	} {

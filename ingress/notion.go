@@ -44,7 +44,7 @@ func (n Notion) withDefaults() Notion {
 func (n Notion) validate() error {
 	var r refusals
 	if n.Client == nil {
-		r.add("Notion.Client", nil, "required: the client of Notion's API")
+		r.add("Notion.Client", nil, "required for Notion: the client of its API")
 	}
 	if n.Database == "" {
 		r.add("Notion.Database", nil, "required: the id of the database polled")

@@ -58,64 +58,64 @@ type config struct {
 	NATSSync            bool          `name:"nats-sync" var:"TEXTSLASH_NATS_SYNC" help:"the embedded NATS writes every message through to disk before acknowledging it; the server dies with this process, so without it a crash loses the last milliseconds of acknowledged messages"`
 	Host                string        `name:"host" var:"TEXTSLASH_HOST" default:"127.0.0.1" help:"address the HTTP listener binds; anything but loopback requires the web chat token"`
 	Port                int           `name:"port" var:"PORT" default:"3000" help:"HTTP port"`
-	Web                 bool          `name:"web" var:"TEXTSLASH_WEB" default:"true" negatable:"" help:"serve the local web chat (needs ingress and egress in this process)"`
+	Web                 bool          `name:"web" var:"TEXTSLASH_WEB" sets:"ingress.WebChat,egress.WebChat" default:"true" negatable:"" help:"serve the local web chat (needs ingress and egress in this process)"`
 	WebToken            string        `name:"web-token" var:"TEXTSLASH_WEB_TOKEN" help:"token the web chat requires when others can reach it (bound beyond loopback, PUBLIC_URL, a provider or TEXTSLASH_ALLOWED_HOSTS set); made once and kept in <data>/web/token when empty, and logged in the web chat's URL"`
 	AllowedHosts        string        `name:"allowed-hosts" var:"TEXTSLASH_ALLOWED_HOSTS" help:"comma-separated host names the HTTP listener answers besides localhost and PUBLIC_URL's (a tunnel's or proxy's name); requests for any other name are refused, as a DNS-rebinding page's are"`
-	Agent               string        `name:"agent" var:"TEXTSLASH_AGENT" help:"agent: shell (bash in the workspace), claude (Claude Code headless), or any command line (run with bash -c; the message on stdin, the reply on stdout, lines ::progress:: <text> and ::approval:: as markers); default claude when installed and runnable (not as root without --agent-user), else shell"`
-	ClaudeBin           string        `name:"claude-bin" var:"TEXTSLASH_CLAUDE_BIN" help:"Claude Code binary; default claude from PATH"`
-	Workspaces          string        `name:"workspaces" var:"TEXTSLASH_WORKSPACES" help:"directory with one workspace per user; default <data>/workspaces"`
-	AgentUser           string        `name:"agent-user" var:"TEXTSLASH_AGENT_USER" help:"unprivileged OS user agents run as when textslash runs as root (required for claude as root)"`
-	Sandbox             string        `name:"sandbox" var:"TEXTSLASH_SANDBOX" default:"on" help:"on: every run is sandboxed with bubblewrap (its own workspace and home, the system read-only, nothing of textslash or other people) and limited; off: agents run unconfined as the agent user (textslash refuses to start without a working sandbox unless this is off)"`
-	SandboxShare        string        `name:"sandbox-share" var:"TEXTSLASH_SANDBOX_SHARE" help:"comma-separated host directories bound read-write into every sandbox (a shared cache); nothing by default"`
-	RunMemory           string        `name:"run-memory" var:"TEXTSLASH_RUN_MEMORY" default:"2G" help:"most memory one run may use (512M, 2G; 0 for no limit); a run reaching it is stopped and the person told"`
-	RunPids             int           `name:"run-pids" var:"TEXTSLASH_RUN_PIDS" default:"512" help:"most processes and threads one run may have at once (0 for no limit); a run reaching it is stopped and the person told"`
-	RunCPU              float64       `name:"run-cpu" var:"TEXTSLASH_RUN_CPU" default:"2" help:"most CPU one run may use, in cores (0 for no limit)"`
-	Chromium            string        `name:"chromium" var:"TEXTSLASH_CHROMIUM" help:"Chromium binary for screenshots (textslash shot, approval diffs); default Debian's chromium-headless-shell (the lightest), else chromium, chromium-browser or google-chrome from PATH"`
-	ShotAddr            string        `name:"shot-addr" var:"TEXTSLASH_SHOT_ADDR" default:"127.0.0.1:0" help:"host:port of the runner's screenshot endpoint, which agents reach with textslash shot or curl ($TEXTSLASH_SHOT_URL); default a free loopback port"`
-	Concurrency         int           `name:"concurrency" var:"TEXTSLASH_CONCURRENCY" default:"${concurrency}" help:"how many users' messages run at once"`
-	RunnerID            string        `name:"runner-id" var:"TEXTSLASH_RUNNER_ID" default:"${runner_id}" help:"this runner's name among runners sharing the jobs (letters, digits, - and _): each user's messages run on the runner holding their workspace while it is alive; keep it the same across restarts with the same workspaces"`
-	Timeout             time.Duration `name:"timeout" var:"TEXTSLASH_TIMEOUT" default:"${timeout}" help:"longest a single run may take"`
-	StopGrace           time.Duration `name:"stop-grace" var:"TEXTSLASH_STOP_GRACE" default:"20s" help:"on SIGTERM or Ctrl-C, how long runs under way may go on to finish (no new one starts); then they are stopped and reported interrupted; a second Ctrl-C stops at once"`
-	IdleExit            time.Duration `name:"idle-exit" var:"TEXTSLASH_IDLE_EXIT" default:"${idle_exit}" help:"a process running the runner exits after this long without a job (0: never; default 30m for the runner binary alone, 0 elsewhere); jobs wait in JetStream for the next start"`
-	ProjectMax          string        `name:"project-max" var:"TEXTSLASH_PROJECT_MAX" default:"2G" help:"most disk space a project cloned with clone <url> may take (512M, 2G); a bigger clone is removed and the person told both sizes"`
-	Snapshots           bool          `name:"snapshots" var:"TEXTSLASH_SNAPSHOTS" default:"${snapshots}" help:"after each run, store a snapshot of the project's workspace (its git history, uncommitted files and the agent's session) in JetStream, so that a runner taking a person over from a runner gone rebuilds it; default on for the runner binary alone (runners on separate machines), off elsewhere (one runner, one disk)"`
-	SnapshotMax         string        `name:"snapshot-max" var:"TEXTSLASH_SNAPSHOT_MAX" default:"100M" help:"most one snapshot may hold, before compression; beyond it the history is left out when the project has a remote to fetch it from, then the largest uncommitted files, and the person is told what did not move"`
-	Credentials         string        `name:"credentials" var:"TEXTSLASH_CREDENTIALS" help:"directory of people's git credentials for private repositories: one subdirectory per person (phone.<digits>, telegram.<chat id>, web.<id>) with git-credentials and/or ssh/ (a key, known_hosts); each of their runs gets a read-only copy at /tmp/textslash/credentials and no other run sees any; needs the sandbox"`
-	Approval            time.Duration `name:"approval-timeout" var:"TEXTSLASH_APPROVAL_TIMEOUT" default:"${approval_timeout}" help:"how long an approval request waits for approve or reject; then the changes stay on disk, uncommitted"`
-	Permission          time.Duration `name:"permission-timeout" var:"TEXTSLASH_PERMISSION_TIMEOUT" default:"${permission_timeout}" help:"how long a question from the agent (may it run this command?) waits for yes, no or always; then the agent is told no"`
-	DefaultMode         string        `name:"default-mode" var:"TEXTSLASH_DEFAULT_MODE" default:"ask" help:"permission mode of people who have not chosen one with the mode keyword: ask (Claude Code asks before each change), auto (it acts without asking, inside the sandbox) or plan (it only plans; go carries the plan out)"`
-	BudgetPersonDaily   float64       `name:"budget-person-daily" var:"TEXTSLASH_BUDGET_PERSON_DAILY" help:"most each person's runs may cost in a day, in USD (0: no limit); a run that would start over it is refused, one that reaches it is stopped with what it did so far"`
-	BudgetPersonMonthly float64       `name:"budget-person-monthly" var:"TEXTSLASH_BUDGET_PERSON_MONTHLY" help:"most each person's runs may cost in a month, in USD (0: no limit)"`
-	BudgetDaily         float64       `name:"budget-daily" var:"TEXTSLASH_BUDGET_DAILY" help:"most everybody's runs together may cost in a day, in USD (0: no limit)"`
-	BudgetMonthly       float64       `name:"budget-monthly" var:"TEXTSLASH_BUDGET_MONTHLY" help:"most everybody's runs together may cost in a month, in USD (0: no limit)"`
-	TimeZone            string        `name:"time-zone" var:"TEXTSLASH_TIME_ZONE" help:"time zone (IANA name, like Europe/Paris) of the days and months of costs and budgets, and of schedules for people who set none with tz; default the server's"`
-	Admins              string        `name:"admins" var:"TEXTSLASH_ADMINS" help:"comma-separated people who may pair others in (the pair, people and revoke keywords): numbers (+15551234567) and telegram:<chat id>"`
-	ShowCost            bool          `name:"show-cost" var:"TEXTSLASH_SHOW_COST" help:"end each reply with what its run cost and the tokens it used"`
+	Agent               string        `name:"agent" var:"TEXTSLASH_AGENT" sets:"runner.Agent" help:"agent: shell (bash in the workspace), claude (Claude Code headless), or any command line (run with bash -c; the message on stdin, the reply on stdout, lines ::progress:: <text> and ::approval:: as markers); default claude when installed and runnable (not as root without --agent-user), else shell"`
+	ClaudeBin           string        `name:"claude-bin" var:"TEXTSLASH_CLAUDE_BIN" sets:"runner.ClaudeBin" help:"Claude Code binary; default claude from PATH"`
+	Workspaces          string        `name:"workspaces" var:"TEXTSLASH_WORKSPACES" sets:"runner.Workspaces" help:"directory with one workspace per user; default <data>/workspaces"`
+	AgentUser           string        `name:"agent-user" var:"TEXTSLASH_AGENT_USER" sets:"runner.AgentUser" help:"unprivileged OS user agents run as when textslash runs as root (required for claude as root)"`
+	Sandbox             string        `name:"sandbox" var:"TEXTSLASH_SANDBOX" sets:"runner.Sandbox" default:"on" help:"on: every run is sandboxed with bubblewrap (its own workspace and home, the system read-only, nothing of textslash or other people) and limited; off: agents run unconfined as the agent user (textslash refuses to start without a working sandbox unless this is off)"`
+	SandboxShare        string        `name:"sandbox-share" var:"TEXTSLASH_SANDBOX_SHARE" sets:"runner.Sandbox.Share" help:"comma-separated host directories bound read-write into every sandbox (a shared cache); nothing by default"`
+	RunMemory           string        `name:"run-memory" var:"TEXTSLASH_RUN_MEMORY" sets:"runner.Sandbox.Limits.Memory" default:"2G" help:"most memory one run may use (512M, 2G; 0 for no limit); a run reaching it is stopped and the person told"`
+	RunPids             int           `name:"run-pids" var:"TEXTSLASH_RUN_PIDS" sets:"runner.Sandbox.Limits.Pids" default:"512" help:"most processes and threads one run may have at once (0 for no limit); a run reaching it is stopped and the person told"`
+	RunCPU              float64       `name:"run-cpu" var:"TEXTSLASH_RUN_CPU" sets:"runner.Sandbox.Limits.CPU" default:"2" help:"most CPU one run may use, in cores (0 for no limit)"`
+	Chromium            string        `name:"chromium" var:"TEXTSLASH_CHROMIUM" sets:"runner.Chromium" help:"Chromium binary for screenshots (textslash shot, approval diffs); default Debian's chromium-headless-shell (the lightest), else chromium, chromium-browser or google-chrome from PATH"`
+	ShotAddr            string        `name:"shot-addr" var:"TEXTSLASH_SHOT_ADDR" sets:"runner.ShotAddr" default:"127.0.0.1:0" help:"host:port of the runner's screenshot endpoint, which agents reach with textslash shot or curl ($TEXTSLASH_SHOT_URL); default a free loopback port"`
+	Concurrency         int           `name:"concurrency" var:"TEXTSLASH_CONCURRENCY" sets:"runner.Concurrency" default:"${concurrency}" help:"how many users' messages run at once"`
+	RunnerID            string        `name:"runner-id" var:"TEXTSLASH_RUNNER_ID" sets:"runner.ID" default:"${runner_id}" help:"this runner's name among runners sharing the jobs (letters, digits, - and _): each user's messages run on the runner holding their workspace while it is alive; keep it the same across restarts with the same workspaces"`
+	Timeout             time.Duration `name:"timeout" var:"TEXTSLASH_TIMEOUT" sets:"runner.Timeout" default:"${timeout}" help:"longest a single run may take"`
+	StopGrace           time.Duration `name:"stop-grace" var:"TEXTSLASH_STOP_GRACE" sets:"runner.StopGrace" default:"20s" help:"on SIGTERM or Ctrl-C, how long runs under way may go on to finish (no new one starts); then they are stopped and reported interrupted; a second Ctrl-C stops at once"`
+	IdleExit            time.Duration `name:"idle-exit" var:"TEXTSLASH_IDLE_EXIT" sets:"runner.IdleExit" default:"${idle_exit}" help:"a process running the runner exits after this long without a job (0: never; default 30m for the runner binary alone, 0 elsewhere); jobs wait in JetStream for the next start"`
+	ProjectMax          string        `name:"project-max" var:"TEXTSLASH_PROJECT_MAX" sets:"runner.ProjectMaxBytes" default:"2G" help:"most disk space a project cloned with clone <url> may take (512M, 2G); a bigger clone is removed and the person told both sizes"`
+	Snapshots           bool          `name:"snapshots" var:"TEXTSLASH_SNAPSHOTS" sets:"runner.Snapshots" default:"${snapshots}" help:"after each run, store a snapshot of the project's workspace (its git history, uncommitted files and the agent's session) in JetStream, so that a runner taking a person over from a runner gone rebuilds it; default on for the runner binary alone (runners on separate machines), off elsewhere (one runner, one disk)"`
+	SnapshotMax         string        `name:"snapshot-max" var:"TEXTSLASH_SNAPSHOT_MAX" sets:"runner.SnapshotMax" default:"100M" help:"most one snapshot may hold, before compression; beyond it the history is left out when the project has a remote to fetch it from, then the largest uncommitted files, and the person is told what did not move"`
+	Credentials         string        `name:"credentials" var:"TEXTSLASH_CREDENTIALS" sets:"runner.Credentials" help:"directory of people's git credentials for private repositories: one subdirectory per person (phone.<digits>, telegram.<chat id>, web.<id>) with git-credentials and/or ssh/ (a key, known_hosts); each of their runs gets a read-only copy at /tmp/textslash/credentials and no other run sees any; needs the sandbox"`
+	Approval            time.Duration `name:"approval-timeout" var:"TEXTSLASH_APPROVAL_TIMEOUT" sets:"dispatcher.ApprovalTimeout" default:"${approval_timeout}" help:"how long an approval request waits for approve or reject; then the changes stay on disk, uncommitted"`
+	Permission          time.Duration `name:"permission-timeout" var:"TEXTSLASH_PERMISSION_TIMEOUT" sets:"dispatcher.PermissionTimeout,runner.PermissionTimeout" default:"${permission_timeout}" help:"how long a question from the agent (may it run this command?) waits for yes, no or always; then the agent is told no"`
+	DefaultMode         string        `name:"default-mode" var:"TEXTSLASH_DEFAULT_MODE" sets:"dispatcher.DefaultMode" default:"ask" help:"permission mode of people who have not chosen one with the mode keyword: ask (Claude Code asks before each change), auto (it acts without asking, inside the sandbox) or plan (it only plans; go carries the plan out)"`
+	BudgetPersonDaily   float64       `name:"budget-person-daily" var:"TEXTSLASH_BUDGET_PERSON_DAILY" sets:"dispatcher.Budgets.PersonDaily" help:"most each person's runs may cost in a day, in USD (0: no limit); a run that would start over it is refused, one that reaches it is stopped with what it did so far"`
+	BudgetPersonMonthly float64       `name:"budget-person-monthly" var:"TEXTSLASH_BUDGET_PERSON_MONTHLY" sets:"dispatcher.Budgets.PersonMonthly" help:"most each person's runs may cost in a month, in USD (0: no limit)"`
+	BudgetDaily         float64       `name:"budget-daily" var:"TEXTSLASH_BUDGET_DAILY" sets:"dispatcher.Budgets.Daily" help:"most everybody's runs together may cost in a day, in USD (0: no limit)"`
+	BudgetMonthly       float64       `name:"budget-monthly" var:"TEXTSLASH_BUDGET_MONTHLY" sets:"dispatcher.Budgets.Monthly" help:"most everybody's runs together may cost in a month, in USD (0: no limit)"`
+	TimeZone            string        `name:"time-zone" var:"TEXTSLASH_TIME_ZONE" sets:"dispatcher.Location" help:"time zone (IANA name, like Europe/Paris) of the days and months of costs and budgets, and of schedules for people who set none with tz; default the server's"`
+	Admins              string        `name:"admins" var:"TEXTSLASH_ADMINS" sets:"dispatcher.Admins" help:"comma-separated people who may pair others in (the pair, people and revoke keywords): numbers (+15551234567) and telegram:<chat id>"`
+	ShowCost            bool          `name:"show-cost" var:"TEXTSLASH_SHOW_COST" sets:"runner.ShowCost" help:"end each reply with what its run cost and the tokens it used"`
 	TranscribeURL       string        `name:"transcribe-url" var:"TEXTSLASH_TRANSCRIBE_URL" help:"base URL of an OpenAI-compatible speech-to-text API that turns voice notes into messages (https://api.openai.com/v1, https://api.groq.com/openai/v1, a local whisper.cpp or faster-whisper server's http://127.0.0.1:8000/v1); without it or a command, voice notes are saved in the inbox and the person told"`
 	TranscribeKey       string        `name:"transcribe-key" var:"TEXTSLASH_TRANSCRIBE_KEY" help:"API key of the speech-to-text API (sent as Authorization: Bearer)"`
 	TranscribeModel     string        `name:"transcribe-model" var:"TEXTSLASH_TRANSCRIBE_MODEL" default:"whisper-1" help:"speech-to-text model (whisper-1, gpt-4o-transcribe; whisper-large-v3 on Groq)"`
 	TranscribeLanguage  string        `name:"transcribe-language" var:"TEXTSLASH_TRANSCRIBE_LANGUAGE" help:"language of the voice notes, ISO-639-1 (en, fr); default the API's guess"`
 	TranscribeCommand   string        `name:"transcribe-command" var:"TEXTSLASH_TRANSCRIBE_COMMAND" help:"a local speech-to-text program instead of the API, run with bash -c in the person's sandbox: 16 kHz mono WAV on stdin, the text on stdout (Debian's pocketsphinx: pocketsphinx_continuous -infile /dev/stdin -logfn /dev/null)"`
-	VoiceMax            time.Duration `name:"voice-max" var:"TEXTSLASH_VOICE_MAX" default:"${voice_max}" help:"longest voice note taken; longer ones are refused with a message and kept in the inbox"`
-	VoiceGrace          time.Duration `name:"voice-grace" var:"TEXTSLASH_VOICE_GRACE" default:"5s" help:"after the person is sent what was heard in a voice note, how long the agent waits before running it, so that cancel can stop a misheard instruction (0: no wait)"`
-	DescribeImages      bool          `name:"describe-screenshots" var:"TEXTSLASH_DESCRIBE_SCREENSHOTS" help:"ask the agent, in a second read-only run, for a short description of each image it hands over without a caption (at most 3 per reply; Claude Code only: it can look at images), sent as the image's caption"`
-	TwilioSID           string        `name:"twilio-account-sid" var:"TWILIO_ACCOUNT_SID" help:"Twilio account; setting it (with the token) turns WhatsApp and SMS on"`
-	TwilioToken         string        `name:"twilio-auth-token" var:"TWILIO_AUTH_TOKEN" help:"Twilio auth token: checks webhook signatures and sends messages"`
-	TwilioFrom          string        `name:"twilio-phone-number" var:"TWILIO_PHONE_NUMBER" help:"Twilio number replies come from, E.164 (+15551234567) or as Twilio writes a WhatsApp sender (whatsapp:+15551234567); WhatsApp sends from whatsapp:<number>, SMS from the number"`
-	TwilioService       string        `name:"twilio-messaging-service-sid" var:"TWILIO_MESSAGING_SERVICE_SID" help:"send through this Messaging Service instead of the phone number"`
-	TwilioAPI           string        `name:"twilio-api-url" var:"TEXTSLASH_TWILIO_API_URL" help:"send Twilio API requests to this base URL instead of https://api.twilio.com (tests, proxies)"`
-	TwilioWindow        string        `name:"twilio-content-sid-window" var:"TWILIO_CONTENT_SID_WINDOW" help:"Content SID (HX…) of an approved WhatsApp template without variables that tells a person a reply waits for them (Your task finished. Reply to see the result.), sent once when WhatsApp refuses a message outside its 24-hour window; the refused messages are held and go out when the person writes, with or without it"`
-	PublicURL           string        `name:"public-url" var:"PUBLIC_URL" help:"the https URL Twilio reaches this server at (webhook signatures, image links, status callbacks); set Twilio's webhook to <it>/webhook"`
-	Allowed             string        `name:"allowed-phone-numbers" var:"ALLOWED_PHONE_NUMBERS" help:"comma-separated E.164 numbers that may use textslash over WhatsApp or SMS; others are ignored"`
-	StatusCallbacks     bool          `name:"twilio-status-callbacks" var:"TEXTSLASH_TWILIO_STATUS_CALLBACKS" default:"true" negatable:"" help:"ask Twilio for delivery status and send a person's next message only after the previous one is sent, so replies arrive in order"`
-	ProgressEvery       time.Duration `name:"progress-every" var:"TEXTSLASH_PROGRESS_EVERY" default:"${progress_every}" help:"least time between two progress messages to one WhatsApp or SMS user; the latest progress wins"`
+	VoiceMax            time.Duration `name:"voice-max" var:"TEXTSLASH_VOICE_MAX" sets:"runner.VoiceMax" default:"${voice_max}" help:"longest voice note taken; longer ones are refused with a message and kept in the inbox"`
+	VoiceGrace          time.Duration `name:"voice-grace" var:"TEXTSLASH_VOICE_GRACE" sets:"runner.VoiceGrace" default:"5s" help:"after the person is sent what was heard in a voice note, how long the agent waits before running it, so that cancel can stop a misheard instruction (0: no wait)"`
+	DescribeImages      bool          `name:"describe-screenshots" var:"TEXTSLASH_DESCRIBE_SCREENSHOTS" sets:"runner.DescribeImages" help:"ask the agent, in a second read-only run, for a short description of each image it hands over without a caption (at most 3 per reply; Claude Code only: it can look at images), sent as the image's caption"`
+	TwilioSID           string        `name:"twilio-account-sid" var:"TWILIO_ACCOUNT_SID" sets:"ingress.Twilio.AccountSID,egress.Twilio.AccountSID" help:"Twilio account; setting it (with the token) turns WhatsApp and SMS on"`
+	TwilioToken         string        `name:"twilio-auth-token" var:"TWILIO_AUTH_TOKEN" sets:"ingress.Twilio.AuthToken,egress.Twilio.AuthToken" help:"Twilio auth token: checks webhook signatures and sends messages"`
+	TwilioFrom          string        `name:"twilio-phone-number" var:"TWILIO_PHONE_NUMBER" sets:"egress.Twilio.From" help:"Twilio number replies come from, E.164 (+15551234567) or as Twilio writes a WhatsApp sender (whatsapp:+15551234567); WhatsApp sends from whatsapp:<number>, SMS from the number"`
+	TwilioService       string        `name:"twilio-messaging-service-sid" var:"TWILIO_MESSAGING_SERVICE_SID" sets:"egress.Twilio.MessagingServiceSID" help:"send through this Messaging Service instead of the phone number"`
+	TwilioAPI           string        `name:"twilio-api-url" var:"TEXTSLASH_TWILIO_API_URL" sets:"ingress.Twilio.APIURL,egress.Twilio.APIURL" help:"send Twilio API requests to this base URL instead of https://api.twilio.com (tests, proxies)"`
+	TwilioWindow        string        `name:"twilio-content-sid-window" var:"TWILIO_CONTENT_SID_WINDOW" sets:"egress.Twilio.WindowContentSID" help:"Content SID (HX…) of an approved WhatsApp template without variables that tells a person a reply waits for them (Your task finished. Reply to see the result.), sent once when WhatsApp refuses a message outside its 24-hour window; the refused messages are held and go out when the person writes, with or without it"`
+	PublicURL           string        `name:"public-url" var:"PUBLIC_URL" sets:"ingress.PublicURL,ingress.Twilio.PublicURL,egress.Twilio.PublicURL,egress.Telegram.PublicURL" help:"the https URL Twilio reaches this server at (webhook signatures, image links, status callbacks); set Twilio's webhook to <it>/webhook"`
+	Allowed             string        `name:"allowed-phone-numbers" var:"ALLOWED_PHONE_NUMBERS" sets:"ingress.Twilio.Allowed,egress.Twilio.Allowed" help:"comma-separated E.164 numbers that may use textslash over WhatsApp or SMS; others are ignored"`
+	StatusCallbacks     bool          `name:"twilio-status-callbacks" var:"TEXTSLASH_TWILIO_STATUS_CALLBACKS" sets:"egress.Twilio.StatusCallbacks" default:"true" negatable:"" help:"ask Twilio for delivery status and send a person's next message only after the previous one is sent, so replies arrive in order"`
+	ProgressEvery       time.Duration `name:"progress-every" var:"TEXTSLASH_PROGRESS_EVERY" sets:"egress.Twilio.WhatsApp.ProgressEvery,egress.Twilio.SMS.ProgressEvery" default:"${progress_every}" help:"least time between two progress messages to one WhatsApp or SMS user; the latest progress wins"`
 	LongReplies         string        `name:"long-replies" var:"TEXTSLASH_LONG_REPLIES" default:"page" help:"replies over a channel's limit (1600 characters on WhatsApp and SMS, 4096 on Telegram): page (the person replies MORE) or truncate (at 1500 characters)"`
-	TelegramToken       string        `name:"telegram-bot-token" var:"TELEGRAM_BOT_TOKEN" help:"Telegram bot token (from @BotFather); setting it turns Telegram on (set the bot's webhook to <PUBLIC_URL>/telegram/webhook)"`
-	TelegramSecret      string        `name:"telegram-webhook-secret" var:"TELEGRAM_WEBHOOK_SECRET" help:"secret_token given to setWebhook (16+ characters): updates without it are refused"`
-	TelegramAllowed     string        `name:"telegram-allowed-chats" var:"TELEGRAM_ALLOWED_CHATS" help:"comma-separated Telegram chat ids that may use textslash; others are ignored"`
-	TelegramAPI         string        `name:"telegram-api-url" var:"TEXTSLASH_TELEGRAM_API_URL" help:"send Telegram Bot API requests to this base URL instead of https://api.telegram.org (tests, a local Bot API server)"`
+	TelegramToken       string        `name:"telegram-bot-token" var:"TELEGRAM_BOT_TOKEN" sets:"ingress.Telegram.BotToken,egress.Telegram.BotToken" help:"Telegram bot token (from @BotFather); setting it turns Telegram on (set the bot's webhook to <PUBLIC_URL>/telegram/webhook)"`
+	TelegramSecret      string        `name:"telegram-webhook-secret" var:"TELEGRAM_WEBHOOK_SECRET" sets:"ingress.Telegram.Secret" help:"secret_token given to setWebhook (16+ characters): updates without it are refused"`
+	TelegramAllowed     string        `name:"telegram-allowed-chats" var:"TELEGRAM_ALLOWED_CHATS" sets:"ingress.Telegram.Allowed,egress.Telegram.Allowed" help:"comma-separated Telegram chat ids that may use textslash; others are ignored"`
+	TelegramAPI         string        `name:"telegram-api-url" var:"TEXTSLASH_TELEGRAM_API_URL" sets:"ingress.Telegram.APIURL,egress.Telegram.APIURL" help:"send Telegram Bot API requests to this base URL instead of https://api.telegram.org (tests, a local Bot API server)"`
 	MediaKey            string        `name:"media-key" var:"TEXTSLASH_MEDIA_KEY" help:"secret (16+ characters) that signs image links; generated at each start when empty (set it when media and egress run as separate processes)"`
-	MediaKeep           int           `name:"media-keep" var:"TEXTSLASH_MEDIA_KEEP" default:"${media_keep}" help:"most images kept; the oldest go first"`
+	MediaKeep           int           `name:"media-keep" var:"TEXTSLASH_MEDIA_KEEP" sets:"media.Keep" default:"${media_keep}" help:"most images kept; the oldest go first"`
 	LogLevel            string        `name:"log-level" var:"TEXTSLASH_LOG_LEVEL" default:"info" help:"debug, info, warn or error"`
 	PprofAddr           string        `name:"pprof-addr" var:"TEXTSLASH_PPROF_ADDR" help:"host:port serving Go's profiles at /debug/pprof/ (CPU, heap, goroutines) for debugging; off when empty, keep it on loopback"`
 	Notion              notionConfig  `embed:""`
@@ -128,16 +128,16 @@ type config struct {
 // notionConfig is the Notion integration's settings: a database whose
 // pages become one person's tasks.
 type notionConfig struct {
-	Token      string        `name:"notion-token" var:"NOTION_TOKEN" help:"secret of a Notion integration (ntn_…); setting it (with the database and the person) turns Notion tasks on"`
-	Database   string        `name:"notion-database" var:"NOTION_DATABASE_ID" help:"id of the Notion database whose pages become tasks (from its URL; share the database with the integration)"`
+	Token      string        `name:"notion-token" var:"NOTION_TOKEN" sets:"ingress.Notion.Client,egress.Notion.Client" help:"secret of a Notion integration (ntn_…); setting it (with the database and the person) turns Notion tasks on"`
+	Database   string        `name:"notion-database" var:"NOTION_DATABASE_ID" sets:"ingress.Notion.Database,egress.Notion.Database" help:"id of the Notion database whose pages become tasks (from its URL; share the database with the integration)"`
 	API        string        `name:"notion-api-url" var:"TEXTSLASH_NOTION_API_URL" help:"send Notion API requests to this base URL instead of https://api.notion.com (tests, proxies)"`
-	Person     string        `name:"notion-person" var:"TEXTSLASH_NOTION_PERSON" help:"whose tasks the pages become: whatsapp:+15551234567, sms:+15551234567, telegram:<chat id> or web:<id>; they get the usual messages and approve changes"`
-	Property   string        `name:"notion-status-property" var:"TEXTSLASH_NOTION_STATUS_PROPERTY" default:"Status" help:"the database's status (or select) property"`
-	Todo       string        `name:"notion-todo" var:"TEXTSLASH_NOTION_TODO" default:"To do" help:"the status of pages that ask for work"`
-	InProgress string        `name:"notion-in-progress" var:"TEXTSLASH_NOTION_IN_PROGRESS" default:"In progress" help:"the status a page gets when its task starts"`
-	Done       string        `name:"notion-done" var:"TEXTSLASH_NOTION_DONE" default:"Done" help:"the status a page gets when its task ends well"`
-	Failed     string        `name:"notion-failed" var:"TEXTSLASH_NOTION_FAILED" default:"Failed" help:"the status a page gets when its task fails, times out or is cancelled"`
-	Every      time.Duration `name:"notion-poll" var:"TEXTSLASH_NOTION_POLL" default:"30s" help:"time between two queries of the Notion database"`
+	Person     string        `name:"notion-person" var:"TEXTSLASH_NOTION_PERSON" sets:"ingress.Notion.User" help:"whose tasks the pages become: whatsapp:+15551234567, sms:+15551234567, telegram:<chat id> or web:<id>; they get the usual messages and approve changes"`
+	Property   string        `name:"notion-status-property" var:"TEXTSLASH_NOTION_STATUS_PROPERTY" sets:"ingress.Notion.StatusProperty,egress.Notion.StatusProperty" default:"Status" help:"the database's status (or select) property"`
+	Todo       string        `name:"notion-todo" var:"TEXTSLASH_NOTION_TODO" sets:"ingress.Notion.Todo" default:"To do" help:"the status of pages that ask for work"`
+	InProgress string        `name:"notion-in-progress" var:"TEXTSLASH_NOTION_IN_PROGRESS" sets:"egress.Notion.InProgress" default:"In progress" help:"the status a page gets when its task starts"`
+	Done       string        `name:"notion-done" var:"TEXTSLASH_NOTION_DONE" sets:"egress.Notion.Done" default:"Done" help:"the status a page gets when its task ends well"`
+	Failed     string        `name:"notion-failed" var:"TEXTSLASH_NOTION_FAILED" sets:"egress.Notion.Failed" default:"Failed" help:"the status a page gets when its task fails, times out or is cancelled"`
+	Every      time.Duration `name:"notion-poll" var:"TEXTSLASH_NOTION_POLL" sets:"ingress.Notion.Every" default:"30s" help:"time between two queries of the Notion database"`
 }
 
 const serveUsage = `Runs NATS (embedded, unless --nats-url is given) and every textslash service
@@ -315,9 +315,6 @@ func (c *config) validate() error {
 	if _, err := time.LoadLocation(c.TimeZone); err != nil {
 		return fmt.Errorf("TEXTSLASH_TIME_ZONE=%q: %v", c.TimeZone, err)
 	}
-	if c.Approval < time.Second {
-		return fmt.Errorf("TEXTSLASH_APPROVAL_TIMEOUT=%s: must be at least 1s", c.Approval)
-	}
 	if err := c.storage.validate(); err != nil {
 		return err
 	}
@@ -327,54 +324,27 @@ func (c *config) validate() error {
 	if len(c.MediaKey) < 16 {
 		return errors.New("TEXTSLASH_MEDIA_KEY: at least 16 characters")
 	}
-	if c.MediaKeep < 1 {
-		return fmt.Errorf("TEXTSLASH_MEDIA_KEEP=%d: at least 1", c.MediaKeep)
-	}
-	if err := c.validateTwilio(); err != nil {
-		return err
-	}
-	if err := c.validateTelegram(); err != nil {
-		return err
+	if c.LongReplies != "page" && c.LongReplies != "truncate" {
+		return fmt.Errorf("TEXTSLASH_LONG_REPLIES=%q: want page or truncate", c.LongReplies)
 	}
 	switch c.LogFormat {
 	case "auto", "json", "console":
 	default:
 		return fmt.Errorf("TEXTSLASH_LOG_FORMAT=%q: want json, console or auto", c.LogFormat)
 	}
-	return nil
+	return c.validateServices()
 }
 
-// validateRuns checks the settings of the runs: how many, how long, and
-// their sandbox and limits.
+// validateRuns checks the settings of the runs this process reads
+// itself (the runner checks the rest): the sandbox's switch, and sizes.
 func (c *config) validateRuns() error {
-	if c.Concurrency < 1 {
-		return fmt.Errorf("TEXTSLASH_CONCURRENCY=%d: must be at least 1", c.Concurrency)
-	}
-	if c.Timeout < time.Second || c.Timeout > 9*time.Minute {
-		return fmt.Errorf("TEXTSLASH_TIMEOUT=%s: must be between 1s and 9m", c.Timeout)
-	}
-	if c.StopGrace < 0 {
-		return fmt.Errorf("TEXTSLASH_STOP_GRACE=%s: must not be negative", c.StopGrace)
-	}
-	if c.IdleExit < 0 {
-		return fmt.Errorf("TEXTSLASH_IDLE_EXIT=%s: must not be negative", c.IdleExit)
-	}
 	if c.Sandbox != "on" && c.Sandbox != "off" {
 		return fmt.Errorf("TEXTSLASH_SANDBOX=%q: want on or off", c.Sandbox)
 	}
-	if _, err := parseBytes(c.RunMemory); err != nil {
-		return fmt.Errorf("TEXTSLASH_RUN_MEMORY=%q: want a size like 512M or 2G, or 0", c.RunMemory)
-	}
-	for _, v := range []struct{ name, val string }{{"TEXTSLASH_PROJECT_MAX", c.ProjectMax}, {"TEXTSLASH_SNAPSHOT_MAX", c.SnapshotMax}} {
-		if n, err := parseBytes(v.val); err != nil || n <= 0 {
-			return fmt.Errorf("%s=%q: want a size like 100M or 2G", v.name, v.val)
+	for _, v := range []struct{ name, val string }{{"TEXTSLASH_RUN_MEMORY", c.RunMemory}, {"TEXTSLASH_PROJECT_MAX", c.ProjectMax}, {"TEXTSLASH_SNAPSHOT_MAX", c.SnapshotMax}} {
+		if _, err := parseBytes(v.val); err != nil {
+			return fmt.Errorf("%s=%q: want a size like 512M or 2G", v.name, v.val)
 		}
-	}
-	if c.RunPids < 0 || (c.RunPids > 0 && c.RunPids < 16) {
-		return fmt.Errorf("TEXTSLASH_RUN_PIDS=%d: 0 (no limit) or at least 16", c.RunPids)
-	}
-	if c.RunCPU < 0 || (c.RunCPU > 0 && c.RunCPU < 0.1) {
-		return fmt.Errorf("TEXTSLASH_RUN_CPU=%g: 0 (no limit) or at least 0.1", c.RunCPU)
 	}
 	return nil
 }
@@ -389,7 +359,6 @@ func (s *storage) validate() error {
 	return nil
 }
 
-// sandbox is the runner's sandbox; nil when TEXTSLASH_SANDBOX=off.
 // transcriber is the speech engine of voice notes: the API, else the
 // command, else none.
 func (c *config) transcriber() runner.Transcriber {
@@ -402,6 +371,7 @@ func (c *config) transcriber() runner.Transcriber {
 	return nil
 }
 
+// sandbox is the runner's sandbox; nil when TEXTSLASH_SANDBOX=off.
 func (c *config) sandbox() *runner.Sandbox {
 	if c.Sandbox == "off" {
 		return nil
@@ -430,11 +400,6 @@ func parseBytes(s string) (int64, error) {
 	return int64(n * float64(mult)), nil
 }
 
-// notAlphanumeric is true of a rune other than an ASCII letter or digit.
-func notAlphanumeric(r rune) bool {
-	return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
-}
-
 // loopback reports whether host only takes connections from this machine.
 func loopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
@@ -446,45 +411,6 @@ func loopback(host string) bool {
 
 // twilio reports whether WhatsApp and SMS are on.
 func (c *config) twilio() bool { return c.TwilioSID != "" || c.TwilioToken != "" }
-
-// validateTwilio checks what the services check again, to name the
-// variables at fault before anything starts. Only ingress and egress speak
-// to Twilio: the others run without its token (compose gives it only to
-// those two).
-func (c *config) validateTwilio() error {
-	if !c.twilio() || !(c.runs(Ingress) || c.runs(Egress)) {
-		return nil
-	}
-	var missing []string
-	for _, v := range []struct{ name, val string }{
-		{"TWILIO_ACCOUNT_SID", c.TwilioSID}, {"TWILIO_AUTH_TOKEN", c.TwilioToken},
-		{"PUBLIC_URL", c.PublicURL}, {"ALLOWED_PHONE_NUMBERS", c.Allowed},
-	} {
-		if v.val == "" {
-			missing = append(missing, v.name)
-		}
-	}
-	if c.TwilioFrom == "" && c.TwilioService == "" {
-		missing = append(missing, "TWILIO_PHONE_NUMBER")
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("WhatsApp and SMS need %s too", strings.Join(missing, ", "))
-	}
-	// twilio-go sends nothing with other characters ("ApiError 21224
-	// Invalid Password"): say so now rather than at the first reply.
-	for _, v := range []struct{ name, val string }{{"TWILIO_ACCOUNT_SID", c.TwilioSID}, {"TWILIO_AUTH_TOKEN", c.TwilioToken}} {
-		if strings.IndexFunc(v.val, notAlphanumeric) >= 0 {
-			return fmt.Errorf("%s: letters and digits only, as Twilio's console shows it (a 32-character token), without spaces, quotes or line breaks", v.name)
-		}
-	}
-	if c.LongReplies != "page" && c.LongReplies != "truncate" {
-		return fmt.Errorf("TEXTSLASH_LONG_REPLIES=%q: want page or truncate", c.LongReplies)
-	}
-	if c.ProgressEvery < 0 {
-		return fmt.Errorf("TEXTSLASH_PROGRESS_EVERY=%s: must not be negative", c.ProgressEvery)
-	}
-	return nil
-}
 
 func (c *config) twilioIngress() *ingress.Twilio {
 	if !c.twilio() {
@@ -508,21 +434,6 @@ func (c *config) twilioEgress() *egress.Twilio {
 
 // telegram reports whether Telegram is on.
 func (c *config) telegram() bool { return c.TelegramToken != "" }
-
-// validateTelegram: ingress checks webhooks with the secret; egress needs
-// only the token (and, like ingress, whom it may answer).
-func (c *config) validateTelegram() error {
-	if !c.telegram() || !(c.runs(Ingress) || c.runs(Egress)) {
-		return nil
-	}
-	if c.runs(Ingress) && c.TelegramSecret == "" {
-		return errors.New("Telegram needs TELEGRAM_WEBHOOK_SECRET too")
-	}
-	if c.TelegramAllowed == "" {
-		return errors.New("Telegram needs TELEGRAM_ALLOWED_CHATS too")
-	}
-	return nil
-}
 
 func (c *config) telegramIngress() *ingress.Telegram {
 	if !c.telegram() {

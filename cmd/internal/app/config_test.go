@@ -70,7 +70,7 @@ func TestConfigRejectsBadInput(t *testing.T) {
 		{env: map[string]string{"TEXTSLASH_SERVICES": "runner", "NATS_URL": "nats://x", "TEXTSLASH_WEB": "true"}, want: "the web chat needs ingress and egress"},
 		{env: map[string]string{"TEXTSLASH_REPLICAS": "7"}, want: "TEXTSLASH_REPLICAS=7"},
 		{env: map[string]string{"TEXTSLASH_RUN_MEMORY": "lots"}, want: "TEXTSLASH_RUN_MEMORY"},
-		{env: map[string]string{"TWILIO_ACCOUNT_SID": "AC1"}, want: "WhatsApp and SMS need TWILIO_AUTH_TOKEN"},
+		{env: map[string]string{"TWILIO_ACCOUNT_SID": "AC1"}, want: "TWILIO_AUTH_TOKEN: required for WhatsApp and SMS"},
 		{args: []string{"--bogus"}, want: "unknown flag --bogus"},
 		{args: []string{"extra"}, want: "unexpected argument extra"},
 	} {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/egress"
@@ -15,22 +14,14 @@ import (
 // on reports whether Notion is configured.
 func (n *notionConfig) on() bool { return n.Token != "" || n.Database != "" || n.Person != "" }
 
-// validateNotion: only ingress and egress talk to Notion (and only they
-// get NOTION_TOKEN in compose.yaml).
+// validateNotion checks what ingress and egress cannot: the person, as
+// this process writes them, and where egress reads images when media runs
+// elsewhere. Only ingress and egress talk to Notion (and only they get
+// NOTION_TOKEN in compose.yaml).
 func (c *config) validateNotion() error {
 	n := &c.Notion
 	if !n.on() || !(c.runs(Ingress) || c.runs(Egress)) {
 		return nil
-	}
-	switch {
-	case n.Token == "":
-		return errors.New("Notion needs NOTION_TOKEN")
-	case n.Database == "":
-		return errors.New("Notion needs NOTION_DATABASE_ID")
-	case n.Property == "" || n.Todo == "" || n.InProgress == "" || n.Done == "" || n.Failed == "":
-		return errors.New("TEXTSLASH_NOTION_STATUS_PROPERTY, _TODO, _IN_PROGRESS, _DONE and _FAILED must not be empty")
-	case n.Every < time.Second:
-		return fmt.Errorf("TEXTSLASH_NOTION_POLL=%s: must be at least 1s", n.Every)
 	}
 	if c.runs(Egress) && !c.runs(Media) && c.PublicURL == "" {
 		return errors.New("PUBLIC_URL: egress reads the images it uploads to Notion from it when media runs in another process")
@@ -54,7 +45,12 @@ func notionUser(addr string) (contract.User, error) {
 	return contract.NewUser(ch, id)
 }
 
+// client is Notion's API client; nil without a token, which ingress and
+// egress refuse (NOTION_TOKEN).
 func (n *notionConfig) client() *notion.Client {
+	if n.Token == "" {
+		return nil
+	}
 	c := &notion.Client{Token: n.Token}
 	if n.API != "" {
 		c.BaseURL = strings.TrimRight(n.API, "/")

@@ -40,8 +40,9 @@ type partEnv struct {
 // makeParts makes each service's part from the configuration.
 var makeParts = map[string]func(context.Context, *config, partEnv) (part, error){
 	Ingress: func(_ context.Context, cfg *config, env partEnv) (part, error) {
-		in, err := ingress.New(ingress.Config{WebChat: cfg.Web, Sessions: env.sessions, PublicURL: cfg.PublicURL,
-			Twilio: cfg.twilioIngress(), Telegram: cfg.telegramIngress(), Notion: cfg.notionIngress()}, env.js, env.log)
+		ic := cfg.ingressConfig()
+		ic.Sessions = env.sessions
+		in, err := ingress.New(ic, env.js, env.log)
 		if err != nil {
 			return part{}, err
 		}
@@ -55,9 +56,7 @@ var makeParts = map[string]func(context.Context, *config, partEnv) (part, error)
 		return p, nil
 	},
 	Dispatcher: func(_ context.Context, cfg *config, env partEnv) (part, error) {
-		admins, _ := cfg.admins() // checked by validate
-		disp, err := dispatcher.New(dispatcher.Config{ApprovalTimeout: cfg.Approval, PermissionTimeout: cfg.Permission,
-			DefaultMode: cfg.DefaultMode, Budgets: cfg.budgets(), Location: cfg.location(), Admins: admins}, env.js, env.log)
+		disp, err := dispatcher.New(cfg.dispatcherConfig(), env.js, env.log)
 		if err != nil {
 			return part{}, err
 		}
@@ -68,22 +67,18 @@ var makeParts = map[string]func(context.Context, *config, partEnv) (part, error)
 		if err != nil {
 			env.log.Warn().Err(err).Msg("own binary not found: agents cannot run textslash shot (curl $TEXTSLASH_SHOT_URL still works)")
 		}
-		run, err := runner.New(runner.Config{
-			Agent: cfg.Agent, ClaudeBin: cfg.ClaudeBin, Workspaces: cfg.Workspaces, AgentUser: cfg.AgentUser,
-			Concurrency: cfg.Concurrency, Timeout: cfg.Timeout, IdleExit: cfg.IdleExit, StopGrace: cfg.StopGrace,
-			Chromium: cfg.Chromium, ShotAddr: cfg.ShotAddr, ShotCommand: self, ID: cfg.RunnerID,
-			Sandbox: cfg.sandbox(), PermissionTimeout: cfg.Permission, ShowCost: cfg.ShowCost,
-			Transcriber: cfg.transcriber(), VoiceMax: cfg.VoiceMax, VoiceGrace: cfg.VoiceGrace,
-			DescribeImages: cfg.DescribeImages, ProjectMaxBytes: size(cfg.ProjectMax), Snapshots: cfg.Snapshots,
-			SnapshotMax: size(cfg.SnapshotMax), Credentials: cfg.Credentials,
-		}, env.js, env.log)
+		rc := cfg.runnerConfig()
+		rc.ShotCommand = self
+		run, err := runner.New(rc, env.js, env.log)
 		if err != nil {
 			return part{}, err
 		}
 		return part{run: run.Run, endsProcess: true, agent: run.AgentName()}, nil
 	},
 	Media: func(ctx context.Context, cfg *config, env partEnv) (part, error) {
-		med, err := media.New(media.Config{Signer: env.signer, Keep: cfg.MediaKeep}, env.js, env.log)
+		mc := cfg.mediaConfig()
+		mc.Signer = env.signer
+		med, err := media.New(mc, env.js, env.log)
 		if err == nil {
 			err = med.Open(ctx)
 		}
@@ -93,8 +88,9 @@ var makeParts = map[string]func(context.Context, *config, partEnv) (part, error)
 		return part{run: med.Run, routes: map[string]http.Handler{"/images/": med.Handler(), "/files/": med.Handler()}}, nil
 	},
 	Egress: func(_ context.Context, cfg *config, env partEnv) (part, error) {
-		out, err := egress.New(egress.Config{WebChat: cfg.Web, Sessions: env.sessions, Twilio: cfg.twilioEgress(),
-			Telegram: cfg.telegramEgress(), Notion: cfg.notionEgress(), Signer: env.signer}, env.js, env.log)
+		ec := cfg.egressConfig()
+		ec.Sessions, ec.Signer = env.sessions, env.signer
+		out, err := egress.New(ec, env.js, env.log)
 		if err != nil {
 			return part{}, err
 		}

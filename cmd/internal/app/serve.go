@@ -105,7 +105,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		}
 		p, err := makeParts[name](ctx, &cfg, env)
 		if err != nil {
-			return err
+			return explain(err) // a setting only the running service could check
 		}
 		parts = append(parts, p)
 	}
