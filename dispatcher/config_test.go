@@ -3,22 +3,17 @@ package dispatcher_test
 import (
 	"errors"
 	"reflect"
-	"regexp"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/configtest"
 	"github.com/textslash/textslash/dispatcher"
 	"github.com/textslash/textslash/natstest"
 )
-
-// binaryVars are the textslash binary's environment variables: a service's
-// errors name its Config's fields, and the binary maps those to these.
-var binaryVars = regexp.MustCompile(`TEXTSLASH_|PUBLIC_URL|ALLOWED_PHONE|TWILIO_|TELEGRAM_|NOTION_`)
 
 // badConfigs are configurations the dispatcher refuses, with the settings
 // (Config field paths) each refusal names.
@@ -60,7 +55,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 			if err == nil {
 				t.Fatalf("New(%+v): got %v, nil; want an error", tc.cfg, d)
 			}
-			checkConfigErr(t, err, tc.settings)
+			configtest.Refused(t, err, dispatcher.Config{}, tc.settings...)
 		})
 	}
 }
@@ -74,7 +69,7 @@ func TestValidateRefusesBadConfig(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Validate(%+v): got nil; want an error", tc.cfg.Default())
 			}
-			checkConfigErr(t, err, tc.settings)
+			configtest.Refused(t, err, dispatcher.Config{}, tc.settings...)
 		})
 	}
 }
@@ -130,76 +125,4 @@ func TestDefaultLeavesCaller(t *testing.T) {
 	if !slices.Equal(admins, []string{"web.admin"}) {
 		t.Errorf("after Default the caller's admins are %q; want [web.admin]", admins)
 	}
-}
-
-// checkConfigErr checks that err is ErrConfig, that its ConfigErrors name
-// settings (in any order), each a field of Config, and that its text names
-// no variable of the binary.
-func checkConfigErr(t *testing.T, err error, settings []string) {
-	t.Helper()
-	if !errors.Is(err, contract.ErrConfig) {
-		t.Errorf("err %q: got not ErrConfig; want errors.Is(err, contract.ErrConfig)", err)
-	}
-	var ce *contract.ConfigError
-	if !errors.As(err, &ce) {
-		t.Fatalf("err %q: got %T; want a *contract.ConfigError", err, err)
-	}
-	var got []string
-	for _, ce := range configErrors(err) {
-		if ce.Service != "dispatcher" {
-			t.Errorf("err %q: got service %q; want dispatcher", ce, ce.Service)
-		}
-		if ce.Reason == "" || ce.Reason != strings.ToLower(ce.Reason[:1])+ce.Reason[1:] {
-			t.Errorf("err %q: got reason %q; want one starting lower case", ce, ce.Reason)
-		}
-		if !isField(reflect.TypeFor[dispatcher.Config](), ce.Setting) {
-			t.Errorf("err %q: setting %q names no field of Config", ce, ce.Setting)
-		}
-		got = append(got, ce.Setting)
-	}
-	slices.Sort(got)
-	want := slices.Sorted(slices.Values(settings))
-	if !slices.Equal(got, want) {
-		t.Errorf("err %q: got settings %q; want %q", err, got, want)
-	}
-	if binaryVars.MatchString(err.Error()) {
-		t.Errorf("err %q names a variable of the binary; want the Config's field", err)
-	}
-}
-
-// configErrors are the ConfigErrors in err's tree (joined or wrapped).
-func configErrors(err error) []*contract.ConfigError {
-	if ce, ok := err.(*contract.ConfigError); ok {
-		return []*contract.ConfigError{ce}
-	}
-	var out []*contract.ConfigError
-	switch u := err.(type) {
-	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			out = append(out, configErrors(e)...)
-		}
-	case interface{ Unwrap() error }:
-		if e := u.Unwrap(); e != nil {
-			out = configErrors(e)
-		}
-	}
-	return out
-}
-
-// isField reports whether path ("Budgets.Daily") names a field of t.
-func isField(t reflect.Type, path string) bool {
-	for name := range strings.SplitSeq(path, ".") {
-		for t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if t.Kind() != reflect.Struct {
-			return false
-		}
-		f, ok := t.FieldByName(name)
-		if !ok {
-			return false
-		}
-		t = f.Type
-	}
-	return true
 }

@@ -1,23 +1,17 @@
 package egress_test
 
 import (
-	"errors"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/configtest"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/notion"
 )
-
-// binaryVars are the textslash binary's variables: a service's errors
-// name its own settings, never them (the binary maps the one to the other).
-var binaryVars = regexp.MustCompile(`TEXTSLASH_|PUBLIC_URL|ALLOWED_PHONE|TWILIO_|TELEGRAM_|NOTION_`)
 
 const (
 	goodSID   = "AC0123456789abcdef0123456789abcdef"
@@ -76,7 +70,7 @@ func TestValidateRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := goodConfig()
 			tc.change(&cfg)
-			checkRefusal(t, cfg.Default().Validate(), tc.settings)
+			refused(t, cfg.Default().Validate(), tc.settings)
 		})
 	}
 }
@@ -94,82 +88,9 @@ func TestNewRefuses(t *testing.T) {
 			if e != nil {
 				t.Errorf("New gave an egress with %v", err)
 			}
-			checkRefusal(t, err, tc.settings)
+			refused(t, err, tc.settings)
 		})
 	}
-}
-
-// checkRefusal checks that err is a refusal of exactly the settings
-// wanted, each a field of egress.Config, in words of the service's own.
-func checkRefusal(t *testing.T, err error, want []string) {
-	t.Helper()
-	if !errors.Is(err, contract.ErrConfig) {
-		t.Fatalf("got %v; want an error that is contract.ErrConfig", err)
-	}
-	var first *contract.ConfigError
-	if !errors.As(err, &first) {
-		t.Fatalf("got %T %v; want a *contract.ConfigError in it", err, err)
-	}
-	var got []string
-	for _, ce := range configErrors(err) {
-		got = append(got, ce.Setting)
-		if ce.Service != "egress" {
-			t.Errorf("%v: service %q; want egress", ce, ce.Service)
-		}
-		if !namesField(reflect.TypeFor[egress.Config](), ce.Setting) {
-			t.Errorf("setting %q names no field of egress.Config", ce.Setting)
-		}
-		if ce.Reason == "" || ce.Reason != strings.ToLower(ce.Reason[:1])+ce.Reason[1:] {
-			t.Errorf("%v: reason %q; want one in lower case", ce, ce.Reason)
-		}
-		if strings.Contains(ce.Setting, "Token") && ce.Value != "" {
-			t.Errorf("%v: a secret's value is shown", ce)
-		}
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("refused %q; want %q (%v)", got, want, err)
-	}
-	if v := binaryVars.FindString(err.Error()); v != "" {
-		t.Errorf("%q names the binary's variable %s", err, v)
-	}
-	if strings.Contains(err.Error(), goodToken) {
-		t.Errorf("%q shows the auth token", err)
-	}
-}
-
-// configErrors are the ConfigErrors in err's tree, in order.
-func configErrors(err error) []*contract.ConfigError {
-	if ce, ok := err.(*contract.ConfigError); ok {
-		return []*contract.ConfigError{ce}
-	}
-	var out []*contract.ConfigError
-	switch u := err.(type) {
-	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			out = append(out, configErrors(e)...)
-		}
-	case interface{ Unwrap() error }:
-		out = configErrors(u.Unwrap())
-	}
-	return out
-}
-
-// namesField reports whether path (A.B.C) is a field path of typ.
-func namesField(typ reflect.Type, path string) bool {
-	for name := range strings.SplitSeq(path, ".") {
-		for typ.Kind() == reflect.Pointer {
-			typ = typ.Elem()
-		}
-		if typ.Kind() != reflect.Struct {
-			return false
-		}
-		f, ok := typ.FieldByName(name)
-		if !ok {
-			return false
-		}
-		typ = f.Type
-	}
-	return true
 }
 
 func TestDefaultValidates(t *testing.T) {
@@ -236,5 +157,15 @@ func TestDefault(t *testing.T) {
 		if !reflect.DeepEqual(c.got, c.want) {
 			t.Errorf("%s = %v; want %v", c.what, c.got, c.want)
 		}
+	}
+}
+
+// refused checks that err refuses exactly the settings wanted, in egress's
+// own words, and shows no auth token.
+func refused(t *testing.T, err error, want []string) {
+	t.Helper()
+	configtest.Refused(t, err, egress.Config{}, want...)
+	if strings.Contains(err.Error(), goodToken) {
+		t.Errorf("%q shows the auth token", err)
 	}
 }

@@ -1,88 +1,26 @@
 package ingress_test
 
 import (
-	"errors"
 	"io"
-	"regexp"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
-	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/configtest"
 	"github.com/textslash/textslash/ingress"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/notion"
 	"github.com/textslash/textslash/telegramtest"
 )
 
-// binaryVars are the textslash binary's variables: the binary maps
-// settings to them, so no error of the service may name them.
-var binaryVars = regexp.MustCompile(`TEXTSLASH_|PUBLIC_URL|ALLOWED_PHONE|TWILIO_|TELEGRAM_|NOTION_`)
-
-// secretSetting names the settings whose value no error may show.
-var secretSetting = regexp.MustCompile(`Token|Secret`)
-
-// configErrors are the ConfigErrors in err's tree (errors.Join's too).
-func configErrors(err error) []*contract.ConfigError {
-	switch e := err.(type) {
-	case *contract.ConfigError:
-		return []*contract.ConfigError{e}
-	case interface{ Unwrap() []error }:
-		var out []*contract.ConfigError
-		for _, err := range e.Unwrap() {
-			out = append(out, configErrors(err)...)
-		}
-		return out
-	case interface{ Unwrap() error }:
-		return configErrors(e.Unwrap())
-	}
-	return nil
-}
-
-// wantSettings fails t unless err is a refusal of the configuration
-// naming exactly the settings given, each a ConfigError of ingress, with
-// no value shown for a secret, and none of the binary's variables.
-func wantSettings(t *testing.T, err error, settings ...string) {
-	t.Helper()
-	if !errors.Is(err, contract.ErrConfig) {
-		t.Fatalf("got %v; want an error wrapping contract.ErrConfig", err)
-	}
-	var ce *contract.ConfigError
-	if !errors.As(err, &ce) {
-		t.Fatalf("got %v; want a *contract.ConfigError", err)
-	}
-	if v := binaryVars.FindString(err.Error()); v != "" {
-		t.Errorf("%q names the binary's variable %s", err, v)
-	}
-	var got []string
-	for _, e := range configErrors(err) {
-		got = append(got, e.Setting)
-		if e.Service != "ingress" {
-			t.Errorf("%q: service %q; want ingress", e, e.Service)
-		}
-		if e.Reason == "" || strings.ToLower(e.Reason[:1]) != e.Reason[:1] {
-			t.Errorf("%q: reason %q; want one in lower case", e, e.Reason)
-		}
-		if secretSetting.MatchString(e.Setting) && e.Value != "" {
-			t.Errorf("%q shows the secret %s", e, e.Setting)
-		}
-	}
-	slices.Sort(got)
-	slices.Sort(settings)
-	if !slices.Equal(got, settings) {
-		t.Errorf("got settings %q (%v); want %q", got, err, settings)
-	}
-}
-
 // refused checks cfg is refused for settings both by Default().Validate()
 // and by New.
 func refused(t *testing.T, new func(ingress.Config) error, cfg ingress.Config, settings ...string) {
 	t.Helper()
-	wantSettings(t, cfg.Default().Validate(), settings...)
-	wantSettings(t, new(cfg), settings...)
+	configtest.Refused(t, cfg.Default().Validate(), ingress.Config{}, settings...)
+	configtest.Refused(t, new(cfg), ingress.Config{}, settings...)
 }
 
 // withJetStream is New with a real JetStream, for refused.

@@ -1,21 +1,15 @@
 package media_test
 
 import (
-	"errors"
-	"reflect"
-	"regexp"
 	"testing"
 
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/configtest"
 	"github.com/textslash/textslash/media"
 	"github.com/textslash/textslash/natstest"
 )
-
-// binaryVars are the textslash binary's environment variables: a service's
-// errors name its Config's fields, and the binary maps those to these.
-var binaryVars = regexp.MustCompile(`TEXTSLASH_|PUBLIC_URL|ALLOWED_PHONE|TWILIO_|TELEGRAM_|NOTION_`)
 
 // badConfigs are configurations media refuses, with the setting each
 // refusal names.
@@ -37,7 +31,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 			if err == nil {
 				t.Fatalf("New(Keep %d): got a Media, nil; want an error", tc.cfg.Keep)
 			}
-			checkConfigErr(t, err, tc.setting)
+			configtest.Refused(t, err, media.Config{}, tc.setting)
 		})
 	}
 }
@@ -51,7 +45,7 @@ func TestValidateRefusesBadConfig(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Validate(Keep %d): got nil; want an error", tc.cfg.Default().Keep)
 			}
-			checkConfigErr(t, err, tc.setting)
+			configtest.Refused(t, err, media.Config{}, tc.setting)
 		})
 	}
 }
@@ -72,28 +66,5 @@ func TestDefaultValidates(t *testing.T) {
 	}
 	if got := (media.Config{Keep: 1}).Default(); got.Keep != 1 || got.Validate() != nil {
 		t.Errorf("Config{Keep: 1}.Default(): got Keep %d, Validate %v; want 1, nil", got.Keep, got.Validate())
-	}
-}
-
-// checkConfigErr checks that err is ErrConfig, a ConfigError of media
-// naming setting, a field of Config, and that its text names no variable
-// of the binary.
-func checkConfigErr(t *testing.T, err error, setting string) {
-	t.Helper()
-	if !errors.Is(err, contract.ErrConfig) {
-		t.Errorf("err %q: got not ErrConfig; want errors.Is(err, contract.ErrConfig)", err)
-	}
-	var ce *contract.ConfigError
-	if !errors.As(err, &ce) {
-		t.Fatalf("err %q: got %T; want a *contract.ConfigError", err, err)
-	}
-	if ce.Service != "media" || ce.Setting != setting {
-		t.Errorf("err %q: got %s %s; want media %s", err, ce.Service, ce.Setting, setting)
-	}
-	if _, ok := reflect.TypeFor[media.Config]().FieldByName(ce.Setting); !ok {
-		t.Errorf("err %q: setting %q names no field of Config", err, ce.Setting)
-	}
-	if binaryVars.MatchString(err.Error()) {
-		t.Errorf("err %q names a variable of the binary; want the Config's field", err)
 	}
 }

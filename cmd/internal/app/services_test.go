@@ -2,12 +2,12 @@ package app
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/configtest"
 	"github.com/textslash/textslash/dispatcher"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/ingress"
@@ -28,8 +28,8 @@ func TestEveryVariableSetsServiceSettings(t *testing.T) {
 			t.Errorf("%s sets %s: no service %q", v, setting, service)
 			continue
 		}
-		if err := settingPath(typ, path); err != nil {
-			t.Errorf("%s sets %s: %v", v, setting, err)
+		if !configtest.IsField(typ, path) {
+			t.Errorf("%s sets %s: no field %s in %s", v, setting, path, typ)
 		}
 	}
 }
@@ -87,26 +87,7 @@ func TestConfigServicesCheckTheirSettings(t *testing.T) {
 	}
 }
 
-// settingPath checks that path (Twilio.PublicURL) names a field of t,
-// through structs and pointers to them.
-func settingPath(t reflect.Type, path string) error {
-	for name := range strings.SplitSeq(path, ".") {
-		for t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if t.Kind() != reflect.Struct {
-			return fmt.Errorf("%s is not a struct", t)
-		}
-		f, ok := t.FieldByName(name)
-		if !ok || !f.IsExported() {
-			return fmt.Errorf("%s has no field %s", t, name)
-		}
-		t = f.Type
-	}
-	return nil
-}
-
-// configTypes are the services' Config types, for settingPath.
+// configTypes are the services' Config types.
 var configTypes = map[string]reflect.Type{
 	Ingress: reflect.TypeFor[ingress.Config](), Dispatcher: reflect.TypeFor[dispatcher.Config](),
 	Runner: reflect.TypeFor[runner.Config](), Media: reflect.TypeFor[media.Config](), Egress: reflect.TypeFor[egress.Config](),
