@@ -42,3 +42,26 @@ func TestBadSettingQuotesTextValues(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+func TestBaseURL(t *testing.T) {
+	for raw, want := range map[string]bool{
+		"https://example.com": true, "http://127.0.0.1:8080": true, "https://example.com/prefix/": true,
+		"": false, "example.com": false, "ftp://example.com": false, "https://": false,
+		"https://example.com/?a=1": false, "https://example.com/?": false, "https://example.com/#top": false,
+	} {
+		if got := contract.BaseURL(raw); got != want {
+			t.Errorf("BaseURL(%q) = %v; want %v", raw, got, want)
+		}
+	}
+}
+
+func TestTwilioCredential(t *testing.T) {
+	for s, want := range map[string]bool{
+		"AC0123456789abcdefABCDEF01234567": true, "0123456789abcdef0123456789abcdef": true,
+		"": false, "token\n": false, `"token"`: false, "my-secret": false, "tökén": false, "a b": false,
+	} {
+		if got := contract.TwilioCredential(s); got != want {
+			t.Errorf("TwilioCredential(%q) = %v; want %v", s, got, want)
+		}
+	}
+}

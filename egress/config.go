@@ -82,14 +82,6 @@ func bad(setting string, value any, reason string) *contract.ConfigError {
 	return contract.BadSetting("egress", setting, value, reason)
 }
 
-// httpURL reports whether raw is an http(s)://host[:port][/path] URL, to
-// which egress appends paths (so without a query or fragment).
-func httpURL(raw string) bool {
-	u, err := url.Parse(raw)
-	return err == nil && u.Host != "" && (u.Scheme == "http" || u.Scheme == "https") &&
-		u.RawQuery == "" && !u.ForceQuery && u.Fragment == ""
-}
-
 // trimURL is raw without its trailing slashes, egress appending paths
 // that start with one; what is no URL with a host stays as it was, for
 // Validate to show.
@@ -98,11 +90,6 @@ func trimURL(raw string) string {
 		return raw
 	}
 	return strings.TrimRight(raw, "/")
-}
-
-// notAlphanumeric is true of a rune other than an ASCII letter or digit.
-func notAlphanumeric(r rune) bool {
-	return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
 }
 
 // notNegative refuses a setting below zero (zero takes its default).

@@ -71,7 +71,7 @@ func (n Notion) validate() error {
 			errs = append(errs, bad(s.setting, nil, "required for Notion: "+s.why))
 		}
 	}
-	if n.MediaURL != "" && !httpURL(n.MediaURL) {
+	if n.MediaURL != "" && !contract.BaseURL(n.MediaURL) {
 		errs = append(errs, bad("Notion.MediaURL", n.MediaURL, "want http(s)://host[:port] of the media service"))
 	}
 	return errors.Join(append(errs, notNegative("Notion.ProgressEvery", n.ProgressEvery))...)

@@ -106,7 +106,7 @@ func (t Telegram) validate() error {
 	for _, u := range []struct{ setting, val string }{
 		{"Telegram.APIURL", t.APIURL}, {"Telegram.PublicURL", t.PublicURL}, {"Telegram.LocalURL", t.LocalURL},
 	} {
-		if u.val != "" && !httpURL(u.val) {
+		if u.val != "" && !contract.BaseURL(u.val) {
 			errs = append(errs, bad(u.setting, u.val, "want http(s)://host[:port]"))
 		}
 	}

@@ -129,31 +129,22 @@ func (t Twilio) validate() error {
 	return errors.Join(append(errs, t.validateValues()...)...)
 }
 
-// twilio-go sends nothing with an account SID or auth token of other
-// characters than letters and digits ("ApiError 21224 Invalid
-// Password"): say so at start rather than at the first reply.
-const (
-	twilioConsole    = "letters and digits only, as Twilio's console shows it"
-	twilioNoStrays   = ", without spaces, quotes or line breaks"
-	twilioTokenShape = " (a 32-character token)"
-)
-
 // validateValues refuses the settings of t that are set but wrong.
 func (t Twilio) validateValues() []error {
 	var errs []error
-	if strings.IndexFunc(t.AccountSID, notAlphanumeric) >= 0 {
-		errs = append(errs, bad("Twilio.AccountSID", t.AccountSID, twilioConsole+twilioNoStrays))
+	if t.AccountSID != "" && !contract.TwilioCredential(t.AccountSID) {
+		errs = append(errs, bad("Twilio.AccountSID", t.AccountSID, contract.TwilioCredentialRule))
 	}
-	if strings.IndexFunc(t.AuthToken, notAlphanumeric) >= 0 {
-		errs = append(errs, bad("Twilio.AuthToken", nil, twilioConsole+twilioTokenShape+twilioNoStrays)) // a secret: never shown
+	if t.AuthToken != "" && !contract.TwilioCredential(t.AuthToken) {
+		errs = append(errs, bad("Twilio.AuthToken", nil, contract.TwilioCredentialRule)) // a secret: never shown
 	}
 	if _, err := contract.PhoneUser(contract.ChannelSMS, t.From); t.From != "" && err != nil {
 		errs = append(errs, bad("Twilio.From", t.From, "want E.164 like +15551234567"))
 	}
-	if t.APIURL != "" && !httpURL(t.APIURL) {
+	if t.APIURL != "" && !contract.BaseURL(t.APIURL) {
 		errs = append(errs, bad("Twilio.APIURL", t.APIURL, "want http(s)://host[:port]"))
 	}
-	if t.PublicURL != "" && !httpURL(t.PublicURL) {
+	if t.PublicURL != "" && !contract.BaseURL(t.PublicURL) {
 		errs = append(errs, bad("Twilio.PublicURL", t.PublicURL, "want the http(s)://host[:port] Twilio reaches textslash at, without a query"))
 	}
 	if t.WindowContentSID != "" && !contentSidRE.MatchString(t.WindowContentSID) {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -116,12 +115,6 @@ type refusals []error
 // a setting left empty) for reason.
 func (r *refusals) add(setting string, value any, reason string) {
 	*r = append(*r, contract.BadSetting(service, setting, value, reason))
-}
-
-// webURL reports whether s is http(s)://host[/path], without a query.
-func webURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.RawQuery == ""
 }
 
 // Ingress publishes inbound messages.

@@ -67,7 +67,7 @@ func (t Telegram) validate() error {
 			r.add("Telegram.Allowed", id, "not a chat id; want a number like 4242 or -1001234567890")
 		}
 	}
-	if !webURL(t.APIURL) {
+	if !contract.BaseURL(t.APIURL) {
 		r.add("Telegram.APIURL", t.APIURL, "want http(s)://host[/prefix], without a query")
 	}
 	return errors.Join(r...)

@@ -71,19 +71,19 @@ func (t Twilio) validate() error {
 	switch {
 	case t.AuthToken == "":
 		r.add("Twilio.AuthToken", nil, twilioNeeded)
-	case !alphanumeric(t.AuthToken):
-		r.add("Twilio.AuthToken", nil, twilioCharacters)
+	case !contract.TwilioCredential(t.AuthToken):
+		r.add("Twilio.AuthToken", nil, contract.TwilioCredentialRule)
 	}
-	if t.AccountSID != "" && !alphanumeric(t.AccountSID) {
-		r.add("Twilio.AccountSID", t.AccountSID, twilioCharacters)
+	if t.AccountSID != "" && !contract.TwilioCredential(t.AccountSID) {
+		r.add("Twilio.AccountSID", t.AccountSID, contract.TwilioCredentialRule)
 	}
 	switch {
 	case t.PublicURL == "":
 		r.add("Twilio.PublicURL", nil, twilioNeeded)
-	case !webURL(t.PublicURL):
+	case !contract.BaseURL(t.PublicURL):
 		r.add("Twilio.PublicURL", t.PublicURL, "want the https://host[/prefix] Twilio calls, without a query")
 	}
-	if !webURL(t.APIURL) {
+	if !contract.BaseURL(t.APIURL) {
 		r.add("Twilio.APIURL", t.APIURL, "want http(s)://host[/prefix], without a query")
 	}
 	if len(t.Allowed) == 0 {
@@ -95,18 +95,6 @@ func (t Twilio) validate() error {
 		}
 	}
 	return errors.Join(r...)
-}
-
-// twilioCharacters: twilio-go sends nothing with other characters in the
-// account's SID or token ("ApiError 21224 Invalid Password"), and every
-// signature would fail; say so at start rather than at the first message.
-const twilioCharacters = "letters and digits only, as Twilio's console shows it, without spaces, quotes or line breaks"
-
-// alphanumeric reports whether s holds ASCII letters and digits only.
-func alphanumeric(s string) bool {
-	return strings.IndexFunc(s, func(r rune) bool {
-		return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9')
-	}) < 0
 }
 
 // twilioForm reads and authenticates a Twilio webhook: the form, once its

@@ -1,0 +1,29 @@
+package contract
+
+import (
+	"net/url"
+	"strings"
+)
+
+// Rules of settings more than one service checks.
+
+// BaseURL reports whether raw is an http(s)://host[:port][/path] URL that
+// paths can be appended to: no query, no fragment.
+func BaseURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && u.Host != "" && (u.Scheme == "http" || u.Scheme == "https") &&
+		u.RawQuery == "" && !u.ForceQuery && u.Fragment == ""
+}
+
+// TwilioCredential reports whether s can be a Twilio account SID or auth
+// token: ASCII letters and digits. twilio-go sends nothing with others
+// ("ApiError 21224 Invalid Password") and every webhook signature would
+// fail, so services refuse them at start (TwilioCredentialRule).
+func TwilioCredential(s string) bool {
+	return s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9')
+	}) < 0
+}
+
+// TwilioCredentialRule is why a Twilio credential is refused.
+const TwilioCredentialRule = "letters and digits only, as Twilio's console shows it, without spaces, quotes or line breaks"
