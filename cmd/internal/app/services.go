@@ -139,8 +139,7 @@ func explain(err error) error {
 
 // leaves are the errors errors.Join put together, a ConfigError being one.
 func leaves(err error) []error {
-	var ce *contract.ConfigError
-	if errors.As(err, &ce) && err == error(ce) {
+	if _, ok := err.(*contract.ConfigError); ok {
 		return []error{err}
 	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
