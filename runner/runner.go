@@ -130,13 +130,13 @@ func (r *Runner) pickAgent() error {
 		r.agent = Shell{}
 	case AgentClaude:
 		if claudeBin == "" {
-			return contract.BadSetting(service, "Agent", AgentClaude, "no claude binary in PATH, and no ClaudeBin given")
+			return contract.BadSetting(service, "Agent", AgentClaude, "no claude binary in PATH, and none given")
 		}
 		if _, err := exec.LookPath(claudeBin); err != nil {
 			return settingErr("ClaudeBin", claudeBin, "not an executable", err)
 		}
 		if os.Geteuid() == 0 && !chosenUser {
-			return contract.BadSetting(service, "Agent", AgentClaude, "refused as root (Claude Code will not run as root): set AgentUser to an unprivileged user")
+			return contract.BadSetting(service, "Agent", AgentClaude, "refused as root (Claude Code will not run as root): give the agents an unprivileged user to run as")
 		}
 		r.agent = &Claude{Bin: claudeBin, AppendSystemPrompt: SystemPrompt}
 	}
