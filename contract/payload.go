@@ -129,6 +129,11 @@ const (
 	AnswerDeny   = "deny"   // no; the event's Text is what the agent is told
 )
 
+// QuestionPrompt ends every permission question: the replies that answer
+// it, and what any other reply does (a question may wait far up the
+// conversation when the person writes next).
+const QuestionPrompt = "Reply yes, no or always (any other reply says no and is passed to Claude as an instruction)."
+
 // Job actions.
 const (
 	ActionApprove = "approve"
@@ -299,6 +304,10 @@ type UserState struct {
 	// waiting for the person's answer (awaiting_permission), or the last
 	// one answered (working).
 	Question int `json:"question,omitempty"`
+	// Asked is what that question asks, without QuestionPrompt ("Claude
+	// wants to run `npm i` in your workspace."), for the reply to a free-text
+	// answer.
+	Asked string `json:"asked,omitempty"`
 	// Mode is the person's permission mode ("" until they choose one: the
 	// deployment's default); Usual is the mode "go" carries a plan out in,
 	// their last mode other than plan ("": the default, or ask if that is

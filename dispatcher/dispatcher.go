@@ -178,7 +178,7 @@ func (d *Dispatcher) handleDone(ctx context.Context, msg jetstream.Msg) error {
 		return err
 	}
 	if ev.Kind == contract.KindQuestion {
-		return d.apply(ctx, ev.User, fsm.Input{Kind: fsm.Question, ID: ev.JobID, Question: ev.Question}, nil)
+		return d.apply(ctx, ev.User, fsm.Input{Kind: fsm.Question, ID: ev.JobID, Question: ev.Question, Text: ev.Text}, nil)
 	}
 	return d.takeDone(ctx, ev)
 }
@@ -308,7 +308,7 @@ func (d *Dispatcher) catchUp(ctx context.Context, u contract.User, st contract.U
 		return true, d.takeDone(ctx, ev)
 	}
 	if ev, ok := d.lastEvent(ctx, u, contract.KindQuestion, st.JobID); ok && ev.Question > st.Question {
-		return true, d.apply(ctx, u, fsm.Input{Kind: fsm.Question, ID: ev.JobID, Question: ev.Question}, nil)
+		return true, d.apply(ctx, u, fsm.Input{Kind: fsm.Question, ID: ev.JobID, Question: ev.Question, Text: ev.Text}, nil)
 	}
 	return false, nil
 }
@@ -644,7 +644,7 @@ func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.Us
 		if ev, ok := d.lastEvent(ctx, u, contract.KindQuestion, st.JobID); ok && ev.Question == st.Question {
 			fmt.Fprintf(&b, ":\n%s", ev.Text)
 		} else {
-			b.WriteString(". Reply yes, no or always.")
+			b.WriteString(". " + contract.QuestionPrompt)
 		}
 	default:
 		b.WriteString("Idle: nothing is running.")

@@ -379,7 +379,7 @@ func TestKeywordStatus(t *testing.T) {
 			setup: func(b *bench, u contract.User) {
 				b.say(u, "w1", "echo w1")
 				b.event(contract.Event{Kind: contract.KindQuestion, User: u, JobID: "w1", Question: 1,
-					Text: "Claude wants to run `rm -rf build` in your workspace. Reply yes, no or always."}, "1")
+					Text: "Claude wants to run `rm -rf build` in your workspace. " + contract.QuestionPrompt}, "1")
 				b.waitState(u, contract.StateAwaitingPermission, "w1")
 			},
 			want: []string{"Claude is waiting for your answer (for ", "):\nClaude wants to run `rm -rf build`", "\nMode: ask."},

@@ -21,7 +21,7 @@ func TestPermissionAnswer(t *testing.T) {
 	if got := b.raw(contract.StreamTimers, contract.PermissionScheduleSubject(u)); len(got) != 1 {
 		t.Fatalf("permission timeouts armed: %d; want 1", len(got))
 	}
-	if got := b.say(u, "a1", "no, use pnpm"); len(got) != 1 || got[0] != "Denied. Claude was told: use pnpm" {
+	if got := b.say(u, "a1", "no, use pnpm"); len(got) != 1 || got[0] != "Your reply answered: Claude wants to run `npm i`.\nDenied, and Claude was told: use pnpm" {
 		t.Errorf("notices %q", got)
 	}
 	b.waitState(u, contract.StateWorking, "w1")
@@ -110,5 +110,25 @@ func TestSteer(t *testing.T) {
 	}
 	if q := b.queued(u); len(q) != 1 || q[0] != "s5" {
 		t.Errorf("queue %q; want the message sent with steer off", q)
+	}
+}
+
+// A message that is not yes, no or always, sent while a question waits,
+// answers that question: the reply names the question it answered and what
+// Claude was told, since the question may be far up the conversation.
+func TestFreeTextAnswerNamesItsQuestion(t *testing.T) {
+	b := newBench(t, dispatcher.Config{})
+	u := user(t, "alice")
+	b.into(u, contract.StateWorking)
+	b.event(contract.Event{Kind: contract.KindQuestion, User: u, JobID: "w1", Question: 1,
+		Text: "Claude wants to run `touch x` in your workspace. " + contract.QuestionPrompt}, "1")
+	b.waitState(u, contract.StateAwaitingPermission, "w1")
+	want := "Your reply answered: Claude wants to run `touch x` in your workspace.\nDenied, and Claude was told: touch two files"
+	if got := b.say(u, "a1", "touch two files"); len(got) != 1 || got[0] != want {
+		t.Errorf("notices %q; want %q", got, want)
+	}
+	answers := b.events(u, contract.KindAnswer)
+	if len(answers) != 1 || answers[0].Answer != contract.AnswerDeny || answers[0].Text != "touch two files" {
+		t.Errorf("answers %+v; want a denial telling Claude the person's words", answers)
 	}
 }

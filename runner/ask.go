@@ -135,7 +135,7 @@ func questionText(tool string, input map[string]any, dir string) string {
 	default:
 		what = "use " + cutRunes(tool, 80)
 	}
-	return "Claude wants to " + what + ". Reply yes, no or always."
+	return "Claude wants to " + what + ". " + contract.QuestionPrompt
 }
 
 // allowList is a person's "always" rules for their current agent session,

@@ -35,13 +35,14 @@ func TestAskOverWhatsApp(t *testing.T) {
 	from := "whatsapp:" + phoneAlice
 
 	s.webhook(t, from, "make one", nil)
-	q := waitBody(t, s.api, "Claude wants to run `echo one > one.txt` in your workspace. Reply yes, no or always.")
+	q := waitBody(t, s.api, "Claude wants to run `echo one > one.txt` in your workspace. "+contract.QuestionPrompt)
 	s.webhook(t, from, "status", nil)
 	if st := waitBody(t, s.api, "Claude is waiting for your answer"); !strings.Contains(st.Body, q.Body) {
 		t.Errorf("status %q; want it to repeat the question %q", st.Body, q.Body)
 	}
 	s.webhook(t, from, "no, use pnpm", nil)
-	waitBody(t, s.api, "Denied. Claude was told: use pnpm")
+	// The reply names the question it answered.
+	waitBody(t, s.api, "Your reply answered: Claude wants to run `echo one > one.txt` in your workspace.\nDenied, and Claude was told: use pnpm")
 	waitBody(t, s.api, "Understood: not doing that.")
 	if _, err := os.Stat(filepath.Join(ws, "one.txt")); !os.IsNotExist(err) {
 		t.Errorf("one.txt: %v; want it never written (denied)", err)

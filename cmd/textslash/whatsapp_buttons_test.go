@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
 	"github.com/textslash/textslash/twiliotest"
@@ -29,7 +30,7 @@ func TestWhatsAppQuickReplyAnswers(t *testing.T) {
 	from := "whatsapp:" + phoneAlice
 
 	sid := s.webhook(t, from, "make it", nil)
-	q := waitBody(t, s.api, "Claude wants to run `echo pressed > pressed.txt` in your workspace. Reply yes, no or always.")
+	q := waitBody(t, s.api, "Claude wants to run `echo pressed > pressed.txt` in your workspace. "+contract.QuestionPrompt)
 	want := []twiliotest.QuickReplyAction{{Title: "Yes", ID: "yes"}, {Title: "No", ID: "no"}, {Title: "Always", ID: "always"}}
 	if qr := s.api.QuickReplyOf(q); qr == nil || !slices.Equal(qr.Actions, want) || q.ContentVariables["1"] != q.Body {
 		t.Fatalf("question sent with quick reply %+v and variables %v; want Yes, No, Always and the question as 1", qr, q.ContentVariables)

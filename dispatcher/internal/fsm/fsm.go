@@ -152,6 +152,10 @@ const (
 	MsgAlways        = "Allowed, and I won't ask again for that in this session."
 	MsgDenied        = "Denied. Claude was told no."
 	MsgDeniedReason  = "Denied. Claude was told: "
+	// MsgAnswered starts the reply to an answer with words of the person's,
+	// which may have been meant as a new instruction: it names the question
+	// they answered.
+	MsgAnswered = "Your reply answered: "
 	MsgAnswerFirst   = "Claude is waiting for your answer to its question: reply yes, no or always (or cancel)."
 	// DeniedNoAnswer is what the agent is told when nobody answered.
 	DeniedNoAnswer = "The person did not answer in time, so this was not allowed."
@@ -261,7 +265,7 @@ type Input struct {
 	ID      string
 	Keyword string
 	// Arg is a keyword's argument; Text a message's text (for answers and
-	// steering); Media: the message has attachments; Scheduled: a task
+	// steering) or a question's; Media: the message has attachments; Scheduled: a task
 	// the person scheduled, never an answer nor an addition to a run.
 	Arg       string
 	Text      string
@@ -408,11 +412,13 @@ func answer(s contract.UserState, in Input) (contract.UserState, []Effect) {
 		text = MsgAlways
 	case a == contract.AnswerDeny && reason == "":
 		text, told = MsgDenied, "The person said no."
+	case a == contract.AnswerDeny && s.Asked != "":
+		text, told = MsgAnswered+s.Asked+"\nDenied, and Claude was told: "+reason, reason
 	case a == contract.AnswerDeny:
 		text, told = MsgDeniedReason+reason, reason
 	}
 	next := s
-	next.State = contract.StateWorking
+	next.State, next.Asked = contract.StateWorking, ""
 	return next, []Effect{{Kind: CancelTimeout, ID: s.JobID, Question: s.Question},
 		{Kind: Answer, ID: s.JobID, Question: s.Question, Answer: a, Text: told}, {Kind: Notice, Text: text}}
 }
@@ -424,7 +430,14 @@ func question(s contract.UserState, in Input) (contract.UserState, []Effect) {
 	}
 	next := s
 	next.State, next.Question = contract.StateAwaitingPermission, in.Question
+	next.Asked = asked(in.Text)
 	return next, []Effect{{Kind: ScheduleTimeout, ID: s.JobID, Question: in.Question}}
+}
+
+// asked is what a question asks: its text without the prompt naming the
+// replies (the runner keeps questions short).
+func asked(question string) string {
+	return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(question), contract.QuestionPrompt))
 }
 
 // questionTimeout: nobody answered question in.Question of job in.ID.
@@ -433,7 +446,7 @@ func questionTimeout(s contract.UserState, in Input) (contract.UserState, []Effe
 		return s, nil // answered, or the run is over
 	}
 	next := s
-	next.State = contract.StateWorking
+	next.State, next.Asked = contract.StateWorking, ""
 	return next, []Effect{{Kind: Answer, ID: s.JobID, Question: s.Question, Answer: contract.AnswerDeny, Text: DeniedNoAnswer},
 		{Kind: TimedOut, ID: s.JobID, Question: s.Question}}
 }
