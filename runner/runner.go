@@ -23,15 +23,17 @@ import (
 
 // Runner takes jobs from JOBS and runs them.
 type Runner struct {
-	cfg    Config
-	js     jetstream.JetStream
-	log    zerolog.Logger
-	agent  Agent
-	user   *agentUser
-	users  jetstream.KeyValue // the dispatcher's state, read to skip cancelled jobs
-	events jetstream.Stream
-	shots  *shotServer // the screenshot endpoint, while Run runs
-	bin    string      // the directory of the agents' textslash command, or ""
+	cfg   Config
+	js    jetstream.JetStream
+	log   zerolog.Logger
+	agent Agent
+	// claudeBin is the Claude Code binary found, picked or not.
+	claudeBin string
+	user      *agentUser
+	users     jetstream.KeyValue // the dispatcher's state, read to skip cancelled jobs
+	events    jetstream.Stream
+	shots     *shotServer // the screenshot endpoint, while Run runs
+	bin       string      // the directory of the agents' textslash command, or ""
 	// limited: runs get a cgroup with the sandbox's limits.
 	limited bool
 	// projects is each person's registry of projects; branches the
@@ -136,10 +138,11 @@ func (r *Runner) pickAgent() error {
 			return settingErr("ClaudeBin", claudeBin, "not an executable", err)
 		}
 		if os.Geteuid() == 0 && !chosenUser {
-			return contract.BadSetting(service, "Agent", AgentClaude, "refused as root (Claude Code will not run as root): give the agents an unprivileged user to run as")
+			return contract.BadSetting(service, "AgentUser", "", "required for claude as root (Claude Code will not run as root): an unprivileged OS user for the agents")
 		}
 		r.agent = &Claude{Bin: claudeBin, AppendSystemPrompt: SystemPrompt}
 	}
+	r.claudeBin = claudeBin
 	return nil
 }
 
@@ -157,6 +160,10 @@ func settingErr(setting string, value any, reason string, err error) error {
 
 // AgentName is the agent in use: "shell", "claude" or the command line.
 func (r *Runner) AgentName() string { return r.cfg.Agent }
+
+// ClaudeBin is the Claude Code binary found (Config.ClaudeBin, else in
+// PATH), whether or not it is the agent; empty when there is none.
+func (r *Runner) ClaudeBin() string { return r.claudeBin }
 
 // Run takes jobs until ctx ends. Runs still going then get StopGrace to
 // finish; those that do not are stopped and reported as interrupted before

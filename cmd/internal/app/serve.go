@@ -49,6 +49,12 @@ func Serve(name string, services []string, args []string, stdout, stderr io.Writ
 	// a second signal ends it at once, which loses nothing JetStream holds.
 	go func() { <-ctx.Done(); stop() }()
 	if err := runServe(ctx, cfg, log, started); err != nil {
+		if errors.Is(err, contract.ErrConfig) {
+			// A setting only a running service could check: said as the
+			// settings checked before anything started are.
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			return 2
+		}
 		log.Error().Err(err).Msg("textslash stopped")
 		return 1
 	}
