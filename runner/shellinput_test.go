@@ -76,3 +76,22 @@ func TestShellRunsTheWordsOfAVoiceNote(t *testing.T) {
 		t.Errorf("voice note: got %s %q; want ok %q", ev.Status, ev.Text, "heard it")
 	}
 }
+
+// A command agent is told the job's mode: modes are Claude Code's, and
+// what one means to a command is up to it.
+func TestCommandAgentIsToldTheMode(t *testing.T) {
+	e := newRunnerEnv(t)
+	e.startAgent(Config{Agent: `echo "mode=$` + ModeVar + `"`}, nil)
+	u := e.user(contract.ChannelWeb, "alice")
+	j := contract.Job{ID: "p1", User: u, Text: "plan it", Mode: contract.ModePlan, At: time.Now().UTC()}
+	data, err := contract.Encode(&j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.js.Publish(t.Context(), contract.JobSubject(u), data, jetstream.WithMsgID(contract.MsgID(u, j.ID, "job"))); err != nil {
+		t.Fatal(err)
+	}
+	if ev := e.waitDone(u, "p1", runnerWait); ev.Text != "mode=plan" {
+		t.Errorf("reply %q; want %q", ev.Text, "mode=plan")
+	}
+}
