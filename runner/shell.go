@@ -11,18 +11,18 @@ import (
 //
 // It runs only the person's own words (script): what they typed, and what
 // they said in a voice note (told to them as heard before it runs). The
-// files they send are saved in the workspace's inbox, never run; the
-// reply starts by saying where. Its output's marker lines hand over
+// files they send are saved in the workspace's inbox, never run: a
+// message of files alone is answered with where they were saved. Its
+// output's marker lines hand over
 // images and files as every agent's do (handoverLines).
 type Shell struct{}
 
 // Run runs bash -c <script>, stdout and stderr together; a message
 // without words only has its files saved.
 func (Shell) Run(ctx context.Context, r *Run) (Result, error) {
-	saved := savedLine(r)
 	script := shellScript(r.Job.Text)
 	if script == "" {
-		return Result{Text: saved}, nil
+		return Result{Text: savedLine(r)}, nil
 	}
 	cmd := r.Command(ctx, "bash", "-c", script)
 	out := &cappedBuffer{max: r.OutputCap}
@@ -31,7 +31,6 @@ func (Shell) Run(ctx context.Context, r *Run) (Result, error) {
 	endGroup(cmd)
 	res := Result{ExitCode: exitCode(cmd), Truncated: out.truncated}
 	res.Text, res.Handovers = handoverLines(out.buf.String())
-	res.Text = joinText(saved, res.Text)
 	if res.Truncated {
 		res.Text += "\n[output truncated]"
 	}
