@@ -122,6 +122,14 @@ const (
 // Modes lists the permission modes.
 var Modes = []string{ModeAuto, ModeAsk, ModePlan}
 
+// Agents a runner runs by name (TEXTSLASH_AGENT); any other name is a
+// command line of the operator's. Modes are Claude Code's: the shell has
+// none, and a command is told the job's (runner.ModeVar).
+const (
+	AgentShell  = "shell"
+	AgentClaude = "claude"
+)
+
 // Answers to a permission question, carried by answer events.
 const (
 	AnswerAllow  = "allow"  // yes: this once

@@ -55,6 +55,10 @@ type Config struct {
 	// (contract.PersonKey, contract.AddressKey: "phone.15551234567",
 	// "telegram.123456789").
 	Admins []string
+	// Agent is what the runners run, named as their Config.Agent names it:
+	// contract.AgentClaude, AgentShell, or a command line; empty: Claude
+	// Code. What mode, btw, steer, go, help and status say depends on it.
+	Agent string
 }
 
 // Dispatcher routes inbound messages and starts queued ones.
@@ -155,7 +159,7 @@ func (d *Dispatcher) handleInbound(ctx context.Context, msg jetstream.Msg) error
 		return err
 	}
 	if in.Paired {
-		return d.notice(ctx, in.User, in.ID, "welcome", MsgWelcome+fsm.MsgHelp)
+		return d.notice(ctx, in.User, in.ID, "welcome", MsgWelcome+fsm.HelpFor(d.agent()))
 	}
 	if strings.TrimSpace(in.Text) == "" && len(in.Media) == 0 {
 		return d.notice(ctx, in.User, in.ID, "empty", fsm.MsgEmpty)
@@ -214,6 +218,7 @@ func (d *Dispatcher) handleTimeout(ctx context.Context, msg jetstream.Msg) error
 // message behind the input, if any.
 func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input, in *contract.Inbound) error {
 	log := zerolog.Ctx(ctx).With().Str("user", u.Key()).Str("job_id", input.ID).Logger()
+	input.Agent = d.agent()
 	for {
 		st, rev, mem, err := d.load(ctx, u)
 		if err != nil {
@@ -515,6 +520,11 @@ func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.U
 		}
 		job.Action, job.Text = contract.ActionClone, url+" "+name
 	}
+	if kw, arg, ok := fsm.ParseKeyword(job.Text); ok && kw == fsm.Btw && job.Action == "" && d.agent() != fsm.AgentClaude {
+		// An agent that takes no messages while it works runs a btw's
+		// words in their turn, as a message of their own.
+		job.Text = arg
+	}
 	if job.Action == "" {
 		job.Worktree = branches
 		b, err := d.costs.budget(ctx, u)
@@ -580,6 +590,17 @@ func (d *Dispatcher) mode(m string) string {
 		return d.cfg.DefaultMode
 	}
 	return m
+}
+
+// agent is what the runners run, as the state machine tells agents apart.
+func (d *Dispatcher) agent() string {
+	switch d.cfg.Agent {
+	case "", contract.AgentClaude:
+		return fsm.AgentClaude
+	case contract.AgentShell:
+		return fsm.AgentShell
+	}
+	return fsm.AgentCommand
 }
 
 // scheduleTimeout arms the timeout of a job's approval request (question
@@ -655,8 +676,8 @@ func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.Us
 			fmt.Fprintf(&b, " Changes wait for your approval in %s (reply projects).", plural(n, "other project"))
 		}
 	}
-	fmt.Fprintf(&b, "\nMode: %s.", d.mode(st.Mode))
-	if st.Steer {
+	b.WriteString("\n" + fsm.ModeStatus(d.agent(), d.mode(st.Mode)))
+	if st.Steer && d.agent() == fsm.AgentClaude {
 		b.WriteString(" Messages sent while working are added to the run.")
 	}
 	if n := d.queueDepth(ctx, u); n > 0 {

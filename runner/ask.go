@@ -360,10 +360,10 @@ func (r *Runner) notAdded(ctx context.Context, job contract.Job, conv *conversat
 	if conv != nil {
 		conv.stop()
 		late = conv.leftover()
-	} else if m, err := r.events.GetLastMsgForSubject(ctx, contract.EventSubject(job.User, contract.KindSteer)); err == nil {
-		var ev contract.Event
-		if contract.Decode(m.Data, &ev) == nil && ev.JobID == job.ID {
-			late = append(late, ev.Text)
+	} else {
+		var err error
+		if late, err = r.steersOf(ctx, job); err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Int("read", len(late)).Msg("messages added to the run not all read")
 		}
 	}
 	if len(late) == 0 {
@@ -375,4 +375,39 @@ func (r *Runner) notAdded(ctx context.Context, job contract.Job, conv *conversat
 		b.WriteString("\n• " + cutRunes(firstLine(t), 100))
 	}
 	return b.String()
+}
+
+// steersOf reads, in order, every message the person added to job (btw)
+// from EVENTS: a run whose agent takes none while it works left them all.
+func (r *Runner) steersOf(ctx context.Context, job contract.Job) ([]string, error) {
+	start := job.At.Add(-time.Minute) // clocks of other machines
+	cons, err := r.js.OrderedConsumer(ctx, contract.StreamEvents, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{contract.EventSubject(job.User, contract.KindSteer)},
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
+		OptStartTime:   &start,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read added messages: %w", err)
+	}
+	var out []string
+	for {
+		batch, err := cons.FetchNoWait(16)
+		if err != nil {
+			return out, fmt.Errorf("read added messages: %w", err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			var ev contract.Event
+			if contract.Decode(m.Data(), &ev) == nil && ev.JobID == job.ID {
+				out = append(out, ev.Text)
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return out, fmt.Errorf("read added messages: %w", err)
+		}
+		if n == 0 {
+			return out, nil
+		}
+	}
 }

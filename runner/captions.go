@@ -79,3 +79,25 @@ func markerCaption(s string) string {
 func hasHandoverMarker(text string) bool {
 	return strings.Contains(text, markerScreenshot) || strings.Contains(text, markerFile) || strings.Contains(text, markerImage)
 }
+
+// handoverLines takes the lines handing something over (handoverLine:
+// screenshots, images with captions, files), alone on their lines, out
+// of an agent's final output, and returns what they hand over, in order.
+// A marker naming nothing is taken out too. The runner checks what they
+// name (collectHandovers) whichever agent wrote them.
+func handoverLines(text string) (reply string, handed []Handover) {
+	if !hasHandoverMarker(text) {
+		return text, nil
+	}
+	var keep []string
+	for _, line := range strings.Split(text, "\n") {
+		h, ok := handoverLine(strings.TrimSpace(line))
+		switch {
+		case !ok:
+			keep = append(keep, line)
+		case h.Path != "":
+			handed = append(handed, h)
+		}
+	}
+	return strings.TrimSpace(strings.Join(keep, "\n")), handed
+}

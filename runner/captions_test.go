@@ -135,39 +135,45 @@ func pngScript(t *testing.T, path string) string {
 	return "mkdir -p \"$(dirname " + path + ")\" && echo " + base64.StdEncoding.EncodeToString(pngBytes(t)) + " | base64 -d > " + path
 }
 
-// A command agent's captioned images come with the reply, each with its
-// caption, on its image event and in the done event; a path outside the
-// workspace is refused as for SCREENSHOT_CAPTURED. The command agent cannot
-// look at images: with DescribeImages on, an image without a caption stays
+// Every agent's captioned images come with the reply, each with its
+// caption, on its image event and in the done event (a screenshot's
+// without one); a path outside the workspace is refused as for
+// SCREENSHOT_CAPTURED. The command agent and the shell cannot look at
+// images: with DescribeImages on, an image without a caption stays
 // without one.
 func TestRunnerCaptions(t *testing.T) {
-	e := newRunnerEnv(t)
-	e.startAgent(Config{Agent: "bash", DescribeImages: true}, nil)
-	u := e.user(contract.ChannelTelegram, "42")
-	e.job(u, "m1", strings.Join([]string{
-		pngScript(t, "shots/a.png"),
-		"cp shots/a.png shots/b.png && cp shots/a.png shots/c.png",
-		`echo 'IMAGE_GENERATED|shots/a.png|The login form\nshows an error'`,
-		`echo 'TELEGRAM_IMAGE_GENERATED|shots/b.png|📸 Evidence | task 7'`,
-		`echo 'IMAGE_GENERATED|shots/c.png'`,
-		`echo 'IMAGE_GENERATED|../../../etc/passwd|secret'`,
-		`echo "IMAGE_GENERATED|$(mktemp -p /tmp x.XXXX.png)|outside"`,
-		"echo done",
-	}, "\n"))
-	ev := e.waitDone(u, "m1", runnerWait)
-	want := []string{"The login form\nshows an error", "📸 Evidence | task 7", ""}
-	if got := captions(ev.Images); !slices.Equal(got, want) {
-		t.Fatalf("done images %+v; want three, captioned %q", ev.Images, want)
-	}
-	if ev.Text != "done" {
-		t.Errorf("reply %q; want %q", ev.Text, "done")
-	}
-	var got []string
-	for _, img := range e.imageEvents(u, "m1") {
-		got = append(got, img.Image.Caption)
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("image events' captions %q; want %q", got, want)
+	for _, agent := range []string{"bash", AgentShell} {
+		t.Run(agent, func(t *testing.T) {
+			e := newRunnerEnv(t)
+			e.startAgent(Config{Agent: agent, DescribeImages: true}, nil)
+			u := e.user(contract.ChannelTelegram, "42")
+			e.job(u, "m1", strings.Join([]string{
+				pngScript(t, "shots/a.png"),
+				"cp shots/a.png shots/b.png && cp shots/a.png shots/c.png && cp shots/a.png shots/d.png",
+				`echo 'IMAGE_GENERATED|shots/a.png|The login form\nshows an error'`,
+				`echo 'TELEGRAM_IMAGE_GENERATED|shots/b.png|📸 Evidence | task 7'`,
+				`echo 'IMAGE_GENERATED|shots/c.png'`,
+				`echo 'SCREENSHOT_CAPTURED:shots/d.png'`,
+				`echo 'IMAGE_GENERATED|../../../etc/passwd|secret'`,
+				`echo "IMAGE_GENERATED|$(mktemp -p /tmp x.XXXX.png)|outside"`,
+				"echo done",
+			}, "\n"))
+			ev := e.waitDone(u, "m1", runnerWait)
+			want := []string{"The login form\nshows an error", "📸 Evidence | task 7", "", ""}
+			if got := captions(ev.Images); !slices.Equal(got, want) {
+				t.Fatalf("done images %+v; want four, captioned %q", ev.Images, want)
+			}
+			if ev.Text != "done" {
+				t.Errorf("reply %q; want %q", ev.Text, "done")
+			}
+			var got []string
+			for _, img := range e.imageEvents(u, "m1") {
+				got = append(got, img.Image.Caption)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("image events' captions %q; want %q", got, want)
+			}
+		})
 	}
 }
 

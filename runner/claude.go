@@ -82,28 +82,21 @@ func (c *Claude) bin() string {
 	return c.Bin
 }
 
-// markerLines takes the marker lines out of an agent's reply: ::approval::
-// and the lines handing something over (handoverLine: screenshots, images
-// with captions, files), alone on their lines, and returns what they
-// hand over.
+// markerLines takes the marker lines out of Claude's reply: ::approval::
+// and the lines handing something over (handoverLines), alone on their
+// lines, and returns what they hand over.
 func markerLines(text string) (reply string, approval bool, handed []Handover) {
-	if !strings.Contains(text, "::approval::") && !hasHandoverMarker(text) {
-		return text, false, nil
+	reply, handed = handoverLines(text)
+	if !strings.Contains(reply, "::approval::") {
+		return reply, false, handed
 	}
 	var keep []string
-	for _, line := range strings.Split(text, "\n") {
-		t := strings.TrimSpace(line)
-		if t == "::approval::" {
+	for _, line := range strings.Split(reply, "\n") {
+		if strings.TrimSpace(line) == "::approval::" {
 			approval = true
 			continue
 		}
-		h, ok := handoverLine(t)
-		switch {
-		case !ok:
-			keep = append(keep, line)
-		case h.Path != "":
-			handed = append(handed, h)
-		}
+		keep = append(keep, line)
 	}
 	return strings.TrimSpace(strings.Join(keep, "\n")), approval, handed
 }

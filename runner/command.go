@@ -26,6 +26,10 @@ const (
 // NOTION_TASK_ID, seed 004's name), a Notion page's task id for a job the
 // page started, else the job id made safe for a file name (TaskID).
 //
+// Its environment also holds TEXTSLASH_MODE (ModeVar), the person's mode:
+// ask, auto or plan. Modes are Claude Code's; what one means to the
+// program is up to it (it cannot ask the person questions).
+//
 // Its stdin is the person's message and a newline; when they sent images, a
 // last bracketed paragraph names them, as paths relative to the workspace
 // (and says how many could not be fetched).

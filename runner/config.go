@@ -13,8 +13,8 @@ const service = "runner"
 
 // Agent names for Config.Agent.
 const (
-	AgentShell  = "shell"
-	AgentClaude = "claude"
+	AgentShell  = contract.AgentShell
+	AgentClaude = contract.AgentClaude
 )
 
 // Config of the runner.

@@ -111,8 +111,16 @@ func TestReadFile(t *testing.T) {
 // A command agent's FILE_CAPTURED file comes with the reply as a file in
 // the media store; one missing, outside or too big is named in the reply.
 func TestRunnerFiles(t *testing.T) {
+	for _, agent := range []string{"bash", AgentShell} {
+		t.Run(agent, func(t *testing.T) { runnerFiles(t, agent) })
+	}
+}
+
+// runnerFiles: agent's FILE_CAPTURED lines hand over files in the
+// workspace, and only those.
+func runnerFiles(t *testing.T, agent string) {
 	e := newRunnerEnv(t)
-	r, err := New(Config{Agent: "bash", Workspaces: e.workspaces}, e.js, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))
+	r, err := New(Config{Agent: agent, Workspaces: e.workspaces}, e.js, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,13 +135,21 @@ func (ru *run) clocks() {
 	ru.later(every(cfg.Heartbeat/4, ru.prog.beat))
 }
 
+// ModeVar holds the job's permission mode (contract.ModeAsk, …) in every
+// agent's environment: a command agent decides what it means.
+const ModeVar = "TEXTSLASH_MODE"
+
 // command is how the run starts its programs: as the agent user in the
-// run's directory, told its task, the agents' textslash command, its
+// run's directory, told its task and mode, the agents' textslash command, its
 // screenshot endpoint and its credentials; in the sandbox, and a cgroup
 // of its own, when runs have them. refusal, when set, ends the run.
 func (ru *run) command() (command func(ctx context.Context, name string, args ...string) *exec.Cmd, refusal string) {
 	r := ru.r
-	extraEnv := taskEnv(ru.job.ID)
+	mode := ru.job.Mode
+	if mode == "" {
+		mode = contract.ModeAsk
+	}
+	extraEnv := append(taskEnv(ru.job.ID), ModeVar+"="+mode)
 	if r.bin != "" {
 		extraEnv = append(extraEnv, "PATH="+r.bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}

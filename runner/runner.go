@@ -109,22 +109,35 @@ func (r *Runner) setUp() error {
 	return nil
 }
 
-// pickAgent picks the agent: Config.Agent, or when it is empty Claude Code
-// where it is installed and can run (it refuses root), else the shell.
-func (r *Runner) pickAgent() error {
-	claudeBin := r.cfg.ClaudeBin
-	if claudeBin == "" {
-		claudeBin, _ = exec.LookPath("claude")
+// AgentOf is the agent a runner of cfg on this machine runs: cfg.Agent,
+// or when it is empty Claude Code where it is installed and can run (it
+// refuses root), else the shell.
+func AgentOf(cfg Config) string {
+	if cfg.Agent != "" {
+		return cfg.Agent
 	}
 	// An agent user the operator gave: nobody, the sandbox's stand-in as
 	// root, does not count.
-	chosenUser := r.cfg.AgentUser != ""
-	if r.cfg.Agent == "" {
-		r.cfg.Agent = AgentShell
-		if claudeBin != "" && (os.Geteuid() != 0 || chosenUser) {
-			r.cfg.Agent = AgentClaude
-		}
+	if cfg.claudeBin() != "" && (os.Geteuid() != 0 || cfg.AgentUser != "") {
+		return AgentClaude
 	}
+	return AgentShell
+}
+
+// claudeBin is the Claude Code binary: ClaudeBin, else claude in PATH;
+// empty when there is none.
+func (c Config) claudeBin() string {
+	if c.ClaudeBin != "" {
+		return c.ClaudeBin
+	}
+	bin, _ := exec.LookPath("claude")
+	return bin
+}
+
+// pickAgent picks the agent (AgentOf).
+func (r *Runner) pickAgent() error {
+	claudeBin, chosenUser := r.cfg.claudeBin(), r.cfg.AgentUser != ""
+	r.cfg.Agent = AgentOf(r.cfg)
 	switch r.cfg.Agent {
 	default:
 		r.agent = Command{Line: r.cfg.Agent}

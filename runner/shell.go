@@ -3,20 +3,34 @@ package runner
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // Shell runs the message as a bash script in the workspace and replies with
 // its output: a remote terminal, and the agent that needs no account.
+//
+// It runs only the person's own words (script): what they typed, and what
+// they said in a voice note (told to them as heard before it runs). The
+// files they send are saved in the workspace's inbox, never run: a
+// message of files alone is answered with where they were saved. Its
+// output's marker lines hand over
+// images and files as every agent's do (handoverLines).
 type Shell struct{}
 
-// Run runs bash -c <message>, stdout and stderr together.
+// Run runs bash -c <script>, stdout and stderr together; a message
+// without words only has its files saved.
 func (Shell) Run(ctx context.Context, r *Run) (Result, error) {
-	cmd := r.Command(ctx, "bash", "-c", r.Job.Text)
+	script := shellScript(r.Job.Text)
+	if script == "" {
+		return Result{Text: savedLine(r)}, nil
+	}
+	cmd := r.Command(ctx, "bash", "-c", script)
 	out := &cappedBuffer{max: r.OutputCap}
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
 	endGroup(cmd)
-	res := Result{Text: out.buf.String(), ExitCode: exitCode(cmd), Truncated: out.truncated}
+	res := Result{ExitCode: exitCode(cmd), Truncated: out.truncated}
+	res.Text, res.Handovers = handoverLines(out.buf.String())
 	if res.Truncated {
 		res.Text += "\n[output truncated]"
 	}
@@ -28,4 +42,27 @@ func (Shell) Run(ctx context.Context, r *Run) (Result, error) {
 		return res, fmt.Errorf("start bash: %w", err)
 	}
 	return res, nil
+}
+
+// shellScript is the script of a message's text: its lines as bash reads
+// them (a line break sent as \r\n, as browsers' forms send it, is \n), and
+// empty when there are no words.
+func shellScript(text string) string {
+	return strings.TrimSpace(strings.ReplaceAll(text, "\r\n", "\n"))
+}
+
+// savedLine says where the files the person sent were saved (and how many
+// could not be had); empty when they sent none.
+func savedLine(r *Run) string {
+	var parts []string
+	if len(r.Attachments) > 0 {
+		parts = append(parts, "Saved "+strings.Join(r.Attachments, ", ")+".")
+	}
+	switch {
+	case r.Unfetched == 1:
+		parts = append(parts, "1 file could not be saved.")
+	case r.Unfetched > 1:
+		parts = append(parts, fmt.Sprintf("%d files could not be saved.", r.Unfetched))
+	}
+	return strings.Join(parts, " ")
 }

@@ -32,6 +32,13 @@ func (c *config) dispatcherConfig() dispatcher.Config {
 	d := dispatcher.Config{}.Default()
 	d.ApprovalTimeout, d.PermissionTimeout = c.Approval, c.Permission
 	d.DefaultMode, d.Budgets, d.Location, d.Admins = c.DefaultMode, c.budgets(), c.location(), admins
+	d.Agent = c.Agent
+	if d.Agent == "" && c.runs(Runner) {
+		// The runner of this process picks its agent as AgentOf does; a
+		// dispatcher of its own is told TEXTSLASH_AGENT, or takes Claude
+		// Code.
+		d.Agent = runner.AgentOf(c.runnerConfig())
+	}
 	return d
 }
 

@@ -282,6 +282,8 @@ type Input struct {
 	// Refusal: why a clone cannot be done (a bad URL or name, a name
 	// taken); empty when it can.
 	Refusal string
+	// Agent is what runs the person's messages (AgentClaude, …).
+	Agent string
 }
 
 // EffectKind is something the dispatcher must do.
@@ -383,7 +385,7 @@ func message(s contract.UserState, in Input) (contract.UserState, []Effect) {
 	case s.State == contract.StateAwaitingPermission && !in.Scheduled && !in.Media:
 		// A voice note or a file is no answer: it waits its turn.
 		return answer(s, in)
-	case s.State == contract.StateWorking && s.Steer && !in.Media && !in.Scheduled:
+	case s.State == contract.StateWorking && s.Steer && !in.Media && !in.Scheduled && takesMessages(in.Agent):
 		return s, []Effect{{Kind: SteerRun, ID: s.JobID, Text: in.Text}, {Kind: Notice, Text: MsgSteered}}
 	case s.State == contract.StateIdle && in.QueueHead == "":
 		e := Effect{Kind: Start, ID: in.ID, NewSession: s.NewSession, Mode: s.Mode, Project: s.Project}
@@ -400,7 +402,7 @@ func message(s contract.UserState, in Input) (contract.UserState, []Effect) {
 
 // asMessage is in, a keyword that turns out to be a message like any other.
 func asMessage(in Input) Input {
-	return Input{Kind: Message, ID: in.ID, Text: in.Text, QueueHead: in.QueueHead}
+	return Input{Kind: Message, ID: in.ID, Text: in.Text, QueueHead: in.QueueHead, Agent: in.Agent}
 }
 
 // answer is the person's answer to the question the running job waits on.
@@ -456,7 +458,7 @@ type keywordStep func(s contract.UserState, in Input) (contract.UserState, []Eff
 
 // keywordSteps are the keywords, each with its step.
 var keywordSteps = map[string]keywordStep{
-	Help:       say(MsgHelp),
+	Help:       help,
 	Status:     ask(ReportStatus),
 	Cost:       ask(ReportCost),
 	Schedules:  ask(ListSchedules),
@@ -489,11 +491,9 @@ func keyword(s contract.UserState, in Input) (contract.UserState, []Effect) {
 	return s, nil
 }
 
-// say is a keyword that sends the person text.
-func say(text string) keywordStep {
-	return func(s contract.UserState, _ Input) (contract.UserState, []Effect) {
-		return s, []Effect{{Kind: Notice, Text: text}}
-	}
+// help sends the person the help for the agent here.
+func help(s contract.UserState, in Input) (contract.UserState, []Effect) {
+	return s, []Effect{{Kind: Notice, Text: HelpFor(in.Agent)}}
 }
 
 // ask is a keyword that asks the dispatcher for kind.
@@ -530,11 +530,17 @@ func newSession(s contract.UserState, _ Input) (contract.UserState, []Effect) {
 }
 
 // mode sets the person's permission mode; it applies from their next run.
+// The shell has none; a command agent is told it.
 func mode(s contract.UserState, in Input) (contract.UserState, []Effect) {
 	arg := in.Arg
 	text := map[string]string{contract.ModeAuto: MsgModeAuto, contract.ModeAsk: MsgModeAsk, contract.ModePlan: MsgModePlan}[arg]
-	if text == "" {
+	switch {
+	case in.Agent == AgentShell:
+		return s, []Effect{{Kind: Notice, Text: MsgModeShell}}
+	case text == "":
 		return s, []Effect{{Kind: Notice, Text: MsgModeUsage}}
+	case in.Agent == AgentCommand:
+		text = "Mode " + arg + ": " + MsgModeCommand
 	}
 	s.Mode = arg
 	if arg != contract.ModePlan {
@@ -543,8 +549,12 @@ func mode(s contract.UserState, in Input) (contract.UserState, []Effect) {
 	return s, []Effect{{Kind: Notice, Text: text}}
 }
 
-// steer: "steer on" or "steer off".
+// steer: "steer on" or "steer off", for an agent that takes messages
+// while it works.
 func steer(s contract.UserState, in Input) (contract.UserState, []Effect) {
+	if !takesMessages(in.Agent) {
+		return s, []Effect{{Kind: Notice, Text: MsgSteerNone}}
+	}
 	eff := onOff(in.Arg, &s.Steer, MsgSteerOn, MsgSteerOff, MsgSteerUsage)
 	return s, eff
 }
@@ -569,10 +579,16 @@ func onOff(arg string, to *bool, on, off, usage string) []Effect {
 	return []Effect{{Kind: Notice, Text: usage}}
 }
 
-// btw adds its text to the running job.
+// btw adds its text to the running job, if its agent takes messages
+// while it works; otherwise the text waits its turn, and the person is
+// told.
 func btw(s contract.UserState, in Input) (contract.UserState, []Effect) {
-	if s.Running() {
+	if s.Running() && takesMessages(in.Agent) {
 		return s, []Effect{{Kind: SteerRun, ID: s.JobID, Text: in.Arg}, {Kind: Notice, Text: MsgSteered}}
+	}
+	if s.Running() {
+		next, eff := message(s, asMessage(in))
+		return next, append([]Effect{{Kind: Notice, Text: MsgNoSteer}}, eff...)
 	}
 	// Nothing to add it to: it is a message like any other.
 	return message(s, asMessage(in))
@@ -580,7 +596,7 @@ func btw(s contract.UserState, in Input) (contract.UserState, []Effect) {
 
 // goPlan carries out the plan just made, for a person in plan mode.
 func goPlan(s contract.UserState, in Input) (contract.UserState, []Effect) {
-	if s.Mode != contract.ModePlan {
+	if s.Mode != contract.ModePlan || in.Agent == AgentShell {
 		return message(s, asMessage(in))
 	}
 	switch {
