@@ -567,7 +567,31 @@ func (d *Dispatcher) enqueue(ctx context.Context, log zerolog.Logger, u contract
 	if !ack.Duplicate {
 		log.Info().Uint64("queue_seq", ack.Sequence).Msg("queued")
 	}
-	return true, d.notice(ctx, u, in.ID, "queue", fsm.MsgQueued)
+	return true, d.notice(ctx, u, in.ID, "queue", queuedText(d.queueDepth(ctx, u)))
+}
+
+// queuedText tells a message's place in the queue: the first waiting
+// runs next, the others are 2nd, 3rd… in line.
+func queuedText(place uint64) string {
+	if place <= 1 {
+		return fsm.MsgQueued
+	}
+	return fmt.Sprintf(fsm.MsgQueuedPlace, ordinal(place))
+}
+
+// ordinal writes 2 as "2nd", 11 as "11th", 23 as "23rd".
+func ordinal(n uint64) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprint(n) + suffix
 }
 
 // errMaxMsgsPerSubject is the server's answer to a publish past a subject's

@@ -341,10 +341,10 @@ func TestQueueFillsThenDrainsInOrder(t *testing.T) {
 	h.inboundHandled(last)
 	wantNotices := []string{
 		"m2: " + dispatcher.MsgQueued,
-		"m3: " + dispatcher.MsgQueued,
-		"m4: " + dispatcher.MsgQueued,
-		"m5: " + dispatcher.MsgQueued,
-		"m6: " + dispatcher.MsgQueued,
+		"m3: Got it. You're 2nd in line.",
+		"m4: Got it. You're 3rd in line.",
+		"m5: Got it. You're 4th in line.",
+		"m6: Got it. You're 5th in line.",
 		"m7: " + dispatcher.MsgQueueFull,
 	}
 	if got := h.notices(u); !slices.Equal(got, wantNotices) {

@@ -138,6 +138,7 @@ func ParseAnswer(text string) (answer, reason string) {
 // Texts the dispatcher sends on its own.
 const (
 	MsgQueued        = "Got it, I'll process this next."
+	MsgQueuedPlace   = "Got it. You're %s in line." // with the place: 2nd, 3rd…
 	MsgQueueFull     = "Queue full, please wait for current tasks to finish."
 	MsgEmpty         = "I received an empty message."
 	MsgCancelled     = "Cancelled. Nothing is running now."
