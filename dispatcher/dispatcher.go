@@ -653,9 +653,18 @@ func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.Us
 	ago := func(t time.Time) string { return time.Since(t).Round(time.Second).String() }
 	switch st.State {
 	case contract.StateWorking:
-		fmt.Fprintf(&b, "Working for %s", ago(st.Since))
-		if ev, ok := d.lastEvent(ctx, u, contract.KindStarted, st.JobID); ok && ev.Text != "" {
-			fmt.Fprintf(&b, " on: %s", ev.Text)
+		// The run's time, from its start: Since restarts when a question
+		// is answered.
+		began, started := st.Since, contract.Event{}
+		if ev, ok := d.lastEvent(ctx, u, contract.KindStarted, st.JobID); ok {
+			started = ev
+			if !ev.At.IsZero() && ev.At.Before(began) {
+				began = ev.At
+			}
+		}
+		fmt.Fprintf(&b, "Working for %s", ago(began))
+		if started.Text != "" {
+			fmt.Fprintf(&b, " on: %s", started.Text)
 		}
 		b.WriteString(".")
 		if ev, ok := d.lastEvent(ctx, u, contract.KindProgress, st.JobID); ok {
