@@ -577,7 +577,31 @@ func (d *Dispatcher) enqueue(ctx context.Context, log zerolog.Logger, u contract
 	if !ack.Duplicate {
 		log.Info().Uint64("queue_seq", ack.Sequence).Msg("queued")
 	}
-	return true, d.notice(ctx, u, in.ID, "queue", fsm.MsgQueued)
+	return true, d.notice(ctx, u, in.ID, "queue", queuedText(d.queueDepth(ctx, u)))
+}
+
+// queuedText tells a message's place in the queue: the first waiting
+// runs next, the others are 2nd, 3rd… in line.
+func queuedText(place uint64) string {
+	if place <= 1 {
+		return fsm.MsgQueued
+	}
+	return fmt.Sprintf(fsm.MsgQueuedPlace, ordinal(place))
+}
+
+// ordinal writes 2 as "2nd", 11 as "11th", 23 as "23rd".
+func ordinal(n uint64) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprint(n) + suffix
 }
 
 // errMaxMsgsPerSubject is the server's answer to a publish past a subject's
@@ -650,9 +674,18 @@ func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.Us
 	ago := func(t time.Time) string { return time.Since(t).Round(time.Second).String() }
 	switch st.State {
 	case contract.StateWorking:
-		fmt.Fprintf(&b, "Working for %s", ago(st.Since))
-		if ev, ok := d.lastEvent(ctx, u, contract.KindStarted, st.JobID); ok && ev.Text != "" {
-			fmt.Fprintf(&b, " on: %s", ev.Text)
+		// The run's time, from its start: Since restarts when a question
+		// is answered.
+		began, started := st.Since, contract.Event{}
+		if ev, ok := d.lastEvent(ctx, u, contract.KindStarted, st.JobID); ok {
+			started = ev
+			if !ev.At.IsZero() && ev.At.Before(began) {
+				began = ev.At
+			}
+		}
+		fmt.Fprintf(&b, "Working for %s", ago(began))
+		if started.Text != "" {
+			fmt.Fprintf(&b, " on: %s", started.Text)
 		}
 		b.WriteString(".")
 		if ev, ok := d.lastEvent(ctx, u, contract.KindProgress, st.JobID); ok {

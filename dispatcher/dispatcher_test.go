@@ -341,10 +341,10 @@ func TestQueueFillsThenDrainsInOrder(t *testing.T) {
 	h.inboundHandled(last)
 	wantNotices := []string{
 		"m2: " + dispatcher.MsgQueued,
-		"m3: " + dispatcher.MsgQueued,
-		"m4: " + dispatcher.MsgQueued,
-		"m5: " + dispatcher.MsgQueued,
-		"m6: " + dispatcher.MsgQueued,
+		"m3: Got it. You're 2nd in line.",
+		"m4: Got it. You're 3rd in line.",
+		"m5: Got it. You're 4th in line.",
+		"m6: Got it. You're 5th in line.",
 		"m7: " + dispatcher.MsgQueueFull,
 	}
 	if got := h.notices(u); !slices.Equal(got, wantNotices) {
@@ -901,8 +901,8 @@ func manyUsers(t *testing.T, dispatchers int) {
 			t.Errorf("%s queue at the end: got %q; want empty", u, got)
 		}
 		for _, n := range h.notices(u) {
-			if !strings.HasSuffix(n, dispatcher.MsgQueued) {
-				t.Errorf("%s notice: got %q; want only %q", u, n, dispatcher.MsgQueued)
+			if !strings.HasSuffix(n, dispatcher.MsgQueued) && !strings.HasSuffix(n, " in line.") {
+				t.Errorf("%s notice: got %q; want only queued notices (%q, or a place in line)", u, n, dispatcher.MsgQueued)
 			}
 		}
 	}

@@ -423,6 +423,23 @@ func TestKeywordStatus(t *testing.T) {
 			not:  []string{"old step", "Last step", "echo w0"},
 		},
 		{
+			// The run started an hour ago and asked a minute later; the
+			// answer came just now. The state's clock restarted with the
+			// answer; the run's did not.
+			name: "working again after a question",
+			setup: func(b *bench, u contract.User) {
+				b.into(u, contract.StateWorking)
+				began := time.Now().Add(-time.Hour)
+				b.event(contract.Event{Kind: contract.KindStarted, User: u, JobID: "w1", Text: "“sleep 100”", At: began})
+				b.event(contract.Event{Kind: contract.KindProgress, User: u, JobID: "w1", Text: "asking", At: began.Add(time.Minute)}, "1")
+				b.event(contract.Event{Kind: contract.KindQuestion, User: u, JobID: "w1", Question: 1, Text: "May Claude run `ls`?"}, "1")
+				b.waitState(u, contract.StateAwaitingPermission, "w1")
+				b.say(u, "a1", "yes")
+				b.waitState(u, contract.StateWorking, "w1")
+			},
+			want: []string{"Working for 1h0m", " on: “sleep 100”.", "\nLast step: asking (59m"},
+		},
+		{
 			name: "awaiting approval, one waiting",
 			setup: func(b *bench, u contract.User) {
 				b.into(u, contract.StateAwaitingApproval)

@@ -14,7 +14,7 @@ import (
 )
 
 // MsgNoMorePages answers "more" on the web chat.
-const MsgNoMorePages = "The web chat shows replies whole, so there is no next page."
+const MsgNoMorePages = "The web chat has no pages: press Show all under a long reply to read it whole, or Download to keep it."
 
 // webEvent is what the browser receives: the event plus what the web
 // channel adds (where to fetch each image).

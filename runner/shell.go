@@ -34,8 +34,10 @@ func (Shell) Run(ctx context.Context, r *Run) (Result, error) {
 	if res.Truncated {
 		res.Text += "\n[output truncated]"
 	}
-	if res.ExitCode != 0 {
-		// A failing command is a normal answer for a terminal: show the code.
+	if res.ExitCode != 0 && ctx.Err() == nil {
+		// A failing command is a normal answer for a terminal: show the
+		// code. A run stopped from outside (cancel, time up) exits by the
+		// signal sent, which the report says in words.
 		res.Text += fmt.Sprintf("\n[exit %d]", res.ExitCode)
 	}
 	if err != nil && cmd.ProcessState == nil {

@@ -193,10 +193,11 @@ func TestCancelStopsRunFast(t *testing.T) {
 
 	// Two messages wait behind the run.
 	var waiting []string
-	for _, q := range []string{"q1", "q2"} {
+	for i, q := range []string{"q1", "q2"} {
 		qid := c.send("touch " + filepath.Join(dir, q))
-		if n := box.reply(contract.KindNotice, qid); n.Event.Text != "Got it, I'll process this next." {
-			t.Errorf("notice of waiting message: got %q; want the queued notice", n.Event.Text)
+		want := []string{"Got it, I'll process this next.", "Got it. You're 2nd in line."}[i]
+		if n := box.reply(contract.KindNotice, qid); n.Event.Text != want {
+			t.Errorf("notice of waiting message %s: got %q; want %q", q, n.Event.Text, want)
 		}
 		waiting = append(waiting, qid)
 	}

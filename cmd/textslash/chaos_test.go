@@ -148,7 +148,7 @@ func chaos(t *testing.T, separate bool) {
 		for {
 			msgs := api.Messages()
 			for _, m := range msgs[seen:] {
-				if u, ok := userOf[m.To]; ok && m.Body != dispatcher.MsgQueued {
+				if u, ok := userOf[m.To]; ok && !queuedNotice(m.Body) {
 					finals[u].Add(1)
 					finalsAll.Add(1)
 				}
@@ -268,7 +268,7 @@ kill:
 		switch {
 		case !ok:
 			strays = append(strays, fmt.Sprintf("to %s: %q", m.To, m.Body))
-		case m.Body == dispatcher.MsgQueued:
+		case queuedNotice(m.Body):
 			notices++
 		default:
 			token := chaosToken.FindString(m.Body)
@@ -475,4 +475,10 @@ func chaosSettle(t *testing.T, url string, timeout time.Duration) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// queuedNotice reports whether body is the notice of a queued message
+// ("Got it, I'll process this next." or "Got it. You're 2nd in line.").
+func queuedNotice(body string) bool {
+	return body == dispatcher.MsgQueued || strings.HasPrefix(body, "Got it. You're ") && strings.HasSuffix(body, " in line.")
 }

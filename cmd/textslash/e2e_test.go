@@ -144,7 +144,7 @@ func TestWebChatQueueAndOrder(t *testing.T) {
 	if want := []string{"first", "second", "third"}; !slices.Equal(replies, want) {
 		t.Errorf("replies %q; want %q", replies, want)
 	}
-	if want := []string{"Got it, I'll process this next.", "Got it, I'll process this next."}; !slices.Equal(notices, want) {
+	if want := []string{"Got it, I'll process this next.", "Got it. You're 2nd in line."}; !slices.Equal(notices, want) {
 		t.Errorf("notices %q; want %q", notices, want)
 	}
 }

@@ -138,6 +138,7 @@ func ParseAnswer(text string) (answer, reason string) {
 // Texts the dispatcher sends on its own.
 const (
 	MsgQueued        = "Got it, I'll process this next."
+	MsgQueuedPlace   = "Got it. You're %s in line." // with the place: 2nd, 3rd…
 	MsgQueueFull     = "Queue full, please wait for current tasks to finish."
 	MsgEmpty         = "I received an empty message."
 	MsgCancelled     = "Cancelled. Nothing is running now."
@@ -189,28 +190,24 @@ const (
 	GoPrompt = "The plan is approved: carry it out now."
 	MsgHelp  = `Send any message and the agent works on it in your workspace.
 Keywords:
-  status   what is happening now
-  cost     what your runs cost today, this week, and the last one
-  cancel   stop the current run and clear the queue
-  approve  commit the changes the agent proposed
-  reject   discard those changes
-  more     the next page of a long reply
-  new      start a fresh agent session
-  mode     ask (Claude asks before each change), auto, or plan
-  go       carry out the plan (in plan mode)
-  btw …    add a message to the run that is working
-  steer    on: every message sent while working is added to the run
-  at 18:00 <task>, every weekday 9:00 <task>, every 2h <task>
-           run a task later; schedules lists them, unschedule <id> ends one
-  tz       your time zone for schedules (tz Europe/Paris)
-  clone <git url> [name]
-           clone a repository into a new project of yours
-  projects your projects: the current one, branches, changes waiting
-  use <name>
-           work in that project (use default: your first workspace)
-  branches on: each message runs on a branch of its own, merged when
-           you approve; off (the default): in the project's checkout
-  help     this list
+status — what is happening now
+cost — what your runs cost today, this week, and the last one
+cancel — stop the current run and clear the queue
+approve — commit the changes the agent proposed
+reject — discard those changes
+more — the next page of a long reply
+new — start a fresh agent session
+mode — ask (Claude asks before each change), auto, or plan
+go — carry out the plan (in plan mode)
+btw … — add a message to the run that is working
+steer — on: every message sent while working is added to the run
+at 18:00 <task>, every weekday 9:00 <task>, every 2h <task> — run a task later; schedules lists them, unschedule <id> ends one
+tz — your time zone for schedules (tz Europe/Paris)
+clone <git url> [name] — clone a repository into a new project of yours
+projects — your projects: the current one, branches, changes waiting
+use <name> — work in that project (use default: your first workspace)
+branches — on: each message runs on a branch of its own, merged when you approve; off (the default): in the project's checkout
+help — this list
 When Claude asks, reply yes, no (no, <what to do instead>) or always.`
 )
 

@@ -1058,3 +1058,19 @@ func FuzzParseKeyword(f *testing.F) {
 		}
 	})
 }
+
+// help reads on a phone's narrow screen (and in WhatsApp or SMS, the same
+// text): one keyword a line, said after a dash, no columns of spaces that
+// break apart when a line wraps.
+func TestHelpReadsOnAPhone(t *testing.T) {
+	for i, line := range strings.Split(MsgHelp, "\n") {
+		if strings.HasPrefix(line, " ") || strings.Contains(line, "  ") {
+			t.Errorf("help line %d %q: aligned with spaces; want one keyword a line, as `status — what is happening`", i+1, line)
+		}
+	}
+	for _, kw := range []string{"status", "cost", "cancel", "approve", "reject", "more", "new", "mode", "go", "help"} {
+		if !strings.Contains(MsgHelp, "\n"+kw+" — ") {
+			t.Errorf("help has no line `%s — …`", kw)
+		}
+	}
+}
