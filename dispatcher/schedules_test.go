@@ -91,3 +91,37 @@ func TestScheduleEvery(t *testing.T) {
 		return nil
 	})
 }
+
+// at reads the times people type, and a time it cannot read is answered
+// with how to say when: the task never runs at once.
+func TestScheduleAtFormsAndTypos(t *testing.T) {
+	b := newBench(t, dispatcher.Config{Location: time.UTC})
+	u := user(t, "alice")
+	tomorrow := func() string { return time.Now().UTC().AddDate(0, 0, 1).Format("Mon 2 Jan") + " 18:00 (UTC)" }
+	for _, c := range []struct{ text, task, when string }{
+		{"at 6pm echo later-please", "echo later-please", " 18:00 (UTC)"},
+		{"at 18:00 tomorrow echo y", "echo y", tomorrow()},
+		{"in 2h echo soon", "echo soon", " (UTC)"},
+	} {
+		got := b.say(u, c.text, c.text)
+		if len(got) != 1 || !strings.HasPrefix(got[0], "Scheduled ") || !strings.Contains(got[0], "“"+c.task+"”, at ") ||
+			!strings.Contains(got[0], c.when) && (c.when != tomorrow() || !strings.Contains(got[0], tomorrow())) {
+			t.Errorf("%s: notices %q; want %q scheduled, %s", c.text, got, c.task, c.when)
+		}
+	}
+	for _, text := range []string{"at 25:99 echo bad", "at 6xm echo bad", "at 13pm echo bad", "at tomorow 9am echo bad", "every monday 13pm echo bad"} {
+		got := b.say(u, text, text)
+		if len(got) != 1 || !strings.HasPrefix(got[0], "I could not read that schedule: say when") {
+			t.Errorf("%s: notices %q; want how to say when", text, got)
+		}
+	}
+	if st, _ := b.state(u); st.State != "" && st.State != contract.StateIdle {
+		t.Errorf("state %q after schedules and typos; want idle, nothing run", st.State)
+	}
+	if list := b.say(u, "list", "schedules"); len(list) != 1 || strings.Count(list[0], "\n") != 3 {
+		t.Errorf("schedules: %q; want the three", list)
+	}
+	// A message that only starts with at still runs.
+	b.say(u, "top", "at the top of the file, add a comment")
+	b.waitState(u, contract.StateWorking, "top")
+}

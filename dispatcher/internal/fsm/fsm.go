@@ -45,8 +45,9 @@ const (
 	Mode  = "mode"
 	Steer = "steer"
 	Btw   = "btw"
-	// Scheduled messages: "at 18:00 run the tests", "every weekday 9:00
-	// summarize open PRs", "schedules", "unschedule 3f2a9c", "tz Europe/Paris".
+	// Scheduled messages: "at 18:00 run the tests", "in 2h look" (an at),
+	// "every weekday 9:00 summarize open PRs", "schedules", "unschedule
+	// 3f2a9c", "tz Europe/Paris".
 	At         = "at"
 	Every      = "every"
 	Schedules  = "schedules"
@@ -91,6 +92,11 @@ func ParseKeyword(text string) (kw, arg string, ok bool) {
 	case At, Every:
 		if looksScheduled(first, rest) {
 			return first, rest, true
+		}
+	case "in":
+		// "in 2h <task>" is an at; "in src, rename …" a message.
+		if looksScheduled(At, t) {
+			return At, "in " + rest, true
 		}
 	case Unschedule, Zone, Revoke:
 		if rest != "" && !strings.ContainsAny(rest, " \n") {
@@ -201,7 +207,7 @@ mode — ask (Claude asks before each change), auto, or plan
 go — carry out the plan (in plan mode)
 btw … — add a message to the run that is working
 steer — on: every message sent while working is added to the run
-at 18:00 <task>, every weekday 9:00 <task>, every 2h <task> — run a task later; schedules lists them, unschedule <id> ends one
+at 6pm <task>, at tomorrow 9:00 <task>, in 2h <task>, every weekday 9am <task>, every 2h <task> — run a task later; schedules lists them, unschedule <id> ends one
 tz — your time zone for schedules (tz Europe/Paris)
 clone <git url> [name] — clone a repository into a new project of yours
 projects — your projects: the current one, branches, changes waiting

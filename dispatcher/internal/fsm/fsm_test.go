@@ -1033,17 +1033,21 @@ func fmtEffects(effs []Effect) string {
 }
 
 // FuzzParseKeyword: whatever a person sends, a keyword is only ever one of
-// the keywords, recognised in any case and with any surrounding space, and
+// the keywords (those with an argument: the first word), recognised in any case and with any surrounding space, and
 // everything else is a message for the agent.
 func FuzzParseKeyword(f *testing.F) {
-	for _, s := range []string{"cancel", " APPROVE\n", "Reject", "status?", "more more", "new\u00a0", "help", "", "\u212aancel"} {
+	for _, s := range []string{"cancel", " APPROVE\n", "Reject", "status?", "more more", "new\u00a0", "help", "", "\u212aancel", "at 6pm x", "in 2h x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		k, arg, ok := ParseKeyword(text)
 		want := strings.ToLower(strings.TrimSpace(text))
 		if ok && (arg != "" || k == Mode || k == Steer) {
-			if first, _, _ := strings.Cut(want, " "); strings.TrimRight(first, ":,") != k || !slices.Contains([]string{Mode, Steer, Btw}, k) {
+			first, _, _ := strings.Cut(want, " ")
+			if first = strings.TrimRight(first, ":,"); k == At && first == "in" {
+				first = At // "in 2h <task>" is an at
+			}
+			if first != k || !slices.Contains([]string{Mode, Steer, Branches, Btw, At, Every, Unschedule, Zone, Revoke, Use, Clone}, k) {
 				t.Fatalf("ParseKeyword(%q) = %q %q: not that keyword with an argument", text, k, arg)
 			}
 			return

@@ -3,8 +3,6 @@ package fsm
 import (
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -21,95 +19,98 @@ type Schedule struct {
 }
 
 // ErrSchedule: a schedule that cannot be read.
-var ErrSchedule = errors.New(`say when: "at 18:00 <task>", "at 2026-12-01 09:30 <task>", "every day 9:00 <task>", "every weekday 9:00 <task>", "every monday 9:00 <task>" or "every 2h <task>"`)
+var ErrSchedule = errors.New(`say when, then the task: "at 6pm <task>", "at tomorrow 9:30 <task>", "at monday 9am <task>", "at 2026-12-01 18:00 <task>", "in 2h <task>", "every weekday 9am <task>" or "every 30m <task>"`)
 
-var (
-	clockRE = regexp.MustCompile(`^([01]?[0-9]|2[0-3]):([0-5][0-9])(?::([0-5][0-9]))?$`)
-	dateRE  = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
-	everyRE = regexp.MustCompile(`^([1-9][0-9]{0,3})(s|m|min|h)$`)
-	days    = map[string]string{"day": "*", "weekday": "1-5", "weekend": "0,6",
-		"sunday": "0", "monday": "1", "tuesday": "2", "wednesday": "3", "thursday": "4", "friday": "5", "saturday": "6"}
-)
-
-// looksScheduled reports whether the words after "at" or "every" start a
-// schedule ("at 18:00 …", "every weekday 9:00 …"), so that "at the top of
-// the file, add …" stays a message for the agent.
+// looksScheduled reports whether the words after "at" or "every" start
+// with a time, read or not ("at 18:00 …", "at 6xm …", "every weekday
+// 9:00 …"), so that "at the top of the file, add …" stays a message for
+// the agent and a time mistyped is answered, never run at once.
 func looksScheduled(kw, rest string) bool {
-	first, _, _ := strings.Cut(rest, " ")
-	first = strings.ToLower(first)
-	if kw == At {
-		return clockRE.MatchString(first) || dateRE.MatchString(first)
-	}
-	_, day := days[strings.TrimSuffix(first, "s")]
-	return day || everyRE.MatchString(first)
+	return timeLike(kw, lower(strings.Fields(rest)))
 }
 
-// ParseSchedule reads the words after at or every, now, in loc.
+// ParseSchedule reads the words after at or every, now, in loc. After at
+// come a day and a clock in either order ("tomorrow 9am", "18:00
+// tomorrow"), or "in" and a length of time.
 func ParseSchedule(kw, arg string, now time.Time, loc *time.Location) (Schedule, error) {
 	words := strings.Fields(arg)
 	now = now.In(loc)
-	sec := 0
-	clock := func(w string) (h, m int, ok bool) {
-		sub := clockRE.FindStringSubmatch(w)
-		if sub == nil {
-			return 0, 0, false
-		}
-		h, _ = strconv.Atoi(sub[1])
-		m, _ = strconv.Atoi(sub[2])
-		sec, _ = strconv.Atoi(sub[3])
-		return h, m, true
+	if kw == Every {
+		return parseEvery(words, lower(words), loc)
 	}
-	text := func(n int) string { return strings.TrimSpace(strings.Join(words[n:], " ")) }
-	var s Schedule
-	switch {
-	case kw == At && len(words) >= 3 && dateRE.MatchString(words[0]):
-		day, err := time.ParseInLocation("2006-01-02", words[0], loc)
-		h, m, ok := clock(words[1])
-		if err != nil || !ok {
-			return s, ErrSchedule
-		}
-		s.At, s.Text = time.Date(day.Year(), day.Month(), day.Day(), h, m, sec, 0, loc), text(2)
-		if !s.At.After(now) {
-			return s, fmt.Errorf("%s is past", s.At.Format("Mon 2 Jan 2006 15:04"))
-		}
-	case kw == At && len(words) >= 2:
-		h, m, ok := clock(words[0])
+	w := lower(words)
+	if len(w) > 0 && w[0] == "in" {
+		d, n, ok := span(w[1:])
 		if !ok {
-			return s, ErrSchedule
+			return Schedule{}, ErrSchedule
 		}
-		s.At = time.Date(now.Year(), now.Month(), now.Day(), h, m, sec, 0, loc)
-		if !s.At.After(now) {
-			s.At = s.At.AddDate(0, 0, 1)
+		return once(now.Add(d).Truncate(time.Second), words[1+n:], loc)
+	}
+	date, roll, n, dayFirst := day(w, now)
+	if dayFirst && len(w) > n && w[n] == "at" {
+		n++
+	}
+	c, k, ok := clock(w[n:])
+	if !ok {
+		return Schedule{}, ErrSchedule
+	}
+	if n += k; !dayFirst {
+		// The day may follow: "18:00 tomorrow", "9am on friday".
+		m := n
+		if m < len(w) && w[m] == "on" {
+			m++
 		}
-		s.Text = text(1)
-	case kw == Every && len(words) >= 2 && everyRE.MatchString(strings.ToLower(words[0])):
-		sub := everyRE.FindStringSubmatch(strings.ToLower(words[0]))
-		n, _ := strconv.Atoi(sub[1])
-		unit := map[string]time.Duration{"s": time.Second, "m": time.Minute, "min": time.Minute, "h": time.Hour}[sub[2]]
-		s.Every, s.Text = time.Duration(n)*unit, text(1)
+		if d, r, k, ok := day(w[m:], now); ok {
+			date, roll, n = d, r, m+k
+		}
+	}
+	at := time.Date(date.Year(), date.Month(), date.Day(), c.h, c.m, c.s, 0, loc)
+	if !at.After(now) {
+		if roll == 0 {
+			return Schedule{}, fmt.Errorf("%s is past", at.Format("Mon 2 Jan 2006 15:04"))
+		}
+		at = at.AddDate(0, 0, roll)
+	}
+	return once(at, words[n:], loc)
+}
+
+// once is a schedule that runs text at a time.
+func once(at time.Time, text []string, loc *time.Location) (Schedule, error) {
+	layout := "Mon 2 Jan 15:04"
+	if at.Second() != 0 {
+		layout += ":05"
+	}
+	s := Schedule{At: at, Text: strings.Join(text, " "), When: "at " + at.Format(layout) + " (" + loc.String() + ")"}
+	return s, nonEmpty(s)
+}
+
+// parseEvery reads the words after every: a length of time ("2h", "30
+// minutes"), or days and a clock ("weekday 9:00", "monday at 9am").
+func parseEvery(words, w []string, loc *time.Location) (Schedule, error) {
+	var s Schedule
+	if d, n, ok := span(w); ok {
+		s.Every, s.Text = d, strings.Join(words[n:], " ")
 		if s.Every < 5*time.Second {
 			return s, errors.New("every 5s at the most often")
 		}
 		s.When = "every " + short(s.Every)
 		return s, nonEmpty(s)
-	case kw == Every && len(words) >= 3:
-		name := strings.TrimSuffix(strings.ToLower(words[0]), "s")
-		dow, ok := days[name]
-		h, m, okc := clock(words[1])
-		if !ok || !okc {
-			return s, ErrSchedule
-		}
-		s.Cron, s.Text = fmt.Sprintf("0 %d %d * * %s", m, h, dow), text(2)
-		s.When = fmt.Sprintf("every %s at %02d:%02d (%s)", name, h, m, loc)
-		return s, nonEmpty(s)
-	default:
+	}
+	if len(w) == 0 {
 		return s, ErrSchedule
 	}
-	layout := "Mon 2 Jan 15:04"
-	if sec != 0 {
-		layout += ":05"
+	name := strings.TrimSuffix(w[0], "s")
+	dow, ok := days[name]
+	n := 1
+	if len(w) > n && w[n] == "at" {
+		n++
 	}
-	s.When = "at " + s.At.Format(layout) + " (" + loc.String() + ")"
+	c, k, okc := clock(w[n:])
+	if !ok || !okc {
+		return s, ErrSchedule
+	}
+	s.Cron, s.Text = fmt.Sprintf("%d %d %d * * %s", c.s, c.m, c.h, dow), strings.Join(words[n+k:], " ")
+	s.When = fmt.Sprintf("every %s at %02d:%02d (%s)", name, c.h, c.m, loc)
 	return s, nonEmpty(s)
 }
 
