@@ -830,3 +830,17 @@ func (h *harness) countWhileReplying(t *testing.T, n int, subject, part string) 
 	}
 	return count.Load()
 }
+
+// A cancelled run with nothing to show (no output, no images) sends
+// nothing: the dispatcher's "Cancelled." already said it, in one line.
+func TestCancelledRunWithNothingSendsNothing(t *testing.T) {
+	h := start(t, egress.Twilio{})
+	h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: "Cancelled. Nothing is running now."})
+	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Status: contract.StatusCanceled})
+	h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: "after"})
+	msgs := h.api.WaitMessages(t, 2, 5*time.Second)
+	if got := bodies(msgs); !slices.Equal(got, []string{"Cancelled. Nothing is running now.", "after"}) {
+		t.Errorf("bodies %q; want the notice and the next message, nothing for the empty cancelled run", got)
+	}
+	h.sendsNoMore(2)
+}

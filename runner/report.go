@@ -75,8 +75,12 @@ func (ru *run) outcome() {
 		done.Status = contract.StatusError
 		done.Text = joinText(lim.message(), done.Text)
 	case errors.Is(cause, errCancelled):
+		// The dispatcher said "Cancelled." as the person asked: the reply
+		// adds only what the run had printed, if anything.
 		done.Status = contract.StatusCanceled
-		done.Text = joinText(MsgCancelled, done.Text)
+		if done.Text != "" {
+			done.Text = joinText(MsgCancelled, done.Text)
+		}
 	case ru.ctx.Err() != nil:
 		done.Status = contract.StatusInterrupted
 		done.Text = joinText(MsgInterrupted, done.Text)

@@ -627,3 +627,25 @@ func TestRunnerDropsOnlyFinishedJobs(t *testing.T) {
 		t.Errorf("the finished job m0 ran: stat: %v", err)
 	}
 }
+
+// A run cancelled before it printed anything reports no text: the
+// dispatcher's "Cancelled." is the one line the person gets. (One that had
+// printed keeps its output after "Stopped.": TestRunnerImagesOfCutRuns.)
+func TestRunnerCancelledRunSaysNothingTwice(t *testing.T) {
+	e := newRunnerEnv(t)
+	e.start(Config{})
+	u := e.user(contract.ChannelWeb, "canceller")
+	e.job(u, "m1", "sleep 30")
+	natstest.CheckFor(t, runnerWait, runnerPoll, func() error {
+		if len(e.events(u, contract.KindStarted)) == 0 {
+			return fmt.Errorf("not started")
+		}
+		return nil
+	})
+	if err := e.js.Conn().Publish(contract.CancelSubject(u), []byte("m1")); err != nil {
+		t.Fatal(err)
+	}
+	if ev := e.waitDone(u, "m1", runnerWait); ev.Status != contract.StatusCanceled || ev.Text != "" {
+		t.Errorf("done %q with text %q; want canceled with none", ev.Status, ev.Text)
+	}
+}

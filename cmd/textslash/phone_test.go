@@ -208,3 +208,32 @@ func TestWebChatCancelSaysItOnceInBrowser(t *testing.T) {
 		t.Errorf("the chat says cancel %d times; want the person's and textslash's answer:\n%s", n, text)
 	}
 }
+
+// A run cancelled before it printed anything leaves one line about the
+// cancel, textslash's "Cancelled.", and no empty reply under it.
+func TestWebChatCancelWithoutOutputInBrowser(t *testing.T) {
+	ctx := browser(t, 90*time.Second) // first: skips without Chromium
+	inst := startServe(t, "TEXTSLASH_AGENT=shell")
+	openPhone(ctx, t, inst.URL)
+	sendInPage(ctx, t, "sleep 100")
+	waitPage(ctx, t, `(want) => document.getElementById('state').className === want`, contract.StateWorking, "the run working")
+	sendInPage(ctx, t, "cancel")
+	waitPage(ctx, t, `(want) => document.getElementById('state').className === want`, contract.StateIdle, "idle again")
+	// Events come in order: once the next run's reply shows, the cancelled
+	// run's end has been shown too, if it is shown at all.
+	sendInPage(ctx, t, "echo after")
+	waitPage(ctx, t, `() => [...document.querySelectorAll('#messages .reply')].some(r => r.innerText.includes('after'))`, "", "the next reply")
+
+	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('messages').innerText`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, no := range []string{"Stopped", "(no output)", "exit 143"} {
+		if strings.Contains(text, no) {
+			t.Errorf("the chat shows %q after a cancel:\n%s", no, text)
+		}
+	}
+	if n := strings.Count(strings.ToLower(text), "cancel"); n != 2 { // the person's "cancel", textslash's "Cancelled."
+		t.Errorf("the chat says cancel %d times; want the person's and textslash's answer:\n%s", n, text)
+	}
+}
