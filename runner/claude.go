@@ -144,7 +144,7 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 	stderr := &cappedBuffer{max: stderrKeep}
 	cmd.Stderr = stderr
 	in := &claudeInput{w: stdin, quit: make(chan struct{})}
-	st := &claudeStream{ctx: ctx, run: r, in: in, dir: r.Dir, progress: r.Progress, cap: r.OutputCap}
+	st := &claudeStream{ctx: ctx, run: r, in: in, dir: r.Dir, progress: r.Progress, cap: r.OutputCap, resumed: session != ""}
 	if st.cap <= 0 {
 		st.cap = defaultOutputCap
 	}
@@ -269,16 +269,19 @@ type claudeStream struct {
 	cap      int
 	plan     string // the plan Claude proposed (plan mode)
 
-	text          strings.Builder // assistant text, for a run without a result
-	done          bool            // a result line came
-	isError       bool
-	subtype       string // the result's: success, error_max_budget_usd, ...
-	inTok, outTok int    // the result's tokens
-	final         string
-	cost          float64
-	sessionID     string
-	truncated     bool
-	started       bool // the CLI began a conversation (its system init line came)
+	text      strings.Builder // assistant text, for a run without a result
+	done      bool            // a result line came
+	isError   bool
+	subtype   string // the result's: success, error_max_budget_usd, ...
+	final     string
+	sessionID string
+	truncated bool
+	started   bool // the CLI began a conversation (its system init line came)
+
+	resumed bool  // the CLI continues a session (--resume)
+	results int   // result lines so far
+	last    usage // the running totals of the previous result
+	spent   usage // what the model did in this run
 }
 
 func (s *claudeStream) handle(line []byte) {
@@ -315,8 +318,8 @@ func (s *claudeStream) handle(line []byte) {
 		}
 	case "result":
 		// The last one counts: background work can start another turn.
-		s.done, s.isError, s.final, s.cost = true, ev.IsError, ev.Result, ev.CostUSD
-		s.subtype, s.inTok, s.outTok = ev.Subtype, ev.InputTokens, ev.OutputTokens
+		s.done, s.isError, s.final, s.subtype = true, ev.IsError, ev.Result, ev.Subtype
+		s.count(ev)
 		s.in.close()
 	case "control_request":
 		if ev.Request != nil && ev.Request.Subtype == "can_use_tool" {
@@ -364,8 +367,26 @@ func (s *claudeStream) permission(id string, req *controlRequest) map[string]any
 		"response": map[string]any{"subtype": "success", "request_id": id, "response": verdict}}
 }
 
+// count adds what a result says the model did since the process's
+// previous result (model_usage_since_last_result), once: the result's
+// running totals (total_cost_usd, modelUsage) are the session's, and a
+// resumed session's start with what its earlier runs cost. From a CLI
+// that does not say, the running totals less the previous result's; but
+// nothing for a resumed session's first result, which cannot tell this
+// run's part from the earlier runs'.
+func (s *claudeStream) count(ev streamEvent) {
+	switch d := ev.Total.minus(s.last); {
+	case ev.Since != nil:
+		s.spent = s.spent.plus(*ev.Since)
+	case (s.results > 0 || !s.resumed) && d.USD >= 0 && d.In >= 0 && d.Out >= 0:
+		s.spent = s.spent.plus(d)
+	}
+	s.last = ev.Total
+	s.results++
+}
+
 func (s *claudeStream) result() Result {
-	res := Result{CostUSD: s.cost, SessionID: s.sessionID, Truncated: s.truncated, InputTokens: s.inTok, OutputTokens: s.outTok}
+	res := Result{CostUSD: s.spent.USD, SessionID: s.sessionID, Truncated: s.truncated, InputTokens: s.spent.In, OutputTokens: s.spent.Out}
 	res.Text = s.text.String()
 	if s.done && s.final != "" { // a run stopped short has no result text: what it said so far
 		res.Text, res.Truncated = s.final, false
@@ -390,9 +411,11 @@ type streamEvent struct {
 	// result
 	Result  string
 	IsError bool
-	CostUSD float64
-	// The model's tokens: input (with cache reads and writes) and output.
-	InputTokens, OutputTokens int
+	// Total is the session's running total (total_cost_usd, modelUsage);
+	// Since what this process counted since its previous result
+	// (model_usage_since_last_result), nil when the CLI does not say.
+	Total usage
+	Since *usage
 
 	// control_request
 	RequestID string
@@ -497,17 +520,11 @@ func parseStreamLine(line []byte) (streamEvent, error) {
 	case "result":
 		ev.Result = jsonString(top["result"])
 		_ = json.Unmarshal(top["is_error"], &ev.IsError)
-		_ = json.Unmarshal(top["total_cost_usd"], &ev.CostUSD)
-		var models map[string]struct {
-			In          int `json:"inputTokens"`
-			Out         int `json:"outputTokens"`
-			CacheRead   int `json:"cacheReadInputTokens"`
-			CacheCreate int `json:"cacheCreationInputTokens"`
-		}
-		_ = json.Unmarshal(top["modelUsage"], &models)
-		for _, m := range models {
-			ev.InputTokens += m.In + m.CacheRead + m.CacheCreate
-			ev.OutputTokens += m.Out
+		ev.Total, _ = modelUsage(top["modelUsage"])
+		ev.Total.USD = 0
+		_ = json.Unmarshal(top["total_cost_usd"], &ev.Total.USD)
+		if u, ok := modelUsage(top["model_usage_since_last_result"]); ok {
+			ev.Since = &u
 		}
 	case "control_request":
 		ev.RequestID = jsonString(top["request_id"])
@@ -520,6 +537,41 @@ func parseStreamLine(line []byte) (streamEvent, error) {
 		}
 	}
 	return ev, nil
+}
+
+// usage is what the model did: its cost in USD as Claude Code reckons
+// it, and its tokens, input (with cache reads and writes) and output.
+type usage struct {
+	USD     float64
+	In, Out int
+}
+
+func (u usage) plus(v usage) usage {
+	return usage{USD: u.USD + v.USD, In: u.In + v.In, Out: u.Out + v.Out}
+}
+
+func (u usage) minus(v usage) usage {
+	return usage{USD: u.USD - v.USD, In: u.In - v.In, Out: u.Out - v.Out}
+}
+
+// modelUsage sums a result's per-model usage (modelUsage and
+// model_usage_since_last_result are shaped alike); ok is false when raw
+// is not such an object ({} is: nothing was used).
+func modelUsage(raw json.RawMessage) (u usage, ok bool) {
+	var models map[string]struct {
+		In          int     `json:"inputTokens"`
+		Out         int     `json:"outputTokens"`
+		CacheRead   int     `json:"cacheReadInputTokens"`
+		CacheCreate int     `json:"cacheCreationInputTokens"`
+		USD         float64 `json:"costUSD"`
+	}
+	if json.Unmarshal(raw, &models) != nil || models == nil {
+		return u, false
+	}
+	for _, m := range models {
+		u = u.plus(usage{USD: m.USD, In: m.In + m.CacheRead + m.CacheCreate, Out: m.Out})
+	}
+	return u, true
 }
 
 // jsonString is raw's value if it is a JSON string, else "".
