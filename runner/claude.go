@@ -47,7 +47,8 @@ const (
 // The message goes in on stdin, and so do the person's answers to its
 // permission questions (control_response) and the messages they add to
 // the run (btw); stdin stays open until the first result. Its tool calls
-// become progress lines and its final result the reply. The mode is the
+// become progress lines (where a call may need permission, once it is
+// allowed) and its final result the reply. The mode is the
 // job's: auto skips permissions (Claude Code refuses that as root, so
 // Run.Command must run it as an unprivileged user), ask sends every tool
 // use Claude Code asks permission for to Run.Ask (--permission-prompt-tool
@@ -144,7 +145,8 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 	stderr := &cappedBuffer{max: stderrKeep}
 	cmd.Stderr = stderr
 	in := &claudeInput{w: stdin, quit: make(chan struct{})}
-	st := &claudeStream{ctx: ctx, run: r, in: in, dir: r.Dir, progress: r.Progress, cap: r.OutputCap, resumed: session != ""}
+	st := &claudeStream{ctx: ctx, run: r, in: in, dir: r.Dir, progress: r.Progress, cap: r.OutputCap, resumed: session != "",
+		held: map[string]string{}, hold: r.Job.Mode != contract.ModeAuto}
 	if st.cap <= 0 {
 		st.cap = defaultOutputCap
 	}
@@ -268,6 +270,11 @@ type claudeStream struct {
 	progress func(string)
 	cap      int
 	plan     string // the plan Claude proposed (plan mode)
+	// hold: tool calls may wait for permission (ask and plan modes), so
+	// their progress lines are held (by tool use id) until allowed, or
+	// until they ran without asking; a denied call's is dropped.
+	hold bool
+	held map[string]string
 
 	text      strings.Builder // assistant text, for a run without a result
 	done      bool            // a result line came
@@ -299,8 +306,10 @@ func (s *claudeStream) handle(line []byte) {
 		s.started = true
 	case "assistant":
 		for _, tc := range ev.Tools {
-			if s.progress != nil {
-				s.progress(progressLine(tc, s.dir))
+			if s.hold && tc.ID != "" {
+				s.held[tc.ID] = progressLine(tc, s.dir)
+			} else {
+				s.report(progressLine(tc, s.dir))
 			}
 		}
 		if ev.Text != "" && !ev.Subagent {
@@ -316,6 +325,10 @@ func (s *claudeStream) handle(line []byte) {
 				s.truncated = true
 			}
 		}
+	case "user":
+		for _, id := range ev.ToolResults {
+			s.release(id) // it ran without asking
+		}
 	case "result":
 		// The last one counts: background work can start another turn.
 		s.done, s.isError, s.final, s.subtype = true, ev.IsError, ev.Result, ev.Subtype
@@ -325,6 +338,21 @@ func (s *claudeStream) handle(line []byte) {
 		if ev.Request != nil && ev.Request.Subtype == "can_use_tool" {
 			s.in.send(s.permission(ev.RequestID, ev.Request))
 		}
+	}
+}
+
+// report sends a progress line.
+func (s *claudeStream) report(line string) {
+	if s.progress != nil {
+		s.progress(line)
+	}
+}
+
+// release sends the held progress line of tool use id, if any.
+func (s *claudeStream) release(id string) {
+	if line, ok := s.held[id]; ok {
+		delete(s.held, id)
+		s.report(line)
 	}
 }
 
@@ -362,6 +390,11 @@ func (s *claudeStream) permission(id string, req *controlRequest) map[string]any
 			// Claude Code's own "don't ask again", for this process.
 			verdict["updatedPermissions"] = req.sessionSuggestions()
 		}
+	}
+	if verdict["behavior"] == "allow" {
+		s.release(req.ToolUseID)
+	} else {
+		delete(s.held, req.ToolUseID)
 	}
 	return map[string]any{"type": "control_response",
 		"response": map[string]any{"subtype": "success", "request_id": id, "response": verdict}}
@@ -408,6 +441,9 @@ type streamEvent struct {
 	Text  string     // its text blocks, joined by blank lines
 	Tools []toolCall // its tool_use blocks
 
+	// user: the tool uses its tool_result blocks answer
+	ToolResults []string
+
 	// result
 	Result  string
 	IsError bool
@@ -426,6 +462,7 @@ type streamEvent struct {
 type controlRequest struct {
 	Subtype     string                       `json:"subtype"`
 	Tool        string                       `json:"tool_name"`
+	ToolUseID   string                       `json:"tool_use_id"`
 	Input       map[string]any               `json:"input"`
 	Suggestions []map[string]json.RawMessage `json:"permission_suggestions"`
 }
@@ -463,6 +500,7 @@ func (r *controlRequest) sessionSuggestions() []map[string]json.RawMessage {
 
 // toolCall is one tool_use block.
 type toolCall struct {
+	ID    string
 	Name  string
 	Input map[string]string // the input's string fields
 }
@@ -505,7 +543,7 @@ func parseStreamLine(line []byte) (streamEvent, error) {
 					texts = append(texts, t)
 				}
 			case "tool_use":
-				tc := toolCall{Name: jsonString(b["name"]), Input: map[string]string{}}
+				tc := toolCall{ID: jsonString(b["id"]), Name: jsonString(b["name"]), Input: map[string]string{}}
 				var in map[string]json.RawMessage
 				_ = json.Unmarshal(b["input"], &in)
 				for k, v := range in {
@@ -517,6 +555,19 @@ func parseStreamLine(line []byte) (streamEvent, error) {
 			}
 		}
 		ev.Text = strings.Join(texts, "\n\n")
+	case "user":
+		var msg struct {
+			Content []struct {
+				Type      string `json:"type"`
+				ToolUseID string `json:"tool_use_id"`
+			} `json:"content"`
+		}
+		_ = json.Unmarshal(top["message"], &msg)
+		for _, b := range msg.Content {
+			if b.Type == "tool_result" && b.ToolUseID != "" {
+				ev.ToolResults = append(ev.ToolResults, b.ToolUseID)
+			}
+		}
 	case "result":
 		ev.Result = jsonString(top["result"])
 		_ = json.Unmarshal(top["is_error"], &ev.IsError)

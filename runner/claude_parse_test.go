@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/textslash/textslash/contract"
 )
 
 // Lines as Claude Code 2.1 prints them (shortened where long).
@@ -32,15 +34,15 @@ func TestParseStreamLine(t *testing.T) {
 	}{
 		{"init", lineInit, streamEvent{Type: "system", Subtype: "init", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14"}, false},
 		{"bash tool use", lineBash, streamEvent{Type: "assistant", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14",
-			Tools: []toolCall{{Name: "Bash", Input: map[string]string{"command": "echo hi > hello.txt", "description": "write a file"}}}}, false},
-		{"tool result", lineToolResult, streamEvent{Type: "user", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14"}, false},
+			Tools: []toolCall{{ID: "toolu_01", Name: "Bash", Input: map[string]string{"command": "echo hi > hello.txt", "description": "write a file"}}}}, false},
+		{"tool result", lineToolResult, streamEvent{Type: "user", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14", ToolResults: []string{"toolu_01"}}, false},
 		{"text", lineText, streamEvent{Type: "assistant", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14", Text: "All done: wrote hello.txt"}, false},
 		{"text and tools", lineTextAndTool, streamEvent{Type: "assistant", SessionID: "s1", Text: "Let me look.", Tools: []toolCall{
-			{Name: "Read", Input: map[string]string{"file_path": "/srv/ws/u1/src/main.go"}},
-			{Name: "Edit", Input: map[string]string{"file_path": "/etc/hosts", "old_string": "a", "new_string": "b"}},
+			{ID: "toolu_02", Name: "Read", Input: map[string]string{"file_path": "/srv/ws/u1/src/main.go"}},
+			{ID: "toolu_03", Name: "Edit", Input: map[string]string{"file_path": "/etc/hosts", "old_string": "a", "new_string": "b"}},
 		}}, false},
 		{"subagent", lineSubagent, streamEvent{Type: "assistant", SessionID: "s1", Subagent: true, Text: "sub done",
-			Tools: []toolCall{{Name: "Grep", Input: map[string]string{"pattern": "func main"}}}}, false},
+			Tools: []toolCall{{ID: "toolu_04", Name: "Grep", Input: map[string]string{"pattern": "func main"}}}}, false},
 		{"task started", lineTaskStarted, streamEvent{Type: "system", Subtype: "task_started", SessionID: "s1"}, false},
 		{"result", lineResult, streamEvent{Type: "result", Subtype: "success", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14",
 			Result: "All done: wrote hello.txt", Total: usage{USD: 0.00048}}, false},
@@ -290,5 +292,23 @@ func TestStreamCountsTheRunOnce(t *testing.T) {
 		if d := got.minus(c.want); d.In != 0 || d.Out != 0 || math.Abs(d.USD) > 1e-12 {
 			t.Errorf("%s: counted %+v; want %+v", c.name, got, c.want)
 		}
+	}
+}
+
+// Where tool calls may wait for permission, a call's progress line waits
+// for it: sent when the call ran without asking, dropped when it was
+// denied.
+func TestStreamHoldsProgressUntilAllowed(t *testing.T) {
+	var progress []string
+	st := &claudeStream{cap: 1000, dir: "/srv/ws/u1", hold: true, held: map[string]string{},
+		run: &Run{Job: contract.Job{Mode: contract.ModeAsk}}, progress: func(s string) { progress = append(progress, s) }}
+	st.handle([]byte(lineTextAndTool)) // Read toolu_02, Edit toolu_03
+	if len(progress) != 0 {
+		t.Fatalf("progress %q before any call was allowed; want none", progress)
+	}
+	st.handle([]byte(`{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Edit","input":{"file_path":"/etc/hosts"},"tool_use_id":"toolu_03"}}`))
+	st.handle([]byte(`{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_02","type":"tool_result","content":"x"},{"tool_use_id":"toolu_03","type":"tool_result","content":"denied","is_error":true}]}}`))
+	if want := []string{"Reading src/main.go"}; !reflect.DeepEqual(progress, want) {
+		t.Errorf("progress %q; want %q (the read ran without asking; the edit was denied: nobody to ask)", progress, want)
 	}
 }
