@@ -47,7 +47,8 @@ const (
 // The message goes in on stdin, and so do the person's answers to its
 // permission questions (control_response) and the messages they add to
 // the run (btw); stdin stays open until the first result. Its tool calls
-// become progress lines and its final result the reply. The mode is the
+// become progress lines (where a call may need permission, once it is
+// allowed) and its final result the reply. The mode is the
 // job's: auto skips permissions (Claude Code refuses that as root, so
 // Run.Command must run it as an unprivileged user), ask sends every tool
 // use Claude Code asks permission for to Run.Ask (--permission-prompt-tool
@@ -137,7 +138,8 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 	stderr := &cappedBuffer{max: stderrKeep}
 	cmd.Stderr = stderr
 	in := &claudeInput{w: stdin, quit: make(chan struct{})}
-	st := &claudeStream{ctx: ctx, run: r, in: in, dir: r.Dir, progress: r.Progress, cap: r.OutputCap}
+	st := &claudeStream{ctx: ctx, run: r, in: in, dir: r.Dir, progress: r.Progress, cap: r.OutputCap, resumed: session != "",
+		held: map[string]string{}, hold: r.Job.Mode != contract.ModeAuto}
 	if st.cap <= 0 {
 		st.cap = defaultOutputCap
 	}
@@ -261,17 +263,25 @@ type claudeStream struct {
 	progress func(string)
 	cap      int
 	plan     string // the plan Claude proposed (plan mode)
+	// hold: tool calls may wait for permission (ask and plan modes), so
+	// their progress lines are held (by tool use id) until allowed, or
+	// until they ran without asking; a denied call's is dropped.
+	hold bool
+	held map[string]string
 
-	text          strings.Builder // assistant text, for a run without a result
-	done          bool            // a result line came
-	isError       bool
-	subtype       string // the result's: success, error_max_budget_usd, ...
-	inTok, outTok int    // the result's tokens
-	final         string
-	cost          float64
-	sessionID     string
-	truncated     bool
-	started       bool // the CLI began a conversation (its system init line came)
+	text      strings.Builder // assistant text, for a run without a result
+	done      bool            // a result line came
+	isError   bool
+	subtype   string // the result's: success, error_max_budget_usd, ...
+	final     string
+	sessionID string
+	truncated bool
+	started   bool // the CLI began a conversation (its system init line came)
+
+	resumed bool  // the CLI continues a session (--resume)
+	results int   // result lines so far
+	last    usage // the running totals of the previous result
+	spent   usage // what the model did in this run
 }
 
 func (s *claudeStream) handle(line []byte) {
@@ -289,8 +299,10 @@ func (s *claudeStream) handle(line []byte) {
 		s.started = true
 	case "assistant":
 		for _, tc := range ev.Tools {
-			if s.progress != nil {
-				s.progress(progressLine(tc, s.dir))
+			if s.hold && tc.ID != "" {
+				s.held[tc.ID] = progressLine(tc, s.dir)
+			} else {
+				s.report(progressLine(tc, s.dir))
 			}
 		}
 		if ev.Text != "" && !ev.Subagent {
@@ -306,15 +318,34 @@ func (s *claudeStream) handle(line []byte) {
 				s.truncated = true
 			}
 		}
+	case "user":
+		for _, id := range ev.ToolResults {
+			s.release(id) // it ran without asking
+		}
 	case "result":
 		// The last one counts: background work can start another turn.
-		s.done, s.isError, s.final, s.cost = true, ev.IsError, ev.Result, ev.CostUSD
-		s.subtype, s.inTok, s.outTok = ev.Subtype, ev.InputTokens, ev.OutputTokens
+		s.done, s.isError, s.final, s.subtype = true, ev.IsError, ev.Result, ev.Subtype
+		s.count(ev)
 		s.in.close()
 	case "control_request":
 		if ev.Request != nil && ev.Request.Subtype == "can_use_tool" {
 			s.in.send(s.permission(ev.RequestID, ev.Request))
 		}
+	}
+}
+
+// report sends a progress line.
+func (s *claudeStream) report(line string) {
+	if s.progress != nil {
+		s.progress(line)
+	}
+}
+
+// release sends the held progress line of tool use id, if any.
+func (s *claudeStream) release(id string) {
+	if line, ok := s.held[id]; ok {
+		delete(s.held, id)
+		s.report(line)
 	}
 }
 
@@ -353,12 +384,35 @@ func (s *claudeStream) permission(id string, req *controlRequest) map[string]any
 			verdict["updatedPermissions"] = req.sessionSuggestions()
 		}
 	}
+	if verdict["behavior"] == "allow" {
+		s.release(req.ToolUseID)
+	} else {
+		delete(s.held, req.ToolUseID)
+	}
 	return map[string]any{"type": "control_response",
 		"response": map[string]any{"subtype": "success", "request_id": id, "response": verdict}}
 }
 
+// count adds what a result says the model did since the process's
+// previous result (model_usage_since_last_result), once: the result's
+// running totals (total_cost_usd, modelUsage) are the session's, and a
+// resumed session's start with what its earlier runs cost. From a CLI
+// that does not say, the running totals less the previous result's; but
+// nothing for a resumed session's first result, which cannot tell this
+// run's part from the earlier runs'.
+func (s *claudeStream) count(ev streamEvent) {
+	switch d := ev.Total.minus(s.last); {
+	case ev.Since != nil:
+		s.spent = s.spent.plus(*ev.Since)
+	case (s.results > 0 || !s.resumed) && d.USD >= 0 && d.In >= 0 && d.Out >= 0:
+		s.spent = s.spent.plus(d)
+	}
+	s.last = ev.Total
+	s.results++
+}
+
 func (s *claudeStream) result() Result {
-	res := Result{CostUSD: s.cost, SessionID: s.sessionID, Truncated: s.truncated, InputTokens: s.inTok, OutputTokens: s.outTok}
+	res := Result{CostUSD: s.spent.USD, SessionID: s.sessionID, Truncated: s.truncated, InputTokens: s.spent.In, OutputTokens: s.spent.Out}
 	res.Text = s.text.String()
 	if s.done && s.final != "" { // a run stopped short has no result text: what it said so far
 		res.Text, res.Truncated = s.final, false
@@ -380,12 +434,17 @@ type streamEvent struct {
 	Text  string     // its text blocks, joined by blank lines
 	Tools []toolCall // its tool_use blocks
 
+	// user: the tool uses its tool_result blocks answer
+	ToolResults []string
+
 	// result
 	Result  string
 	IsError bool
-	CostUSD float64
-	// The model's tokens: input (with cache reads and writes) and output.
-	InputTokens, OutputTokens int
+	// Total is the session's running total (total_cost_usd, modelUsage);
+	// Since what this process counted since its previous result
+	// (model_usage_since_last_result), nil when the CLI does not say.
+	Total usage
+	Since *usage
 
 	// control_request
 	RequestID string
@@ -396,6 +455,7 @@ type streamEvent struct {
 type controlRequest struct {
 	Subtype     string                       `json:"subtype"`
 	Tool        string                       `json:"tool_name"`
+	ToolUseID   string                       `json:"tool_use_id"`
 	Input       map[string]any               `json:"input"`
 	Suggestions []map[string]json.RawMessage `json:"permission_suggestions"`
 }
@@ -433,6 +493,7 @@ func (r *controlRequest) sessionSuggestions() []map[string]json.RawMessage {
 
 // toolCall is one tool_use block.
 type toolCall struct {
+	ID    string
 	Name  string
 	Input map[string]string // the input's string fields
 }
@@ -475,7 +536,7 @@ func parseStreamLine(line []byte) (streamEvent, error) {
 					texts = append(texts, t)
 				}
 			case "tool_use":
-				tc := toolCall{Name: jsonString(b["name"]), Input: map[string]string{}}
+				tc := toolCall{ID: jsonString(b["id"]), Name: jsonString(b["name"]), Input: map[string]string{}}
 				var in map[string]json.RawMessage
 				_ = json.Unmarshal(b["input"], &in)
 				for k, v := range in {
@@ -487,20 +548,27 @@ func parseStreamLine(line []byte) (streamEvent, error) {
 			}
 		}
 		ev.Text = strings.Join(texts, "\n\n")
+	case "user":
+		var msg struct {
+			Content []struct {
+				Type      string `json:"type"`
+				ToolUseID string `json:"tool_use_id"`
+			} `json:"content"`
+		}
+		_ = json.Unmarshal(top["message"], &msg)
+		for _, b := range msg.Content {
+			if b.Type == "tool_result" && b.ToolUseID != "" {
+				ev.ToolResults = append(ev.ToolResults, b.ToolUseID)
+			}
+		}
 	case "result":
 		ev.Result = jsonString(top["result"])
 		_ = json.Unmarshal(top["is_error"], &ev.IsError)
-		_ = json.Unmarshal(top["total_cost_usd"], &ev.CostUSD)
-		var models map[string]struct {
-			In          int `json:"inputTokens"`
-			Out         int `json:"outputTokens"`
-			CacheRead   int `json:"cacheReadInputTokens"`
-			CacheCreate int `json:"cacheCreationInputTokens"`
-		}
-		_ = json.Unmarshal(top["modelUsage"], &models)
-		for _, m := range models {
-			ev.InputTokens += m.In + m.CacheRead + m.CacheCreate
-			ev.OutputTokens += m.Out
+		ev.Total, _ = modelUsage(top["modelUsage"])
+		ev.Total.USD = 0
+		_ = json.Unmarshal(top["total_cost_usd"], &ev.Total.USD)
+		if u, ok := modelUsage(top["model_usage_since_last_result"]); ok {
+			ev.Since = &u
 		}
 	case "control_request":
 		ev.RequestID = jsonString(top["request_id"])
@@ -513,6 +581,41 @@ func parseStreamLine(line []byte) (streamEvent, error) {
 		}
 	}
 	return ev, nil
+}
+
+// usage is what the model did: its cost in USD as Claude Code reckons
+// it, and its tokens, input (with cache reads and writes) and output.
+type usage struct {
+	USD     float64
+	In, Out int
+}
+
+func (u usage) plus(v usage) usage {
+	return usage{USD: u.USD + v.USD, In: u.In + v.In, Out: u.Out + v.Out}
+}
+
+func (u usage) minus(v usage) usage {
+	return usage{USD: u.USD - v.USD, In: u.In - v.In, Out: u.Out - v.Out}
+}
+
+// modelUsage sums a result's per-model usage (modelUsage and
+// model_usage_since_last_result are shaped alike); ok is false when raw
+// is not such an object ({} is: nothing was used).
+func modelUsage(raw json.RawMessage) (u usage, ok bool) {
+	var models map[string]struct {
+		In          int     `json:"inputTokens"`
+		Out         int     `json:"outputTokens"`
+		CacheRead   int     `json:"cacheReadInputTokens"`
+		CacheCreate int     `json:"cacheCreationInputTokens"`
+		USD         float64 `json:"costUSD"`
+	}
+	if json.Unmarshal(raw, &models) != nil || models == nil {
+		return u, false
+	}
+	for _, m := range models {
+		u = u.plus(usage{USD: m.USD, In: m.In + m.CacheRead + m.CacheCreate, Out: m.Out})
+	}
+	return u, true
 }
 
 // jsonString is raw's value if it is a JSON string, else "".

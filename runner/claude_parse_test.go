@@ -1,10 +1,13 @@
 package runner
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/textslash/textslash/contract"
 )
 
 // Lines as Claude Code 2.1 prints them (shortened where long).
@@ -31,22 +34,22 @@ func TestParseStreamLine(t *testing.T) {
 	}{
 		{"init", lineInit, streamEvent{Type: "system", Subtype: "init", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14"}, false},
 		{"bash tool use", lineBash, streamEvent{Type: "assistant", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14",
-			Tools: []toolCall{{Name: "Bash", Input: map[string]string{"command": "echo hi > hello.txt", "description": "write a file"}}}}, false},
-		{"tool result", lineToolResult, streamEvent{Type: "user", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14"}, false},
+			Tools: []toolCall{{ID: "toolu_01", Name: "Bash", Input: map[string]string{"command": "echo hi > hello.txt", "description": "write a file"}}}}, false},
+		{"tool result", lineToolResult, streamEvent{Type: "user", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14", ToolResults: []string{"toolu_01"}}, false},
 		{"text", lineText, streamEvent{Type: "assistant", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14", Text: "All done: wrote hello.txt"}, false},
 		{"text and tools", lineTextAndTool, streamEvent{Type: "assistant", SessionID: "s1", Text: "Let me look.", Tools: []toolCall{
-			{Name: "Read", Input: map[string]string{"file_path": "/srv/ws/u1/src/main.go"}},
-			{Name: "Edit", Input: map[string]string{"file_path": "/etc/hosts", "old_string": "a", "new_string": "b"}},
+			{ID: "toolu_02", Name: "Read", Input: map[string]string{"file_path": "/srv/ws/u1/src/main.go"}},
+			{ID: "toolu_03", Name: "Edit", Input: map[string]string{"file_path": "/etc/hosts", "old_string": "a", "new_string": "b"}},
 		}}, false},
 		{"subagent", lineSubagent, streamEvent{Type: "assistant", SessionID: "s1", Subagent: true, Text: "sub done",
-			Tools: []toolCall{{Name: "Grep", Input: map[string]string{"pattern": "func main"}}}}, false},
+			Tools: []toolCall{{ID: "toolu_04", Name: "Grep", Input: map[string]string{"pattern": "func main"}}}}, false},
 		{"task started", lineTaskStarted, streamEvent{Type: "system", Subtype: "task_started", SessionID: "s1"}, false},
 		{"result", lineResult, streamEvent{Type: "result", Subtype: "success", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14",
-			Result: "All done: wrote hello.txt", CostUSD: 0.00048}, false},
+			Result: "All done: wrote hello.txt", Total: usage{USD: 0.00048}}, false},
 		{"result error", lineResultError, streamEvent{Type: "result", Subtype: "success", SessionID: "036985db-e50e-4ead-8f7b-2972f24a2458",
 			Result: "API Error: 500 server exploded. This is a server-side issue, usually temporary — try again in a moment.", IsError: true}, false},
 		{"api error message", lineAPIError, streamEvent{Type: "assistant", SessionID: "036985db-e50e-4ead-8f7b-2972f24a2458", Text: "API Error: 500 server exploded."}, false},
-		{"max turns", lineMaxTurns, streamEvent{Type: "result", Subtype: "error_max_turns", SessionID: "s2", IsError: true, CostUSD: 1.25}, false},
+		{"max turns", lineMaxTurns, streamEvent{Type: "result", Subtype: "error_max_turns", SessionID: "s2", IsError: true, Total: usage{USD: 1.25}}, false},
 		{"string content", `{"type":"assistant","message":{"content":"plain"}}`, streamEvent{Type: "assistant", Text: "plain"}, false},
 		{"wrong field types", `{"type":"result","result":42,"is_error":"yes","total_cost_usd":"1","session_id":7}`, streamEvent{Type: "result"}, false},
 		{"tool without input", `{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash"}]}}`,
@@ -251,5 +254,61 @@ func TestMarkerLines(t *testing.T) {
 		if reply != tt.reply || approval != tt.approval || !reflect.DeepEqual(shots, tt.shots) {
 			t.Errorf("markerLines(%q) = %q, %t, %+v; want %q, %t, %+v", tt.in, reply, approval, shots, tt.reply, tt.approval, tt.shots)
 		}
+	}
+}
+
+// A result's running totals are the session's, and a resumed session's
+// start with its earlier runs'; a run counts what each of its results
+// says the model did since the process's previous one, once.
+func TestStreamCountsTheRunOnce(t *testing.T) {
+	// A resumed session whose earlier runs used 20 tokens in, 10 out,
+	// $0.00028; this run makes three requests, in two turns (a second
+	// result: a message added to the run, background work).
+	const (
+		first  = `{"type":"result","subtype":"success","result":"a","total_cost_usd":0.00056,"modelUsage":{"m":{"inputTokens":40,"outputTokens":20,"costUSD":0.00056}},"model_usage_since_last_result":{"m":{"inputTokens":20,"outputTokens":10,"costUSD":0.00028}}}`
+		second = `{"type":"result","subtype":"success","result":"b","total_cost_usd":0.0007,"modelUsage":{"m":{"inputTokens":45,"outputTokens":25,"cacheReadInputTokens":5,"costUSD":0.0007}},"model_usage_since_last_result":{"m":{"inputTokens":5,"outputTokens":5,"cacheReadInputTokens":5,"costUSD":0.00014}}}`
+		// From a CLI that does not say what it counted since its last result.
+		firstOld  = `{"type":"result","subtype":"success","result":"a","total_cost_usd":0.00056,"modelUsage":{"m":{"inputTokens":40,"outputTokens":20}}}`
+		secondOld = `{"type":"result","subtype":"success","result":"b","total_cost_usd":0.0007,"modelUsage":{"m":{"inputTokens":45,"outputTokens":25,"cacheReadInputTokens":5}}}`
+	)
+	for _, c := range []struct {
+		name    string
+		resumed bool
+		lines   []string
+		want    usage
+	}{
+		{"resumed", true, []string{first, second}, usage{USD: 0.00042, In: 30, Out: 15}},
+		{"nothing counted", true, []string{strings.Replace(first, `{"m":{"inputTokens":20,"outputTokens":10,"costUSD":0.00028}}`, `{}`, 1)}, usage{}},
+		{"resumed, older CLI", true, []string{firstOld, secondOld}, usage{USD: 0.00014, In: 10, Out: 5}},
+		{"new session, older CLI", false, []string{firstOld, secondOld}, usage{USD: 0.0007, In: 50, Out: 25}},
+		{"zeroed error result", false, []string{firstOld, lineResultError}, usage{USD: 0.00056, In: 40, Out: 20}},
+	} {
+		st := &claudeStream{cap: 1000, resumed: c.resumed}
+		for _, line := range c.lines {
+			st.handle([]byte(line))
+		}
+		res := st.result()
+		got := usage{USD: res.CostUSD, In: res.InputTokens, Out: res.OutputTokens}
+		if d := got.minus(c.want); d.In != 0 || d.Out != 0 || math.Abs(d.USD) > 1e-12 {
+			t.Errorf("%s: counted %+v; want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+// Where tool calls may wait for permission, a call's progress line waits
+// for it: sent when the call ran without asking, dropped when it was
+// denied.
+func TestStreamHoldsProgressUntilAllowed(t *testing.T) {
+	var progress []string
+	st := &claudeStream{cap: 1000, dir: "/srv/ws/u1", hold: true, held: map[string]string{},
+		run: &Run{Job: contract.Job{Mode: contract.ModeAsk}}, progress: func(s string) { progress = append(progress, s) }}
+	st.handle([]byte(lineTextAndTool)) // Read toolu_02, Edit toolu_03
+	if len(progress) != 0 {
+		t.Fatalf("progress %q before any call was allowed; want none", progress)
+	}
+	st.handle([]byte(`{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Edit","input":{"file_path":"/etc/hosts"},"tool_use_id":"toolu_03"}}`))
+	st.handle([]byte(`{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_02","type":"tool_result","content":"x"},{"tool_use_id":"toolu_03","type":"tool_result","content":"denied","is_error":true}]}}`))
+	if want := []string{"Reading src/main.go"}; !reflect.DeepEqual(progress, want) {
+		t.Errorf("progress %q; want %q (the read ran without asking; the edit was denied: nobody to ask)", progress, want)
 	}
 }

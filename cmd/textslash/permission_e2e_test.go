@@ -304,3 +304,41 @@ func TestBtwSteersTheRun(t *testing.T) {
 		t.Errorf("the model's second request does not carry the added message (%d requests)", len(reqs))
 	}
 }
+
+// In ask mode a tool call is announced ("Running …") only once the person
+// allows it: the question comes first, and a call they deny is never said
+// to run.
+func TestAskProgressAfterTheAnswer(t *testing.T) {
+	model := claudetest.NewModel(t,
+		claudetest.ToolUse("Bash", map[string]any{"command": "touch x"}),
+		claudetest.ToolUse("Bash", map[string]any{"command": "touch y"}),
+		claudetest.Text("Made x, not y."),
+	)
+	inst := startClaude(t, model, "TEXTSLASH_DEFAULT_MODE=ask")
+	c := inst.newChat(t)
+	events := c.events(t.Context())
+	id := c.send("make x and y")
+	var seen []string
+	next := func(match func(sseEvent) bool) {
+		t.Helper()
+		waitFor(t, events, 90*time.Second, func(ev sseEvent) bool {
+			if ev.Kind == "progress" || ev.Kind == string(contract.KindQuestion) {
+				seen = append(seen, ev.Kind+": "+ev.Event.Text)
+			}
+			return match(ev)
+		})
+	}
+	next(func(ev sseEvent) bool { return ev.Kind == string(contract.KindQuestion) })
+	c.send("yes")
+	next(func(ev sseEvent) bool { return ev.Kind == string(contract.KindQuestion) })
+	c.send("no")
+	next(func(ev sseEvent) bool { return ev.Kind == "done" && ev.Event.JobID == id })
+	want := []string{
+		"question: Claude wants to run `touch x` in your workspace. Reply yes, no or always.",
+		"progress: Running `touch x`",
+		"question: Claude wants to run `touch y` in your workspace. Reply yes, no or always.",
+	}
+	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the person saw, in order:\n%s\nwant:\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
+	}
+}

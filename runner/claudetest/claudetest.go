@@ -36,6 +36,14 @@ import (
 	"github.com/textslash/textslash/natstest"
 )
 
+// Every answer of the stand-in, to the main conversation or to a side
+// request, uses InputTokens and OutputTokens: a run's usage is its
+// requests times these.
+const (
+	InputTokens  = 10
+	OutputTokens = 5
+)
+
 // Turn is one scripted answer of the model to the main conversation.
 type Turn struct {
 	text   string
@@ -381,9 +389,8 @@ func (m *Model) answer(w http.ResponseWriter, mb messagesBody, turn Turn, id int
 		}
 		stop = "tool_use"
 	}
-	outTokens := 1 + (len(turn.text)+len(turn.input))/4
 	usage := map[string]any{
-		"input_tokens": 10, "output_tokens": outTokens,
+		"input_tokens": InputTokens, "output_tokens": OutputTokens,
 		"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
 	}
 	w.Header().Set("request-id", fmt.Sprintf("req_claudetest%04d", id))
@@ -407,7 +414,7 @@ func (m *Model) answer(w http.ResponseWriter, mb messagesBody, turn Turn, id int
 	event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": msgID, "type": "message", "role": "assistant", "model": model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": 10, "output_tokens": 1,
+		"usage": map[string]any{"input_tokens": InputTokens, "output_tokens": 1,
 			"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
 	}})
 	if turn.tool != "" {
@@ -430,7 +437,7 @@ func (m *Model) answer(w http.ResponseWriter, mb messagesBody, turn Turn, id int
 	event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 	event("message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-		"usage": map[string]any{"output_tokens": outTokens}})
+		"usage": map[string]any{"output_tokens": OutputTokens}})
 	event("message_stop", map[string]any{"type": "message_stop"})
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()
