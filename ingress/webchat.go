@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -223,11 +222,7 @@ func HTTPS(r *http.Request, publicURL string) bool {
 	if err != nil || u.Scheme != "https" {
 		return false
 	}
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	return strings.EqualFold(host, u.Hostname())
+	return HostName(r.Host) == HostName(u.Host)
 }
 
 func webError(w http.ResponseWriter, status int, msg string) {

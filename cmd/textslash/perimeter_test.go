@@ -160,6 +160,12 @@ func TestWebChatBehindTunnel(t *testing.T) {
 		if status, _ := request(t, inst, nil, "GET", path, public, "", "X-Forwarded-For", "203.0.113.9"); status != http.StatusNotFound {
 			t.Errorf("GET %s through the tunnel: %d; want 404", path, status)
 		}
+		// The public name spelt otherwise, without a forwarding header.
+		for _, host := range []string{"tunnel.example.net.", "tunnel.example.net:443", "tunnel.example.net:80", "Tunnel.Example.Net.:443"} {
+			if status, _ := request(t, inst, nil, "GET", path, host, ""); status != http.StatusNotFound {
+				t.Errorf("GET %s with Host %s: %d; want 404", path, host, status)
+			}
+		}
 		if status, _ := request(t, inst, nil, "GET", path, "", ""); status != http.StatusOK {
 			t.Errorf("GET %s on loopback: %d; want 200", path, status)
 		}
@@ -171,13 +177,16 @@ func TestWebChatBehindTunnel(t *testing.T) {
 		t.Fatalf("no ?token= URL in the log")
 	}
 	token := after[:strings.IndexAny(after, `"& `)]
-	status, cookies := request(t, inst, nil, "GET", "/?token="+token, public, "", "X-Forwarded-Proto", "https")
-	if status != http.StatusOK || len(cookies) == 0 {
-		t.Fatalf("GET /?token= through the tunnel: %d, cookies %v; want 200 and cookies", status, cookies)
-	}
-	for _, ck := range cookies {
-		if !ck.Secure || !ck.HttpOnly {
-			t.Errorf("cookie %s: Secure %v HttpOnly %v; want both over https", ck.Name, ck.Secure, ck.HttpOnly)
+	// Over https, said by the tunnel or by the public name however spelt.
+	for _, tc := range []struct{ host, proto string }{{public, "https"}, {"Tunnel.Example.Net.", ""}} {
+		status, cookies := request(t, inst, nil, "GET", "/?token="+token, tc.host, "", "X-Forwarded-Proto", tc.proto)
+		if status != http.StatusOK || len(cookies) == 0 {
+			t.Fatalf("GET /?token= with Host %s: %d, cookies %v; want 200 and cookies", tc.host, status, cookies)
+		}
+		for _, ck := range cookies {
+			if !ck.Secure || !ck.HttpOnly {
+				t.Errorf("Host %s: cookie %s: Secure %v HttpOnly %v; want both over https", tc.host, ck.Name, ck.Secure, ck.HttpOnly)
+			}
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,8 +49,8 @@ type hosts struct {
 // uses are the attacker's own.
 func servedHosts(cfg config) hosts {
 	h := hosts{names: map[string]bool{"localhost": true}}
-	if u, err := url.Parse(cfg.PublicURL); err == nil && u.Hostname() != "" {
-		h.names[strings.ToLower(u.Hostname())] = true
+	if name := publicName(cfg.PublicURL); name != "" {
+		h.names[name] = true
 	}
 	for _, n := range cfg.allowedHosts() {
 		h.names[n] = true
@@ -57,18 +58,14 @@ func servedHosts(cfg config) hosts {
 	if !loopback(cfg.Host) {
 		h.anyIP, h.oneWord = true, true
 		if cfg.Host != "" && net.ParseIP(cfg.Host) == nil {
-			h.names[strings.ToLower(cfg.Host)] = true
+			h.names[ingress.HostName(cfg.Host)] = true
 		}
 	}
 	return h
 }
 
 func (h hosts) serves(hostport string) bool {
-	host := hostport
-	if hh, _, err := net.SplitHostPort(hostport); err == nil {
-		host = hh
-	}
-	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	host := ingress.HostName(hostport)
 	if ip := net.ParseIP(host); ip != nil {
 		return ip.IsLoopback() || h.anyIP
 	}
@@ -108,11 +105,11 @@ func (c *config) exposed() bool {
 	return !loopback(c.Host) || c.PublicURL != "" || c.twilio() || c.telegram() || len(c.allowedHosts()) > 0
 }
 
-// allowedHosts is TEXTSLASH_ALLOWED_HOSTS, lower case.
+// allowedHosts is TEXTSLASH_ALLOWED_HOSTS, spelt as ingress.HostName.
 func (c *config) allowedHosts() []string {
 	var names []string
 	for _, n := range strings.Split(c.AllowedHosts, ",") {
-		if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
+		if n = ingress.HostName(strings.TrimSpace(n)); n != "" {
 			names = append(names, n)
 		}
 	}
@@ -120,36 +117,29 @@ func (c *config) allowedHosts() []string {
 }
 
 // public reports whether r came through the public side: to PUBLIC_URL's
-// or an allowed name, or through a proxy or tunnel (which say whom they
-// forward for).
+// or an allowed name, on any port and however spelt (ingress.HostName),
+// or through a proxy or tunnel (which say whom they forward for).
 func (c *config) public(r *http.Request) bool {
 	if r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "" {
 		return true
 	}
-	host, port := r.Host, ""
-	if h, p, err := net.SplitHostPort(host); err == nil {
-		host, port = h, p
-	}
-	host = strings.ToLower(host)
+	host := ingress.HostName(r.Host)
 	// A PUBLIC_URL on loopback (a local test of the providers) is no
 	// public side.
-	if u, err := url.Parse(c.PublicURL); err == nil && strings.EqualFold(u.Hostname(), host) && !loopback(host) {
-		// With a port, the port too: a PUBLIC_URL on this machine's other
-		// port (a local proxy) is not this listener.
-		want := u.Port()
-		if want == "" {
-			want = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-		}
-		if port == "" || port == want {
-			return true
-		}
+	if host == publicName(c.PublicURL) && !loopback(host) {
+		return true
 	}
-	for _, n := range c.allowedHosts() {
-		if n == host {
-			return true
-		}
+	return slices.Contains(c.allowedHosts(), host)
+}
+
+// publicName is the host name of PUBLIC_URL, spelt as ingress.HostName;
+// empty when there is none.
+func publicName(publicURL string) string {
+	u, err := url.Parse(publicURL)
+	if err != nil {
+		return ""
 	}
-	return false
+	return ingress.HostName(u.Host)
 }
 
 // internalOnly serves next to requests that did not come through the
