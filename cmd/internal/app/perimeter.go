@@ -27,12 +27,14 @@ import (
 //  2. internalOnly: /metrics and /readyz answer only requests that did
 //     not come through the public side (PUBLIC_URL, a proxy or tunnel).
 //  3. webAuth: the web chat wants its token whenever textslash can be
-//     reached from elsewhere (exposed).
+//     reached from elsewhere (exposed); a request with it is the
+//     operator's, whom no limit of anonymous clients refuses.
 //  4. webOrigin: the web chat's requests come from its own page, never
 //     from another origin of the same browser (net/http's
 //     CrossOriginProtection, on the event stream too).
 //  5. The web chat's sessions are issued and signed by the server
-//     (contract.WebSessions), a limited number per client.
+//     (contract.WebSessions), a limited number per client without the
+//     token.
 
 // hosts is the set of Host names textslash answers.
 type hosts struct {
@@ -155,24 +157,31 @@ func internalOnly(cfg config, next http.Handler) http.Handler {
 	})
 }
 
-// webAuth lets the web chat be used without a login only while nobody
-// else can reach it (not exposed). Otherwise it requires the token once in
-// the URL (?token=), which it turns into a cookie: Secure over https.
+// webAuth marks the requests that carry the web chat's token as the
+// operator's (ingress.Operator: never refused a session for what anonymous
+// clients used up). The token comes once in the URL (?token=); exposed,
+// it becomes a cookie (Secure over https) and is required. Not exposed,
+// the web chat needs no token, and no cookie is set: any port of this
+// host would be sent it.
 func webAuth(cfg config, log zerolog.Logger, next http.Handler) http.Handler {
-	if !cfg.exposed() {
-		return next
-	}
 	const cookie = "ts_token"
+	exposed := cfg.exposed()
 	want := []byte(cfg.WebToken)
-	ok := func(s string) bool { return subtle.ConstantTimeCompare([]byte(s), want) == 1 }
+	ok := func(s string) bool { return len(want) > 0 && subtle.ConstantTimeCompare([]byte(s), want) == 1 }
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if t := r.URL.Query().Get("token"); t != "" && ok(t) {
-			http.SetCookie(w, &http.Cookie{Name: cookie, Value: t, Path: "/", HttpOnly: true,
-				Secure: ingress.HTTPS(r, cfg.PublicURL), SameSite: http.SameSiteLaxMode})
-			next.ServeHTTP(w, r)
+			if exposed {
+				http.SetCookie(w, &http.Cookie{Name: cookie, Value: t, Path: "/", HttpOnly: true,
+					Secure: ingress.HTTPS(r, cfg.PublicURL), SameSite: http.SameSiteLaxMode})
+			}
+			next.ServeHTTP(w, ingress.Operator(r))
 			return
 		}
 		if c, err := r.Cookie(cookie); err == nil && ok(c.Value) {
+			next.ServeHTTP(w, ingress.Operator(r))
+			return
+		}
+		if !exposed {
 			next.ServeHTTP(w, r)
 			return
 		}

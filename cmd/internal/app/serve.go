@@ -212,9 +212,7 @@ func (cfg *config) logReady(log zerolog.Logger, ln net.Listener, parts []part, s
 		if cfg.Host == "127.0.0.1" || cfg.Host == "localhost" {
 			url = "http://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 		}
-		if cfg.exposed() {
-			url += "/?token=" + cfg.WebToken
-		}
+		url += "/?token=" + cfg.WebToken
 		ev = ev.Str("web_chat", url)
 	}
 	if cfg.twilio() && cfg.runs(Ingress) {
@@ -311,9 +309,10 @@ func drain(nc *nats.Conn) func() {
 	}
 }
 
-// webSecrets are the web chat's session key and, when it needs one, its
-// token (TEXTSLASH_WEB_TOKEN, else made once): kept in the data directory,
-// so that sessions and the token's URL outlive a restart.
+// webSecrets are the web chat's session key and its token
+// (TEXTSLASH_WEB_TOKEN, else made once): kept in the data directory, so
+// that sessions and the token's URL outlive a restart. Not exposed, the
+// token is not required, but it still marks the operator (webAuth).
 func webSecrets(cfg config) (contract.WebSessions, string, error) {
 	key, err := secret(filepath.Join(cfg.Data, "web", "session.key"))
 	if err != nil {
@@ -324,7 +323,7 @@ func webSecrets(cfg config) (contract.WebSessions, string, error) {
 		return contract.WebSessions{}, "", err
 	}
 	token := cfg.WebToken
-	if token == "" && cfg.exposed() {
+	if token == "" {
 		if token, err = secret(filepath.Join(cfg.Data, "web", "token")); err != nil {
 			return contract.WebSessions{}, "", fmt.Errorf("web chat: %w", err)
 		}
