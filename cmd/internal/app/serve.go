@@ -230,7 +230,7 @@ func (cfg *config) logReady(log zerolog.Logger, ln net.Listener, parts []part, s
 func connectNATS(cfg config, log zerolog.Logger) (*nats.Conn, func(), error) {
 	opts := []nats.Option{nats.Name("textslash " + strings.Join(cfg.Services, ",")), nats.MaxReconnects(-1)}
 	if cfg.NATSUser != "" {
-		opts = append(opts, nats.UserInfo(cfg.NATSUser, cfg.NATSPass))
+		opts = append(opts, nats.UserInfo(cfg.NATSUser, cfg.NATSPass), nats.CustomInboxPrefix(InboxPrefix(cfg.NATSUser)))
 	}
 	if cfg.NATSURL != "" {
 		nc, err := nats.Connect(cfg.NATSURL, opts...)
