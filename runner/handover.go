@@ -140,9 +140,10 @@ func (h Handover) key(dir string) Handover {
 // compressed JPEGs, at most room of them, each with its caption (or, when
 // it has none, the agent's description of it: describe, which may be
 // nil), publishes an image event for each, and returns them. Paths
-// outside the workspace (links out of it included), non-images,
-// unreadable files and images too large to decode are refused, logged,
-// and told to the person in notes. The files the run reported (FILE_CAPTURED)
+// outside the workspace, non-images and unreadable files are refused and
+// logged (and, dropped in DropDir, told to the person in notes: a link
+// there leading out of the workspace, say); an image too large to decode
+// is refused with a note too. The files the run reported (FILE_CAPTURED)
 // are stored as they are (collectFile) and returned after the images;
 // each one that cannot be sent has a note.
 func (r *Runner) collectHandovers(ctx context.Context, log zerolog.Logger, job contract.Job, dir string, reported []Handover, room int,
@@ -160,7 +161,7 @@ func (r *Runner) collectHandovers(ctx context.Context, log zerolog.Logger, job c
 			}
 			continue
 		}
-		if strings.HasPrefix(filepath.Clean(h.Path), DropDir+"/") {
+		if inDropDir(h.Path) {
 			defer removeBeneath(dir, h.Path)
 		}
 		if len(images) >= room {
@@ -186,6 +187,9 @@ func (r *Runner) collectHandovers(ctx context.Context, log zerolog.Logger, job c
 	}
 	return append(images, files...), notes
 }
+
+// inDropDir reports whether p is a file an agent dropped in DropDir.
+func inDropDir(p string) bool { return strings.HasPrefix(filepath.Clean(p), DropDir+"/") }
 
 // unreadNote tells the person why the image at p, which readScreenshot
 // refused with err, was not sent.
@@ -220,12 +224,15 @@ func linkBeneath(dir, p string) bool {
 
 // storeScreenshot reads the image at p in the workspace dir
 // (readScreenshot), compresses it and stores it in the media store. An
-// image refused or too large to decode also returns a note for the
-// person.
+// image dropped in DropDir and refused, or too large to decode, also
+// returns a note for the person.
 func (r *Runner) storeScreenshot(ctx context.Context, dir, p string) (img contract.Image, note string, err error) {
 	data, err := readScreenshot(dir, p)
-	if err != nil {
+	if err != nil && inDropDir(p) {
 		return contract.Image{}, unreadNote(dir, p, err), err
+	}
+	if err != nil {
+		return contract.Image{}, "", err
 	}
 	s, err := pageshot.Compress(data, screenshotMaxBytes)
 	if errors.Is(err, pageshot.ErrTooManyPixels) {
