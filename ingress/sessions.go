@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"sync"
@@ -59,4 +60,20 @@ func clientIP(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
+}
+
+type operatorKey struct{}
+
+// Operator marks r as the operator's: it carried the web chat's token. A
+// session it opens is not taken from its address's bucket, so anonymous
+// clients of the same address (an agent's scripts on this machine, every
+// client behind one tunnel) cannot lock the operator out.
+func Operator(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), operatorKey{}, true))
+}
+
+// operator reports whether Operator marked r.
+func operator(r *http.Request) bool {
+	ok, _ := r.Context().Value(operatorKey{}).(bool)
+	return ok
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -33,13 +32,14 @@ const webPageCSP = "default-src 'self'; img-src 'self' data:; style-src 'self' '
 // webPage serves the chat page and gives the browser a session (its user
 // on the web channel) if it has none: only to the page opened by the
 // person (typed, bookmarked, a link followed), never to another page's
-// request for it, and a limited number per client address.
+// request for it, and, unless the operator asks (Operator), a limited
+// number per client address.
 func (i *Ingress) webPage(w http.ResponseWriter, r *http.Request) {
 	if _, err := i.webUser(r); err != nil && opened(r) {
 		ip := clientIP(r)
-		if !i.sessions.allow(ip) {
-			i.log.Warn().Str("remote", ip).Msg("web chat session refused: too many new sessions from this address")
-			http.Error(w, "textslash: too many new web chat sessions from your address; try again in a minute", http.StatusTooManyRequests)
+		if !operator(r) && !i.sessions.allow(ip) {
+			i.log.Warn().Str("remote", ip).Msg("web chat session refused: too many new sessions from this address without the token")
+			http.Error(w, "textslash: too many new web chat sessions from your address. Open the web chat with the ?token= URL from textslash's log, or try again in a minute.", http.StatusTooManyRequests)
 			return
 		}
 		value, u := i.cfg.Sessions.New()
@@ -223,11 +223,7 @@ func HTTPS(r *http.Request, publicURL string) bool {
 	if err != nil || u.Scheme != "https" {
 		return false
 	}
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	return strings.EqualFold(host, u.Hostname())
+	return HostName(r.Host) == HostName(u.Host)
 }
 
 func webError(w http.ResponseWriter, status int, msg string) {

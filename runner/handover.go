@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -36,6 +38,9 @@ var errOutside = errors.New("not a file inside the workspace")
 
 // errTooLarge: a file larger than the runner takes.
 var errTooLarge = errors.New("too large")
+
+// errNotImage: a file handed over as an image that is no PNG or JPEG.
+var errNotImage = errors.New("not a PNG or JPEG image")
 
 // workspacePath is p (relative to the workspace dir, or absolute) relative
 // to dir, or errOutside when it names a place outside dir (or dir itself).
@@ -69,7 +74,7 @@ func readScreenshot(dir, p string) ([]byte, error) {
 		return nil, err // a link out of dir: os.Root's "path escapes from parent"
 	}
 	if ct := http.DetectContentType(data); !contract.IsImage(ct) {
-		return nil, fmt.Errorf("%s: %s, not a PNG or JPEG image", p, ct)
+		return nil, fmt.Errorf("%s: %s, %w", p, ct, errNotImage)
 	}
 	return data, nil
 }
@@ -136,8 +141,9 @@ func (h Handover) key(dir string) Handover {
 // it has none, the agent's description of it: describe, which may be
 // nil), publishes an image event for each, and returns them. Paths
 // outside the workspace, non-images and unreadable files are refused and
-// logged; an image too large to decode is refused with a note for the
-// person, returned in notes. The files the run reported (FILE_CAPTURED)
+// logged (and, dropped in DropDir, told to the person in notes: a link
+// there leading out of the workspace, say); an image too large to decode
+// is refused with a note too. The files the run reported (FILE_CAPTURED)
 // are stored as they are (collectFile) and returned after the images;
 // each one that cannot be sent has a note.
 func (r *Runner) collectHandovers(ctx context.Context, log zerolog.Logger, job contract.Job, dir string, reported []Handover, room int,
@@ -155,7 +161,7 @@ func (r *Runner) collectHandovers(ctx context.Context, log zerolog.Logger, job c
 			}
 			continue
 		}
-		if strings.HasPrefix(filepath.Clean(h.Path), DropDir+"/") {
+		if inDropDir(h.Path) {
 			defer removeBeneath(dir, h.Path)
 		}
 		if len(images) >= room {
@@ -182,11 +188,49 @@ func (r *Runner) collectHandovers(ctx context.Context, log zerolog.Logger, job c
 	return append(images, files...), notes
 }
 
+// inDropDir reports whether p is a file an agent dropped in DropDir.
+func inDropDir(p string) bool { return strings.HasPrefix(filepath.Clean(p), DropDir+"/") }
+
+// unreadNote tells the person why the image at p, which readScreenshot
+// refused with err, was not sent.
+func unreadNote(dir, p string, err error) string {
+	why := "it is not a file inside your workspace"
+	switch {
+	case linkBeneath(dir, p):
+		why = "it is a link that does not lead to an image inside your workspace; save the image itself there"
+	case errors.Is(err, fs.ErrNotExist):
+		why = "there is no such file in your workspace"
+	case errors.Is(err, errNotImage):
+		why = "it is not a PNG or JPEG image"
+	}
+	return fmt.Sprintf("The image %s was not sent: %s.", p, why)
+}
+
+// linkBeneath reports whether p (as workspacePath takes it) is a symbolic
+// link inside dir.
+func linkBeneath(dir, p string) bool {
+	rel, err := workspacePath(dir, p)
+	if err != nil {
+		return false
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return false
+	}
+	defer root.Close()
+	fi, err := root.Lstat(rel)
+	return err == nil && fi.Mode()&fs.ModeSymlink != 0
+}
+
 // storeScreenshot reads the image at p in the workspace dir
 // (readScreenshot), compresses it and stores it in the media store. An
-// image too large to decode also returns a note for the person.
+// image dropped in DropDir and refused, or too large to decode, also
+// returns a note for the person.
 func (r *Runner) storeScreenshot(ctx context.Context, dir, p string) (img contract.Image, note string, err error) {
 	data, err := readScreenshot(dir, p)
+	if err != nil && inDropDir(p) {
+		return contract.Image{}, unreadNote(dir, p, err), err
+	}
 	if err != nil {
 		return contract.Image{}, "", err
 	}

@@ -176,3 +176,24 @@ func TestRunnerImagesOfCutRuns(t *testing.T) {
 		})
 	}
 }
+
+// A link an agent drops in tmp/ai_screenshots/ that leads out of the
+// workspace is not sent, and the reply says so, as it says of any file it
+// does not send; a link within the workspace is sent.
+func TestRunnerDropDirLinkSaid(t *testing.T) {
+	e := newRunnerEnv(t)
+	e.start(Config{})
+	u := e.user(contract.ChannelWhatsApp, "15550001234")
+	e.job(u, "m1", "mkdir -p "+DropDir+" && echo "+base64.StdEncoding.EncodeToString(pngBytes(t))+" | base64 -d > shot.png && "+
+		"ln -s /etc/passwd "+DropDir+"/leak.png && ln -s ../../shot.png "+DropDir+"/mine.png && echo dropped")
+	ev := e.waitDone(u, "m1", runnerWait)
+	if !strings.Contains(ev.Text, "dropped") {
+		t.Errorf("text %q; want the output", ev.Text)
+	}
+	if want := "The image " + DropDir + "/leak.png was not sent"; !strings.Contains(ev.Text, want) {
+		t.Errorf("text %q; want it to say %q", ev.Text, want)
+	}
+	if strings.Contains(ev.Text, "mine.png") || len(ev.Images) != 1 {
+		t.Errorf("text %q, images %+v; want the link within the workspace sent, unremarked", ev.Text, ev.Images)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/textslash/textslash/contract"
 )
@@ -160,6 +163,12 @@ func TestWebChatBehindTunnel(t *testing.T) {
 		if status, _ := request(t, inst, nil, "GET", path, public, "", "X-Forwarded-For", "203.0.113.9"); status != http.StatusNotFound {
 			t.Errorf("GET %s through the tunnel: %d; want 404", path, status)
 		}
+		// The public name spelt otherwise, without a forwarding header.
+		for _, host := range []string{"tunnel.example.net.", "tunnel.example.net:443", "tunnel.example.net:80", "Tunnel.Example.Net.:443"} {
+			if status, _ := request(t, inst, nil, "GET", path, host, ""); status != http.StatusNotFound {
+				t.Errorf("GET %s with Host %s: %d; want 404", path, host, status)
+			}
+		}
 		if status, _ := request(t, inst, nil, "GET", path, "", ""); status != http.StatusOK {
 			t.Errorf("GET %s on loopback: %d; want 200", path, status)
 		}
@@ -171,13 +180,31 @@ func TestWebChatBehindTunnel(t *testing.T) {
 		t.Fatalf("no ?token= URL in the log")
 	}
 	token := after[:strings.IndexAny(after, `"& `)]
-	status, cookies := request(t, inst, nil, "GET", "/?token="+token, public, "", "X-Forwarded-Proto", "https")
-	if status != http.StatusOK || len(cookies) == 0 {
-		t.Fatalf("GET /?token= through the tunnel: %d, cookies %v; want 200 and cookies", status, cookies)
+	// Over https, said by the tunnel or by the public name however spelt.
+	for _, tc := range []struct{ host, proto string }{{public, "https"}, {"Tunnel.Example.Net.", ""}} {
+		status, cookies := request(t, inst, nil, "GET", "/?token="+token, tc.host, "", "X-Forwarded-Proto", tc.proto)
+		if status != http.StatusOK || len(cookies) == 0 {
+			t.Fatalf("GET /?token= with Host %s: %d, cookies %v; want 200 and cookies", tc.host, status, cookies)
+		}
+		for _, ck := range cookies {
+			if !ck.Secure || !ck.HttpOnly {
+				t.Errorf("Host %s: cookie %s: Secure %v HttpOnly %v; want both over https", tc.host, ck.Name, ck.Secure, ck.HttpOnly)
+			}
+		}
 	}
-	for _, ck := range cookies {
-		if !ck.Secure || !ck.HttpOnly {
-			t.Errorf("cookie %s: Secure %v HttpOnly %v; want both over https", ck.Name, ck.Secure, ck.HttpOnly)
+}
+
+// A client holding the token's cookie is the operator: however many
+// sessions it opens through the tunnel (every client's address there is
+// the tunnel's), none is refused.
+func TestWebChatTokenCookieNotLimited(t *testing.T) {
+	inst := startServe(t, "TEXTSLASH_AGENT=shell", "PUBLIC_URL=https://tunnel.example.net")
+	_, token, _ := strings.Cut(webChatURL(t, inst), "/?token=")
+	for n := range 40 {
+		status, cookies := request(t, inst, nil, "GET", "/", "tunnel.example.net", "",
+			"X-Forwarded-For", "203.0.113.9", "Cookie", "ts_token="+token)
+		if status != http.StatusOK || len(cookies) == 0 {
+			t.Fatalf("new session %d with the token's cookie: %d, cookies %v; want 200 and a session", n+1, status, cookies)
 		}
 	}
 }
@@ -213,4 +240,63 @@ func TestWebChatPageHeadersAndSessionLimit(t *testing.T) {
 	if ev := waitFor(t, events, 30*time.Second, func(ev sseEvent) bool { return ev.Kind == "done" }); ev.Event.Text != "still here" {
 		t.Errorf("reply %q; want still here", ev.Event.Text)
 	}
+}
+
+// Anonymous clients of this machine (an agent's scripts) that use up the
+// new sessions of 127.0.0.1 do not lock the operator out: the web chat's
+// URL in the log carries the token, and a browser opening it always gets
+// in.
+func TestWebChatOperatorNotLockedOut(t *testing.T) {
+	ctx := browser(t, 60*time.Second) // first: skips without Chromium
+	inst := startServe(t, "TEXTSLASH_AGENT=shell")
+	refused := false
+	for range 200 {
+		if status, _ := request(t, inst, nil, "GET", "/", "", ""); status == http.StatusTooManyRequests {
+			refused = true
+			break
+		}
+	}
+	if !refused {
+		t.Fatal("200 new anonymous sessions in a row were all issued; want 429 at last")
+	}
+	url := webChatURL(t, inst)
+	if !strings.Contains(url, "/?token=") {
+		t.Fatalf("web chat URL in the log %q; want one with ?token=", url)
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)), chromedp.Navigate(url)); err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	sendInPage(ctx, t, "echo operator-in")
+	waitPage(ctx, t, replyHas, "operator-in", "the operator's reply")
+	// Still in, opened again without the token: the browser holds its
+	// session.
+	plain, _, _ := strings.Cut(url, "?")
+	if err := chromedp.Do(ctx, chromedp.Navigate(plain)); err != nil {
+		t.Fatalf("open %s: %v", plain, err)
+	}
+	waitPage(ctx, t, replyHas, "operator-in", "the operator's reply after a reload")
+	// Anonymous clients stay limited.
+	if status, _ := request(t, inst, nil, "GET", "/", "", ""); status != http.StatusTooManyRequests {
+		t.Errorf("another anonymous new session: %d; want 429", status)
+	}
+}
+
+// webChatURL is the web chat's URL as the log line "textslash ready"
+// gives it to the operator.
+func webChatURL(t *testing.T, inst *instance) string {
+	t.Helper()
+	logs, err := os.ReadFile(inst.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(logs)) {
+		var l struct {
+			WebChat string `json:"web_chat"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.WebChat != "" {
+			return l.WebChat
+		}
+	}
+	t.Fatal("no web_chat URL in the log")
+	return ""
 }

@@ -94,11 +94,12 @@ func (n *natsUsers) adminURL() string {
 	return u.String()
 }
 
-// connect logs in as user; refusals the server sends arrive on errs.
+// connect logs in as user, with its inbox prefix as textslash's programs
+// take it; refusals the server sends arrive on errs.
 func (n *natsUsers) connect(t *testing.T, user string) (jetstream.JetStream, <-chan error) {
 	t.Helper()
 	errs := make(chan error, 16)
-	nc, err := nats.Connect(n.ClientURL(), nats.UserInfo(user, n.passwords[user]),
+	nc, err := nats.Connect(n.ClientURL(), nats.UserInfo(user, n.passwords[user]), nats.CustomInboxPrefix(app.InboxPrefix(user)),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			select {
 			case errs <- err:
@@ -168,6 +169,30 @@ func TestNATSPermissions(t *testing.T) {
 		}},
 		{app.Runner, "answer its own question", func(ctx context.Context, js jetstream.JetStream) error {
 			_, err := js.Publish(ctx, contract.EventSubject(u, contract.KindAnswer), []byte(`{}`))
+			return err
+		}},
+		{app.Runner, "read the replies to everybody's requests", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Conn().SubscribeSync("_INBOX.>")
+			return err
+		}},
+		{app.Runner, "read the dispatcher's replies", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Conn().SubscribeSync("_INBOX_dispatcher.>")
+			return err
+		}},
+		{app.Ingress, "read the replies to everybody's requests", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Conn().SubscribeSync("_INBOX.>")
+			return err
+		}},
+		{app.Ingress, "pair in a web chat user", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Publish(ctx, "$KV.people.web.intruder", []byte(`{}`))
+			return err
+		}},
+		{app.Ingress, "put a key of the people bucket no person has", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Publish(ctx, "$KV.people.admin", []byte(`{}`))
+			return err
+		}},
+		{app.Ingress, "put a key of the pairing bucket pairing does not use", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Publish(ctx, "$KV.pairing.other", []byte(`{}`))
 			return err
 		}},
 		{app.Egress, "publish a job", func(ctx context.Context, js jetstream.JetStream) error {
@@ -261,6 +286,54 @@ func TestNATSRunnerReadsAnswers(t *testing.T) {
 			t.Errorf("read %s; want the %s", m.Subject(), want)
 		}
 	}
+	if v := n.violations(); len(v) > before {
+		t.Errorf("violations: %q", v[before:])
+	}
+}
+
+// Ingress, with nothing more than its own login, pairs a stranger in with
+// a code the dispatcher made and sees them among the people paired in.
+func TestNATSIngressPairs(t *testing.T) {
+	n := runNATSUsers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	disp, _ := n.connect(t, app.Dispatcher)
+	in, _ := n.connect(t, app.Ingress)
+	before := len(n.violations())
+	dp, err := contract.OpenPairing(ctx, disp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := dp.NewCode(ctx, "web.operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip, err := contract.OpenPairing(ctx, in)
+	if err != nil {
+		t.Fatalf("ingress opens the pairing buckets: %v", err)
+	}
+	people, err := contract.WatchPeople(ctx, in)
+	if err != nil {
+		t.Fatalf("ingress watches the people: %v", err)
+	}
+	for _, u := range []contract.User{
+		{Channel: contract.ChannelTelegram, ID: "-1001234"},
+		{Channel: contract.ChannelWhatsApp, ID: "15551230000"},
+	} {
+		if ok, err := ip.Redeem(ctx, u, "WRONG2"); ok || err != nil {
+			t.Fatalf("%s redeems a wrong code: %v, %v; want false, nil", u.Key(), ok, err)
+		}
+	}
+	u := contract.User{Channel: contract.ChannelWhatsApp, ID: "15551230000"}
+	if ok, err := ip.Redeem(ctx, u, code); !ok || err != nil {
+		t.Fatalf("ingress redeems the code: %v, %v; want true, nil", ok, err)
+	}
+	natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if !people.Has(u) {
+			return errors.New("not among the people ingress watches")
+		}
+		return nil
+	})
 	if v := n.violations(); len(v) > before {
 		t.Errorf("violations: %q", v[before:])
 	}

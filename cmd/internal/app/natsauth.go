@@ -39,11 +39,17 @@ const (
 	natsTap   = "tap"
 )
 
-// tapInboxPrefix is where tap's replies come: its own inboxes, not
-// _INBOX.>, where it would read the replies to everybody's requests
-// (users' states, jobs handed to runners). The nats CLI takes it as
-// --inbox-prefix (scripts/nats passes it from tap.env's NATS_INBOX_PREFIX).
-const tapInboxPrefix = "_INBOX_tap"
+// InboxPrefix is where the replies to a NATS user's requests come: its
+// own inboxes, not _INBOX.>, where any user could read the replies to
+// everybody's requests (users' states, jobs handed to runners). Every
+// program of textslash logging in as a user (NATS_USER) takes it as its
+// inbox prefix, and nats.conf lets each service's user subscribe to its
+// own only. The nats CLI takes it as --inbox-prefix (scripts/nats passes
+// it from tap.env's NATS_INBOX_PREFIX).
+func InboxPrefix(user string) string { return "_INBOX_" + user }
+
+// tapInboxPrefix is tap's inbox prefix.
+var tapInboxPrefix = InboxPrefix(natsTap)
 
 // tapPermissions lets tap subscribe to ts.> (and its own replies) and
 // publish only read-only JetStream API requests.

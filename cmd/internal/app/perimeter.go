@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,12 +27,14 @@ import (
 //  2. internalOnly: /metrics and /readyz answer only requests that did
 //     not come through the public side (PUBLIC_URL, a proxy or tunnel).
 //  3. webAuth: the web chat wants its token whenever textslash can be
-//     reached from elsewhere (exposed).
+//     reached from elsewhere (exposed); a request with it is the
+//     operator's, whom no limit of anonymous clients refuses.
 //  4. webOrigin: the web chat's requests come from its own page, never
 //     from another origin of the same browser (net/http's
 //     CrossOriginProtection, on the event stream too).
 //  5. The web chat's sessions are issued and signed by the server
-//     (contract.WebSessions), a limited number per client.
+//     (contract.WebSessions), a limited number per client without the
+//     token.
 
 // hosts is the set of Host names textslash answers.
 type hosts struct {
@@ -48,8 +51,8 @@ type hosts struct {
 // uses are the attacker's own.
 func servedHosts(cfg config) hosts {
 	h := hosts{names: map[string]bool{"localhost": true}}
-	if u, err := url.Parse(cfg.PublicURL); err == nil && u.Hostname() != "" {
-		h.names[strings.ToLower(u.Hostname())] = true
+	if name := publicName(cfg.PublicURL); name != "" {
+		h.names[name] = true
 	}
 	for _, n := range cfg.allowedHosts() {
 		h.names[n] = true
@@ -57,18 +60,14 @@ func servedHosts(cfg config) hosts {
 	if !loopback(cfg.Host) {
 		h.anyIP, h.oneWord = true, true
 		if cfg.Host != "" && net.ParseIP(cfg.Host) == nil {
-			h.names[strings.ToLower(cfg.Host)] = true
+			h.names[ingress.HostName(cfg.Host)] = true
 		}
 	}
 	return h
 }
 
 func (h hosts) serves(hostport string) bool {
-	host := hostport
-	if hh, _, err := net.SplitHostPort(hostport); err == nil {
-		host = hh
-	}
-	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	host := ingress.HostName(hostport)
 	if ip := net.ParseIP(host); ip != nil {
 		return ip.IsLoopback() || h.anyIP
 	}
@@ -108,11 +107,11 @@ func (c *config) exposed() bool {
 	return !loopback(c.Host) || c.PublicURL != "" || c.twilio() || c.telegram() || len(c.allowedHosts()) > 0
 }
 
-// allowedHosts is TEXTSLASH_ALLOWED_HOSTS, lower case.
+// allowedHosts is TEXTSLASH_ALLOWED_HOSTS, spelt as ingress.HostName.
 func (c *config) allowedHosts() []string {
 	var names []string
 	for _, n := range strings.Split(c.AllowedHosts, ",") {
-		if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
+		if n = ingress.HostName(strings.TrimSpace(n)); n != "" {
 			names = append(names, n)
 		}
 	}
@@ -120,36 +119,29 @@ func (c *config) allowedHosts() []string {
 }
 
 // public reports whether r came through the public side: to PUBLIC_URL's
-// or an allowed name, or through a proxy or tunnel (which say whom they
-// forward for).
+// or an allowed name, on any port and however spelt (ingress.HostName),
+// or through a proxy or tunnel (which say whom they forward for).
 func (c *config) public(r *http.Request) bool {
 	if r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "" {
 		return true
 	}
-	host, port := r.Host, ""
-	if h, p, err := net.SplitHostPort(host); err == nil {
-		host, port = h, p
-	}
-	host = strings.ToLower(host)
+	host := ingress.HostName(r.Host)
 	// A PUBLIC_URL on loopback (a local test of the providers) is no
 	// public side.
-	if u, err := url.Parse(c.PublicURL); err == nil && strings.EqualFold(u.Hostname(), host) && !loopback(host) {
-		// With a port, the port too: a PUBLIC_URL on this machine's other
-		// port (a local proxy) is not this listener.
-		want := u.Port()
-		if want == "" {
-			want = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-		}
-		if port == "" || port == want {
-			return true
-		}
+	if host == publicName(c.PublicURL) && !loopback(host) {
+		return true
 	}
-	for _, n := range c.allowedHosts() {
-		if n == host {
-			return true
-		}
+	return slices.Contains(c.allowedHosts(), host)
+}
+
+// publicName is the host name of PUBLIC_URL, spelt as ingress.HostName;
+// empty when there is none.
+func publicName(publicURL string) string {
+	u, err := url.Parse(publicURL)
+	if err != nil {
+		return ""
 	}
-	return false
+	return ingress.HostName(u.Host)
 }
 
 // internalOnly serves next to requests that did not come through the
@@ -165,24 +157,31 @@ func internalOnly(cfg config, next http.Handler) http.Handler {
 	})
 }
 
-// webAuth lets the web chat be used without a login only while nobody
-// else can reach it (not exposed). Otherwise it requires the token once in
-// the URL (?token=), which it turns into a cookie: Secure over https.
+// webAuth marks the requests that carry the web chat's token as the
+// operator's (ingress.Operator: never refused a session for what anonymous
+// clients used up). The token comes once in the URL (?token=); exposed,
+// it becomes a cookie (Secure over https) and is required. Not exposed,
+// the web chat needs no token, and no cookie is set: any port of this
+// host would be sent it.
 func webAuth(cfg config, log zerolog.Logger, next http.Handler) http.Handler {
-	if !cfg.exposed() {
-		return next
-	}
 	const cookie = "ts_token"
+	exposed := cfg.exposed()
 	want := []byte(cfg.WebToken)
-	ok := func(s string) bool { return subtle.ConstantTimeCompare([]byte(s), want) == 1 }
+	ok := func(s string) bool { return len(want) > 0 && subtle.ConstantTimeCompare([]byte(s), want) == 1 }
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if t := r.URL.Query().Get("token"); t != "" && ok(t) {
-			http.SetCookie(w, &http.Cookie{Name: cookie, Value: t, Path: "/", HttpOnly: true,
-				Secure: ingress.HTTPS(r, cfg.PublicURL), SameSite: http.SameSiteLaxMode})
-			next.ServeHTTP(w, r)
+			if exposed {
+				http.SetCookie(w, &http.Cookie{Name: cookie, Value: t, Path: "/", HttpOnly: true,
+					Secure: ingress.HTTPS(r, cfg.PublicURL), SameSite: http.SameSiteLaxMode})
+			}
+			next.ServeHTTP(w, ingress.Operator(r))
 			return
 		}
 		if c, err := r.Cookie(cookie); err == nil && ok(c.Value) {
+			next.ServeHTTP(w, ingress.Operator(r))
+			return
+		}
+		if !exposed {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -66,7 +66,14 @@ func TestExposedAndPublic(t *testing.T) {
 		{"chat.example:443", "", true},
 		{"127.0.0.1:3000", "203.0.113.9", true},
 		{"t.example:443", "", true},
-		{"t.example:3000", "", false},
+		// PUBLIC_URL's name however it is spelt: any port, a trailing
+		// dot, upper case.
+		{"t.example:3000", "", true},
+		{"t.example:80", "", true},
+		{"t.example.", "", true},
+		{"T.Example.:443", "", true},
+		{"chat.example.", "", true},
+		{"[::1]:3000", "", false},
 	} {
 		r := httptest.NewRequest("GET", "/metrics", nil)
 		r.RemoteAddr = "127.0.0.1:50000"

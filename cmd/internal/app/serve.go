@@ -218,9 +218,7 @@ func (cfg *config) logReady(log zerolog.Logger, ln net.Listener, parts []part, s
 		if cfg.Host == "127.0.0.1" || cfg.Host == "localhost" {
 			url = "http://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 		}
-		if cfg.exposed() {
-			url += "/?token=" + cfg.WebToken
-		}
+		url += "/?token=" + cfg.WebToken
 		ev = ev.Str("web_chat", url)
 	}
 	if cfg.twilio() && cfg.runs(Ingress) {
@@ -238,7 +236,7 @@ func (cfg *config) logReady(log zerolog.Logger, ln net.Listener, parts []part, s
 func connectNATS(cfg config, log zerolog.Logger) (*nats.Conn, func(), error) {
 	opts := []nats.Option{nats.Name("textslash " + strings.Join(cfg.Services, ",")), nats.MaxReconnects(-1)}
 	if cfg.NATSUser != "" {
-		opts = append(opts, nats.UserInfo(cfg.NATSUser, cfg.NATSPass))
+		opts = append(opts, nats.UserInfo(cfg.NATSUser, cfg.NATSPass), nats.CustomInboxPrefix(InboxPrefix(cfg.NATSUser)))
 	}
 	if cfg.NATSURL != "" {
 		nc, err := nats.Connect(cfg.NATSURL, opts...)
@@ -317,9 +315,10 @@ func drain(nc *nats.Conn) func() {
 	}
 }
 
-// webSecrets are the web chat's session key and, when it needs one, its
-// token (TEXTSLASH_WEB_TOKEN, else made once): kept in the data directory,
-// so that sessions and the token's URL outlive a restart.
+// webSecrets are the web chat's session key and its token
+// (TEXTSLASH_WEB_TOKEN, else made once): kept in the data directory, so
+// that sessions and the token's URL outlive a restart. Not exposed, the
+// token is not required, but it still marks the operator (webAuth).
 func webSecrets(cfg config) (contract.WebSessions, string, error) {
 	key, err := secret(filepath.Join(cfg.Data, "web", "session.key"))
 	if err != nil {
@@ -330,7 +329,7 @@ func webSecrets(cfg config) (contract.WebSessions, string, error) {
 		return contract.WebSessions{}, "", err
 	}
 	token := cfg.WebToken
-	if token == "" && cfg.exposed() {
+	if token == "" {
 		if token, err = secret(filepath.Join(cfg.Data, "web", "token")); err != nil {
 			return contract.WebSessions{}, "", fmt.Errorf("web chat: %w", err)
 		}
