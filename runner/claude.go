@@ -119,7 +119,9 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 		args = append(args, "--permission-mode", "plan", "--permission-prompt-tool", "stdio",
 			"--settings", `{"useAutoModeDuringPlan":false}`)
 	default:
-		args = append(args, "--permission-prompt-tool", "stdio")
+		// Said, not left out: a session resumed after a plan would go on
+		// in plan mode, refusing commands without asking.
+		args = append(args, "--permission-mode", "default", "--permission-prompt-tool", "stdio")
 	}
 	if c.AppendSystemPrompt != "" {
 		args = append(args, "--append-system-prompt", c.AppendSystemPrompt)

@@ -185,55 +185,48 @@ func TestWebChatCostOnceInBrowser(t *testing.T) {
 	}
 }
 
-// A cancelled run says so once: not "[exit 143]" (the signal that stopped
-// it) nor a "canceled" and an exit code under a reply that says it
-// stopped.
+// A cancelled run says so once, in textslash's "Cancelled.": not
+// "[exit 143]" (the signal that stopped it), nor a "canceled" and an exit
+// code under its reply; a run that had printed shows what it printed after
+// "Stopped.", one that had not shows no reply at all.
 func TestWebChatCancelSaysItOnceInBrowser(t *testing.T) {
-	ctx := browser(t, 90*time.Second) // first: skips without Chromium
-	inst := startServe(t, "TEXTSLASH_AGENT=shell")
-	openPhone(ctx, t, inst.URL)
-	sendInPage(ctx, t, "echo started; sleep 100")
-	waitPage(ctx, t, `(want) => document.getElementById('state').className === want`, contract.StateWorking, "the run working")
-	sendInPage(ctx, t, "cancel")
-	waitPage(ctx, t, `() => document.querySelector('#messages .reply[data-status="canceled"]') !== null`, "", "the cancelled run's reply")
+	for _, tc := range []struct {
+		name, run string
+		want, not []string
+	}{
+		{"after output", "echo started; sleep 100", []string{"Stopped.", "started"}, []string{"exit 143"}},
+		{"before output", "sleep 100", nil, []string{"exit 143", "Stopped", "(no output)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := browser(t, 90*time.Second) // first: skips without Chromium
+			inst := startServe(t, "TEXTSLASH_AGENT=shell")
+			openPhone(ctx, t, inst.URL)
+			sendInPage(ctx, t, tc.run)
+			waitPage(ctx, t, `(want) => document.getElementById('state').className === want`, contract.StateWorking, "the run working")
+			sendInPage(ctx, t, "cancel")
+			waitPage(ctx, t, `(want) => document.getElementById('state').className === want`, contract.StateIdle, "idle again")
+			// Events come in order: once the next run's reply shows, the
+			// cancelled run's end has been shown too, if it is at all.
+			sendInPage(ctx, t, "echo after")
+			waitPage(ctx, t, `() => [...document.querySelectorAll('#messages .reply')].some(r => r.innerText.includes('after'))`, "", "the next reply")
 
-	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('messages').innerText`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(text, "exit 143") {
-		t.Errorf("the chat shows the exit code of the stop:\n%s", text)
-	}
-	if n := strings.Count(strings.ToLower(text), "cancel"); n != 2 { // the person's "cancel", textslash's "Cancelled."
-		t.Errorf("the chat says cancel %d times; want the person's and textslash's answer:\n%s", n, text)
-	}
-}
-
-// A run cancelled before it printed anything leaves one line about the
-// cancel, textslash's "Cancelled.", and no empty reply under it.
-func TestWebChatCancelWithoutOutputInBrowser(t *testing.T) {
-	ctx := browser(t, 90*time.Second) // first: skips without Chromium
-	inst := startServe(t, "TEXTSLASH_AGENT=shell")
-	openPhone(ctx, t, inst.URL)
-	sendInPage(ctx, t, "sleep 100")
-	waitPage(ctx, t, `(want) => document.getElementById('state').className === want`, contract.StateWorking, "the run working")
-	sendInPage(ctx, t, "cancel")
-	waitPage(ctx, t, `(want) => document.getElementById('state').className === want`, contract.StateIdle, "idle again")
-	// Events come in order: once the next run's reply shows, the cancelled
-	// run's end has been shown too, if it is shown at all.
-	sendInPage(ctx, t, "echo after")
-	waitPage(ctx, t, `() => [...document.querySelectorAll('#messages .reply')].some(r => r.innerText.includes('after'))`, "", "the next reply")
-
-	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('messages').innerText`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, no := range []string{"Stopped", "(no output)", "exit 143"} {
-		if strings.Contains(text, no) {
-			t.Errorf("the chat shows %q after a cancel:\n%s", no, text)
-		}
-	}
-	if n := strings.Count(strings.ToLower(text), "cancel"); n != 2 { // the person's "cancel", textslash's "Cancelled."
-		t.Errorf("the chat says cancel %d times; want the person's and textslash's answer:\n%s", n, text)
+			text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('messages').innerText`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("the chat does not show %q after a cancel:\n%s", w, text)
+				}
+			}
+			for _, no := range tc.not {
+				if strings.Contains(text, no) {
+					t.Errorf("the chat shows %q after a cancel:\n%s", no, text)
+				}
+			}
+			if n := strings.Count(strings.ToLower(text), "cancel"); n != 2 { // the person's "cancel", textslash's "Cancelled."
+				t.Errorf("the chat says cancel %d times; want the person's and textslash's answer:\n%s", n, text)
+			}
+		})
 	}
 }
