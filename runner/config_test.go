@@ -109,7 +109,7 @@ func TestNewRefusesMachine(t *testing.T) {
 			t.Setenv("PATH", t.TempDir())
 			return Config{Agent: AgentClaude}
 		}},
-		{name: "claude as root", setting: "Agent", text: "root", cfg: func(t *testing.T) Config {
+		{name: "claude as root", setting: "AgentUser", text: "root", cfg: func(t *testing.T) Config {
 			if os.Geteuid() != 0 {
 				t.Skip("not root")
 			}
