@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"fmt"
+
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // Shell runs the message as a bash script in the workspace and replies with
@@ -12,11 +14,11 @@ type Shell struct{}
 // Run runs bash -c <message>, stdout and stderr together.
 func (Shell) Run(ctx context.Context, r *Run) (Result, error) {
 	cmd := r.Command(ctx, "bash", "-c", r.Job.Text)
-	out := &cappedBuffer{max: r.OutputCap}
+	out := &sandbox.CappedBuffer{Max: r.OutputCap}
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
-	endGroup(cmd)
-	res := Result{Text: out.buf.String(), ExitCode: exitCode(cmd), Truncated: out.truncated}
+	sandbox.EndGroup(cmd)
+	res := Result{Text: out.String(), ExitCode: sandbox.ExitCode(cmd), Truncated: out.Truncated()}
 	if res.Truncated {
 		res.Text += "\n[output truncated]"
 	}
