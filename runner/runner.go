@@ -150,7 +150,7 @@ func (r *Runner) pickAgent() error {
 // confine readies the runner's sandbox at start: bwrap works, runs have an
 // unprivileged identity (nobody, when textslash runs as root without an
 // AgentUser), and limits can be set — or says why not.
-func (r *Runner) confine() (err error) {
+func (r *Runner) confine() error {
 	if os.Geteuid() == 0 && r.user == nil {
 		nobody, err := sandbox.LookupUser("nobody")
 		if err != nil {
@@ -159,7 +159,8 @@ func (r *Runner) confine() (err error) {
 		r.user = nobody
 		r.log.Warn().Msg("runs sandboxed as nobody: set TEXTSLASH_AGENT_USER to give agents a user of their own")
 	}
-	r.limited, err = r.cfg.Sandbox.Ready(r.user, r.cfg.Workspaces, r.cfg.ClaudeBin, r.log)
+	limited, err := r.cfg.Sandbox.Ready(r.user, r.cfg.Workspaces, r.cfg.ClaudeBin, r.log)
+	r.limited = limited
 	return err
 }
 
