@@ -34,7 +34,7 @@ type Run struct {
 	// Command prepares a program to run in Dir as the agent's OS user, in its
 	// own process group, with the agent's environment; cancelling ctx ends
 	// the whole group. Agents must start every program through it, and
-	// call endGroup once it has exited.
+	// call sandbox.EndGroup once it has exited.
 	Command func(ctx context.Context, name string, args ...string) *exec.Cmd
 	// Progress reports a short human line about what the agent is doing.
 	Progress func(line string)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // requestFile in the agent's home keeps the request (the person's
@@ -53,18 +54,18 @@ func commitSubject(request string) string {
 func noteRequest(home, project, request string) error {
 	subject := commitSubject(request)
 	if subject == "" {
-		if err := removeBeneath(home, requestFileOf(project)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := sandbox.RemoveBeneath(home, requestFileOf(project)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		return nil
 	}
-	return writeBeneath(home, requestFileOf(project), []byte(subject+"\n"), 0o600, nil)
+	return sandbox.WriteBeneath(home, requestFileOf(project), []byte(subject+"\n"), 0o600, nil)
 }
 
 // notedRequest is the request noted in home for project's approval
 // request, as a commit subject; "" when none is.
 func notedRequest(home, project string) string {
-	b, err := readBeneath(home, requestFileOf(project), 1024)
+	b, err := sandbox.ReadBeneath(home, requestFileOf(project), 1024)
 	if err != nil {
 		return ""
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // inboxDir is where a person's attachments land in their workspace.
@@ -44,7 +45,7 @@ func (r *Runner) attach(ctx context.Context, log zerolog.Logger, job contract.Jo
 		return nil, len(job.Media)
 	}
 	// The workspace is the agent's: inbox may be a link anywhere.
-	if err := mkdirBeneath(dir, inboxDir, r.user); err != nil {
+	if err := sandbox.MkdirBeneath(dir, inboxDir, r.user); err != nil {
 		log.Error().Err(err).Msg("inbox; attachments skipped")
 		return nil, len(job.Media)
 	}
@@ -66,7 +67,7 @@ func (r *Runner) attach(ctx context.Context, log zerolog.Logger, job contract.Jo
 			continue
 		}
 		name := filepath.Join(inboxDir, inboxName(job.ID, n, obj))
-		if err := writeBeneath(dir, name, data, 0o644, r.user); err != nil {
+		if err := sandbox.WriteBeneath(dir, name, data, 0o644, r.user); err != nil {
 			log.Warn().Err(err).Msg("attachment not written")
 			failed++
 			continue

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/runner/pageshot"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // victimDir is a directory only root may enter, holding a file: what a
@@ -44,13 +45,13 @@ func fileOwner(t *testing.T, path string) uint32 {
 
 // testAgentUser is the unprivileged user the tests run agents as:
 // $TEXTSLASH_TEST_AGENT_USER, else textslash-agent (scripts/setup makes it).
-func testAgentUser(t *testing.T) *agentUser {
+func testAgentUser(t *testing.T) *sandbox.User {
 	t.Helper()
 	name := os.Getenv("TEXTSLASH_TEST_AGENT_USER")
 	if name == "" {
 		name = "textslash-agent"
 	}
-	u, err := lookupAgentUser(name)
+	u, err := sandbox.LookupUser(name)
 	if err != nil {
 		t.Skipf("no agent user: %v", err)
 	}
@@ -66,10 +67,10 @@ func TestInboxLinkOutside(t *testing.T) {
 	if err := os.Symlink(victim, filepath.Join(ws, inboxDir)); err != nil {
 		t.Fatal(err)
 	}
-	if err := mkdirBeneath(ws, inboxDir, u); err == nil {
+	if err := sandbox.MkdirBeneath(ws, inboxDir, u); err == nil {
 		t.Error("inbox linked outside the workspace was taken as the inbox")
 	}
-	if err := writeBeneath(ws, filepath.Join(inboxDir, "m-1.jpeg"), []byte("x"), 0o644, u); err == nil {
+	if err := sandbox.WriteBeneath(ws, filepath.Join(inboxDir, "m-1.jpeg"), []byte("x"), 0o644, u); err == nil {
 		t.Error("an attachment was written through the link")
 	}
 	if fileOwner(t, victim) != 0 || fileOwner(t, file) != 0 {
@@ -80,13 +81,13 @@ func TestInboxLinkOutside(t *testing.T) {
 	}
 	// An inbox of the workspace's own works, and is the agent's.
 	ws2 := t.TempDir()
-	if err := mkdirBeneath(ws2, inboxDir, u); err != nil {
+	if err := sandbox.MkdirBeneath(ws2, inboxDir, u); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeBeneath(ws2, filepath.Join(inboxDir, "m-1.jpeg"), []byte("x"), 0o644, u); err != nil {
+	if err := sandbox.WriteBeneath(ws2, filepath.Join(inboxDir, "m-1.jpeg"), []byte("x"), 0o644, u); err != nil {
 		t.Fatal(err)
 	}
-	if fileOwner(t, filepath.Join(ws2, inboxDir, "m-1.jpeg")) != u.uid {
+	if fileOwner(t, filepath.Join(ws2, inboxDir, "m-1.jpeg")) != u.UID {
 		t.Error("the attachment is not the agent's")
 	}
 }
@@ -105,7 +106,7 @@ func TestDropDirLinkOutside(t *testing.T) {
 	if got := dropped(ws); len(got) != 0 {
 		t.Errorf("dropped files through the link: %+v", got)
 	}
-	if err := removeBeneath(ws, filepath.Join(DropDir, "precious")); err == nil {
+	if err := sandbox.RemoveBeneath(ws, filepath.Join(DropDir, "precious")); err == nil {
 		t.Error("removed a file through the link")
 	}
 	if _, err := os.Stat(file); err != nil {
@@ -143,7 +144,7 @@ func TestPendingChangesFIFO(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	run := &Run{Dir: ws, Command: commandFunc(ws, home, nil, false)}
+	run := &Run{Dir: ws, Command: sandbox.CommandFunc(ws, home, nil, false)}
 	init := run.Command(t.Context(), "git", "init", "-q")
 	if out, err := init.CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // ErrAgentFailed means the agent ran but did not finish its turn: the model
@@ -137,7 +138,7 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 	if err != nil {
 		return claudeResult{Result: Result{ExitCode: -1}}, fmt.Errorf("claude: %w", err)
 	}
-	stderr := &cappedBuffer{max: stderrKeep}
+	stderr := &sandbox.CappedBuffer{Max: stderrKeep}
 	cmd.Stderr = stderr
 	in := &claudeInput{w: stdin, quit: make(chan struct{})}
 	st := &claudeStream{ctx: ctx, run: r, in: in, dir: r.Dir, progress: r.Progress, cap: r.OutputCap, resumed: session != "",
@@ -158,7 +159,7 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 	_ = cmd.Wait() // the exit code is read from cmd.ProcessState
 	in.close()
 	<-steering
-	endGroup(cmd)
+	sandbox.EndGroup(cmd)
 	lines.flush()
 
 	res := claudeResult{Result: st.result(), started: st.started}
@@ -169,12 +170,12 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 		}
 		res.Text = strings.TrimSpace(res.Text) + "\n\n" + MsgPlanGo
 	}
-	res.ExitCode = exitCode(cmd) // also right when something it started kept the output open
+	res.ExitCode = sandbox.ExitCode(cmd) // also right when something it started kept the output open
 	switch {
 	case ctx.Err() != nil:
 		return res, fmt.Errorf("claude: %w: %w", ErrAgentFailed, ctx.Err())
 	case !st.done:
-		return res, fmt.Errorf("claude: %w: exit code %d without a result: %s", ErrAgentFailed, res.ExitCode, stderrEnd(stderr.buf.Bytes()))
+		return res, fmt.Errorf("claude: %w: exit code %d without a result: %s", ErrAgentFailed, res.ExitCode, stderrEnd(stderr.Bytes()))
 	case st.subtype == "error_max_budget_usd":
 		return res, fmt.Errorf("claude: %w", ErrBudget)
 	case st.isError:

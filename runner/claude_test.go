@@ -16,6 +16,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/claudetest"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // claudeTimeout bounds one CLI run so a hung CLI can't hang the suite.
@@ -26,7 +27,7 @@ const claudeTimeout = 90 * time.Second
 // (claudetest.Setenv) before calling it: the Run's environment is taken now.
 func claudeRun(t *testing.T, text string) (r *Run, progress func() []string) {
 	t.Helper()
-	u, err := lookupAgentUser(claudetest.AgentUser(t))
+	u, err := sandbox.LookupUser(claudetest.AgentUser(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func claudeRun(t *testing.T, text string) (r *Run, progress func() []string) {
 		}
 	}
 	dir, home := filepath.Join(root, "ws"), filepath.Join(root, "home")
-	if err := prepareWorkspace(dir, home, u); err != nil {
+	if err := sandbox.PrepareWorkspace(dir, home, u); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -46,7 +47,7 @@ func claudeRun(t *testing.T, text string) (r *Run, progress func() []string) {
 	r = &Run{
 		Job:     contract.Job{V: 1, ID: "job-1", Text: text, At: time.Now(), Mode: contract.ModeAuto},
 		Dir:     dir,
-		Command: commandFunc(dir, home, u, true),
+		Command: sandbox.CommandFunc(dir, home, u, true),
 		Progress: func(s string) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 const (
@@ -76,11 +78,11 @@ type Command struct {
 func (c Command) Run(ctx context.Context, r *Run) (Result, error) {
 	cmd := r.Command(ctx, "bash", "-c", c.Line)
 	cmd.Stdin = strings.NewReader(prompt(r) + "\n")
-	stderr := &cappedBuffer{max: stderrKeep}
+	stderr := &sandbox.CappedBuffer{Max: stderrKeep}
 	cmd.Stderr = stderr
-	out := &commandOutput{reply: cappedBuffer{max: r.OutputCap}, progress: r.Progress}
-	if out.reply.max <= 0 {
-		out.reply.max = defaultOutputCap
+	out := &commandOutput{reply: sandbox.CappedBuffer{Max: r.OutputCap}, progress: r.Progress}
+	if out.reply.Max <= 0 {
+		out.reply.Max = defaultOutputCap
 	}
 	cmd.Stdout = out
 
@@ -88,13 +90,13 @@ func (c Command) Run(ctx context.Context, r *Run) (Result, error) {
 		return Result{ExitCode: -1}, fmt.Errorf("command: %w", err)
 	}
 	_ = cmd.Wait() // the exit code is read from cmd.ProcessState
-	endGroup(cmd)
+	sandbox.EndGroup(cmd)
 	out.flush()
 
 	res := Result{
-		Text:      out.reply.buf.String(),
-		ExitCode:  exitCode(cmd),
-		Truncated: out.reply.truncated,
+		Text:      out.reply.String(),
+		ExitCode:  sandbox.ExitCode(cmd),
+		Truncated: out.reply.Truncated(),
 		Approval:  out.approval,
 		Handovers: out.handovers,
 	}
@@ -105,7 +107,7 @@ func (c Command) Run(ctx context.Context, r *Run) (Result, error) {
 	case ctx.Err() != nil:
 		return res, fmt.Errorf("command: %w: %w", ErrAgentFailed, ctx.Err())
 	case res.ExitCode != 0:
-		return res, fmt.Errorf("command: %w: exit code %d: %s", ErrAgentFailed, res.ExitCode, stderrEnd(stderr.buf.Bytes()))
+		return res, fmt.Errorf("command: %w: exit code %d: %s", ErrAgentFailed, res.ExitCode, stderrEnd(stderr.Bytes()))
 	}
 	return res, nil
 }
@@ -115,7 +117,7 @@ func (c Command) Run(ctx context.Context, r *Run) (Result, error) {
 // keeps blank lines, and a line too long to be a marker goes to the reply
 // whole.
 type commandOutput struct {
-	reply     cappedBuffer
+	reply     sandbox.CappedBuffer
 	progress  func(string)
 	approval  bool
 	handovers []Handover

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // commandRun prepares a Run of message in a fresh workspace and records
@@ -124,7 +125,7 @@ func TestCommandFailure(t *testing.T) {
 
 	// A program that cannot start: its workspace is gone.
 	r, _ = commandRun(t, "hi")
-	r.Command = commandFunc(filepath.Join(r.Dir, "missing"), r.Dir, nil, false)
+	r.Command = sandbox.CommandFunc(filepath.Join(r.Dir, "missing"), r.Dir, nil, false)
 	res, err = Command{Line: "echo hi"}.Run(t.Context(), r)
 	if err == nil || res.ExitCode != -1 {
 		t.Errorf("start in a missing directory: got exit %d, %v; want -1 and an error", res.ExitCode, err)
@@ -210,25 +211,25 @@ func FuzzCommandOutput(f *testing.F) {
 	f.Add([]byte("a\n::progress:: p\n\nSCREENSHOT_CAPTURED:x\n ::approval:: \nb"), uint8(3))
 	f.Add([]byte("::progress::\n::approval::x\n\r\n"), uint8(1))
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
-		whole := &commandOutput{reply: cappedBuffer{max: 1 << 20}}
+		whole := &commandOutput{reply: sandbox.CappedBuffer{Max: 1 << 20}}
 		whole.Write(data)
 		whole.flush()
-		parts := &commandOutput{reply: cappedBuffer{max: 1 << 20}}
+		parts := &commandOutput{reply: sandbox.CappedBuffer{Max: 1 << 20}}
 		for p := data; len(p) > 0; {
 			n := min(len(p), int(chunk)+1)
 			parts.Write(p[:n])
 			p = p[n:]
 		}
 		parts.flush()
-		if !bytes.Equal(whole.reply.buf.Bytes(), parts.reply.buf.Bytes()) || whole.approval != parts.approval ||
+		if !bytes.Equal(whole.reply.Bytes(), parts.reply.Bytes()) || whole.approval != parts.approval ||
 			!slices.Equal(whole.handovers, parts.handovers) {
-			t.Errorf("whole: %q %v %+v; in chunks of %d: %q %v %+v", whole.reply.buf.Bytes(), whole.approval, whole.handovers,
-				int(chunk)+1, parts.reply.buf.Bytes(), parts.approval, parts.handovers)
+			t.Errorf("whole: %q %v %+v; in chunks of %d: %q %v %+v", whole.reply.Bytes(), whole.approval, whole.handovers,
+				int(chunk)+1, parts.reply.Bytes(), parts.approval, parts.handovers)
 		}
-		for line := range strings.Lines(whole.reply.buf.String()) {
+		for line := range strings.Lines(whole.reply.String()) {
 			if strings.HasPrefix(line, "::progress::") || strings.HasPrefix(line, "SCREENSHOT_CAPTURED:") ||
 				strings.TrimSpace(line) == "::approval::" {
-				t.Errorf("marker line %q in the reply %q", line, whole.reply.buf.Bytes())
+				t.Errorf("marker line %q in the reply %q", line, whole.reply.Bytes())
 			}
 		}
 	})

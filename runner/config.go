@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // service names the runner in its ConfigErrors.
@@ -64,9 +65,9 @@ type Config struct {
 	// stop (no new job is taken meanwhile); then they are stopped and
 	// reported interrupted. Zero stops them at once.
 	StopGrace time.Duration
-	// Sandbox, when set, confines each run (see Sandbox); nil runs agents
+	// Sandbox, when set, confines each run (see sandbox.Sandbox); nil runs agents
 	// unconfined, as the agent user only.
-	Sandbox *Sandbox
+	Sandbox *sandbox.Sandbox
 	// ShowCost appends a run's cost and tokens to its reply.
 	ShowCost bool
 	// Transcriber turns voice notes into the message's text; nil tells
@@ -95,9 +96,9 @@ type Config struct {
 	Snapshots   bool
 	SnapshotMax int64
 	// Credentials is the directory of people's git credentials (see
-	// credentials.go): one subdirectory per person, named by
+	// sandbox.Credentials): one subdirectory per person, named by
 	// contract.PersonKey; each run of theirs gets a read-only copy at
-	// CredentialsPath. Handed out only in the sandbox.
+	// sandbox.CredentialsPath. Handed out only in the sandbox.
 	Credentials string
 	// ID names this runner among those sharing the jobs: each user's jobs
 	// run on the runner holding their workspace (see affinity). It must
@@ -152,7 +153,7 @@ func (c Config) Default() Config {
 		c.SnapshotMax = DefaultSnapshotMax
 	}
 	if c.Sandbox != nil {
-		s := c.Sandbox.withDefaults()
+		s := c.Sandbox.Clone()
 		c.Sandbox = &s
 	}
 	return c
@@ -213,7 +214,7 @@ func (c Config) Validate() error {
 		bad("ID", c.ID, "want letters, digits, - and _ only")
 	}
 	if c.Sandbox != nil {
-		errs = append(errs, c.Sandbox.validate("Sandbox")...)
+		errs = append(errs, c.Sandbox.Validate()...)
 	}
 	return errors.Join(errs...)
 }

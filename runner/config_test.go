@@ -13,6 +13,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/configtest"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // badConfigs are configurations Validate refuses, with the settings
@@ -38,12 +39,12 @@ var badConfigs = map[string]struct {
 	"heartbeat of a nanosecond":   {Config{Heartbeat: time.Nanosecond}, []string{"Heartbeat"}},
 	"id with a space":             {Config{ID: "my runner"}, []string{"ID"}},
 	"id with a dot":               {Config{ID: "host.example"}, []string{"ID"}},
-	"pids under 16":               {Config{Sandbox: &Sandbox{Limits: Limits{Pids: 8}}}, []string{"Sandbox.Limits.Pids"}},
-	"negative pids":               {Config{Sandbox: &Sandbox{Limits: Limits{Pids: -1}}}, []string{"Sandbox.Limits.Pids"}},
-	"cpu under a tenth":           {Config{Sandbox: &Sandbox{Limits: Limits{CPU: 0.05}}}, []string{"Sandbox.Limits.CPU"}},
-	"negative cpu":                {Config{Sandbox: &Sandbox{Limits: Limits{CPU: -1}}}, []string{"Sandbox.Limits.CPU"}},
-	"negative memory":             {Config{Sandbox: &Sandbox{Limits: Limits{Memory: -1}}}, []string{"Sandbox.Limits.Memory"}},
-	"several at once": {Config{Concurrency: -2, Timeout: time.Hour, Sandbox: &Sandbox{Limits: Limits{Pids: 1, CPU: -1}}},
+	"pids under 16":               {Config{Sandbox: &sandbox.Sandbox{Limits: sandbox.Limits{Pids: 8}}}, []string{"Sandbox.Limits.Pids"}},
+	"negative pids":               {Config{Sandbox: &sandbox.Sandbox{Limits: sandbox.Limits{Pids: -1}}}, []string{"Sandbox.Limits.Pids"}},
+	"cpu under a tenth":           {Config{Sandbox: &sandbox.Sandbox{Limits: sandbox.Limits{CPU: 0.05}}}, []string{"Sandbox.Limits.CPU"}},
+	"negative cpu":                {Config{Sandbox: &sandbox.Sandbox{Limits: sandbox.Limits{CPU: -1}}}, []string{"Sandbox.Limits.CPU"}},
+	"negative memory":             {Config{Sandbox: &sandbox.Sandbox{Limits: sandbox.Limits{Memory: -1}}}, []string{"Sandbox.Limits.Memory"}},
+	"several at once": {Config{Concurrency: -2, Timeout: time.Hour, Sandbox: &sandbox.Sandbox{Limits: sandbox.Limits{Pids: 1, CPU: -1}}},
 		[]string{"Concurrency", "Sandbox.Limits.CPU", "Sandbox.Limits.Pids", "Timeout"}},
 }
 
@@ -115,12 +116,12 @@ func TestNewRefusesMachine(t *testing.T) {
 			}
 			return Config{Agent: AgentClaude, ClaudeBin: "/bin/true"}
 		}},
-		{name: "no bubblewrap", setting: "Sandbox", is: ErrNoSandbox, text: "or run agents unconfined (no sandbox)", cfg: func(t *testing.T) Config {
-			return Config{Sandbox: &Sandbox{Bwrap: filepath.Join(t.TempDir(), "bwrap")}}
+		{name: "no bubblewrap", setting: "Sandbox", is: sandbox.ErrNoSandbox, text: "or run agents unconfined (no sandbox)", cfg: func(t *testing.T) Config {
+			return Config{Sandbox: &sandbox.Sandbox{Bwrap: filepath.Join(t.TempDir(), "bwrap")}}
 		}},
 		{name: "no credentials directory", setting: "Credentials", cfg: func(t *testing.T) Config {
 			sandboxWorks(t)
-			return Config{Sandbox: &Sandbox{}, Credentials: filepath.Join(t.TempDir(), "credentials")}
+			return Config{Sandbox: &sandbox.Sandbox{}, Credentials: filepath.Join(t.TempDir(), "credentials")}
 		}},
 		{name: "credentials shared", setting: "Sandbox.Share", cfg: func(t *testing.T) Config {
 			sandboxWorks(t)
@@ -130,7 +131,7 @@ func TestNewRefusesMachine(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			return Config{Sandbox: &Sandbox{Share: []string{dir}}, Credentials: filepath.Join(dir, "credentials")}
+			return Config{Sandbox: &sandbox.Sandbox{Share: []string{dir}}, Credentials: filepath.Join(dir, "credentials")}
 		}},
 	}
 	for _, tt := range tests {
@@ -179,7 +180,7 @@ func TestDefaultValidates(t *testing.T) {
 	set := Config{Agent: "bash", Workspaces: "/srv/ws", Concurrency: 1, Timeout: 9 * time.Minute,
 		PermissionTimeout: time.Second, OutputCap: 1, Heartbeat: 10 * time.Millisecond, ShotAddr: "127.0.0.1:9999",
 		StopGrace: time.Second, IdleExit: time.Second, VoiceMax: time.Second, VoiceGrace: time.Second,
-		ProjectMaxBytes: 1, SnapshotMax: 1, ID: "runner-1_a", Sandbox: &Sandbox{Limits: Limits{Memory: 1, Pids: 16, CPU: 0.1}}}
+		ProjectMaxBytes: 1, SnapshotMax: 1, ID: "runner-1_a", Sandbox: &sandbox.Sandbox{Limits: sandbox.Limits{Memory: 1, Pids: 16, CPU: 0.1}}}
 	got = set.Default()
 	if got.Sandbox == set.Sandbox || !reflect.DeepEqual(*got.Sandbox, *set.Sandbox) {
 		t.Errorf("Default's sandbox: got %p %+v; want a copy of %p %+v", got.Sandbox, got.Sandbox, set.Sandbox, set.Sandbox)
@@ -196,7 +197,7 @@ func TestDefaultValidates(t *testing.T) {
 // Default returns a copy: the caller's Config, its Sandbox and the
 // sandbox's lists stay as they were whatever is done with the copy.
 func TestDefaultLeavesCaller(t *testing.T) {
-	box := &Sandbox{Hide: []string{"data"}, Share: []string{"cache"}}
+	box := &sandbox.Sandbox{Hide: []string{"data"}, Share: []string{"cache"}}
 	cfg := Config{Sandbox: box}
 	got := cfg.Default()
 	if cfg.Concurrency != 0 || cfg.Timeout != 0 || cfg.ID != "" || cfg.Sandbox != box {
@@ -204,7 +205,7 @@ func TestDefaultLeavesCaller(t *testing.T) {
 	}
 	got.Sandbox.Hide[0], got.Sandbox.Share[0], got.Sandbox.Bwrap = "/elsewhere", "/elsewhere", "/bin/bwrap"
 	got.Sandbox.Limits.Pids = 99
-	if want := (Sandbox{Hide: []string{"data"}, Share: []string{"cache"}}); !reflect.DeepEqual(*box, want) {
+	if want := (sandbox.Sandbox{Hide: []string{"data"}, Share: []string{"cache"}}); !reflect.DeepEqual(*box, want) {
 		t.Errorf("after a change to Default's copy the caller's sandbox is %+v; want %+v", *box, want)
 	}
 }
@@ -215,11 +216,11 @@ func TestNewLeavesCallersSandbox(t *testing.T) {
 	skipUnlessSandbox(t)
 	e := newRunnerEnv(t)
 	creds := t.TempDir()
-	box := &Sandbox{Hide: []string{"data"}}
+	box := &sandbox.Sandbox{Hide: []string{"data"}}
 	if _, err := New(Config{Agent: AgentShell, Workspaces: e.workspaces, Sandbox: box, Credentials: creds}, e.js, zerolog.Nop()); err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	if want := (Sandbox{Hide: []string{"data"}}); !reflect.DeepEqual(*box, want) {
+	if want := (sandbox.Sandbox{Hide: []string{"data"}}); !reflect.DeepEqual(*box, want) {
 		t.Errorf("after New the caller's sandbox is %+v; want %+v", *box, want)
 	}
 }
@@ -229,14 +230,14 @@ func TestNewLeavesCallersSandbox(t *testing.T) {
 // as root).
 func skipUnlessSandbox(t *testing.T) {
 	t.Helper()
-	var u *agentUser
+	var u *sandbox.User
 	if os.Geteuid() == 0 {
 		var err error
-		if u, err = lookupAgentUser("nobody"); err != nil {
+		if u, err = sandbox.LookupUser("nobody"); err != nil {
 			t.Skip(err)
 		}
 	}
-	if err := (&Sandbox{}).probe(u); err != nil {
+	if err := (&sandbox.Sandbox{}).Probe(u); err != nil {
 		t.Skip(err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // Files for the person: an agent names a file of any kind in its
@@ -29,7 +30,7 @@ const (
 
 // readFile reads the file at p (relative to the workspace dir, or
 // absolute), confined exactly as a screenshot is (workspacePath,
-// readBeneath): a regular file inside dir of at most max bytes. Its errors
+// sandbox.ReadBeneath): a regular file inside dir of at most max bytes. Its errors
 // are fs.ErrNotExist, errTooLarge, or errOutside for anything else that is
 // not a file inside dir (a link out, a directory, a FIFO).
 func readFile(dir, p string, max int) ([]byte, error) {
@@ -37,7 +38,7 @@ func readFile(dir, p string, max int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := readBeneath(dir, rel, int64(max))
+	data, err := sandbox.ReadBeneath(dir, rel, int64(max))
 	switch {
 	case err == nil:
 		return data, nil

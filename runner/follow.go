@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // Workspaces that follow people across runners. With Config.Snapshots,
@@ -80,7 +81,7 @@ func (r *Runner) restoreProject(ctx context.Context, log zerolog.Logger, job con
 		return false
 	}
 	home := r.homeOf(u)
-	prepare := prepareWorkspace
+	prepare := sandbox.PrepareWorkspace
 	if project != "" {
 		prepare = prepareProject
 	}

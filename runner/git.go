@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // gitAction carries out the person's answer to an approval request in the
@@ -25,14 +26,14 @@ var gitIdentity = []string{"-c", "user.name=textslash", "-c", "user.email=textsl
 func (a gitAction) Run(ctx context.Context, r *Run) (Result, error) {
 	git := func(args ...string) (string, error) {
 		cmd := r.Command(ctx, "git", append(append([]string{}, gitIdentity...), args...)...)
-		out := &cappedBuffer{max: 64 << 10}
+		out := &sandbox.CappedBuffer{Max: 64 << 10}
 		cmd.Stdout, cmd.Stderr = out, out
 		err := cmd.Run()
-		endGroup(cmd)
+		sandbox.EndGroup(cmd)
 		if err != nil {
-			return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(out.buf.String()))
+			return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(out.String()))
 		}
-		return strings.TrimSpace(out.buf.String()), nil
+		return strings.TrimSpace(out.String()), nil
 	}
 	if _, err := git("rev-parse", "--is-inside-work-tree"); err != nil {
 		return Result{Text: "Your workspace is not a git repository, so there is nothing to " + r.Job.Action + "."}, nil
@@ -95,11 +96,11 @@ func pullRequest(ctx context.Context, r *Run, git func(...string) (string, error
 	}
 	gh := func(args ...string) (string, error) {
 		cmd := r.Command(ctx, "gh", args...)
-		out := &cappedBuffer{max: 64 << 10}
+		out := &sandbox.CappedBuffer{Max: 64 << 10}
 		cmd.Stdout, cmd.Stderr = out, out
 		err := cmd.Run()
-		endGroup(cmd)
-		return strings.TrimSpace(out.buf.String()), err
+		sandbox.EndGroup(cmd)
+		return strings.TrimSpace(out.String()), err
 	}
 	if _, err := gh("auth", "status"); err != nil {
 		return "", errors.New("gh is not logged in")

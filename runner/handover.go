@@ -17,6 +17,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/pageshot"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // DropDir is where, inside a workspace, an agent may drop images for the
@@ -44,7 +45,7 @@ var errNotImage = errors.New("not a PNG or JPEG image")
 
 // workspacePath is p (relative to the workspace dir, or absolute) relative
 // to dir, or errOutside when it names a place outside dir (or dir itself).
-// Only a first check: links are resolved by readBeneath.
+// Only a first check: links are resolved by sandbox.ReadBeneath.
 func workspacePath(dir, p string) (string, error) {
 	rel := p
 	if filepath.IsAbs(p) {
@@ -62,14 +63,14 @@ func workspacePath(dir, p string) (string, error) {
 // readScreenshot reads the image at p (relative to the workspace dir, or
 // absolute) if it is a regular PNG or JPEG file inside dir: a path outside
 // it is refused unopened, and links are followed only while they stay
-// inside (readBeneath), so textslash opens nothing else of the machine an
+// inside (sandbox.ReadBeneath), so textslash opens nothing else of the machine an
 // agent names (a device acting on open, a FIFO).
 func readScreenshot(dir, p string) ([]byte, error) {
 	rel, err := workspacePath(dir, p)
 	if err != nil {
 		return nil, err
 	}
-	data, err := readBeneath(dir, rel, screenshotMaxFile)
+	data, err := sandbox.ReadBeneath(dir, rel, screenshotMaxFile)
 	if err != nil {
 		return nil, err // a link out of dir: os.Root's "path escapes from parent"
 	}
@@ -89,7 +90,7 @@ type dropFile struct {
 // dropped lists the files agents left in the workspace's DropDir, oldest
 // first.
 func dropped(dir string) []dropFile {
-	entries, err := readDirBeneath(dir, DropDir)
+	entries, err := sandbox.ReadDirBeneath(dir, DropDir)
 	if err != nil {
 		return nil
 	}
@@ -162,7 +163,7 @@ func (r *Runner) collectHandovers(ctx context.Context, log zerolog.Logger, job c
 			continue
 		}
 		if inDropDir(h.Path) {
-			defer removeBeneath(dir, h.Path)
+			defer sandbox.RemoveBeneath(dir, h.Path)
 		}
 		if len(images) >= room {
 			log.Warn().Str("path", h.Path).Int("max", screenshotsPerRun).Msg("screenshot skipped: too many in one run")

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // Screenshots matched to their task (seed 004): every run knows its task
@@ -91,14 +92,14 @@ func droppedFor(log zerolog.Logger, dir, task string, started, now time.Time, re
 		case dropMine:
 			if f.mod.Before(started.Add(-screenshotMaxAge)) {
 				log.Warn().Str("task_id", task).Msg("screenshot refused: older than 10 minutes")
-				_ = removeBeneath(dir, f.path)
+				_ = sandbox.RemoveBeneath(dir, f.path)
 				continue
 			}
 			take = append(take, f.path)
 		case dropOthers:
 			if f.mod.Before(now.Add(-screenshotMaxAge)) {
 				log.Info().Msg("another task's screenshot removed: older than 10 minutes")
-				_ = removeBeneath(dir, f.path)
+				_ = sandbox.RemoveBeneath(dir, f.path)
 				continue
 			}
 			log.Debug().Msg("another task's screenshot left for it")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // BenchmarkRunOverhead: the CPU the runner spends per run beyond the
@@ -69,7 +70,7 @@ func runOverhead(b *testing.B, people int) {
 		if name == "" {
 			name = "textslash-agent"
 		}
-		if _, err := lookupAgentUser(name); err == nil {
+		if _, err := sandbox.LookupUser(name); err == nil {
 			cfg.AgentUser = name
 		}
 	}

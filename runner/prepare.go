@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // prepare readies what the agent runs with: its workspace, credentials
@@ -74,17 +75,17 @@ func (ru *run) workspace() (refusal string) {
 	if ru.job.Action == contract.ActionClone {
 		made = ru.home // the clone makes the project's workspace, once checked
 	}
-	if err := prepareWorkspace(made, ru.home, r.user); err != nil {
+	if err := sandbox.PrepareWorkspace(made, ru.home, r.user); err != nil {
 		log.Error().Err(err).Msg("workspace")
 		return MsgFailed
 	}
-	creds, err := r.creds.issue(u, ru.home, log)
+	creds, err := r.creds.Issue(u, ru.home, log)
 	if err != nil {
 		log.Error().Err(err).Msg("credentials")
 		return MsgFailed
 	}
 	ru.creds = creds
-	ru.later(creds.remove)
+	ru.later(creds.Remove)
 	return ""
 }
 
@@ -158,7 +159,7 @@ func (ru *run) command() (command func(ctx context.Context, name string, args ..
 		ru.shotTok, env = r.shots.open(ru.job, contract.TraceFrom(ru.ctx), ru.log)
 		extraEnv = append(extraEnv, env...)
 	}
-	command = commandFunc(ru.runDir, ru.home, r.user, r.cfg.Agent != AgentShell, ru.creds.env(extraEnv)...)
+	command = sandbox.CommandFunc(ru.runDir, ru.home, r.user, r.cfg.Agent != AgentShell, ru.creds.Env(extraEnv)...)
 	box := r.cfg.Sandbox
 	if box == nil {
 		return command, ""
@@ -169,24 +170,24 @@ func (ru *run) command() (command func(ctx context.Context, name string, args ..
 			return nil, MsgFailed
 		}
 	}
-	return confined(command, ru.creds.sandbox(ru.wt.sandbox(box)), ru.runDir, ru.home, r.bin, ru.cg), ""
+	return sandbox.Confined(command, ru.creds.Sandbox(ru.wt.sandbox(box)), ru.runDir, ru.home, r.bin, ru.cg), ""
 }
 
 // limits gives the run a cgroup with the sandbox's limits. A run at its
 // memory or process limit ends; the person is told.
-func (ru *run) limits(box *Sandbox) error {
+func (ru *run) limits(box *sandbox.Sandbox) error {
 	uid, gid := -1, -1
 	if u := ru.r.user; u != nil {
-		uid, gid = int(u.uid), int(u.gid)
+		uid, gid = int(u.UID), int(u.GID)
 	}
-	cg, err := newCgroup(ru.job.User.Key()+"-"+newRunMark(), box.Limits, uid, gid)
+	cg, err := sandbox.NewCgroup(ru.job.User.Key()+"-"+sandbox.NewMark(), box.Limits, uid, gid)
 	if err != nil {
 		return err
 	}
 	ru.cg = cg
-	ru.later(cg.kill)
+	ru.later(cg.Kill)
 	ru.later(every(250*time.Millisecond, func() {
-		if lim := cg.exceeded(); lim != nil {
+		if lim := cg.Exceeded(); lim != nil {
 			ru.cancel(lim)
 		}
 	}))

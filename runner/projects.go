@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // Projects (issue 19): a person has several workspaces, one per project.
@@ -122,10 +123,10 @@ func (r *Runner) jobWorkspace(ctx context.Context, log zerolog.Logger, job contr
 }
 
 // prepareProject makes a named project's workspace dir (and the home) as
-// prepareWorkspace does; the directory of every person's projects, two up
-// from dir, is made traversable too (prepareWorkspace sees to dir's
+// sandbox.PrepareWorkspace does; the directory of every person's projects, two up
+// from dir, is made traversable too (sandbox.PrepareWorkspace sees to dir's
 // parent only).
-func prepareProject(dir, home string, u *agentUser) error {
+func prepareProject(dir, home string, u *sandbox.User) error {
 	top := filepath.Dir(filepath.Dir(dir))
 	if err := os.MkdirAll(top, 0o755); err != nil {
 		return fmt.Errorf("workspace: %w", err)
@@ -135,7 +136,7 @@ func prepareProject(dir, home string, u *agentUser) error {
 			return fmt.Errorf("workspace: %w", err)
 		}
 	}
-	return prepareWorkspace(dir, home, u)
+	return sandbox.PrepareWorkspace(dir, home, u)
 }
 
 // cloneArgs reads a clone job's text, "<url> [<name>]", and checks both:
@@ -260,20 +261,20 @@ func (c cloneAction) Run(ctx context.Context, run *Run) (res Result, err error) 
 func gitClone(ctx context.Context, run *Run, url, shown string, log zerolog.Logger) error {
 	cmd := run.Command(ctx, "git", "clone", "--quiet", "--", url, ".")
 	cmd.Env = cloneEnv(cmd.Env)
-	out := &cappedBuffer{max: 64 << 10}
+	out := &sandbox.CappedBuffer{Max: 64 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
-	endGroup(cmd)
+	sandbox.EndGroup(cmd)
 	if err == nil {
 		return nil
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("git clone: %w", ctx.Err())
 	}
-	line := gitError(redactText(out.buf.String(), url))
-	log.Info().Int("exit_code", exitCode(cmd)).Str("git", line).Msg("clone failed")
+	line := gitError(redactText(out.String(), url))
+	log.Info().Int("exit_code", sandbox.ExitCode(cmd)).Str("git", line).Msg("clone failed")
 	if line == "" {
-		line = fmt.Sprintf("git ended with code %d", exitCode(cmd))
+		line = fmt.Sprintf("git ended with code %d", sandbox.ExitCode(cmd))
 	}
 	_, err = refuse(MsgCloneFailed, shown, line)
 	return err
@@ -333,7 +334,7 @@ func sizeText(n int64) string {
 	if n < 1<<10 {
 		return fmt.Sprintf("%d bytes", n)
 	}
-	return bytesText(n)
+	return sandbox.BytesText(n)
 }
 
 // dirSize is what the regular files under dir take, links not followed.
@@ -359,7 +360,7 @@ func dirSize(dir string) (int64, error) {
 // from .git/HEAD ("ref: refs/heads/x" → x): "" when dir is not a
 // repository or its HEAD is detached. No git runs.
 func headBranch(dir string) string {
-	b, err := readBeneath(dir, filepath.Join(".git", "HEAD"), 1024)
+	b, err := sandbox.ReadBeneath(dir, filepath.Join(".git", "HEAD"), 1024)
 	if err != nil {
 		return ""
 	}

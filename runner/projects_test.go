@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // send publishes j as the dispatcher does (ID, User and At filled in by
@@ -477,7 +478,7 @@ func TestProjectAsAgentUser(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return os.Lchown(p, int(au.uid), int(au.gid))
+		return os.Lchown(p, int(au.UID), int(au.GID))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -488,13 +489,13 @@ func TestProjectAsAgentUser(t *testing.T) {
 	}
 	old := syscall.Umask(0o077) // process-wide: no test of this package runs in parallel
 	t.Cleanup(func() { syscall.Umask(old) })
-	e.start(Config{Timeout: time.Minute, AgentUser: au.name})
+	e.start(Config{Timeout: time.Minute, AgentUser: au.Name})
 	u := e.user(contract.ChannelWeb, "alice")
 	if ev := e.clone(u, "c1", "file://"+bare, "app"); ev.Status != contract.StatusOK {
 		t.Fatalf("clone: %q %q", ev.Status, ev.Text)
 	}
 	ev := e.run(contract.Job{ID: "m1", User: u, Project: "app", Text: "id -u; stat -c %u app.txt; touch mine && stat -c %u mine && rm mine"})
-	if want := fmt.Sprintf("%d\n%d\n%d", au.uid, au.uid, au.uid); ev.Status != contract.StatusOK || ev.Text != want {
+	if want := fmt.Sprintf("%d\n%d\n%d", au.UID, au.UID, au.UID); ev.Status != contract.StatusOK || ev.Text != want {
 		t.Errorf("run in app: got %q %q; want ok %q", ev.Status, ev.Text, want)
 	}
 }
@@ -502,20 +503,20 @@ func TestProjectAsAgentUser(t *testing.T) {
 // In the sandbox, a run in a named project sees its own workspace and
 // none of another person's, nor its person's other projects.
 func TestProjectSandboxed(t *testing.T) {
-	var au *agentUser
+	var au *sandbox.User
 	if os.Geteuid() == 0 {
 		// As root the runs need a user of their own (else nobody).
 		au = testAgentUser(t)
 	}
-	if err := (&Sandbox{}).probe(au); err != nil {
+	if err := (&sandbox.Sandbox{}).Probe(au); err != nil {
 		t.Skip(err)
 	}
 	e := newRunnerEnv(t)
 	bare := bareRepo(t)
 	giveRepo(t, bare, au)
-	cfg := Config{Timeout: time.Minute, Sandbox: &Sandbox{Share: []string{filepath.Dir(bare)}}} // the clone reads the repository in the sandbox
+	cfg := Config{Timeout: time.Minute, Sandbox: &sandbox.Sandbox{Share: []string{filepath.Dir(bare)}}} // the clone reads the repository in the sandbox
 	if au != nil {
-		cfg.AgentUser = au.name
+		cfg.AgentUser = au.Name
 	}
 	e.start(cfg)
 	alice, bob := e.user(contract.ChannelWeb, "alice"), e.user(contract.ChannelWeb, "bob")
@@ -569,7 +570,7 @@ func TestCloneEnvKeepsTheRunsSSHCommand(t *testing.T) {
 // giveRepo lets the runs' user au (nil: textslash's) read the bare
 // repository bare: its own, for git's ownership check, through
 // directories it may pass, besides those of extra.
-func giveRepo(t *testing.T, bare string, au *agentUser, extra ...string) {
+func giveRepo(t *testing.T, bare string, au *sandbox.User, extra ...string) {
 	t.Helper()
 	if au == nil {
 		return
@@ -578,7 +579,7 @@ func giveRepo(t *testing.T, bare string, au *agentUser, extra ...string) {
 		if err != nil {
 			return err
 		}
-		return os.Lchown(p, int(au.uid), int(au.gid))
+		return os.Lchown(p, int(au.UID), int(au.GID))
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // Friendly texts for runs that did not end well (seed 003's table).
@@ -63,17 +64,17 @@ func (ru *run) outcome() {
 	done.ExitCode, done.CostUSD, done.Truncated = res.ExitCode, res.CostUSD, res.Truncated
 	done.InputTokens, done.OutputTokens = res.InputTokens, res.OutputTokens
 	done.Text = strings.TrimSpace(res.Text)
-	var lim *errLimit
+	var lim *sandbox.LimitError
 	var refused *errRefused
 	cause := context.Cause(ru.runCtx)
 	if !errors.As(cause, &lim) && ru.cg != nil {
-		lim = ru.cg.exceeded() // reached as the agent ended, before the watch saw it
+		lim = ru.cg.Exceeded() // reached as the agent ended, before the watch saw it
 	}
 	switch {
 	case lim != nil:
-		ru.log.Warn().Str("limit", lim.what).Str("max", lim.max).Str("used", lim.used).Msg("run ended by its limit")
+		ru.log.Warn().Str("limit", lim.What).Str("max", lim.Max).Str("used", lim.Used).Msg("run ended by its limit")
 		done.Status = contract.StatusError
-		done.Text = joinText(lim.message(), done.Text)
+		done.Text = joinText(lim.Message(), done.Text)
 	case errors.Is(cause, errCancelled):
 		// The dispatcher said "Cancelled." as the person asked: the reply
 		// adds only what the run had printed, if anything.

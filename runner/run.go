@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // run is one job from its start to its done event: what handle's steps
@@ -33,7 +34,7 @@ type run struct {
 	dir     string // the project's checkout
 	home    string // the agent's home: the person's, whatever the project
 	runDir  string // where the agent works: dir, or the worktree's
-	creds   *runCredentials
+	creds   *sandbox.RunCredentials
 	wt      *worktree // the job's worktree, or nil
 	wtNote  string    // why a message has no worktree
 	settled bool      // the worktree was looked at after the run (report)
@@ -41,9 +42,9 @@ type run struct {
 	limit   *deadline
 	start   time.Time
 	prog    *progress
-	shotTok string  // the run's token at the screenshot endpoint
-	cg      *cgroup // the run's cgroup, or nil
-	spec    *Run    // what the agent is given
+	shotTok string          // the run's token at the screenshot endpoint
+	cg      *sandbox.Cgroup // the run's cgroup, or nil
+	spec    *Run            // what the agent is given
 	agent   Agent
 	name    string // the agent, for the log
 	conv    *conversation

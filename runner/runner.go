@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // Runner takes jobs from JOBS and runs them.
@@ -29,7 +30,7 @@ type Runner struct {
 	agent Agent
 	// claudeBin is the Claude Code binary found, picked or not.
 	claudeBin string
-	user      *agentUser
+	user      *sandbox.User
 	users     jetstream.KeyValue // the dispatcher's state, read to skip cancelled jobs
 	events    jetstream.Stream
 	shots     *shotServer // the screenshot endpoint, while Run runs
@@ -42,7 +43,7 @@ type Runner struct {
 	branches branchMemory
 	// snapshots is the snapshot store, nil when snapshots are off.
 	snapshots jetstream.ObjectStore
-	creds     *credentials // people's git credentials; nil: none handed out
+	creds     *sandbox.Credentials // people's git credentials; nil: none handed out
 
 	mu      sync.Mutex
 	running map[string]*running // by user key
@@ -82,7 +83,7 @@ func (r *Runner) setUp() error {
 		return settingErr("Workspaces", cfg.Workspaces, "not a usable path", err)
 	}
 	cfg.Workspaces = ws
-	if r.user, err = lookupAgentUser(cfg.AgentUser); err != nil {
+	if r.user, err = sandbox.LookupUser(cfg.AgentUser); err != nil {
 		return settingErr("AgentUser", cfg.AgentUser, "not a user of this system", err)
 	}
 	if cfg.Sandbox != nil {
@@ -93,12 +94,12 @@ func (r *Runner) setUp() error {
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return settingErr("Workspaces", ws, "cannot be made", err)
 	}
-	if changed, err := reachable(ws, r.user); err != nil {
+	if changed, err := sandbox.Reachable(ws, r.user); err != nil {
 		return settingErr("Workspaces", ws, "out of the agent user's reach", err)
 	} else if len(changed) > 0 {
-		r.log.Info().Strs("dirs", changed).Str("agent_user", r.user.name).Msg("directories above the workspaces made traversable (o+x, not listable) for the agent user")
+		r.log.Info().Strs("dirs", changed).Str("agent_user", r.user.Name).Msg("directories above the workspaces made traversable (o+x, not listable) for the agent user")
 	}
-	if r.creds, err = openCredentials(cfg.Credentials, ws, cfg.Sandbox, r.user, r.log); err != nil {
+	if r.creds, err = sandbox.OpenCredentials(cfg.Credentials, ws, cfg.Sandbox, r.user, r.log); err != nil {
 		return settingErr("Credentials", cfg.Credentials, "cannot be used", err)
 	}
 	if cfg.ShotCommand != "" {
@@ -157,6 +158,23 @@ func (r *Runner) pickAgent() error {
 	}
 	r.claudeBin = claudeBin
 	return nil
+}
+
+// confine readies the runner's sandbox at start: bwrap works, runs have an
+// unprivileged identity (nobody, when textslash runs as root without an
+// AgentUser), and limits can be set — or says why not.
+func (r *Runner) confine() error {
+	if os.Geteuid() == 0 && r.user == nil {
+		nobody, err := sandbox.LookupUser("nobody")
+		if err != nil {
+			return fmt.Errorf("%w: as root without an AgentUser runs drop to nobody, which this system lacks: %v", sandbox.ErrNoSandbox, err)
+		}
+		r.user = nobody
+		r.log.Warn().Msg("runs sandboxed as nobody: set TEXTSLASH_AGENT_USER to give agents a user of their own")
+	}
+	limited, err := r.cfg.Sandbox.Ready(r.user, r.cfg.Workspaces, r.cfg.ClaudeBin, r.log)
+	r.limited = limited
+	return err
 }
 
 // settingErr is err, from a check of the machine, as the ConfigError of

@@ -18,6 +18,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 const (
@@ -450,7 +451,7 @@ func TestRunnerAsAgentUser(t *testing.T) {
 		t.Skip("needs root to switch users")
 	}
 	const name = "textslash-agent"
-	au, err := lookupAgentUser(name)
+	au, err := sandbox.LookupUser(name)
 	if err != nil {
 		t.Skipf("no agent user: %v", err)
 	}
@@ -491,7 +492,7 @@ func TestRunnerAsAgentUser(t *testing.T) {
 			u := e.user(contract.ChannelWeb, "alice")
 			e.job(u, "m1", `id -u; touch mine && stat -c %u mine`)
 			ev := e.waitDone(u, "m1", runnerWait)
-			want := fmt.Sprintf("%d\n%d", au.uid, au.uid)
+			want := fmt.Sprintf("%d\n%d", au.UID, au.UID)
 			if ev.Status != contract.StatusOK || ev.Text != want {
 				t.Errorf("got status %q text %q; want ok %q", ev.Status, ev.Text, want)
 			}

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // SystemPrompt is appended to Claude Code's: how its answers reach the
@@ -31,7 +33,7 @@ var sessionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
 // readSession reads the session id kept in file (sessionFileOf) of home,
 // or "" when there is none fit to resume.
 func readSession(home, file string) string {
-	b, err := readBeneath(home, file, 256)
+	b, err := sandbox.ReadBeneath(home, file, 256)
 	if err != nil {
 		return ""
 	}
@@ -47,7 +49,7 @@ func writeSession(home, file, id string) error {
 	if !sessionRE.MatchString(id) {
 		return fmt.Errorf("session id %q", id)
 	}
-	return writeBeneath(home, file, []byte(id+"\n"), 0o600, nil)
+	return sandbox.WriteBeneath(home, file, []byte(id+"\n"), 0o600, nil)
 }
 
 // diffKeep is how much of the diff an approval request quotes as text
@@ -87,11 +89,11 @@ func (c changes) text() string {
 func pendingChanges(ctx context.Context, r *Run) (changes, error) {
 	git := func(args ...string) (string, error) {
 		cmd := r.Command(ctx, "git", args...)
-		out := &cappedBuffer{max: 1 << 20}
+		out := &sandbox.CappedBuffer{Max: 1 << 20}
 		cmd.Stdout = out
 		err := cmd.Run()
-		endGroup(cmd)
-		return out.buf.String(), err
+		sandbox.EndGroup(cmd)
+		return out.String(), err
 	}
 	// Not a repository: nothing to approve. (Only the workspace's own:
 	// a repository around the workspaces directory is not the person's.)
@@ -130,7 +132,7 @@ func pendingChanges(ctx context.Context, r *Run) (changes, error) {
 		if code == "??" { // untracked: git diff does not count it
 			code = "A"
 			untracked = append(untracked, path)
-			if data, err := readBeneath(r.Dir, path, 1<<20); err == nil {
+			if data, err := sandbox.ReadBeneath(r.Dir, path, 1<<20); err == nil {
 				counts[path] = [2]string{strconv.Itoa(strings.Count(string(data), "\n")), "0"}
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // Shell runs the message as a bash script in the workspace and replies with
@@ -25,12 +27,12 @@ func (Shell) Run(ctx context.Context, r *Run) (Result, error) {
 		return Result{Text: savedLine(r)}, nil
 	}
 	cmd := r.Command(ctx, "bash", "-c", script)
-	out := &cappedBuffer{max: r.OutputCap}
+	out := &sandbox.CappedBuffer{Max: r.OutputCap}
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
-	endGroup(cmd)
-	res := Result{ExitCode: exitCode(cmd), Truncated: out.truncated}
-	res.Text, res.Handovers = handoverLines(out.buf.String())
+	sandbox.EndGroup(cmd)
+	res := Result{ExitCode: sandbox.ExitCode(cmd), Truncated: out.Truncated()}
+	res.Text, res.Handovers = handoverLines(out.String())
 	if res.Truncated {
 		res.Text += "\n[output truncated]"
 	}

@@ -2,14 +2,11 @@ package runner
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,12 +16,13 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // shellRun prepares a fresh workspace and home and a Run of script in it,
 // as u (nil: as this process's user). The environment is taken now: call
 // t.Setenv before.
-func shellRun(t *testing.T, script string, u *agentUser) (r *Run, home string) {
+func shellRun(t *testing.T, script string, u *sandbox.User) (r *Run, home string) {
 	t.Helper()
 	root := t.TempDir()
 	if u != nil {
@@ -36,13 +34,13 @@ func shellRun(t *testing.T, script string, u *agentUser) (r *Run, home string) {
 		}
 	}
 	dir, home := filepath.Join(root, "ws"), filepath.Join(root, "home")
-	if err := prepareWorkspace(dir, home, u); err != nil {
-		t.Fatalf("prepareWorkspace: %v", err)
+	if err := sandbox.PrepareWorkspace(dir, home, u); err != nil {
+		t.Fatalf("sandbox.PrepareWorkspace: %v", err)
 	}
 	return &Run{
 		Job:       contract.Job{V: contract.Version, ID: "job-1", Text: script, At: time.Now()},
 		Dir:       dir,
-		Command:   commandFunc(dir, home, u, false),
+		Command:   sandbox.CommandFunc(dir, home, u, false),
 		Progress:  func(string) {},
 		OutputCap: 1 << 20,
 	}, home
@@ -336,7 +334,7 @@ func TestShellEnvironment(t *testing.T) {
 			t.Errorf("%s: got %q in the agent's environment; want absent", name, v)
 		}
 	}
-	model := agentEnv(home, nil, true)
+	model := sandbox.Env(home, nil, true)
 	for _, kv := range []string{"ANTHROPIC_API_KEY=k", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"} {
 		if !slices.Contains(model, kv) {
 			t.Errorf("Claude Code's environment lacks %s: %q", kv, model)
@@ -373,14 +371,14 @@ func TestShellAsAgentUser(t *testing.T) {
 		t.Skip("needs root to switch users")
 	}
 	const name = "textslash-agent"
-	u, err := lookupAgentUser(name)
+	u, err := sandbox.LookupUser(name)
 	if err != nil {
 		t.Skipf("no agent user: %v", err)
 	}
 	r, home := shellRun(t, `id -u; id -g; id -G; echo "$HOME $USER"; touch made-here && stat -c %u made-here; `+
 		`touch "$HOME/h" && echo home-ok; touch /root/nope 2>/dev/null || echo no-root`, u)
 	res := runShell(t, t.Context(), r)
-	uid, gid := fmt.Sprint(u.uid), fmt.Sprint(u.gid)
+	uid, gid := fmt.Sprint(u.UID), fmt.Sprint(u.GID)
 	want := strings.Join([]string{uid, gid, gid, home + " " + name, uid, "home-ok", "no-root"}, "\n") + "\n"
 	if res.Text != want || res.ExitCode != 0 {
 		t.Errorf("as %s: got %q exit %d; want %q exit 0", name, res.Text, res.ExitCode, want)
@@ -394,62 +392,8 @@ func TestShellAsAgentUser(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := fi.Sys().(*syscall.Stat_t)
-		if st.Uid != u.uid || st.Gid != u.gid || fi.Mode().Perm() != 0o750 {
-			t.Errorf("%s: got owner %d:%d mode %v; want %d:%d 0750", d, st.Uid, st.Gid, fi.Mode().Perm(), u.uid, u.gid)
-		}
-	}
-}
-
-func TestLookupAgentUser(t *testing.T) {
-	tests := []struct {
-		name    string
-		wantNil bool
-		wantErr bool
-	}{
-		{"", true, false},
-		{"no-such-user-textslash", true, true},
-		{"root", false, false},
-	}
-	for _, tt := range tests {
-		u, err := lookupAgentUser(tt.name)
-		if (err != nil) != tt.wantErr || (u == nil) != tt.wantNil {
-			t.Errorf("lookupAgentUser(%q): got %+v, %v; want nil %v, error %v", tt.name, u, err, tt.wantNil, tt.wantErr)
-		}
-	}
-	if u, err := lookupAgentUser("root"); err == nil && (u.uid != 0 || u.gid != 0 || u.name != "root") {
-		t.Errorf("lookupAgentUser(root): got %+v; want uid 0 gid 0", u)
-	}
-}
-
-// A program's output is read straight into its capped buffer: os/exec's
-// copy otherwise takes a 32 KB buffer for every program a run starts (14%
-// of the bytes textslash allocated per message, sandbox off).
-func TestCappedBufferReadsWithoutACopyBuffer(t *testing.T) {
-	for _, tc := range []struct {
-		max, write, want int
-	}{{1 << 20, 5, 5}, {4, 10, 4}, {0, 3, 0}} {
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			_, _ = w.Write(bytes.Repeat([]byte("x"), tc.write))
-			w.Close()
-		}()
-		buf := &cappedBuffer{max: tc.max}
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		n, err := io.Copy(buf, r)
-		runtime.ReadMemStats(&after)
-		r.Close()
-		if err != nil || n != int64(tc.write) {
-			t.Errorf("max %d: copied %d, %v; want %d", tc.max, n, err, tc.write)
-		}
-		if buf.buf.Len() != tc.want || buf.truncated != (tc.write > tc.max) {
-			t.Errorf("max %d, %d written: kept %d (truncated %v); want %d", tc.max, tc.write, buf.buf.Len(), buf.truncated, tc.want)
-		}
-		if got := after.TotalAlloc - before.TotalAlloc; got >= 8<<10 {
-			t.Errorf("max %d: reading %d bytes allocated %d bytes; want under 8 KB", tc.max, tc.write, got)
+		if st.Uid != u.UID || st.Gid != u.GID || fi.Mode().Perm() != 0o750 {
+			t.Errorf("%s: got owner %d:%d mode %v; want %d:%d 0750", d, st.Uid, st.Gid, fi.Mode().Perm(), u.UID, u.GID)
 		}
 	}
 }

@@ -329,7 +329,7 @@ func (r *Runner) browserUser() *syscall.Credential {
 	if r.user == nil {
 		return nil
 	}
-	return &syscall.Credential{Uid: r.user.uid, Gid: r.user.gid}
+	return &syscall.Credential{Uid: r.user.UID, Gid: r.user.GID}
 }
 
 // browserNoSandbox: Chromium's own sandbox (user namespaces) is used

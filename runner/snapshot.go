@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // Workspace snapshots (issue 19): the state of a person's workspace, kept
@@ -78,7 +79,7 @@ type snapshotSource struct {
 	Max int64
 	// Owner gets what restoreSnapshot creates; nil: the owner of Dir, or
 	// of Home when Dir is missing.
-	Owner *agentUser
+	Owner *sandbox.User
 	// Command runs a program in Dir as the agent user (Run.Command).
 	Command func(ctx context.Context, name string, args ...string) *exec.Cmd
 }

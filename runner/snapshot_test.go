@@ -22,6 +22,7 @@ import (
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // snapStore is the snapshots object store of a fresh provisioned server.
@@ -40,12 +41,12 @@ func snapStore(t testing.TB) jetstream.ObjectStore {
 
 // snapUser is who workspaces belong to: the agent user when the test runs
 // as root (as the runner does), else this process's user (nil).
-func snapUser(t testing.TB) *agentUser {
+func snapUser(t testing.TB) *sandbox.User {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		return nil
 	}
-	u, err := lookupAgentUser(claudetest.AgentUser(t))
+	u, err := sandbox.LookupUser(claudetest.AgentUser(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func snapUser(t testing.TB) *agentUser {
 
 // snapPlace makes a workspace named name and a home, in a directory of
 // their own, the way the runner makes them, and their snapshotSource.
-func snapPlace(t testing.TB, u *agentUser, name string) snapshotSource {
+func snapPlace(t testing.TB, u *sandbox.User, name string) snapshotSource {
 	t.Helper()
 	root := t.TempDir()
 	if u != nil { // t.TempDir and its parent are 0700 root: let the agent user through
@@ -65,12 +66,12 @@ func snapPlace(t testing.TB, u *agentUser, name string) snapshotSource {
 		}
 	}
 	dir, home := filepath.Join(root, name), filepath.Join(root, "home")
-	if err := prepareWorkspace(dir, home, u); err != nil {
+	if err := sandbox.PrepareWorkspace(dir, home, u); err != nil {
 		t.Fatal(err)
 	}
 	return snapshotSource{
 		Dir: dir, Home: home, SessionFile: ".textslash-session.proj",
-		Owner: u, Command: commandFunc(dir, home, u, false),
+		Owner: u, Command: sandbox.CommandFunc(dir, home, u, false),
 	}
 }
 
@@ -85,7 +86,7 @@ func snapGitT(t testing.TB, s snapshotSource, args ...string) string {
 }
 
 // snapPut writes rel beneath base (its new parents too), owned by u.
-func snapPut(t testing.TB, u *agentUser, base, rel string, data []byte, perm fs.FileMode) {
+func snapPut(t testing.TB, u *sandbox.User, base, rel string, data []byte, perm fs.FileMode) {
 	t.Helper()
 	p := filepath.Join(base, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -101,7 +102,7 @@ func snapPut(t testing.TB, u *agentUser, base, rel string, data []byte, perm fs.
 }
 
 // snapSymlink makes the symlink rel beneath base, owned by u.
-func snapSymlink(t testing.TB, u *agentUser, base, rel, target string) {
+func snapSymlink(t testing.TB, u *sandbox.User, base, rel, target string) {
 	t.Helper()
 	if err := os.Symlink(target, filepath.Join(base, rel)); err != nil {
 		t.Fatal(err)
@@ -110,13 +111,13 @@ func snapSymlink(t testing.TB, u *agentUser, base, rel, target string) {
 }
 
 // snapGive gives rel beneath base, and the directories between, to u.
-func snapGive(t testing.TB, u *agentUser, base, rel string) {
+func snapGive(t testing.TB, u *sandbox.User, base, rel string) {
 	t.Helper()
 	if u == nil {
 		return
 	}
 	for p := filepath.Join(base, rel); p != base && p != filepath.Dir(p); p = filepath.Dir(p) {
-		if err := os.Lchown(p, int(u.uid), int(u.gid)); err != nil {
+		if err := os.Lchown(p, int(u.UID), int(u.GID)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -204,7 +205,7 @@ func snapTrunc(s string) string {
 // commits past main's one, origin/feature one behind) with every kind of
 // uncommitted work, and Claude Code's transcripts of it in s.Home.
 // It returns the session id and the paths git ignores.
-func snapRepoFixture(t testing.TB, s snapshotSource, u *agentUser) (session string, ignored []string) {
+func snapRepoFixture(t testing.TB, s snapshotSource, u *sandbox.User) (session string, ignored []string) {
 	t.Helper()
 	snapGitT(t, s, "init", "-q", "-b", "main")
 	snapPut(t, u, s.Dir, "README.md", []byte("# demo\n"), 0o644)
@@ -315,7 +316,7 @@ func TestSnapshotGitRoundTrip(t *testing.T) {
 			t.Errorf("ignored %s moved", p)
 		}
 	}
-	if fi, err := os.Stat(to.Dir); err != nil || u != nil && fi.Sys().(*syscall.Stat_t).Uid != u.uid {
+	if fi, err := os.Stat(to.Dir); err != nil || u != nil && fi.Sys().(*syscall.Stat_t).Uid != u.UID {
 		t.Errorf("restored workspace: %v, %+v; want one of the agent user's", err, fi)
 	}
 
@@ -372,7 +373,7 @@ func TestSnapshotGitStates(t *testing.T) {
 			inner := s
 			inner.Dir = filepath.Join(s.Dir, "vendor", "lib")
 			snapPut(t, u, s.Dir, "vendor/lib/lib.go", []byte("package lib\n"), 0o644)
-			inner.Command = commandFunc(inner.Dir, s.Home, u, false)
+			inner.Command = sandbox.CommandFunc(inner.Dir, s.Home, u, false)
 			snapGitT(t, inner, "init", "-q", "-b", "main")
 			snapGitT(t, inner, "add", "-A")
 			snapGitT(t, inner, "commit", "-q", "-m", "inner")
@@ -448,7 +449,7 @@ func TestSnapshotFolderRoundTrip(t *testing.T) {
 		t.Error("the snapshot holds what a link outside the workspace points at")
 	}
 
-	to := snapPlace(t, u, "plain2") // made empty, as prepareWorkspace leaves it
+	to := snapPlace(t, u, "plain2") // made empty, as sandbox.PrepareWorkspace leaves it
 	found, notes, err := restoreSnapshot(t.Context(), obs, "u/default", to)
 	if err != nil || !found {
 		t.Fatalf("restoreSnapshot: found %v, err %v", found, err)
@@ -870,10 +871,10 @@ func TestSnapshotClaudeResumes(t *testing.T) {
 	u := snapUser(t)
 	claude := func(s snapshotSource, args ...string) {
 		t.Helper()
-		s.Command = commandFunc(s.Dir, s.Home, u, true)
+		s.Command = sandbox.CommandFunc(s.Dir, s.Home, u, true)
 		cmd := s.Command(t.Context(), bin, append([]string{"-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"}, args...)...)
 		out, err := cmd.CombinedOutput()
-		endGroup(cmd)
+		sandbox.EndGroup(cmd)
 		if err != nil || !bytes.Contains(out, []byte(`"type":"result"`)) {
 			t.Fatalf("claude %v: %v\n%s", args, err, out)
 		}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // restoreSnapshot rebuilds the workspace s.Dir, which must be empty or
@@ -110,7 +111,7 @@ func snapRestoreTarget(s snapshotSource) (uid, gid int, err error) {
 	}
 	switch {
 	case s.Owner != nil:
-		uid, gid = int(s.Owner.uid), int(s.Owner.gid)
+		uid, gid = int(s.Owner.UID), int(s.Owner.GID)
 	case owner(s.Dir), owner(s.Home), owner(filepath.Dir(s.Dir)):
 	default:
 		uid, gid = os.Geteuid(), os.Getegid()
@@ -187,7 +188,7 @@ func (r *snapRestorer) restore(spool io.Reader) error {
 	hdr, err = tr.Next()
 	var bundle string
 	if err == nil && hdr.Name == snapBundle {
-		tmp := ".textslash-restore-" + newRunMark() + ".bundle"
+		tmp := ".textslash-restore-" + sandbox.NewMark() + ".bundle"
 		defer r.home.Remove(tmp)
 		if err := r.file(r.home, tmp, hdr, tr); err != nil {
 			return err

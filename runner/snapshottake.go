@@ -21,6 +21,8 @@ import (
 	"unicode/utf16"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // takeSnapshot stores the state of the workspace s.Dir (and the agent's
@@ -256,7 +258,7 @@ func snapHistory(git func(args ...string) (string, error), s snapshotSource, hom
 	if refs, err := git("for-each-ref", "--count=1", "--format=%(refname)"); err != nil || strings.TrimSpace(refs) == "" {
 		return nil, nil
 	}
-	tmp := ".textslash-snapshot-" + newRunMark() + ".bundle"
+	tmp := ".textslash-snapshot-" + sandbox.NewMark() + ".bundle"
 	if _, err := git("bundle", "create", "-q", filepath.Join(s.Home, tmp), "--all"); err != nil {
 		home.Remove(tmp)
 		meta.LeftOut = append(meta.LeftOut, snapshotLeftOut{What: leftHistory, Why: whyFailed})
@@ -274,21 +276,21 @@ func snapHistory(git func(args ...string) (string, error), s snapshotSource, hom
 // output.
 func snapGit(ctx context.Context, s snapshotSource, stdin []byte, args ...string) (string, error) {
 	cmd := s.Command(ctx, "git", args...)
-	out := &cappedBuffer{max: 64 << 20}
-	errs := &cappedBuffer{max: 4 << 10}
+	out := &sandbox.CappedBuffer{Max: 64 << 20}
+	errs := &sandbox.CappedBuffer{Max: 4 << 10}
 	cmd.Stdout, cmd.Stderr = out, errs
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
 	err := cmd.Run()
-	endGroup(cmd)
-	if err == nil && out.truncated {
+	sandbox.EndGroup(cmd)
+	if err == nil && out.Truncated() {
 		err = errors.New("output too long")
 	}
 	if err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(errs.buf.String()))
+		return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(errs.String()))
 	}
-	return out.buf.String(), nil
+	return out.String(), nil
 }
 
 // localPath: a clean relative path that stays beneath its directory.

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // Transcriber turns speech into text: the production path is any
@@ -100,14 +102,14 @@ type CommandTranscriber struct{ Command string }
 func (t *CommandTranscriber) Transcribe(ctx context.Context, wav []byte, command func(context.Context, string, ...string) *exec.Cmd) (string, error) {
 	cmd := command(ctx, "bash", "-c", "cat | {\n"+t.Command+"\n}")
 	cmd.Stdin = bytes.NewReader(wav)
-	out, errOut := &cappedBuffer{max: 64 << 10}, &cappedBuffer{max: 4 << 10}
+	out, errOut := &sandbox.CappedBuffer{Max: 64 << 10}, &sandbox.CappedBuffer{Max: 4 << 10}
 	cmd.Stdout, cmd.Stderr = out, errOut
 	err := cmd.Run()
-	endGroup(cmd)
+	sandbox.EndGroup(cmd)
 	if err != nil {
-		return "", fmt.Errorf("transcription command: %w: %s", err, strings.TrimSpace(errOut.buf.String()))
+		return "", fmt.Errorf("transcription command: %w: %s", err, strings.TrimSpace(errOut.String()))
 	}
-	return strings.Join(strings.Fields(out.buf.String()), " "), nil
+	return strings.Join(strings.Fields(out.String()), " "), nil
 }
 
 // Voice notes.
@@ -177,20 +179,20 @@ func (r *Runner) listen(ctx context.Context, log zerolog.Logger, voices []attach
 		limit := int(r.cfg.VoiceMax.Seconds()*pcmRate*2) + 2*pcmRate*2
 		cmd := command(ctx, "ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-i", v.Path,
 			"-t", fmt.Sprint(r.cfg.VoiceMax.Seconds()+1), "-ac", "1", "-ar", fmt.Sprint(pcmRate), "-f", "s16le", "pipe:1")
-		pcm, errOut := &cappedBuffer{max: limit}, &cappedBuffer{max: 4 << 10}
+		pcm, errOut := &sandbox.CappedBuffer{Max: limit}, &sandbox.CappedBuffer{Max: 4 << 10}
 		cmd.Stdout, cmd.Stderr = pcm, errOut
 		err := cmd.Run()
-		endGroup(cmd)
+		sandbox.EndGroup(cmd)
 		if err != nil {
-			log.Warn().Err(err).Str("path", v.Path).Str("ffmpeg", strings.TrimSpace(errOut.buf.String())).Msg("voice note not decoded")
+			log.Warn().Err(err).Str("path", v.Path).Str("ffmpeg", strings.TrimSpace(errOut.String())).Msg("voice note not decoded")
 			return "", errVoice{fmt.Sprintf(MsgVoiceFailed, v.Path)}
 		}
-		length := time.Duration(pcm.buf.Len()) * time.Second / (2 * pcmRate)
+		length := time.Duration(pcm.Len()) * time.Second / (2 * pcmRate)
 		if length > r.cfg.VoiceMax {
 			return "", errVoice{fmt.Sprintf(MsgVoiceTooLong, r.cfg.VoiceMax, v.Path)}
 		}
 		start := time.Now()
-		text, err := r.cfg.Transcriber.Transcribe(ctx, wavFile(pcm.buf.Bytes()), command)
+		text, err := r.cfg.Transcriber.Transcribe(ctx, wavFile(pcm.Bytes()), command)
 		if err != nil {
 			if ctx.Err() != nil {
 				return "", ctx.Err()

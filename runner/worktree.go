@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // Branches (issue 19): with the person's "branches on", each message job
@@ -116,11 +117,11 @@ func gitWith(command func(ctx context.Context, name string, args ...string) *exe
 		ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 		defer cancel()
 		cmd := command(ctx, "git", append(slices.Clip(gitIdentity), args...)...)
-		out := &cappedBuffer{max: 64 << 10}
+		out := &sandbox.CappedBuffer{Max: 64 << 10}
 		cmd.Stdout, cmd.Stderr = out, out
 		err := cmd.Run()
-		endGroup(cmd)
-		text := strings.TrimSpace(out.buf.String())
+		sandbox.EndGroup(cmd)
+		text := strings.TrimSpace(out.String())
 		if err != nil {
 			return text, fmt.Errorf("git %s: %w: %s", strings.Join(args[:min(len(args), 3)], " "), err, text)
 		}
@@ -143,9 +144,9 @@ func worktreeFileOf(project string) string {
 // project's checkout: as the agent user, in the sandbox when runs have
 // one (seeing writable too, read-write), without a cgroup.
 func (r *Runner) gitCommand(checkout, home string, writable ...string) func(ctx context.Context, name string, args ...string) *exec.Cmd {
-	command := commandFunc(checkout, home, r.user, false)
+	command := sandbox.CommandFunc(checkout, home, r.user, false)
 	if box := r.cfg.Sandbox; box != nil {
-		command = confined(command, withWritable(box, writable...), checkout, home, r.bin, nil)
+		command = sandbox.Confined(command, withWritable(box, writable...), checkout, home, r.bin, nil)
 	}
 	return command
 }
@@ -153,7 +154,7 @@ func (r *Runner) gitCommand(checkout, home string, writable ...string) func(ctx 
 // withWritable is box for one run that also binds dirs read-write; box,
 // shared by every run, is left as it was. (Sandbox.Share is bound
 // read-write into a run in the same way, after what is hidden.)
-func withWritable(box *Sandbox, dirs ...string) *Sandbox {
+func withWritable(box *sandbox.Sandbox, dirs ...string) *sandbox.Sandbox {
 	if box == nil || len(dirs) == 0 {
 		return box
 	}
@@ -163,7 +164,7 @@ func withWritable(box *Sandbox, dirs ...string) *Sandbox {
 }
 
 // sandbox is box for the job w belongs to.
-func (w *worktree) sandbox(box *Sandbox) *Sandbox {
+func (w *worktree) sandbox(box *sandbox.Sandbox) *sandbox.Sandbox {
 	if w == nil {
 		return box
 	}
@@ -184,7 +185,7 @@ func (r *Runner) openWorktree(ctx context.Context, log zerolog.Logger, job contr
 			return nil, "", ""
 		}
 	case contract.ActionApprove, contract.ActionReject:
-		b, err := readBeneath(home, worktreeFileOf(project), 512)
+		b, err := sandbox.ReadBeneath(home, worktreeFileOf(project), 512)
 		if err != nil {
 			return nil, "", "" // the request was about the checkout
 		}
@@ -195,7 +196,7 @@ func (r *Runner) openWorktree(ctx context.Context, log zerolog.Logger, job contr
 	default:
 		return nil, "", ""
 	}
-	if err := prepareWorkspace(filepath.Dir(dir), home, r.user); err != nil {
+	if err := sandbox.PrepareWorkspace(filepath.Dir(dir), home, r.user); err != nil {
 		log.Error().Err(err).Msg("worktrees directory")
 		return nil, "", MsgFailed
 	}
@@ -424,13 +425,13 @@ func (w *worktree) remember(home, project string) error {
 	if w == nil {
 		return forgetWorktree(home, project)
 	}
-	return writeBeneath(home, worktreeFileOf(project), []byte(w.branch+"\n"), 0o600, nil)
+	return sandbox.WriteBeneath(home, worktreeFileOf(project), []byte(w.branch+"\n"), 0o600, nil)
 }
 
 // forgetWorktree removes the note that project's approval request is
 // about a branch.
 func forgetWorktree(home, project string) error {
-	if err := removeBeneath(home, worktreeFileOf(project)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := sandbox.RemoveBeneath(home, worktreeFileOf(project)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // worktreeEnv is a runner with person alice's project app, cloned from
@@ -24,13 +25,13 @@ type worktreeEnv struct {
 	local    string // the unrelated change's status line
 }
 
-func newWorktreeEnv(t *testing.T, cfg Config, au *agentUser) *worktreeEnv {
+func newWorktreeEnv(t *testing.T, cfg Config, au *sandbox.User) *worktreeEnv {
 	t.Helper()
 	e := newRunnerEnv(t)
 	bare := bareRepo(t)
 	giveRepo(t, bare, au, filepath.Dir(e.workspaces), e.workspaces)
 	if au != nil {
-		cfg.AgentUser = au.name
+		cfg.AgentUser = au.Name
 	}
 	if cfg.Sandbox != nil {
 		cfg.Sandbox.Share = append(cfg.Sandbox.Share, filepath.Dir(bare)) // the clone reads it
@@ -310,10 +311,10 @@ func TestWorktreeAsAgentUser(t *testing.T) {
 		t.Run(map[bool]string{false: "unconfined", true: "sandboxed"}[sandboxed], func(t *testing.T) {
 			cfg := Config{}
 			if sandboxed {
-				if err := (&Sandbox{}).probe(au); err != nil {
+				if err := (&sandbox.Sandbox{}).Probe(au); err != nil {
 					t.Skip(err)
 				}
-				cfg.Sandbox = &Sandbox{}
+				cfg.Sandbox = &sandbox.Sandbox{}
 			}
 			w := newWorktreeEnv(t, cfg, au)
 			script := fmt.Sprintf(`pwd; id -u; echo x > f.txt; git status --porcelain; git add -A && git reset -q && echo index-ok; git log -1 --format=%%s; test -e %s/app.txt && echo sees-checkout || echo no-checkout; exit 0`, w.checkout)
@@ -323,7 +324,7 @@ func TestWorktreeAsAgentUser(t *testing.T) {
 			if sandboxed {
 				see = "no-checkout"
 			}
-			if want := fmt.Sprintf("%s\n%d\n?? f.txt\nindex-ok\ninit\n%s\n", w.tree, au.uid, see); !strings.HasPrefix(ev.Text, want) {
+			if want := fmt.Sprintf("%s\n%d\n?? f.txt\nindex-ok\ninit\n%s\n", w.tree, au.UID, see); !strings.HasPrefix(ev.Text, want) {
 				t.Errorf("run: %q; want it to start %q", ev.Text, want)
 			}
 			askedOn(t, ev, "textslash/w1", "f.txt")
@@ -351,7 +352,7 @@ func TestWorktreeAsAgentUser(t *testing.T) {
 				t.Errorf("branches %q; want textslash/w1", b)
 			}
 			out, err := exec.Command("stat", "-c", "%u", filepath.Dir(w.tree)).Output()
-			if err != nil || strings.TrimSpace(string(out)) != fmt.Sprint(au.uid) {
+			if err != nil || strings.TrimSpace(string(out)) != fmt.Sprint(au.UID) {
 				t.Errorf("the person's worktrees directory belongs to %s %v; want the agent user", out, err)
 			}
 		})

@@ -19,6 +19,7 @@ import (
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/ingress"
 	"github.com/textslash/textslash/runner"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // The services a process can run.
@@ -372,15 +373,15 @@ func (c *config) transcriber() runner.Transcriber {
 }
 
 // sandbox is the runner's sandbox; nil when TEXTSLASH_SANDBOX=off.
-func (c *config) sandbox() *runner.Sandbox {
+func (c *config) sandbox() *sandbox.Sandbox {
 	if c.Sandbox == "off" {
 		return nil
 	}
 	mem, _ := parseBytes(c.RunMemory) // validated
-	return &runner.Sandbox{
+	return &sandbox.Sandbox{
 		Hide:   []string{c.Data},
 		Share:  ingress.ParseList(c.SandboxShare),
-		Limits: runner.Limits{Memory: mem, Pids: c.RunPids, CPU: c.RunCPU},
+		Limits: sandbox.Limits{Memory: mem, Pids: c.RunPids, CPU: c.RunCPU},
 	}
 }
 

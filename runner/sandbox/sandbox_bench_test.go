@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 import (
 	"os"
@@ -13,7 +13,7 @@ import (
 func BenchmarkSandboxedTrue(b *testing.B) {
 	ws, home := b.TempDir(), b.TempDir()
 	box := &Sandbox{Limits: Limits{Memory: 256 << 20, Pids: 64, CPU: 1}}
-	if err := box.probe(nil); err != nil {
+	if err := box.Probe(nil); err != nil {
 		b.Skip(err)
 	}
 	limited := os.Geteuid() == 0 && cgroupsWritable() == nil
@@ -28,16 +28,16 @@ func BenchmarkSandboxedTrue(b *testing.B) {
 			}
 			var cpu time.Duration
 			for b.Loop() {
-				command := commandFunc(ws, home, nil, false)
-				var cg *cgroup
+				command := CommandFunc(ws, home, nil, false)
+				var cg *Cgroup
 				if tc.cg {
 					var err error
-					if cg, err = newCgroup("bench-"+newRunMark(), box.Limits, -1, -1); err != nil {
+					if cg, err = NewCgroup("bench-"+NewMark(), box.Limits, -1, -1); err != nil {
 						b.Fatal(err)
 					}
 				}
 				if tc.box != nil {
-					command = confined(command, tc.box, ws, home, "", cg)
+					command = Confined(command, tc.box, ws, home, "", cg)
 				}
 				cmd := command(b.Context(), "true")
 				if err := cmd.Run(); err != nil {
@@ -45,7 +45,7 @@ func BenchmarkSandboxedTrue(b *testing.B) {
 				}
 				cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 				if cg != nil {
-					cg.kill()
+					cg.Kill()
 				}
 			}
 			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")

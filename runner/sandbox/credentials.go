@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 import (
 	"errors"
@@ -19,8 +19,8 @@ import (
 	"github.com/textslash/textslash/contract"
 )
 
-// People's git credentials (issue 19: private repositories cloned into
-// projects). The operator keeps them in a directory (Config.Credentials),
+// People's git credentials, for private repositories cloned into
+// projects. The operator keeps them in a directory (Config.Credentials),
 // one subdirectory per person named by contract.PersonKey:
 //
 //	phone.15551234567/git-credentials   https tokens, git's credential-store format
@@ -64,20 +64,20 @@ const (
 // contract.PersonKey ("phone.15551234567", "telegram.123456789").
 var personKeyRE = regexp.MustCompile(`^[a-z]+\.[A-Za-z0-9_-]{1,64}$`)
 
-// credentials hands people's credentials to their runs.
-type credentials struct {
-	dir    string     // the operator's: one subdirectory per person
-	copies string     // <Workspaces>/.credentials: the runs' copies
-	user   *agentUser // whom the copies belong to; nil: textslash's user
+// Credentials hands people's credentials to their runs.
+type Credentials struct {
+	dir    string // the operator's: one subdirectory per person
+	copies string // <Workspaces>/.credentials: the runs' copies
+	user   *User  // whom the copies belong to; nil: textslash's user
 }
 
-// openCredentials readies the credentials in dir (Config.Credentials)
+// OpenCredentials readies the credentials in dir (Config.Credentials)
 // at start: dir and the runs' copies under workspaces are added to what
 // box hides, copies a crash left are removed, and each person's kinds of
 // credentials are logged (never their contents). Without a sandbox (box
 // nil) it logs an error and hands none out; dir "" hands none out. A nil
-// *credentials hands none out.
-func openCredentials(dir, workspaces string, box *Sandbox, u *agentUser, log zerolog.Logger) (*credentials, error) {
+// *Credentials hands none out.
+func OpenCredentials(dir, workspaces string, box *Sandbox, u *User, log zerolog.Logger) (*Credentials, error) {
 	if dir == "" {
 		return nil, nil
 	}
@@ -99,12 +99,12 @@ func openCredentials(dir, workspaces string, box *Sandbox, u *agentUser, log zer
 	if fi.Mode().Perm()&0o077 != 0 {
 		log.Warn().Str("credentials", abs).Str("mode", fi.Mode().Perm().String()).Msg("the credentials directory is open to other users of this machine: chmod 700 it")
 	}
-	c := &credentials{dir: abs, copies: filepath.Join(workspaces, credentialsCopies), user: u}
+	c := &Credentials{dir: abs, copies: filepath.Join(workspaces, credentialsCopies), user: u}
 	// A shared directory is bound into every run after the hidden ones
 	// are hidden: it would show them again.
 	for _, sh := range box.Share {
 		if a, err := filepath.Abs(sh); err == nil && (within(abs, a) || within(a, abs) || within(c.copies, a)) {
-			return nil, contract.BadSetting(service, "Sandbox.Share", sh,
+			return nil, contract.BadSetting(service, configPath+".Share", sh,
 				fmt.Sprintf("overlaps the credentials %s or their runs' copies %s: every run would see them", abs, c.copies))
 		}
 	}
@@ -228,19 +228,19 @@ func readCredentialFiles(src string) (credentialFiles, error) {
 	return f, nil
 }
 
-// runCredentials are the credentials of one run: a copy of its person's,
-// removed when the run ends. A nil *runCredentials is a run without any.
-type runCredentials struct {
+// RunCredentials are the credentials of one run: a copy of its person's,
+// removed when the run ends. A nil *RunCredentials is a run without any.
+type RunCredentials struct {
 	dir   string // the copy, on the host
 	files credentialFiles
 	home  string // the run's home: ssh's known hosts when the operator gave none
 	log   zerolog.Logger
 }
 
-// issue copies u's credentials for one run whose home is home; nil when
+// Issue copies u's credentials for one run whose home is home; nil when
 // u has none (or none are handed out). The copy must be removed when the
-// run ends (remove).
-func (c *credentials) issue(u contract.User, home string, log zerolog.Logger) (*runCredentials, error) {
+// run ends (Remove).
+func (c *Credentials) Issue(u contract.User, home string, log zerolog.Logger) (*RunCredentials, error) {
 	if c == nil {
 		return nil, nil
 	}
@@ -269,14 +269,14 @@ func (c *credentials) issue(u contract.User, home string, log zerolog.Logger) (*
 	if err != nil {
 		return nil, fmt.Errorf("credentials of %s: %w", key, err)
 	}
-	rc := &runCredentials{dir: dir, files: files, home: home, log: log}
+	rc := &RunCredentials{dir: dir, files: files, home: home, log: log}
 	if err := c.copy(src, dir, files); err != nil {
-		rc.remove()
+		rc.Remove()
 		return nil, fmt.Errorf("credentials of %s: %w", key, err)
 	}
 	if len(files.keys) > 0 && !files.knownHosts {
 		if err := sshHome(home, c.user); err != nil {
-			rc.remove()
+			rc.Remove()
 			return nil, fmt.Errorf("credentials of %s: %w", key, err)
 		}
 	}
@@ -286,7 +286,7 @@ func (c *credentials) issue(u contract.User, home string, log zerolog.Logger) (*
 
 // copy copies files of src into dir, every file 0600 and directory 0700,
 // the agent user's; dir is owned last, once full.
-func (c *credentials) copy(src, dir string, files credentialFiles) error {
+func (c *Credentials) copy(src, dir string, files credentialFiles) error {
 	if files.https {
 		if err := copySecret(filepath.Join(src, gitCredentialsFile), filepath.Join(dir, gitCredentialsFile), c.user); err != nil {
 			return err
@@ -315,7 +315,7 @@ func (c *credentials) copy(src, dir string, files credentialFiles) error {
 
 // copySecret copies file src (at most maxCredentialFile bytes) to a new
 // file dst, 0600 and u's.
-func copySecret(src, dst string, u *agentUser) error {
+func copySecret(src, dst string, u *User) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -330,7 +330,7 @@ func copySecret(src, dst string, u *agentUser) error {
 		return fmt.Errorf("copy %s: %w", filepath.Base(src), err)
 	}
 	if u != nil {
-		if err := out.Chown(int(u.uid), int(u.gid)); err != nil {
+		if err := out.Chown(int(u.UID), int(u.GID)); err != nil {
 			out.Close()
 			return err
 		}
@@ -339,18 +339,18 @@ func copySecret(src, dst string, u *agentUser) error {
 }
 
 // own gives directory d to u (nobody's business when u is nil).
-func own(d string, u *agentUser) error {
+func own(d string, u *User) error {
 	if u == nil {
 		return nil
 	}
-	return os.Lchown(d, int(u.uid), int(u.gid))
+	return os.Lchown(d, int(u.UID), int(u.GID))
 }
 
 // sshHome makes the .ssh directory of a run's home, where ssh remembers
 // the hosts it met when the operator gave no known_hosts. An existing
 // one, whatever it is (the person's agent may have made it a link), is
 // left alone: nothing of it is followed.
-func sshHome(home string, u *agentUser) error {
+func sshHome(home string, u *User) error {
 	d := filepath.Join(home, ".ssh")
 	if err := os.Mkdir(d, 0o700); errors.Is(err, fs.ErrExist) {
 		return nil
@@ -360,8 +360,8 @@ func sshHome(home string, u *agentUser) error {
 	return own(d, u)
 }
 
-// remove removes the run's copy.
-func (rc *runCredentials) remove() {
+// Remove removes the run's copy.
+func (rc *RunCredentials) Remove() {
 	if rc == nil {
 		return
 	}
@@ -370,16 +370,16 @@ func (rc *runCredentials) remove() {
 	}
 }
 
-// sandbox is box for this run: with the copy bound read-only at
+// Sandbox is box for this run: with the copy bound read-only at
 // CredentialsPath.
-func (rc *runCredentials) sandbox(box *Sandbox) *Sandbox {
+func (rc *RunCredentials) Sandbox(box *Sandbox) *Sandbox {
 	if rc == nil || box == nil {
 		return box
 	}
 	return box.withBind(rc.dir, CredentialsPath)
 }
 
-// env is env (a run's extra variables) with git pointed at the run's
+// Env is env (a run's extra variables) with git pointed at the run's
 // credentials: a credential helper reading git-credentials, and ssh with
 // the keys.
 //
@@ -387,7 +387,7 @@ func (rc *runCredentials) sandbox(box *Sandbox) *Sandbox {
 // store a password that worked and erase one that did not, and it
 // rewrites its file for that — the read-only copy makes it wait a second
 // and print "fatal: unable to get credential storage lock" on every push.
-func (rc *runCredentials) env(env []string) []string {
+func (rc *RunCredentials) Env(env []string) []string {
 	env = slices.Clip(env)
 	if rc == nil {
 		return env
@@ -408,7 +408,7 @@ func (rc *runCredentials) env(env []string) []string {
 // yes); without them a host is trusted when first met and remembered in
 // the person's home (accept-new), as ssh does for anyone who answers
 // "yes" once: pinned from then on, for that person.
-func (rc *runCredentials) sshCommand() string {
+func (rc *RunCredentials) sshCommand() string {
 	var b strings.Builder
 	b.WriteString("ssh")
 	for _, k := range rc.files.keys {

@@ -1,13 +1,14 @@
-package runner
+package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/rs/zerolog"
 )
 
 // Sandbox confines every program of a run with bubblewrap, as the agent
@@ -57,28 +58,26 @@ func (s *Sandbox) withBind(src, dst string) *Sandbox {
 	return &c
 }
 
-// withDefaults is a copy of s, its lists copied too: New readies the
+// Clone is a copy of s, its lists copied too: the runner readies the
 // copy (absolute Hide, more to hide, the programs to show), never the
 // caller's sandbox.
-func (s *Sandbox) withDefaults() Sandbox {
+func (s *Sandbox) Clone() Sandbox {
 	c := *s
 	c.Hide, c.Share = slices.Clone(s.Hide), slices.Clone(s.Share)
 	c.expose, c.binds = slices.Clone(s.expose), slices.Clone(s.binds)
 	return c
 }
 
-// validate checks the sandbox, named path in the Config.
-func (s *Sandbox) validate(path string) []error {
-	return s.Limits.validate(path + ".Limits")
+// Validate checks the sandbox: each refusal a *contract.ConfigError
+// naming the setting by its path in the runner's Config (Sandbox.Limits.Pids).
+func (s *Sandbox) Validate() []error {
+	return s.Limits.validate(configPath + ".Limits")
 }
 
-// ErrNoSandbox means runs cannot be sandboxed here.
-var ErrNoSandbox = errors.New("cannot sandbox runs")
-
-// probe finds bwrap and runs it once, as the agent user, the way runs use
+// Probe finds bwrap and runs it once, as the agent user, the way runs use
 // it: a machine without it, or one refusing user namespaces (a container
 // without them), is told at start rather than at the first message.
-func (s *Sandbox) probe(u *agentUser) error {
+func (s *Sandbox) Probe(u *User) error {
 	bin := s.Bwrap
 	if bin == "" {
 		bin = "bwrap"
@@ -94,7 +93,7 @@ func (s *Sandbox) probe(u *agentUser) error {
 	}
 	defer os.RemoveAll(dir)
 	if u != nil {
-		_ = os.Chown(dir, int(u.uid), int(u.gid))
+		_ = os.Chown(dir, int(u.UID), int(u.GID))
 	}
 	name, args := s.wrap(dir, dir, "", "/bin/sh", "-c", "test -w .")
 	cmd := exec.Command(name, args...)
@@ -149,51 +148,44 @@ func (s *Sandbox) wrap(dir, home, bin, name string, args ...string) (string, []s
 	return s.Bwrap, append(a, args...)
 }
 
-// confine readies the runner's sandbox at start: bwrap works, runs have an
-// unprivileged identity (nobody, when textslash runs as root without an
-// AgentUser), and limits can be set — or says why not.
-func (r *Runner) confine() error {
-	box := r.cfg.Sandbox
-	if os.Geteuid() == 0 && r.user == nil {
-		nobody, err := lookupAgentUser("nobody")
-		if err != nil {
-			return fmt.Errorf("%w: as root without an AgentUser runs drop to nobody, which this system lacks: %v", ErrNoSandbox, err)
-		}
-		r.user = nobody
-		r.log.Warn().Msg("runs sandboxed as nobody: set TEXTSLASH_AGENT_USER to give agents a user of their own")
-	}
-	for i, h := range box.Hide {
+// Ready readies the sandbox at start for runs as u (nil: textslash's own
+// user) in the workspaces directory, whose agent may be the Claude Code
+// binary claudeBin: bwrap works, and limits can be set (limited) — or says
+// why not. Hide is made absolute and the workspaces added to it, and the
+// programs under a hidden directory are shown.
+func (s *Sandbox) Ready(u *User, workspaces, claudeBin string, log zerolog.Logger) (limited bool, err error) {
+	for i, h := range s.Hide {
 		if abs, err := filepath.Abs(h); err == nil {
-			box.Hide[i] = abs
+			s.Hide[i] = abs
 		}
 	}
 	// Every workspace but the run's own: a project's workspace lies deeper
 	// than the person's default one, so hiding its parent is not enough.
-	box.Hide = append(box.Hide, r.cfg.Workspaces)
-	box.expose = programDirs(append([]string{"/root", "/home", os.TempDir(), r.cfg.Workspaces}, box.Hide...), r.cfg.ClaudeBin, r.user)
-	if len(box.expose) > 0 {
-		r.log.Info().Strs("dirs", box.expose).Msg("sandbox shows these program directories read-only (they are under a hidden directory)")
+	s.Hide = append(s.Hide, workspaces)
+	s.expose = programDirs(append([]string{"/root", "/home", os.TempDir(), workspaces}, s.Hide...), claudeBin, u)
+	if len(s.expose) > 0 {
+		log.Info().Strs("dirs", s.expose).Msg("sandbox shows these program directories read-only (they are under a hidden directory)")
 	}
-	if err := box.probe(r.user); err != nil {
-		return err
+	if err := s.Probe(u); err != nil {
+		return false, err
 	}
-	if !box.Limits.zero() {
+	if !s.Limits.zero() {
 		if err := cgroupsWritable(); err != nil {
-			r.log.Error().Err(err).Msg("runs are NOT limited (memory, processes, CPU): textslash cannot make cgroups here; run it as root or in a cgroup it may write")
+			log.Error().Err(err).Msg("runs are NOT limited (memory, processes, CPU): textslash cannot make cgroups here; run it as root or in a cgroup it may write")
 		} else {
-			r.limited = true
+			limited = true
 		}
 	}
-	r.log.Info().Bool("limited", r.limited).Int64("memory", box.Limits.Memory).Int("pids", box.Limits.Pids).
-		Float64("cpu", box.Limits.CPU).Msg("runs sandboxed (bubblewrap)")
-	return nil
+	log.Info().Bool("limited", limited).Int64("memory", s.Limits.Memory).Int("pids", s.Limits.Pids).
+		Float64("cpu", s.Limits.CPU).Msg("runs sandboxed (bubblewrap)")
+	return limited, nil
 }
 
 // programDirs are the directories of programs runs need that lie under a
 // hidden directory and that u (the runs' user; nil: textslash's) may reach:
 // PATH's entries, and the package of the Claude Code binary claudeBin (its
 // node_modules), wherever links lead.
-func programDirs(hidden []string, claudeBin string, u *agentUser) []string {
+func programDirs(hidden []string, claudeBin string, u *User) []string {
 	under := func(p string) bool {
 		for _, h := range hidden {
 			if rel, err := filepath.Rel(h, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
@@ -229,7 +221,7 @@ func programDirs(hidden []string, claudeBin string, u *agentUser) []string {
 
 // canReach reports whether u may pass every directory down to dir (its
 // own user's, when u is nil, may).
-func canReach(dir string, u *agentUser) bool {
+func canReach(dir string, u *User) bool {
 	if u == nil {
 		return true
 	}

@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 import (
 	"errors"
@@ -50,9 +50,9 @@ func (l Limits) zero() bool { return l.Memory <= 0 && l.Pids <= 0 && l.CPU <= 0 
 // cgroupRoot is where cgroups are mounted.
 const cgroupRoot = "/sys/fs/cgroup"
 
-// cgroup is one run's cgroup: one directory on v2, one per controller on
+// Cgroup is one run's cgroup: one directory on v2, one per controller on
 // v1.
-type cgroup struct {
+type Cgroup struct {
 	v2     bool
 	memory string // directories, "" when that controller is not limited
 	pids   string
@@ -63,7 +63,7 @@ type cgroup struct {
 
 // fd is the v2 cgroup's directory, opened once for every program of the
 // run to be started in it.
-func (cg *cgroup) fd() (int, error) {
+func (cg *Cgroup) fd() (int, error) {
 	if cg.dirFD == nil {
 		d := cg.dirs()
 		if len(d) == 0 {
@@ -76,22 +76,6 @@ func (cg *cgroup) fd() (int, error) {
 		cg.dirFD = f
 	}
 	return int(cg.dirFD.Fd()), nil
-}
-
-// errLimit is a run ended by one of its limits.
-type errLimit struct {
-	what string // "memory" or "processes"
-	used string
-	max  string
-}
-
-func (e *errLimit) Error() string {
-	return fmt.Sprintf("run reached its %s limit (%s; used %s)", e.what, e.max, e.used)
-}
-
-// message is what the person reads.
-func (e *errLimit) message() string {
-	return fmt.Sprintf("This run was stopped: it reached its limit of %s %s (it used %s).", e.max, e.what, e.used)
 }
 
 // cgroupsWritable reports whether this process can make cgroups for runs,
@@ -122,11 +106,11 @@ func isV2() bool {
 	return err == nil
 }
 
-// newCgroup makes the cgroup of one run, named name, with limits l; the
+// NewCgroup makes the cgroup of one run, named name, with limits l; the
 // agent user (uid, gid; -1 when the run is textslash's own user) may move
 // its own processes into it.
-func newCgroup(name string, l Limits, uid, gid int) (*cgroup, error) {
-	cg := &cgroup{v2: isV2(), limits: l}
+func NewCgroup(name string, l Limits, uid, gid int) (*Cgroup, error) {
+	cg := &Cgroup{v2: isV2(), limits: l}
 	mk := func(controller string) (string, error) {
 		dir := filepath.Join(cgroupRoot, controller, "textslash", name)
 		if cg.v2 {
@@ -190,7 +174,7 @@ func newCgroup(name string, l Limits, uid, gid int) (*cgroup, error) {
 }
 
 // dirs are the cgroup's directories, each once.
-func (cg *cgroup) dirs() []string {
+func (cg *Cgroup) dirs() []string {
 	var out []string
 	for _, d := range []string{cg.memory, cg.pids, cg.cpu} {
 		if d != "" && (len(out) == 0 || out[len(out)-1] != d) {
@@ -204,15 +188,15 @@ func (cg *cgroup) dirs() []string {
 // the cgroup, then execs the command: every process the command starts is
 // in the cgroup from its first instruction. (Moving the command's pid in
 // after it started would let what it forks meanwhile escape.)
-func (cg *cgroup) joinArgs(name string, args []string) (string, []string) {
+func (cg *Cgroup) joinArgs(name string, args []string) (string, []string) {
 	const script = `for d; do [ "$d" = -- ] && break; echo $$ > "$d/cgroup.procs" || exit 125; shift; done; shift; exec "$@"`
 	a := append([]string{"-c", script, "sh"}, cg.dirs()...)
 	a = append(a, "--", name)
 	return "/bin/sh", append(a, args...)
 }
 
-// exceeded reports the limit the run reached, if any.
-func (cg *cgroup) exceeded() *errLimit {
+// Exceeded reports the limit the run reached, if any.
+func (cg *Cgroup) Exceeded() *LimitError {
 	if cg.memory != "" {
 		events := "memory.oom_control"
 		if cg.v2 {
@@ -223,17 +207,17 @@ func (cg *cgroup) exceeded() *errLimit {
 			if cg.v2 {
 				peak = "memory.peak"
 			}
-			return &errLimit{what: "memory", max: bytesText(cg.limits.Memory), used: bytesText(int64(single(cg.memory, peak)))}
+			return &LimitError{What: "memory", Max: BytesText(cg.limits.Memory), Used: BytesText(int64(single(cg.memory, peak)))}
 		}
 	}
 	if cg.pids != "" && counter(cg.pids, "pids.events", "max") > 0 {
-		return &errLimit{what: "processes", max: strconv.Itoa(cg.limits.Pids), used: "all " + strconv.Itoa(cg.limits.Pids)}
+		return &LimitError{What: "processes", Max: strconv.Itoa(cg.limits.Pids), Used: "all " + strconv.Itoa(cg.limits.Pids)}
 	}
 	return nil
 }
 
-// kill ends every process left in the cgroup, then removes it.
-func (cg *cgroup) kill() {
+// Kill ends every process left in the cgroup, then removes it.
+func (cg *Cgroup) Kill() {
 	if cg.dirFD != nil {
 		cg.dirFD.Close()
 	}
@@ -260,7 +244,7 @@ func (cg *cgroup) kill() {
 }
 
 // remove deletes the cgroup's directories once they are empty.
-func (cg *cgroup) remove() {
+func (cg *Cgroup) remove() {
 	for _, d := range cg.dirs() {
 		for range 50 {
 			if err := os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
@@ -290,8 +274,8 @@ func single(dir, file string) uint64 {
 	return n
 }
 
-// bytesText is n bytes as a person reads it.
-func bytesText(n int64) string {
+// BytesText is n bytes as a person reads it.
+func BytesText(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GB", float64(n)/(1<<30))

@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 import (
 	"fmt"
@@ -20,12 +20,12 @@ func TestCgroupLimits(t *testing.T) {
 		t.Skip("needs writable cgroups (root)")
 	}
 	box := &Sandbox{}
-	if err := box.probe(nil); err != nil {
+	if err := box.Probe(nil); err != nil {
 		t.Skip(err)
 	}
 	l := Limits{Memory: 300 << 20, Pids: 77, CPU: 1.5}
-	name := "test-" + newRunMark()
-	cg, err := newCgroup(name, l, -1, -1)
+	name := "test-" + NewMark()
+	cg, err := NewCgroup(name, l, -1, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestCgroupLimits(t *testing.T) {
 		}
 	}
 	ws, home := t.TempDir(), t.TempDir()
-	cmd := confined(commandFunc(ws, home, nil, false), box, ws, home, "", cg)(t.Context(), "sleep", "30")
+	cmd := Confined(CommandFunc(ws, home, nil, false), box, ws, home, "", cg)(t.Context(), "sleep", "30")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -61,10 +61,10 @@ func TestCgroupLimits(t *testing.T) {
 			return nil
 		})
 	}
-	if lim := cg.exceeded(); lim != nil {
+	if lim := cg.Exceeded(); lim != nil {
 		t.Errorf("a run of cat reached a limit: %v", lim)
 	}
-	cg.kill()
+	cg.Kill()
 	for _, d := range cg.dirs() {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Errorf("cgroup %s left behind (%v)", d, err)

@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 import (
 	"bufio"
@@ -37,10 +37,10 @@ var (
 // for runs made the way handle makes them.
 type credTest struct {
 	box   *Sandbox
-	user  *agentUser
+	user  *User
 	ws    string // workspaces
 	dir   string // the operator's credentials
-	creds *credentials
+	creds *Credentials
 	log   *lockedBuffer
 }
 
@@ -83,25 +83,24 @@ func newCredTest(t *testing.T, sandboxed bool, write func(dir string)) *credTest
 	}
 	write(ct.dir)
 	log := zerolog.New(ct.log)
-	r := &Runner{cfg: Config{Workspaces: ct.ws}, log: log}
+	// As the runner readies them at start: as root, runs drop to nobody.
 	if os.Geteuid() == 0 && sandboxed {
-		if r.user, err = lookupAgentUser("nobody"); err != nil {
+		if ct.user, err = LookupUser("nobody"); err != nil {
 			t.Skip(err)
 		}
 	}
-	if _, err := reachable(ct.ws, r.user); err != nil {
+	if _, err := Reachable(ct.ws, ct.user); err != nil {
 		t.Fatal(err)
 	}
 	if sandboxed {
-		r.cfg.Sandbox = &Sandbox{}
-		if err := r.confine(); errors.Is(err, ErrNoSandbox) {
+		ct.box = &Sandbox{}
+		if _, err := ct.box.Ready(ct.user, ct.ws, "", log); errors.Is(err, ErrNoSandbox) {
 			t.Skip(err)
 		} else if err != nil {
 			t.Fatal(err)
 		}
 	}
-	ct.box, ct.user = r.cfg.Sandbox, r.user
-	if ct.creds, err = openCredentials(ct.dir, ct.ws, ct.box, ct.user, log); err != nil {
+	if ct.creds, err = OpenCredentials(ct.dir, ct.ws, ct.box, ct.user, log); err != nil {
 		t.Fatal(err)
 	}
 	return ct
@@ -156,21 +155,21 @@ func sshKey(t *testing.T, path string) string {
 
 // command is the command function of a run of u, as handle makes it, and
 // its credentials (removed at the test's end at the latest).
-func (ct *credTest) command(t *testing.T, u contract.User, extra ...string) (func(name string, args ...string) *exec.Cmd, *runCredentials, string) {
+func (ct *credTest) command(t *testing.T, u contract.User, extra ...string) (func(name string, args ...string) *exec.Cmd, *RunCredentials, string) {
 	t.Helper()
 	dir := filepath.Join(ct.ws, u.Key())
 	home := filepath.Join(ct.ws, ".home", u.Key())
-	if err := prepareWorkspace(dir, home, ct.user); err != nil {
+	if err := PrepareWorkspace(dir, home, ct.user); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := ct.creds.issue(u, home, zerolog.New(ct.log))
+	rc, err := ct.creds.Issue(u, home, zerolog.New(ct.log))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(rc.remove)
-	command := commandFunc(dir, home, ct.user, false, rc.env(extra)...)
+	t.Cleanup(rc.Remove)
+	command := CommandFunc(dir, home, ct.user, false, rc.Env(extra)...)
 	if ct.box != nil {
-		command = confined(command, rc.sandbox(ct.box), dir, home, "", nil)
+		command = Confined(command, rc.Sandbox(ct.box), dir, home, "", nil)
 	}
 	return func(name string, args ...string) *exec.Cmd { return command(t.Context(), name, args...) }, rc, home
 }
@@ -182,8 +181,8 @@ func (ct *credTest) run(t *testing.T, u contract.User, script string, extra ...s
 	command, rc, _ := ct.command(t, u, extra...)
 	cmd := command("/bin/sh", "-c", script)
 	out, err := cmd.CombinedOutput()
-	endGroup(cmd)
-	rc.remove()
+	EndGroup(cmd)
+	rc.Remove()
 	if err != nil {
 		t.Logf("%s's run: %v", u.Key(), err)
 	}
@@ -246,7 +245,7 @@ func TestCredentialsOnlyInTheirPersonsRuns(t *testing.T) {
 	got := aOut.String()
 	uid := os.Getuid()
 	if ct.user != nil {
-		uid = int(ct.user.uid)
+		uid = int(ct.user.UID)
 	}
 	wantA := []string{
 		"http://alice:token-of-a@127.0.0.1:9", // the file, at CredentialsPath
@@ -328,8 +327,8 @@ func TestCredentialsOnlyInTheirPersonsRuns(t *testing.T) {
 	if err := a.Wait(); err != nil {
 		t.Errorf("A's run: %v", err)
 	}
-	endGroup(a)
-	rcA.remove()
+	EndGroup(a)
+	rcA.Remove()
 	if _, err := os.Stat(copyA); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("A's copy after the run: %v; want it gone", err)
 	}
@@ -479,7 +478,7 @@ func TestCredentialsNotShared(t *testing.T) {
 	}
 	for _, share := range []string{filepath.Join(base, "etc"), dir, filepath.Join(dir, "phone.1"), filepath.Join(base, "workspaces")} {
 		box := &Sandbox{Share: []string{share}}
-		if _, err := openCredentials(dir, filepath.Join(base, "workspaces"), box, nil, zerolog.Nop()); err == nil {
+		if _, err := OpenCredentials(dir, filepath.Join(base, "workspaces"), box, nil, zerolog.Nop()); err == nil {
 			t.Errorf("credentials %s with %s shared: no error", dir, share)
 		}
 	}
@@ -487,7 +486,7 @@ func TestCredentialsNotShared(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(base, "workspaces"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openCredentials(dir, filepath.Join(base, "workspaces"), box, nil, zerolog.Nop()); err != nil {
+	if _, err := OpenCredentials(dir, filepath.Join(base, "workspaces"), box, nil, zerolog.Nop()); err != nil {
 		t.Errorf("credentials beside the shared directories: %v", err)
 	}
 }

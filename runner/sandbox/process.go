@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 import (
 	"bytes"
@@ -22,15 +22,16 @@ import (
 // killGrace is how long a process group has between SIGTERM and SIGKILL.
 const killGrace = 500 * time.Millisecond
 
-// agentUser is the OS identity agents run as; nil runs them as textslash.
-type agentUser struct {
-	name     string
-	uid, gid uint32
+// User is the OS identity agents run as; nil runs them as textslash.
+type User struct {
+	Name     string
+	UID, GID uint32
 }
 
-// lookupAgentUser resolves Config.AgentUser. Running as root without
-// one is allowed for the shell agent only (Claude Code refuses root).
-func lookupAgentUser(name string) (*agentUser, error) {
+// LookupUser resolves the runner's Config.AgentUser. Running as root
+// without one is allowed for the shell agent only (Claude Code refuses
+// root).
+func LookupUser(name string) (*User, error) {
 	if name == "" {
 		return nil, nil
 	}
@@ -46,7 +47,7 @@ func lookupAgentUser(name string) (*agentUser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent user %q gid %q: %w", name, u.Gid, err)
 	}
-	return &agentUser{name: name, uid: uint32(uid), gid: uint32(gid)}, nil
+	return &User{Name: name, UID: uint32(uid), GID: uint32(gid)}, nil
 }
 
 // passEnv lists the variables of textslash's own environment every agent
@@ -61,15 +62,15 @@ var passEnv = []string{
 // shell agent has no use for the operator's API key.
 var modelEnv = []string{"ANTHROPIC_", "CLAUDE_CODE_", "DISABLE_"}
 
-// agentEnv is the environment of an agent's programs.
-func agentEnv(home string, u *agentUser, model bool) []string {
+// Env is the environment of an agent's programs.
+func Env(home string, u *User, model bool) []string {
 	pass := passEnv
 	if model {
 		pass = append(slices.Clone(passEnv), modelEnv...)
 	}
 	env := []string{"HOME=" + home, "SHELL=/bin/bash", "TERM=dumb", "CI=true"}
 	if u != nil {
-		env = append(env, "USER="+u.name, "LOGNAME="+u.name)
+		env = append(env, "USER="+u.Name, "LOGNAME="+u.Name)
 	}
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -83,18 +84,18 @@ func agentEnv(home string, u *agentUser, model bool) []string {
 	return env
 }
 
-// commandFunc returns Run.Command for one workspace; model says whether
-// the agent gets the model variables (modelEnv); extra variables come last
-// and win over the same names before them.
-func commandFunc(dir, home string, u *agentUser, model bool, extra ...string) func(ctx context.Context, name string, args ...string) *exec.Cmd {
-	env := append(agentEnv(home, u, model), extra...)
+// CommandFunc returns the runner's Run.Command for one workspace; model
+// says whether the agent gets the model variables (modelEnv); extra
+// variables come last and win over the same names before them.
+func CommandFunc(dir, home string, u *User, model bool, extra ...string) func(ctx context.Context, name string, args ...string) *exec.Cmd {
+	env := append(Env(home, u, model), extra...)
 	return func(ctx context.Context, name string, args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, name, args...)
 		cmd.Dir = dir
-		// A mark every process of this program inherits, so endGroup finds
+		// A mark every process of this program inherits, so EndGroup finds
 		// the ones that left its process group (Claude Code starts its
 		// tools in sessions of their own).
-		cmd.Env = append(slices.Clip(env), runMarkVar+"="+newRunMark())
+		cmd.Env = append(slices.Clip(env), runMarkVar+"="+NewMark())
 		cmd.SysProcAttr = credential(u)
 		// Cancel ends the whole group: the agent and everything it started.
 		cmd.Cancel = func() error {
@@ -116,18 +117,18 @@ func commandFunc(dir, home string, u *agentUser, model bool, extra ...string) fu
 
 // credential starts a process as u (textslash's own user when nil) in a
 // process group of its own.
-func credential(u *agentUser) *syscall.SysProcAttr {
+func credential(u *User) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true}
 	if u != nil {
-		a.Credential = &syscall.Credential{Uid: u.uid, Gid: u.gid}
+		a.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID}
 	}
 	return a
 }
 
-// confined wraps a run's command function so that every program runs in
+// Confined wraps a run's command function so that every program runs in
 // the run's sandbox, in its cgroup when cg is not nil; bin is the
 // directory of the agents' textslash command.
-func confined(next func(ctx context.Context, name string, args ...string) *exec.Cmd, s *Sandbox, dir, home, bin string, cg *cgroup) func(ctx context.Context, name string, args ...string) *exec.Cmd {
+func Confined(next func(ctx context.Context, name string, args ...string) *exec.Cmd, s *Sandbox, dir, home, bin string, cg *Cgroup) func(ctx context.Context, name string, args ...string) *exec.Cmd {
 	return func(ctx context.Context, name string, args ...string) *exec.Cmd {
 		cmd := next(ctx, name, args...)
 		if cmd.Err != nil {
@@ -148,10 +149,10 @@ func confined(next func(ctx context.Context, name string, args ...string) *exec.
 	}
 }
 
-// prepareWorkspace makes the user's workspace and home and gives them to
+// PrepareWorkspace makes the user's workspace and home and gives them to
 // the agent user. Their parents are made traversable so that user can
 // reach them, whatever the umask or an earlier mode.
-func prepareWorkspace(dir, home string, u *agentUser) error {
+func PrepareWorkspace(dir, home string, u *User) error {
 	for _, d := range []string{dir, home} {
 		if err := os.MkdirAll(filepath.Dir(d), 0o755); err != nil {
 			return fmt.Errorf("workspace: %w", err)
@@ -165,7 +166,7 @@ func prepareWorkspace(dir, home string, u *agentUser) error {
 			return fmt.Errorf("workspace: %w", err)
 		}
 		if u != nil {
-			if err := os.Chown(d, int(u.uid), int(u.gid)); err != nil {
+			if err := os.Chown(d, int(u.UID), int(u.GID)); err != nil {
 				return fmt.Errorf("workspace owner: %w", err)
 			}
 		}
@@ -173,15 +174,15 @@ func prepareWorkspace(dir, home string, u *agentUser) error {
 	return nil
 }
 
-// cappedBuffer keeps the first max bytes written to it and counts the rest.
-type cappedBuffer struct {
+// CappedBuffer keeps the first Max bytes written to it and counts the rest.
+type CappedBuffer struct {
 	buf       bytes.Buffer
-	max       int
+	Max       int
 	truncated bool
 }
 
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.buf.Len(); room < len(p) {
+func (b *CappedBuffer) Write(p []byte) (int, error) {
+	if room := b.Max - b.buf.Len(); room < len(p) {
 		b.truncated = true
 		if room > 0 {
 			b.buf.Write(p[:room])
@@ -191,11 +192,23 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+// Bytes are the bytes kept.
+func (b *CappedBuffer) Bytes() []byte { return b.buf.Bytes() }
+
+// String is the bytes kept, as text.
+func (b *CappedBuffer) String() string { return b.buf.String() }
+
+// Len is how many bytes are kept.
+func (b *CappedBuffer) Len() int { return b.buf.Len() }
+
+// Truncated reports whether more than Max bytes were written.
+func (b *CappedBuffer) Truncated() bool { return b.truncated }
+
 // ReadFrom reads r into the buffer directly: io.Copy, and os/exec's copy
 // of a program's output with it, would otherwise take a 32 KB buffer for
 // each program.
-func (b *cappedBuffer) ReadFrom(r io.Reader) (int64, error) {
-	n, err := b.buf.ReadFrom(io.LimitReader(r, int64(max(b.max-b.buf.Len(), 0))))
+func (b *CappedBuffer) ReadFrom(r io.Reader) (int64, error) {
+	n, err := b.buf.ReadFrom(io.LimitReader(r, int64(max(b.Max-b.buf.Len(), 0))))
 	if err != nil {
 		return n, err
 	}
@@ -206,11 +219,11 @@ func (b *cappedBuffer) ReadFrom(r io.Reader) (int64, error) {
 	return n + rest, err
 }
 
-// endGroup ends whatever a finished program left running: its process
+// EndGroup ends whatever a finished program left running: its process
 // group, and every process carrying its run mark wherever it went (another
 // process group or session), so nothing an agent starts outlives its run
 // or escapes the timeout and the concurrency limit.
-func endGroup(cmd *exec.Cmd) {
+func EndGroup(cmd *exec.Cmd) {
 	if cmd.Process == nil {
 		return
 	}
@@ -242,7 +255,7 @@ func endGroup(cmd *exec.Cmd) {
 // runMarkVar names the environment variable carrying a program's run mark.
 const runMarkVar = "TEXTSLASH_RUN"
 
-func newRunMark() string {
+func NewMark() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
@@ -318,9 +331,9 @@ func markedProcesses(mark string, uid uint32, first int) []int {
 	return pids
 }
 
-// exitCode is a finished program's exit code: 128+signal when a signal
+// ExitCode is a finished program's exit code: 128+signal when a signal
 // ended it, -1 when it never ran.
-func exitCode(cmd *exec.Cmd) int {
+func ExitCode(cmd *exec.Cmd) int {
 	ps := cmd.ProcessState
 	if ps == nil {
 		return -1
@@ -347,12 +360,12 @@ func lastPID() int {
 	return pid
 }
 
-// reachable lets u traverse every directory from dir up to /: one of
+// Reachable lets u traverse every directory from dir up to /: one of
 // textslash's own without o+x (a data directory made 0700) gets it —
 // traverse only, not list; one of another owner's that u cannot traverse
 // is an error, said at start rather than as "permission denied" at every
 // run.
-func reachable(dir string, u *agentUser) (changed []string, err error) {
+func Reachable(dir string, u *User) (changed []string, err error) {
 	if u == nil {
 		return nil, nil
 	}
@@ -363,7 +376,7 @@ func reachable(dir string, u *agentUser) (changed []string, err error) {
 		}
 		if !passable(fi, u) {
 			if fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Geteuid()) {
-				return changed, fmt.Errorf("agent user %s cannot reach %s: %s (mode %v, not textslash's) lets others not pass", u.name, dir, d, fi.Mode().Perm())
+				return changed, fmt.Errorf("agent user %s cannot reach %s: %s (mode %v, not textslash's) lets others not pass", u.Name, dir, d, fi.Mode().Perm())
 			}
 			if err := os.Chmod(d, fi.Mode()|0o001); err != nil {
 				return changed, err
@@ -377,8 +390,8 @@ func reachable(dir string, u *agentUser) (changed []string, err error) {
 }
 
 // passable reports whether u may pass directory fi (its x bit for u).
-func passable(fi os.FileInfo, u *agentUser) bool {
+func passable(fi os.FileInfo, u *User) bool {
 	st := fi.Sys().(*syscall.Stat_t)
 	mode := fi.Mode().Perm()
-	return mode&0o001 != 0 || (st.Uid == u.uid && mode&0o100 != 0) || (st.Gid == u.gid && mode&0o010 != 0)
+	return mode&0o001 != 0 || (st.Uid == u.UID && mode&0o100 != 0) || (st.Gid == u.GID && mode&0o010 != 0)
 }

@@ -1,7 +1,6 @@
-package runner
+package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -17,13 +16,9 @@ import (
 // never wait on an open (O_NONBLOCK: a FIFO would block forever), and read
 // at most a bound.
 
-// errNotRegular: a name that is not a regular file (a FIFO, a device, a
-// directory) where one was to be read.
-var errNotRegular = errors.New("not a regular file")
-
-// readBeneath reads the regular file name beneath dir, at most max bytes
+// ReadBeneath reads the regular file name beneath dir, at most max bytes
 // (a longer file is an error).
-func readBeneath(dir, name string, max int64) ([]byte, error) {
+func ReadBeneath(dir, name string, max int64) ([]byte, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
@@ -51,10 +46,10 @@ func readBeneath(dir, name string, max int64) ([]byte, error) {
 	return data, nil
 }
 
-// writeBeneath writes data to name beneath dir (replacing a regular file,
+// WriteBeneath writes data to name beneath dir (replacing a regular file,
 // never following a link out of dir), made with perm and, when u is set,
 // given to u.
-func writeBeneath(dir, name string, data []byte, perm fs.FileMode, u *agentUser) error {
+func WriteBeneath(dir, name string, data []byte, perm fs.FileMode, u *User) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
@@ -68,7 +63,7 @@ func writeBeneath(dir, name string, data []byte, perm fs.FileMode, u *agentUser)
 		return err
 	}
 	if u != nil {
-		if err := f.Chown(int(u.uid), int(u.gid)); err != nil {
+		if err := f.Chown(int(u.UID), int(u.GID)); err != nil {
 			f.Close()
 			return err
 		}
@@ -80,9 +75,9 @@ func writeBeneath(dir, name string, data []byte, perm fs.FileMode, u *agentUser)
 	return f.Close()
 }
 
-// mkdirBeneath makes directory name beneath dir if it is not there, given
+// MkdirBeneath makes directory name beneath dir if it is not there, given
 // to u when set; an existing name must be a directory beneath dir.
-func mkdirBeneath(dir, name string, u *agentUser) error {
+func MkdirBeneath(dir, name string, u *User) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
@@ -100,13 +95,13 @@ func mkdirBeneath(dir, name string, u *agentUser) error {
 		return fmt.Errorf("%s: not a directory", name)
 	}
 	if u != nil {
-		return d.Chown(int(u.uid), int(u.gid)) // the opened directory, not a name
+		return d.Chown(int(u.UID), int(u.GID)) // the opened directory, not a name
 	}
 	return nil
 }
 
-// readDirBeneath lists directory name beneath dir.
-func readDirBeneath(dir, name string) ([]fs.DirEntry, error) {
+// ReadDirBeneath lists directory name beneath dir.
+func ReadDirBeneath(dir, name string) ([]fs.DirEntry, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
@@ -120,9 +115,9 @@ func readDirBeneath(dir, name string) ([]fs.DirEntry, error) {
 	return d.ReadDir(-1)
 }
 
-// removeBeneath removes name beneath dir (a link itself, never what it
+// RemoveBeneath removes name beneath dir (a link itself, never what it
 // points to).
-func removeBeneath(dir, name string) error {
+func RemoveBeneath(dir, name string) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err

@@ -1,0 +1,29 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNoSandbox means runs cannot be sandboxed here.
+var ErrNoSandbox = errors.New("cannot sandbox runs")
+
+// errNotRegular: a name that is not a regular file (a FIFO, a device, a
+// directory) where one was to be read.
+var errNotRegular = errors.New("not a regular file")
+
+// LimitError is a run ended by one of its limits.
+type LimitError struct {
+	What string // "memory" or "processes"
+	Used string
+	Max  string
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("run reached its %s limit (%s; used %s)", e.What, e.Max, e.Used)
+}
+
+// Message is what the person reads.
+func (e *LimitError) Message() string {
+	return fmt.Sprintf("This run was stopped: it reached its limit of %s %s (it used %s).", e.Max, e.What, e.Used)
+}
