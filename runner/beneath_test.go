@@ -14,6 +14,7 @@ import (
 
 	"github.com/textslash/textslash/runner/pageshot"
 	"github.com/textslash/textslash/runner/sandbox"
+	"github.com/textslash/textslash/runner/session"
 )
 
 // victimDir is a directory only root may enter, holding a file: what a
@@ -122,13 +123,13 @@ func TestSessionFileLinkOutside(t *testing.T) {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
-	if err := os.Symlink(file, filepath.Join(home, sessionFile)); err != nil {
+	if err := os.Symlink(file, filepath.Join(home, session.File)); err != nil {
 		t.Fatal(err)
 	}
-	if got := readSession(home, sessionFile); got != "" {
+	if got := session.Read(home, session.File); got != "" {
 		t.Errorf("read %q through the link", got)
 	}
-	if err := writeSession(home, sessionFile, "new-session"); err == nil {
+	if err := session.Write(home, session.File, "new-session"); err == nil {
 		t.Error("wrote the session through the link")
 	}
 	if data, _ := os.ReadFile(file); string(data) != "stolen-session-id\n" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/sandbox"
+	"github.com/textslash/textslash/runner/session"
 )
 
 // Workspaces that follow people across runners. With Config.Snapshots,
@@ -91,7 +92,7 @@ func (r *Runner) restoreProject(ctx context.Context, log zerolog.Logger, job con
 	}
 	start := time.Now()
 	found, notes, err := restoreSnapshot(ctx, r.snapshots, name, snapshotSource{
-		Dir: dir, Home: home, SessionFile: sessionFileOf(project), URL: r.projectURL(ctx, u, project),
+		Dir: dir, Home: home, SessionFile: session.FileOf(project), URL: r.projectURL(ctx, u, project),
 		Max: r.cfg.SnapshotMax, Owner: r.user, Command: r.gitCommand(dir, home),
 	})
 	text := strings.Join(notes, "\n")
@@ -131,7 +132,7 @@ func (r *Runner) snapshot(ctx context.Context, log zerolog.Logger, u contract.Us
 	home := r.homeOf(u)
 	start := time.Now()
 	info, err := takeSnapshot(ctx, r.snapshots, contract.SnapshotName(u, project), snapshotSource{
-		Dir: dir, Home: home, SessionFile: sessionFileOf(project), URL: r.projectURL(ctx, u, project),
+		Dir: dir, Home: home, SessionFile: session.FileOf(project), URL: r.projectURL(ctx, u, project),
 		Max: r.cfg.SnapshotMax, Owner: r.user, Command: r.gitCommand(dir, home),
 	})
 	if err != nil {

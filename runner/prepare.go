@@ -10,6 +10,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/sandbox"
+	"github.com/textslash/textslash/runner/session"
 )
 
 // prepare readies what the agent runs with: its workspace, credentials
@@ -26,9 +27,9 @@ func (ru *run) prepare() (stop bool, err error) {
 		return true, ru.end(contract.StatusError, refusal)
 	}
 	files, unfetched := ru.attachments()
-	session := ""
+	resume := ""
 	if !ru.job.NewSession && ru.job.Action == "" {
-		session = readSession(ru.home, sessionFileOf(ru.project))
+		resume = session.Read(ru.home, session.FileOf(ru.project))
 	}
 	ru.clocks()
 	command, refusal := ru.command()
@@ -40,7 +41,7 @@ func (ru *run) prepare() (stop bool, err error) {
 		Dir:         ru.runDir,
 		Attachments: files,
 		Unfetched:   unfetched,
-		SessionID:   session,
+		SessionID:   resume,
 		Command:     command,
 		OutputCap:   ru.r.cfg.OutputCap,
 		Progress:    ru.prog.report,

@@ -73,15 +73,6 @@ func (r *Runner) workspaceOf(u contract.User, project string) string {
 	return filepath.Join(r.cfg.Workspaces, projectsDir, u.Key(), project)
 }
 
-// sessionFileOf is the file in the agent's home keeping the session of a
-// project ("": the default).
-func sessionFileOf(project string) string {
-	if project == "" || project == contract.DefaultProject {
-		return sessionFile
-	}
-	return sessionFile + "." + project
-}
-
 // jobWorkspace picks the directory job runs in: its project's workspace
 // (project "" for the default one), or the clone's new workspace for a
 // clone (made by the clone, once its checks pass). A project whose

@@ -12,6 +12,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/sandbox"
+	"github.com/textslash/textslash/runner/session"
 )
 
 // Friendly texts for runs that did not end well (seed 003's table).
@@ -138,7 +139,7 @@ func (ru *run) aftermath() (kept bool) {
 		done.Text = joinText(done.Text, r.notAdded(ctx, job, ru.conv))
 	}
 	if ru.res.SessionID != "" && job.Action == "" {
-		if err := writeSession(ru.home, sessionFileOf(ru.project), ru.res.SessionID); err != nil {
+		if err := session.Write(ru.home, session.FileOf(ru.project), ru.res.SessionID); err != nil {
 			log.Warn().Err(err).Msg("session not saved; the next message starts a new one")
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -20,37 +19,6 @@ To show the person a web page (the app you are working on, running on localhost,
 To show any other image, save it as a PNG or JPEG file inside the workspace and put a line SCREENSHOT_CAPTURED:<path of the file> in your final answer. To say what it shows, put a line IMAGE_GENERATED|<path of the file>|<caption> instead: the image is sent with the caption, in a message of its own (one line; write \n for a line break; at most 1,024 characters).
 Or save the image as tmp/ai_screenshots/<task id>_<timestamp>.png (or .jpg) in the workspace, the task id being in the environment variable $TEXTSLASH_TASK_ID (also $NOTION_TASK_ID; a Playwright test reads process.env.TEXTSLASH_TASK_ID): it is sent with your answer if it is at most 10 minutes old, then deleted. Files there named for another task are left alone.
 To send the person a file of any other kind (a CSV, a PDF, a log, an archive), save it inside the workspace and put a line FILE_CAPTURED:<path of the file> in your final answer: it is sent with your answer as a document they can download, under its file name (at most 16 MB; one line per file).`
-
-// sessionFile keeps the user's last agent session id of their default
-// project in the agent's home, next to the sessions the CLI itself keeps
-// there; a named project's is sessionFile.<name> (sessionFileOf).
-const sessionFile = ".textslash-session"
-
-// sessionRE: the ids Claude Code uses (UUIDs), and nothing that could be
-// read as a flag.
-var sessionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
-
-// readSession reads the session id kept in file (sessionFileOf) of home,
-// or "" when there is none fit to resume.
-func readSession(home, file string) string {
-	b, err := sandbox.ReadBeneath(home, file, 256)
-	if err != nil {
-		return ""
-	}
-	id := strings.TrimSpace(string(b))
-	if !sessionRE.MatchString(id) {
-		return ""
-	}
-	return id
-}
-
-// writeSession keeps id in file (sessionFileOf) of home.
-func writeSession(home, file, id string) error {
-	if !sessionRE.MatchString(id) {
-		return fmt.Errorf("session id %q", id)
-	}
-	return sandbox.WriteBeneath(home, file, []byte(id+"\n"), 0o600, nil)
-}
 
 // diffKeep is how much of the diff an approval request quotes as text
 // (when it cannot be shown as an image).

@@ -69,7 +69,7 @@ type snapshotSource struct {
 	// Dir is the workspace, Home the agent's home.
 	Dir, Home string
 	// SessionFile names the file in Home holding the agent's session id
-	// (sessionFileOf(project)).
+	// (session.FileOf(project)).
 	SessionFile string
 	// URL is the project's remote ("" for none): a snapshot over Max
 	// leaves the repository's history out when there is one, and the

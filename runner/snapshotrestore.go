@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/sandbox"
+	"github.com/textslash/textslash/runner/session"
 )
 
 // restoreSnapshot rebuilds the workspace s.Dir, which must be empty or
@@ -439,10 +440,10 @@ func (r *snapRestorer) mkdirs(root *os.Root, p string) error {
 	return nil
 }
 
-// sessionFile writes the session id file in the home.
+// session.File writes the session id file in the home.
 func (r *snapRestorer) sessionFile(hdr *tar.Header, tr io.Reader) error {
 	b, err := io.ReadAll(io.LimitReader(tr, 257))
-	if err != nil || len(b) > 256 || !sessionRE.MatchString(strings.TrimSpace(string(b))) {
+	if err != nil || len(b) > 256 || !session.Valid(strings.TrimSpace(string(b))) {
 		return r.bad("session id")
 	}
 	if r.s.SessionFile == "" {

@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/runner/sandbox"
+	"github.com/textslash/textslash/runner/session"
 )
 
 // takeSnapshot stores the state of the workspace s.Dir (and the agent's
@@ -86,8 +87,8 @@ func takeSnapshot(ctx context.Context, obs jetstream.ObjectStore, name string, s
 // snapCurrentSession is the session file's content, the agent's session id,
 // when it names one; its transcripts are marked current and meta says a
 // session is kept.
-func snapCurrentSession(home *os.Root, sessionFile string, transcripts []*snapEntry, meta *snapshotMeta) []byte {
-	id := snapSessionID(home, sessionFile)
+func snapCurrentSession(home *os.Root, file string, transcripts []*snapEntry, meta *snapshotMeta) []byte {
+	id := snapSessionID(home, file)
 	if id == "" {
 		return nil
 	}
@@ -422,7 +423,7 @@ func snapSessionID(home *os.Root, name string) string {
 	}
 	b, _ := io.ReadAll(io.LimitReader(f, 256))
 	id := strings.TrimSpace(string(b))
-	if !sessionRE.MatchString(id) {
+	if !session.Valid(id) {
 		return ""
 	}
 	return id
