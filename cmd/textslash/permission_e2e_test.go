@@ -334,9 +334,9 @@ func TestAskProgressAfterTheAnswer(t *testing.T) {
 	c.send("no")
 	next(func(ev sseEvent) bool { return ev.Kind == "done" && ev.Event.JobID == id })
 	want := []string{
-		"question: Claude wants to run `touch x` in your workspace. Reply yes, no or always.",
+		"question: Claude wants to run `touch x` in your workspace. " + contract.QuestionPrompt,
 		"progress: Running `touch x`",
-		"question: Claude wants to run `touch y` in your workspace. Reply yes, no or always.",
+		"question: Claude wants to run `touch y` in your workspace. " + contract.QuestionPrompt,
 	}
 	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the person saw, in order:\n%s\nwant:\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))

@@ -167,6 +167,16 @@ func TestNATSPermissions(t *testing.T) {
 			_, err := js.Conn().Request("$JS.API.CONSUMER.MSG.NEXT.EVENTS.egress-whatsapp", []byte(`{"batch":1}`), time.Second)
 			return err
 		}},
+		{app.Runner, "rewrite the web chat's egress consumer", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.CreateOrUpdateConsumer(ctx, contract.StreamEvents, jetstream.ConsumerConfig{Durable: "egress-web",
+				FilterSubjects: []string{contract.EventSubject(u, contract.KindDone), contract.EventSubject(u, contract.KindNotice)}})
+			return err
+		}},
+		{app.Runner, "rewrite Notion's egress consumer to steers only", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.CreateOrUpdateConsumer(ctx, contract.StreamEvents, jetstream.ConsumerConfig{Durable: "egress-notion",
+				FilterSubject: contract.EventSubject(u, contract.KindSteer)})
+			return err
+		}},
 		{app.Runner, "answer its own question", func(ctx context.Context, js jetstream.JetStream) error {
 			_, err := js.Publish(ctx, contract.EventSubject(u, contract.KindAnswer), []byte(`{}`))
 			return err
@@ -285,6 +295,17 @@ func TestNATSRunnerReadsAnswers(t *testing.T) {
 		if !strings.HasSuffix(m.Subject(), "."+want) {
 			t.Errorf("read %s; want the %s", m.Subject(), want)
 		}
+	}
+	// A run's end reads the messages added to it alone: one filter, which
+	// goes in the create request's subject.
+	steers, err := run.OrderedConsumer(ctx, contract.StreamEvents, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{contract.EventSubject(u, contract.KindSteer)},
+	})
+	if err != nil {
+		t.Fatalf("runner's ordered consumer of steers: %v", err)
+	}
+	if m, err := steers.Next(jetstream.FetchContext(ctx)); err != nil || !strings.HasSuffix(m.Subject(), ".steer") {
+		t.Errorf("runner reads the steers: %v", err)
 	}
 	if v := n.violations(); len(v) > before {
 		t.Errorf("violations: %q", v[before:])
