@@ -41,3 +41,29 @@ func size(n int) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
+
+// CutRunes shortens s to at most n runes, ending in … when cut: a line
+// of a progress event, a caption, a question.
+func CutRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i, count := 0, 0
+	for i = range s {
+		if count == n-1 {
+			break
+		}
+		count++
+	}
+	return s[:i] + "…"
+}
+
+// FirstLine is s's first non-blank line, trimmed.
+func FirstLine(s string) string {
+	for line := range strings.Lines(strings.ReplaceAll(s, "\r", "\n")) {
+		if t := strings.TrimSpace(line); t != "" {
+			return t
+		}
+	}
+	return ""
+}

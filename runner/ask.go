@@ -2,13 +2,9 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,173 +13,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/agent"
 )
-
-// Question is a tool use the agent asks the person's permission for.
-type Question struct {
-	Tool  string
-	Input map[string]any
-	// Rule is what "always" allows from now on (see rule).
-	Rule rule
-	// Text is the question as the person reads it.
-	Text string
-	// Session is the agent session asking: "always" lasts as long as it.
-	Session string
-}
-
-// Answer is the person's answer to a Question.
-type Answer struct {
-	// Decision is contract.AnswerAllow, AnswerAlways or AnswerDeny.
-	Decision string
-	// Text is what the agent is told with a denial.
-	Text string
-}
 
 // Choices answer a permission question, as buttons where the channel has them.
 var Choices = []string{"yes", "no", "always"}
-
-// rule is what an "always" allows for the rest of the session: every use
-// of Tool (edits: all of Edit, Write, MultiEdit and NotebookEdit), or for
-// Bash that Command again and the simple commands starting with Prefix,
-// for WebFetch the URLs of Host.
-type rule struct {
-	Tool    string `json:"tool"`
-	Command string `json:"command,omitempty"`
-	Prefix  string `json:"prefix,omitempty"`
-	Host    string `json:"host,omitempty"`
-}
-
-// editTools are the tools that change files: one "always" covers them all,
-// as Claude Code's acceptEdits does.
-var editTools = []string{"Edit", "Write", "MultiEdit", "NotebookEdit"}
-
-// ruleFor is the rule an "always" to this tool use adds. suggested is
-// Claude Code's own suggestion for Bash ("npm install:*"), if any.
-func ruleFor(tool string, input map[string]any, suggested string) rule {
-	switch {
-	case slices.Contains(editTools, tool):
-		return rule{Tool: "Edit"}
-	case tool == "Bash":
-		p := strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(suggested, "*"), ":"))
-		cmd := strings.TrimSpace(str(input["command"]))
-		if p == "" {
-			p, _, _ = strings.Cut(cmd, " ")
-		}
-		return rule{Tool: tool, Command: cmd, Prefix: p}
-	case tool == "WebFetch":
-		return rule{Tool: tool, Host: host(str(input["url"]))}
-	}
-	return rule{Tool: tool}
-}
-
-// allows reports whether r covers this tool use.
-func (r rule) allows(tool string, input map[string]any) bool {
-	switch {
-	case r.Tool == "Edit":
-		return slices.Contains(editTools, tool)
-	case r.Tool != tool:
-		return false
-	case tool == "Bash":
-		cmd := strings.TrimSpace(str(input["command"]))
-		if cmd == r.Command {
-			return true
-		}
-		// A prefix of whole words, and one simple command: not
-		// "npm install; rm -rf ~", nor a redirection over a file.
-		return r.Prefix != "" && (cmd == r.Prefix || strings.HasPrefix(cmd, r.Prefix+" ")) &&
-			!strings.ContainsAny(cmd, ";&|`$()<>\n")
-	case tool == "WebFetch":
-		return r.Host != "" && host(str(input["url"])) == r.Host
-	}
-	return true
-}
-
-func host(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return strings.ToLower(u.Hostname())
-}
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-// questionText is how the person is asked about a tool use.
-func questionText(tool string, input map[string]any, dir string) string {
-	path := func() string {
-		p := str(input["file_path"])
-		if p == "" {
-			p = str(input["notebook_path"])
-		}
-		return cutRunes(relTo(dir, p), 200)
-	}
-	var what string
-	switch tool {
-	case "Bash":
-		what = "run `" + cutRunes(strings.TrimSpace(str(input["command"])), 300) + "` in your workspace"
-	case "Write":
-		what = "write " + path()
-	case "Edit", "MultiEdit", "NotebookEdit":
-		what = "edit " + path()
-	case "WebFetch":
-		what = "fetch " + cutRunes(str(input["url"]), 200)
-	case "WebSearch":
-		what = "search the web for “" + cutRunes(str(input["query"]), 200) + "”"
-	default:
-		what = "use " + cutRunes(tool, 80)
-	}
-	return "Claude wants to " + what + ". " + contract.QuestionPrompt
-}
-
-// allowList is a person's "always" rules for their current agent session,
-// kept where the agent cannot reach them (outside its sandbox, readable
-// by textslash alone): an agent must never grant itself permissions.
-type allowList struct {
-	path string
-
-	mu      sync.Mutex
-	Session string `json:"session"`
-	Rules   []rule `json:"rules"`
-}
-
-// loadAllowList reads the rules kept for session; a new session starts
-// with none.
-func loadAllowList(path, session string) *allowList {
-	l := &allowList{path: path}
-	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, l) == nil && session != "" && l.Session == session {
-		return l
-	}
-	return &allowList{path: path}
-}
-
-func (l *allowList) allows(tool string, input map[string]any) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.ContainsFunc(l.Rules, func(r rule) bool { return r.allows(tool, input) })
-}
-
-// add keeps r for session.
-func (l *allowList) add(session string, r rule) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if session != l.Session {
-		l.Session, l.Rules = session, nil
-	}
-	if !slices.Contains(l.Rules, r) {
-		l.Rules = append(l.Rules, r)
-	}
-	b, err := json.Marshal(l)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
-		return err
-	}
-	return os.WriteFile(l.path, b, 0o600)
-}
 
 // conversation is what the person says to a running job: the answers to
 // its questions and the messages added to it (btw), read from EVENTS.
@@ -309,23 +143,23 @@ func (d *deadline) resume() {
 
 func (d *deadline) stop() { d.t.Stop() }
 
-// asker is Run.Ask for job: it asks the person unless their "always"
+// asker is agent.Run.Ask for job: it asks the person unless their "always"
 // rules allow the tool use, and waits for the answer with the run's time
 // limit stopped. waiting tells the run's heartbeat.
 func (r *Runner) asker(log zerolog.Logger, job contract.Job, session string,
-	conv *conversation, limit *deadline, waiting func(bool)) func(context.Context, Question) Answer {
-	always := loadAllowList(filepath.Join(r.cfg.Workspaces, ".always", job.User.Key()+".json"), session)
+	conv *conversation, limit *deadline, waiting func(bool)) func(context.Context, agent.Question) agent.Answer {
+	always := agent.LoadAllowList(filepath.Join(r.cfg.Workspaces, ".always", job.User.Key()+".json"), session)
 	n := 0
-	return func(ctx context.Context, q Question) Answer {
-		if always.allows(q.Tool, q.Input) {
+	return func(ctx context.Context, q agent.Question) agent.Answer {
+		if always.Allows(q.Tool, q.Input) {
 			log.Info().Str("tool", q.Tool).Msg("tool use allowed by an earlier always")
-			return Answer{Decision: contract.AnswerAllow}
+			return agent.Answer{Decision: contract.AnswerAllow}
 		}
 		n++
 		ev := contract.Event{Kind: contract.KindQuestion, User: job.User, JobID: job.ID, Text: q.Text, Question: n, Choices: Choices}
 		if err := contract.PublishEvent(ctx, r.js, ev, contract.MsgID(job.User, job.ID, "question", fmt.Sprint(n))); err != nil {
 			log.Error().Err(err).Msg("question not asked; the tool use is denied")
-			return Answer{Decision: contract.AnswerDeny, Text: deniedNobody}
+			return agent.Answer{Decision: contract.AnswerDeny, Text: agent.DeniedNobody}
 		}
 		log.Info().Int("question", n).Str("tool", q.Tool).Msg("asked the person")
 		limit.pause()
@@ -336,20 +170,20 @@ func (r *Runner) asker(log zerolog.Logger, job contract.Job, session string,
 		switch {
 		case errors.Is(err, errNoAnswer):
 			log.Warn().Int("question", n).Msg("no answer from the dispatcher in time; denied")
-			return Answer{Decision: contract.AnswerDeny, Text: "The person did not answer in time, so this was not allowed."}
+			return agent.Answer{Decision: contract.AnswerDeny, Text: "The person did not answer in time, so this was not allowed."}
 		case err != nil:
-			return Answer{Decision: contract.AnswerDeny, Text: "The run was stopped."}
+			return agent.Answer{Decision: contract.AnswerDeny, Text: "The run was stopped."}
 		}
 		log.Info().Int("question", n).Str("answer", a.Answer).Msg("answered")
 		if a.Answer == contract.AnswerAlways {
-			if err := always.add(q.Session, q.Rule); err != nil {
+			if err := always.Add(q.Session, q.Rule); err != nil {
 				log.Warn().Err(err).Msg("always not kept for later runs")
 			}
 		}
 		if a.Answer == contract.AnswerDeny && a.Text == "" {
 			a.Text = "The person said no."
 		}
-		return Answer{Decision: a.Answer, Text: a.Text}
+		return agent.Answer{Decision: a.Answer, Text: a.Text}
 	}
 }
 
@@ -372,7 +206,7 @@ func (r *Runner) notAdded(ctx context.Context, job contract.Job, conv *conversat
 	var b strings.Builder
 	b.WriteString("Not added to this run (it had finished, or its agent takes no messages while it works); send again what you still need:")
 	for _, t := range late {
-		b.WriteString("\n• " + cutRunes(firstLine(t), 100))
+		b.WriteString("\n• " + contract.CutRunes(contract.FirstLine(t), 100))
 	}
 	return b.String()
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/pageshot"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/session"
@@ -145,7 +146,7 @@ func TestPendingChangesFIFO(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	run := &Run{Dir: ws, Command: sandbox.CommandFunc(ws, home, nil, false)}
+	run := &agent.Run{Dir: ws, Command: sandbox.CommandFunc(ws, home, nil, false)}
 	init := run.Command(t.Context(), "git", "init", "-q")
 	if out, err := init.CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/agent"
 )
 
 // Analysis captions (seed 004's image analysis): with
@@ -40,13 +41,13 @@ type Describer interface {
 	// Describe answers prompt in a fresh session (never r's) in r's
 	// workspace and sandbox, read-only (contract.ModePlan), and returns the
 	// answer's text and what the run cost.
-	Describe(ctx context.Context, r *Run, prompt string) (Result, error)
+	Describe(ctx context.Context, r *agent.Run, prompt string) (agent.Result, error)
 }
 
 // describePrompt asks for a caption of the image at path for the person
 // who asked task.
 func describePrompt(path, task string) string {
-	task = cutRunes(strings.Join(strings.Fields(task), " "), describeTaskRunes)
+	task = contract.CutRunes(strings.Join(strings.Fields(task), " "), describeTaskRunes)
 	return fmt.Sprintf("Describe the screenshot at %s in two or three sentences for the person who asked: %s\n"+
 		"Focus on UI problems, errors and anything that looks broken. Reply with the description only: it is sent as the image's caption.", path, task)
 }
@@ -58,21 +59,21 @@ type describer struct {
 	// ctx is the job's run's: a cancelled job or a runner shutting down
 	// stops a description.
 	ctx  context.Context
-	run  *Run // the job's run: its workspace, sandbox and request
+	run  *agent.Run // the job's run: its workspace, sandbox and request
 	log  zerolog.Logger
 	left int // descriptions this run may still ask for
 	// budget is what the descriptions may still spend, when the job has
 	// a budget.
 	budget *contract.Budget
 	// spent is what the descriptions cost, added to the run's.
-	spent Result
+	spent agent.Result
 }
 
 // newDescriber is the describer of run, which has cost spent so far and
 // runs under ctx, when images are to be described (Config.DescribeImages)
-// and agent can look at them; nil otherwise.
-func newDescriber(ctx context.Context, on bool, agent Agent, run *Run, spent float64, log zerolog.Logger) *describer {
-	a, ok := agent.(Describer)
+// and ag can look at them; nil otherwise.
+func newDescriber(ctx context.Context, on bool, ag agent.Agent, run *agent.Run, spent float64, log zerolog.Logger) *describer {
+	a, ok := ag.(Describer)
 	if !on || !ok {
 		return nil
 	}
@@ -117,7 +118,7 @@ func (d *describer) caption(path string) string {
 		return ""
 	}
 	log.Info().Float64("cost_usd", res.CostUSD).Msg("image described")
-	return cutRunes(text, describeCaptionRunes)
+	return contract.CutRunes(text, describeCaptionRunes)
 }
 
 // errNoBudget: the person's budget leaves nothing for a description.
@@ -125,7 +126,7 @@ var errNoBudget = errors.New("the budget is used up")
 
 // budgeted is the run to describe in: the job's run, with what its budget
 // (if it has one) has left after the job and the descriptions so far.
-func (d *describer) budgeted() (*Run, error) {
+func (d *describer) budgeted() (*agent.Run, error) {
 	if d.budget == nil {
 		return d.run, nil
 	}
@@ -136,17 +137,4 @@ func (d *describer) budgeted() (*Run, error) {
 	run := *d.run
 	run.Job.Budget = &contract.Budget{LeftUSD: left, Of: d.budget.Of}
 	return &run, nil
-}
-
-// Describe implements Describer: the prompt in a fresh session in plan
-// mode, where Claude may read the image but change nothing; the reply is
-// its answer, without the closing line of a plan.
-func (c *Claude) Describe(ctx context.Context, r *Run, prompt string) (Result, error) {
-	d := *r
-	d.Job.Text, d.Job.Mode, d.Job.Action = prompt, contract.ModePlan, ""
-	d.SessionID, d.Attachments, d.Unfetched, d.Spoken = "", nil, 0, false
-	d.Ask, d.Steers, d.Progress = nil, nil, nil
-	res, err := c.run(ctx, &d, c.bin(), "")
-	res.Text = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(res.Text), MsgPlanGo))
-	return res.Result, err
 }

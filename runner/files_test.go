@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,31 +15,6 @@ import (
 
 	"github.com/textslash/textslash/contract"
 )
-
-// FILE_CAPTURED lines are markers like SCREENSHOT_CAPTURED, in Claude's
-// final answer and in a command agent's output; they come back marked as
-// files.
-func TestFileMarkers(t *testing.T) {
-	reply, _, shots := markerLines("Here:\nFILE_CAPTURED: out.csv\nSCREENSHOT_CAPTURED:a.png\n  FILE_CAPTURED:report.pdf \nsay FILE_CAPTURED:x inline\nFILE_CAPTURED:")
-	if want := "Here:\nsay FILE_CAPTURED:x inline"; reply != want {
-		t.Errorf("reply %q; want %q", reply, want)
-	}
-	if want := []Handover{{Path: "out.csv", File: true}, {Path: "a.png"}, {Path: "report.pdf", File: true}}; !reflect.DeepEqual(shots, want) {
-		t.Errorf("handed over %+v; want %+v", shots, want)
-	}
-
-	r, _ := commandRun(t, "hi")
-	res, err := Command{Line: `echo 'FILE_CAPTURED: out.csv '; echo 'a FILE_CAPTURED:b'; printf 'FILE_CAPTURED:c.txt\r\n'; echo FILE_CAPTURED:`}.Run(t.Context(), r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []Handover{{Path: "out.csv", File: true}, {Path: "c.txt", File: true}}; !slices.Equal(res.Handovers, want) {
-		t.Errorf("command handed over %+v; want %+v", res.Handovers, want)
-	}
-	if want := "a FILE_CAPTURED:b\n"; res.Text != want {
-		t.Errorf("command text %q; want %q", res.Text, want)
-	}
-}
 
 // A file for the person is read exactly as a screenshot is: only inside
 // the workspace, links followed only while they stay inside, regular files
@@ -172,12 +145,5 @@ func runnerFiles(t *testing.T, agent string) {
 	}
 	if strings.Contains(ev.Text, "FILE_CAPTURED") {
 		t.Errorf("reply %q shows the markers", ev.Text)
-	}
-}
-
-// The system prompt tells Claude how to hand over a file.
-func TestSystemPromptFiles(t *testing.T) {
-	if !strings.Contains(SystemPrompt, "FILE_CAPTURED:<path") {
-		t.Errorf("SystemPrompt does not tell about FILE_CAPTURED:\n%s", SystemPrompt)
 	}
 }

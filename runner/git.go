@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -23,7 +24,7 @@ type gitAction struct {
 // gitIdentity is the committer when the workspace sets none.
 var gitIdentity = []string{"-c", "user.name=textslash", "-c", "user.email=textslash@localhost"}
 
-func (a gitAction) Run(ctx context.Context, r *Run) (Result, error) {
+func (a gitAction) Run(ctx context.Context, r *agent.Run) (agent.Result, error) {
 	git := func(args ...string) (string, error) {
 		cmd := r.Command(ctx, "git", append(append([]string{}, gitIdentity...), args...)...)
 		out := &sandbox.CappedBuffer{Max: 64 << 10}
@@ -36,35 +37,35 @@ func (a gitAction) Run(ctx context.Context, r *Run) (Result, error) {
 		return strings.TrimSpace(out.String()), nil
 	}
 	if _, err := git("rev-parse", "--is-inside-work-tree"); err != nil {
-		return Result{Text: "Your workspace is not a git repository, so there is nothing to " + r.Job.Action + "."}, nil
+		return agent.Result{Text: "Your workspace is not a git repository, so there is nothing to " + r.Job.Action + "."}, nil
 	}
 	changes, err := git("status", "--porcelain")
 	if err != nil {
-		return Result{}, err
+		return agent.Result{}, err
 	}
 	if changes == "" {
-		return Result{Text: "There are no uncommitted changes in your workspace."}, nil
+		return agent.Result{Text: "There are no uncommitted changes in your workspace."}, nil
 	}
 	files := len(strings.Split(changes, "\n"))
 	switch r.Job.Action {
 	case contract.ActionReject:
 		if _, err := git("checkout", "--", "."); err != nil {
-			return Result{}, err
+			return agent.Result{}, err
 		}
 		if _, err := git("clean", "-fd"); err != nil {
-			return Result{}, err
+			return agent.Result{}, err
 		}
-		return Result{Text: fmt.Sprintf("Discarded the changes to %d file(s).", files)}, nil
+		return agent.Result{Text: fmt.Sprintf("Discarded the changes to %d file(s).", files)}, nil
 	case contract.ActionApprove:
 		branch := "textslash/" + shortID(r.Job.ID)
 		if _, err := git("checkout", "-B", branch); err != nil {
-			return Result{}, err
+			return agent.Result{}, err
 		}
 		if _, err := git("add", "-A"); err != nil {
-			return Result{}, err
+			return agent.Result{}, err
 		}
 		if _, err := git(append([]string{"commit", "-q"}, commitMessage(a.request)...)...); err != nil {
-			return Result{}, err
+			return agent.Result{}, err
 		}
 		text := fmt.Sprintf("Committed the changes to %d file(s) on branch %s.", files, branch)
 		if url, err := pullRequest(ctx, r, git, branch); err != nil {
@@ -72,9 +73,9 @@ func (a gitAction) Run(ctx context.Context, r *Run) (Result, error) {
 		} else {
 			text += " Pull request: " + url
 		}
-		return Result{Text: text}, nil
+		return agent.Result{Text: text}, nil
 	}
-	return Result{}, fmt.Errorf("unknown action %q", r.Job.Action)
+	return agent.Result{}, fmt.Errorf("unknown action %q", r.Job.Action)
 }
 
 func shortID(id string) string {
@@ -87,7 +88,7 @@ func shortID(id string) string {
 // pullRequest pushes branch to origin and opens a pull request with the
 // GitHub CLI, when it is installed and logged in (as the agent user, in
 // its home: gh auth login). The error says, for the person, why not.
-func pullRequest(ctx context.Context, r *Run, git func(...string) (string, error), branch string) (string, error) {
+func pullRequest(ctx context.Context, r *agent.Run, git func(...string) (string, error), branch string) (string, error) {
 	if _, err := exec.LookPath("gh"); err != nil {
 		return "", errors.New("the GitHub CLI (gh) is not installed")
 	}

@@ -6,8 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/agent"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // approve pushes the branch and opens a pull request when gh is installed
@@ -28,8 +31,8 @@ esac
 	}
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
 
-	setup := func(t *testing.T, withOrigin bool) *Run {
-		r, _ := shellRun(t, "", nil)
+	setup := func(t *testing.T, withOrigin bool) *agent.Run {
+		r := shellRun(t, "")
 		script := "git init -q && git config user.email a@b && git config user.name A && echo one > f && git add f && git commit -qm init && echo two >> f"
 		if withOrigin {
 			origin := filepath.Join(t.TempDir(), "origin.git")
@@ -39,8 +42,8 @@ esac
 			script += " && git remote add origin " + origin
 		}
 		r.Job.Text = script
-		if res := runShell(t, t.Context(), r); res.ExitCode != 0 {
-			t.Fatalf("setup: %q", res.Text)
+		if res, err := (agent.Shell{}).Run(t.Context(), r); err != nil || res.ExitCode != 0 {
+			t.Fatalf("setup: %q, %v", res.Text, err)
 		}
 		r.Job.Action, r.Job.ID = contract.ActionApprove, "abcdef0123456789"
 		return r
@@ -126,5 +129,24 @@ func TestApproveCommitMessage(t *testing.T) {
 				t.Errorf("commit body %q; want %q", got, tt.body)
 			}
 		})
+	}
+}
+
+// shellRun prepares a fresh workspace and home and a Run of script in it,
+// as this process's user. The environment is taken now: call t.Setenv
+// before.
+func shellRun(t *testing.T, script string) *agent.Run {
+	t.Helper()
+	root := t.TempDir()
+	dir, home := filepath.Join(root, "ws"), filepath.Join(root, "home")
+	if err := sandbox.PrepareWorkspace(dir, home, nil); err != nil {
+		t.Fatalf("sandbox.PrepareWorkspace: %v", err)
+	}
+	return &agent.Run{
+		Job:       contract.Job{V: contract.Version, ID: "job-1", Text: script, At: time.Now()},
+		Dir:       dir,
+		Command:   sandbox.CommandFunc(dir, home, nil, false),
+		Progress:  func(string) {},
+		OutputCap: 1 << 20,
 	}
 }

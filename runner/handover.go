@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/pageshot"
 	"github.com/textslash/textslash/runner/sandbox"
 )
@@ -107,11 +108,11 @@ func dropped(dir string) []dropFile {
 // handedOver is what a run handed over for the reply, in order: what it
 // reported (its marker lines), then the files it left in DropDir for its
 // task (droppedFor), each once.
-func handedOver(log zerolog.Logger, dir string, reported []Handover, task string, started time.Time) []Handover {
-	var out []Handover
-	seen := map[Handover]bool{}
-	add := func(h Handover) {
-		if k := h.key(dir); !seen[k] {
+func handedOver(log zerolog.Logger, dir string, reported []agent.Handover, task string, started time.Time) []agent.Handover {
+	var out []agent.Handover
+	seen := map[agent.Handover]bool{}
+	add := func(h agent.Handover) {
+		if k := handoverKey(dir, h); !seen[k] {
 			seen[k] = true
 			out = append(out, h)
 		}
@@ -119,17 +120,17 @@ func handedOver(log zerolog.Logger, dir string, reported []Handover, task string
 	for _, h := range reported {
 		add(h)
 	}
-	isReported := func(p string) bool { return seen[Handover{Path: p}.key(dir)] }
+	isReported := func(p string) bool { return seen[handoverKey(dir, agent.Handover{Path: p})] }
 	for _, p := range droppedFor(log, dir, task, started, time.Now(), isReported) {
-		add(Handover{Path: p})
+		add(agent.Handover{Path: p})
 	}
 	return out
 }
 
-// key tells handovers of the same file apart from others: the kind and
-// the path relative to the workspace dir, cleaned.
-func (h Handover) key(dir string) Handover {
-	k := Handover{Path: filepath.Clean(h.Path), File: h.File}
+// handoverKey tells handovers of the same file apart from others: the
+// kind and the path relative to the workspace dir, cleaned.
+func handoverKey(dir string, h agent.Handover) agent.Handover {
+	k := agent.Handover{Path: filepath.Clean(h.Path), File: h.File}
 	if rel, err := workspacePath(dir, h.Path); err == nil {
 		k.Path = rel
 	}
@@ -147,7 +148,7 @@ func (h Handover) key(dir string) Handover {
 // is refused with a note too. The files the run reported (FILE_CAPTURED)
 // are stored as they are (collectFile) and returned after the images;
 // each one that cannot be sent has a note.
-func (r *Runner) collectHandovers(ctx context.Context, log zerolog.Logger, job contract.Job, dir string, reported []Handover, room int,
+func (r *Runner) collectHandovers(ctx context.Context, log zerolog.Logger, job contract.Job, dir string, reported []agent.Handover, room int,
 	started time.Time, describe *describer) (images []contract.Image, notes []string) {
 	var files []contract.Image
 	tried := 0
@@ -179,7 +180,7 @@ func (r *Runner) collectHandovers(ctx context.Context, log zerolog.Logger, job c
 		}
 		img.Caption = h.Caption
 		if img.Caption == "" {
-			img.Caption = describe.caption(h.key(dir).Path)
+			img.Caption = describe.caption(handoverKey(dir, h).Path)
 		}
 		r.publishImage(ctx, log, job, img, strconv.Itoa(len(images)+1))
 		log.Info().Str("path", h.Path).Str("object", img.ID).Int("size", img.Size).Int("width", img.Width).Int("height", img.Height).

@@ -115,13 +115,3 @@ func TestRunnerTaskScreenshots(t *testing.T) {
 		t.Errorf("log lines about the stale screenshot: %v; want one naming it", refused)
 	}
 }
-
-// The system prompt tells Claude how to name its screenshots for the task
-// and how to caption an image.
-func TestSystemPromptTaskScreenshots(t *testing.T) {
-	for _, want := range []string{"tmp/ai_screenshots/<task id>_<timestamp>.png", "$TEXTSLASH_TASK_ID", "IMAGE_GENERATED|<path"} {
-		if !strings.Contains(SystemPrompt, want) {
-			t.Errorf("SystemPrompt does not say %q:\n%s", want, SystemPrompt)
-		}
-	}
-}

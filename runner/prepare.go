@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/session"
 )
@@ -36,7 +37,7 @@ func (ru *run) prepare() (stop bool, err error) {
 	if refusal != "" {
 		return true, ru.end(contract.StatusError, refusal)
 	}
-	ru.spec = &Run{
+	ru.spec = &agent.Run{
 		Job:         ru.job,
 		Dir:         ru.runDir,
 		Attachments: files,
@@ -217,7 +218,7 @@ func (ru *run) pickAgent() {
 // converse lets the person answer Claude Code's questions and add
 // messages while it works.
 func (ru *run) converse() {
-	if _, ok := ru.agent.(*Claude); !ok {
+	if _, ok := ru.agent.(*agent.Claude); !ok {
 		return
 	}
 	conv, err := ru.r.converse(ru.ctx, ru.log, ru.job)

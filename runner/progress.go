@@ -29,7 +29,7 @@ func newProgress(heartbeat time.Duration, first string, start time.Time, publish
 	return &progress{heartbeat: heartbeat, start: start, publish: publish, last: start, line: first}
 }
 
-// report publishes a line the agent reported (Run.Progress).
+// report publishes a line the agent reported (agent.Run.Progress).
 func (p *progress) report(line string) {
 	p.heard(line, time.Now())
 	p.send(line)

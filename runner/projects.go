@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -60,8 +61,8 @@ type errRefused struct{ msg string }
 
 func (e *errRefused) Error() string { return e.msg }
 
-func refuse(format string, args ...any) (Result, error) {
-	return Result{}, &errRefused{msg: fmt.Sprintf(format, args...)}
+func refuse(format string, args ...any) (agent.Result, error) {
+	return agent.Result{}, &errRefused{msg: fmt.Sprintf(format, args...)}
 }
 
 // workspaceOf is the workspace of u's project ("" or DefaultProject: the
@@ -157,7 +158,7 @@ func cloneArgs(text string) (url, name string, err error) {
 
 // cloneAction clones a repository into a new project of the person
 // (Job.Action contract.ActionClone, Job.Text "<url> <name>"). Everything
-// the dispatcher checked is checked again. git runs through Run.Command:
+// the dispatcher checked is checked again. git runs through agent.Run.Command:
 // as the agent user, in the run's sandbox when there is one, in the
 // project's new (empty) workspace, Run.Dir.
 type cloneAction struct {
@@ -178,23 +179,23 @@ func cloneEnv(env []string) []string {
 	return env
 }
 
-func (c cloneAction) Run(ctx context.Context, run *Run) (res Result, err error) {
+func (c cloneAction) Run(ctx context.Context, run *agent.Run) (res agent.Result, err error) {
 	u := run.Job.User
 	url, name, err := cloneArgs(run.Job.Text)
 	if err != nil {
-		return Result{}, err
+		return agent.Result{}, err
 	}
 	shown := contract.RedactURL(url)
 	log := c.log.With().Str("project", name).Str("url", shown).Logger()
 	if dir := c.r.workspaceOf(u, name); run.Dir != dir {
-		return Result{}, fmt.Errorf("clone into %s: the run's directory is %s", dir, run.Dir)
+		return agent.Result{}, fmt.Errorf("clone into %s: the run's directory is %s", dir, run.Dir)
 	}
 	list, _, err := c.r.readProjects(ctx, u)
 	if err != nil {
-		return Result{}, err
+		return agent.Result{}, err
 	}
 	if err := canAdd(list, name); err != nil {
-		return Result{}, err
+		return agent.Result{}, err
 	}
 	// A directory without an entry (a clone cut short by a crash, a
 	// project not yet registered) is the person's all the same: never
@@ -204,7 +205,7 @@ func (c cloneAction) Run(ctx context.Context, run *Run) (res Result, err error) 
 		return refuse(MsgProjectTaken, name)
 	}
 	if err := prepareProject(run.Dir, c.home, c.r.user); err != nil {
-		return Result{}, err
+		return agent.Result{}, err
 	}
 	kept := false
 	defer func() {
@@ -217,11 +218,11 @@ func (c cloneAction) Run(ctx context.Context, run *Run) (res Result, err error) 
 
 	run.Progress("Cloning " + shown + "…")
 	if err := gitClone(ctx, run, url, shown, log); err != nil {
-		return Result{}, err
+		return agent.Result{}, err
 	}
 	size, err := dirSize(run.Dir)
 	if err != nil {
-		return Result{}, fmt.Errorf("size of the clone: %w", err)
+		return agent.Result{}, fmt.Errorf("size of the clone: %w", err)
 	}
 	if limit := c.r.cfg.ProjectMaxBytes; size > limit {
 		log.Info().Int64("size", size).Int64("max", limit).Msg("clone over the project size limit; removed")
@@ -236,7 +237,7 @@ func (c cloneAction) Run(ctx context.Context, run *Run) (res Result, err error) 
 		return true, nil
 	})
 	if err != nil {
-		return Result{}, err
+		return agent.Result{}, err
 	}
 	kept = true
 	c.r.branches.set(u, name, branch)
@@ -244,12 +245,12 @@ func (c cloneAction) Run(ctx context.Context, run *Run) (res Result, err error) 
 	if branch == "" {
 		branch = "none"
 	}
-	return Result{Text: fmt.Sprintf(MsgCloned, shown, name, branch, name)}, nil
+	return agent.Result{Text: fmt.Sprintf(MsgCloned, shown, name, branch, name)}, nil
 }
 
 // gitClone clones url into the run's directory; a clone git fails is
 // refused (errRefused), with git's line of error (url shown as shown).
-func gitClone(ctx context.Context, run *Run, url, shown string, log zerolog.Logger) error {
+func gitClone(ctx context.Context, run *agent.Run, url, shown string, log zerolog.Logger) error {
 	cmd := run.Command(ctx, "git", "clone", "--quiet", "--", url, ".")
 	cmd.Env = cloneEnv(cmd.Env)
 	out := &sandbox.CappedBuffer{Max: 64 << 10}

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -78,7 +79,7 @@ func (e *runnerEnv) projectDir(u contract.User, name string) string {
 }
 
 // startWithAgent runs a Runner whose agent is a until the test ends.
-func (e *runnerEnv) startWithAgent(cfg Config, a Agent) {
+func (e *runnerEnv) startWithAgent(cfg Config, a agent.Agent) {
 	e.t.Helper()
 	cfg.Agent, cfg.Workspaces = AgentShell, e.workspaces
 	r, err := New(cfg, e.js, zerolog.New(zerolog.NewTestWriter(e.t)).Level(zerolog.ErrorLevel))
@@ -314,12 +315,12 @@ func TestProjectWorkspaces(t *testing.T) {
 // session it resumed and starts one named for its job.
 type sessionAgent struct{}
 
-func (sessionAgent) Run(_ context.Context, r *Run) (Result, error) {
+func (sessionAgent) Run(_ context.Context, r *agent.Run) (agent.Result, error) {
 	resumed := r.SessionID
 	if resumed == "" {
 		resumed = "none"
 	}
-	return Result{Text: "resumed " + resumed, SessionID: "s-" + r.Job.ID}, nil
+	return agent.Result{Text: "resumed " + resumed, SessionID: "s-" + r.Job.ID}, nil
 }
 
 // Each project resumes its own session; "new" starts a fresh one in its

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/session"
 )
@@ -92,7 +93,7 @@ func (ru *run) outcome() {
 	case errors.As(ru.err, &refused):
 		ru.log.Info().Str("action", ru.job.Action).Str("reason", refused.msg).Msg("job refused")
 		done.Status, done.Text = contract.StatusError, refused.msg
-	case errors.Is(ru.err, ErrBudget):
+	case errors.Is(ru.err, agent.ErrBudget):
 		ru.log.Info().Float64("cost_usd", res.CostUSD).Msg("run stopped at its budget")
 		done.Status = contract.StatusBudget
 		done.Text = joinText(fmt.Sprintf(MsgBudgetStopped, ru.job.Budget.Of), done.Text)

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -44,13 +45,13 @@ type run struct {
 	prog    *progress
 	shotTok string          // the run's token at the screenshot endpoint
 	cg      *sandbox.Cgroup // the run's cgroup, or nil
-	spec    *Run            // what the agent is given
-	agent   Agent
+	spec    *agent.Run      // what the agent is given
+	agent   agent.Agent
 	name    string // the agent, for the log
 	conv    *conversation
 
 	// What came of it (execute).
-	res   Result
+	res   agent.Result
 	err   error
 	shots []contract.Image // taken at the screenshot endpoint
 }

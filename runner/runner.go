@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -27,7 +28,7 @@ type Runner struct {
 	cfg   Config
 	js    jetstream.JetStream
 	log   zerolog.Logger
-	agent Agent
+	agent agent.Agent
 	// claudeBin is the Claude Code binary found, picked or not.
 	claudeBin string
 	user      *sandbox.User
@@ -141,9 +142,9 @@ func (r *Runner) pickAgent() error {
 	r.cfg.Agent = AgentOf(r.cfg)
 	switch r.cfg.Agent {
 	default:
-		r.agent = Command{Line: r.cfg.Agent}
+		r.agent = agent.Command{Line: r.cfg.Agent}
 	case AgentShell:
-		r.agent = Shell{}
+		r.agent = agent.Shell{}
 	case AgentClaude:
 		if claudeBin == "" {
 			return contract.BadSetting(service, "Agent", AgentClaude, "no claude binary in PATH, and none given")
@@ -154,7 +155,7 @@ func (r *Runner) pickAgent() error {
 		if os.Geteuid() == 0 && !chosenUser {
 			return contract.BadSetting(service, "AgentUser", "", "required for claude as root (Claude Code will not run as root): an unprivileged OS user for the agents")
 		}
-		r.agent = &Claude{Bin: claudeBin, AppendSystemPrompt: SystemPrompt}
+		r.agent = &agent.Claude{Bin: claudeBin, AppendSystemPrompt: agent.SystemPrompt}
 	}
 	r.claudeBin = claudeBin
 	return nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -139,7 +140,7 @@ func (e errVoice) Error() string { return e.msg }
 // told to the person, then the run waits VoiceGrace, so that a cancel
 // stops a misheard instruction before it runs. It returns what to tell
 // the person when the notes cannot be used, and the run must not go on.
-func (r *Runner) hear(ctx context.Context, log zerolog.Logger, run *Run, voices []attachment, command func(context.Context, string, ...string) *exec.Cmd, tell func(key, text string)) (refusal string) {
+func (r *Runner) hear(ctx context.Context, log zerolog.Logger, run *agent.Run, voices []attachment, command func(context.Context, string, ...string) *exec.Cmd, tell func(key, text string)) (refusal string) {
 	if len(voices) == 0 {
 		return ""
 	}

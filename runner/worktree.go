@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -110,7 +111,7 @@ type gitFunc func(ctx context.Context, args ...string) (string, error)
 // repository's may hang), outside a run's deadline.
 const gitTimeout = 5 * time.Minute
 
-// gitWith is a gitFunc running git through command (a Run.Command) with
+// gitWith is a gitFunc running git through command (an agent.Run.Command) with
 // textslash's identity as committer, for at most gitTimeout.
 func gitWith(command func(ctx context.Context, name string, args ...string) *exec.Cmd) gitFunc {
 	return func(ctx context.Context, args ...string) (string, error) {
@@ -451,29 +452,29 @@ type worktreeAction struct {
 	request string
 }
 
-func (a worktreeAction) Run(ctx context.Context, r *Run) (Result, error) {
+func (a worktreeAction) Run(ctx context.Context, r *agent.Run) (agent.Result, error) {
 	w, log := a.w, a.log.With().Str("branch", a.w.branch).Logger()
 	git := gitWith(r.Command)
-	var res Result
+	var res agent.Result
 	if _, err := git(ctx, "rev-parse", "-q", "--verify", "refs/heads/"+w.branch); err != nil {
 		if w.present {
-			return Result{}, fmt.Errorf("worktree on %s without the branch: %w", w.branch, err)
+			return agent.Result{}, fmt.Errorf("worktree on %s without the branch: %w", w.branch, err)
 		}
 		res.Text = fmt.Sprintf(MsgBranchGone, w.branch)
 	} else {
 		files, err := w.changed(ctx, git)
 		if err != nil {
-			return Result{}, err
+			return agent.Result{}, err
 		}
 		switch r.Job.Action {
 		case contract.ActionReject:
 			if w.present {
 				if err := w.remove(ctx, log, true); err != nil {
-					return Result{}, err
+					return agent.Result{}, err
 				}
 			}
 			if _, err := git(ctx, "branch", "-D", w.branch); err != nil {
-				return Result{}, err
+				return agent.Result{}, err
 			}
 			res.Text = fmt.Sprintf(MsgBranchDiscarded, w.branch, len(files))
 		case contract.ActionApprove:
@@ -486,7 +487,7 @@ func (a worktreeAction) Run(ctx context.Context, r *Run) (Result, error) {
 				break
 			}
 			if res.Text, err = a.approve(ctx, r, git, len(files)); err != nil {
-				return Result{}, err
+				return agent.Result{}, err
 			}
 		}
 	}
@@ -498,7 +499,7 @@ func (a worktreeAction) Run(ctx context.Context, r *Run) (Result, error) {
 
 // approve commits, merges, offers a pull request and removes the
 // worktree; files is how many files the branch changes.
-func (a worktreeAction) approve(ctx context.Context, r *Run, git gitFunc, files int) (string, error) {
+func (a worktreeAction) approve(ctx context.Context, r *agent.Run, git gitFunc, files int) (string, error) {
 	w, log := a.w, a.log
 	if w.present {
 		if st, err := git(ctx, "-C", w.dir, "status", "--porcelain"); err != nil {

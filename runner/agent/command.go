@@ -1,4 +1,4 @@
-package runner
+package agent
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -17,8 +18,8 @@ const (
 	commandProgressRunes = 200
 )
 
-// Command runs any program as the agent: Config.Agent set to a command
-// line. This is the whole contract such a program has to meet.
+// Command runs any program as the agent: the runner's Config.Agent set
+// to a command line. This is the whole contract such a program has to meet.
 //
 // It runs once per message as bash -c Line in the person's workspace, as
 // the agent user, in its own process group, with the agents' environment
@@ -26,11 +27,11 @@ const (
 //
 // Its environment tells it its task id: TEXTSLASH_TASK_ID (and
 // NOTION_TASK_ID, seed 004's name), a Notion page's task id for a job the
-// page started, else the job id made safe for a file name (TaskID).
+// page started, else the job id made safe for a file name (runner.TaskID).
 //
-// Its environment also holds TEXTSLASH_MODE (ModeVar), the person's mode:
-// ask, auto or plan. Modes are Claude Code's; what one means to the
-// program is up to it (it cannot ask the person questions).
+// Its environment also holds TEXTSLASH_MODE (runner.ModeVar), the
+// person's mode: ask, auto or plan. Modes are Claude Code's; what one
+// means to the program is up to it (it cannot ask the person questions).
 //
 // Its stdin is the person's message and a newline; when they sent images, a
 // last bracketed paragraph names them, as paths relative to the workspace
@@ -53,7 +54,7 @@ const (
 //	FILE_CAPTURED:<path>        a file of any kind for the reply (a document), at <path>
 //	                            relative to the workspace, at most 16 MiB
 //
-// Images it saves in tmp/ai_screenshots/ of the workspace (DropDir) are
+// Images it saves in tmp/ai_screenshots/ of the workspace (runner.DropDir) are
 // sent with the reply too, then deleted: those named for no task, and
 // those named for its task, <task id>_<timestamp>.png (or .jpg, .jpeg),
 // modified at most 10 minutes before the run started or during it (older
@@ -74,7 +75,7 @@ type Command struct {
 }
 
 // Run implements Agent. A non-zero exit or an ended ctx returns an error
-// wrapping ErrAgentFailed (and ctx's error) with the reply so far.
+// wrapping ErrFailed (and ctx's error) with the reply so far.
 func (c Command) Run(ctx context.Context, r *Run) (Result, error) {
 	cmd := r.Command(ctx, "bash", "-c", c.Line)
 	cmd.Stdin = strings.NewReader(prompt(r) + "\n")
@@ -105,9 +106,9 @@ func (c Command) Run(ctx context.Context, r *Run) (Result, error) {
 	}
 	switch {
 	case ctx.Err() != nil:
-		return res, fmt.Errorf("command: %w: %w", ErrAgentFailed, ctx.Err())
+		return res, fmt.Errorf("command: %w: %w", ErrFailed, ctx.Err())
 	case res.ExitCode != 0:
-		return res, fmt.Errorf("command: %w: exit code %d: %s", ErrAgentFailed, res.ExitCode, stderrEnd(stderr.Bytes()))
+		return res, fmt.Errorf("command: %w: exit code %d: %s", ErrFailed, res.ExitCode, stderrEnd(stderr.Bytes()))
 	}
 	return res, nil
 }
@@ -178,7 +179,7 @@ func (o *commandOutput) end(nl string) {
 // marker acts on line if it is a marker and says whether it was.
 func (o *commandOutput) marker(line string) bool {
 	if text, ok := strings.CutPrefix(line, "::progress::"); ok {
-		if text = cutRunes(strings.TrimSpace(text), commandProgressRunes); text != "" && o.progress != nil {
+		if text = contract.CutRunes(strings.TrimSpace(text), commandProgressRunes); text != "" && o.progress != nil {
 			o.progress(text)
 		}
 		return true

@@ -1,4 +1,4 @@
-package runner
+package agent
 
 import (
 	"bytes"
@@ -113,8 +113,8 @@ func TestCommandStdin(t *testing.T) {
 func TestCommandFailure(t *testing.T) {
 	r, _ := commandRun(t, "hi")
 	res, err := Command{Line: `echo partial; echo 'something broke' >&2; exit 3`}.Run(t.Context(), r)
-	if !errors.Is(err, ErrAgentFailed) {
-		t.Fatalf("got error %v; want ErrAgentFailed", err)
+	if !errors.Is(err, ErrFailed) {
+		t.Fatalf("got error %v; want ErrFailed", err)
 	}
 	if !strings.Contains(err.Error(), "exit code 3") || !strings.Contains(err.Error(), "something broke") {
 		t.Errorf("error: got %q; want the exit code and the end of stderr", err)
@@ -191,8 +191,8 @@ func TestCommandCancelEndsProcessGroup(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatalf("Run still going 2s after cancel")
 	}
-	if !errors.Is(got.err, ErrAgentFailed) || !errors.Is(got.err, context.Canceled) {
-		t.Errorf("got error %v; want ErrAgentFailed and context.Canceled", got.err)
+	if !errors.Is(got.err, ErrFailed) || !errors.Is(got.err, context.Canceled) {
+		t.Errorf("got error %v; want ErrFailed and context.Canceled", got.err)
 	}
 	if got.res.Text != "started\n" {
 		t.Errorf("text: got %q; want %q", got.res.Text, "started\n")

@@ -1,7 +1,9 @@
-package runner
+package agent
 
 import (
 	"strings"
+
+	"github.com/textslash/textslash/contract"
 )
 
 // Marker lines that hand the person something from the workspace (see
@@ -71,7 +73,7 @@ func markerPath(s string) string {
 func markerCaption(s string) string {
 	s = strings.ReplaceAll(s, "\x00", "")
 	s = strings.ReplaceAll(s, captionLineBreak, "\n")
-	return cutRunes(strings.TrimSpace(s), captionMax)
+	return contract.CutRunes(strings.TrimSpace(s), captionMax)
 }
 
 // hasHandoverMarker reports whether text may hold a marker line
@@ -84,7 +86,7 @@ func hasHandoverMarker(text string) bool {
 // screenshots, images with captions, files), alone on their lines, out
 // of an agent's final output, and returns what they hand over, in order.
 // A marker naming nothing is taken out too. The runner checks what they
-// name (collectHandovers) whichever agent wrote them.
+// name whichever agent wrote them.
 func handoverLines(text string) (reply string, handed []Handover) {
 	if !hasHandoverMarker(text) {
 		return text, nil

@@ -1,4 +1,4 @@
-package runner
+package agent
 
 import "testing"
 
@@ -13,7 +13,7 @@ func TestAlwaysRule(t *testing.T) {
 	fetch := ruleFor("WebFetch", map[string]any{"url": "https://example.com/a"}, "")
 	for _, c := range []struct {
 		name  string
-		r     rule
+		r     Rule
 		tool  string
 		input map[string]any
 		want  bool
@@ -44,15 +44,15 @@ func TestAlwaysRule(t *testing.T) {
 // A session's always rules are kept for that session only.
 func TestAllowListPerSession(t *testing.T) {
 	path := t.TempDir() + "/always/web.u.json"
-	l := loadAllowList(path, "s1")
-	if err := l.add("s1", ruleFor("Bash", map[string]any{"command": "make test"}, "make test:*")); err != nil {
+	l := LoadAllowList(path, "s1")
+	if err := l.Add("s1", ruleFor("Bash", map[string]any{"command": "make test"}, "make test:*")); err != nil {
 		t.Fatal(err)
 	}
 	in := map[string]any{"command": "make test"}
-	if !loadAllowList(path, "s1").allows("Bash", in) {
+	if !LoadAllowList(path, "s1").Allows("Bash", in) {
 		t.Error("a later run of session s1 does not allow make test")
 	}
-	if loadAllowList(path, "s2").allows("Bash", in) || loadAllowList(path, "").allows("Bash", in) {
+	if LoadAllowList(path, "s2").Allows("Bash", in) || LoadAllowList(path, "").Allows("Bash", in) {
 		t.Error("a new session allows what s1 was allowed")
 	}
 }

@@ -1,4 +1,4 @@
-package runner
+package agent
 
 import (
 	"bytes"
@@ -122,8 +122,8 @@ func TestClaudeAPIError(t *testing.T) {
 	defer cancel()
 
 	res, err := (&Claude{Bin: bin}).Run(ctx, r)
-	if !errors.Is(err, ErrAgentFailed) {
-		t.Fatalf("Run error = %v; want ErrAgentFailed", err)
+	if !errors.Is(err, ErrFailed) {
+		t.Fatalf("Run error = %v; want ErrFailed", err)
 	}
 	t.Logf("Run error: %v", err)
 	// The raw text: the friendly one is chosen elsewhere.
@@ -156,8 +156,8 @@ func TestClaudeNoResult(t *testing.T) {
 	defer cancel()
 
 	res, err := (&Claude{Bin: bin}).Run(ctx, r)
-	if !errors.Is(err, ErrAgentFailed) {
-		t.Fatalf("Run error = %v; want ErrAgentFailed", err)
+	if !errors.Is(err, ErrFailed) {
+		t.Fatalf("Run error = %v; want ErrFailed", err)
 	}
 	t.Logf("Run error: %v", err)
 	if !strings.Contains(err.Error(), "without a result") || !strings.Contains(err.Error(), "Input must be provided") {
