@@ -15,19 +15,21 @@ import (
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/session"
+	"github.com/textslash/textslash/runner/snapshot"
 )
 
 // Workspaces that follow people across runners. With Config.Snapshots,
 // the runner stores a snapshot of the project a run worked in at the end
-// of each run, before its reply (snapshot.go: its history, its uncommitted work, the agent's
-// session), and a runner meeting a project whose workspace it lacks — a
-// person taken over from a runner that is gone, on another machine —
-// rebuilds it from that snapshot before the job runs. A runner taking a
+// of each run, before its reply (package snapshot: its history, its
+// uncommitted work, the agent's session), and a runner meeting a project
+// whose workspace it lacks — a person taken over from a runner that is
+// gone, on another machine — rebuilds it from that snapshot before the
+// job runs. A runner taking a
 // person over sets aside the copies it kept from an earlier time it held
 // them (they may be stale), so those are rebuilt from the snapshots too.
 
 // DefaultSnapshotMax is Config.SnapshotMax's default.
-const DefaultSnapshotMax = 100 << 20
+const DefaultSnapshotMax = snapshot.DefaultMax
 
 // MsgRestoreFailed: a project's snapshot could not be restored (with its
 // name); why is for the log.
@@ -91,7 +93,7 @@ func (r *Runner) restoreProject(ctx context.Context, log zerolog.Logger, job con
 		return false
 	}
 	start := time.Now()
-	found, notes, err := restoreSnapshot(ctx, r.snapshots, name, snapshotSource{
+	found, notes, err := snapshot.Restore(ctx, r.snapshots, name, snapshot.Source{
 		Dir: dir, Home: home, SessionFile: session.FileOf(project), URL: r.projectURL(ctx, u, project),
 		Max: r.cfg.SnapshotMax, Owner: r.user, Command: r.gitCommand(dir, home),
 	})
@@ -131,7 +133,7 @@ func (r *Runner) snapshot(ctx context.Context, log zerolog.Logger, u contract.Us
 	}
 	home := r.homeOf(u)
 	start := time.Now()
-	info, err := takeSnapshot(ctx, r.snapshots, contract.SnapshotName(u, project), snapshotSource{
+	info, err := snapshot.Take(ctx, r.snapshots, contract.SnapshotName(u, project), snapshot.Source{
 		Dir: dir, Home: home, SessionFile: session.FileOf(project), URL: r.projectURL(ctx, u, project),
 		Max: r.cfg.SnapshotMax, Owner: r.user, Command: r.gitCommand(dir, home),
 	})

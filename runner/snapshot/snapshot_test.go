@@ -1,4 +1,4 @@
-package runner
+package snapshot
 
 import (
 	"archive/tar"
@@ -25,8 +25,8 @@ import (
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
-// snapStore is the snapshots object store of a fresh provisioned server.
-func snapStore(t testing.TB) jetstream.ObjectStore {
+// newStore is the snapshots object store of a fresh provisioned server.
+func newStore(t testing.TB) jetstream.ObjectStore {
 	t.Helper()
 	s := natstest.RunJetStream(t)
 	if err := contract.Provision(t.Context(), s.JS, contract.Options{}); err != nil {
@@ -39,9 +39,9 @@ func snapStore(t testing.TB) jetstream.ObjectStore {
 	return obs
 }
 
-// snapUser is who workspaces belong to: the agent user when the test runs
+// testUser is who workspaces belong to: the agent user when the test runs
 // as root (as the runner does), else this process's user (nil).
-func snapUser(t testing.TB) *sandbox.User {
+func testUser(t testing.TB) *sandbox.User {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		return nil
@@ -53,9 +53,9 @@ func snapUser(t testing.TB) *sandbox.User {
 	return u
 }
 
-// snapPlace makes a workspace named name and a home, in a directory of
-// their own, the way the runner makes them, and their snapshotSource.
-func snapPlace(t testing.TB, u *sandbox.User, name string) snapshotSource {
+// place makes a workspace named name and a home, in a directory of
+// their own, the way the runner makes them, and their Source.
+func place(t testing.TB, u *sandbox.User, name string) Source {
 	t.Helper()
 	root := t.TempDir()
 	if u != nil { // t.TempDir and its parent are 0700 root: let the agent user through
@@ -69,24 +69,24 @@ func snapPlace(t testing.TB, u *sandbox.User, name string) snapshotSource {
 	if err := sandbox.PrepareWorkspace(dir, home, u); err != nil {
 		t.Fatal(err)
 	}
-	return snapshotSource{
+	return Source{
 		Dir: dir, Home: home, SessionFile: ".textslash-session.proj",
 		Owner: u, Command: sandbox.CommandFunc(dir, home, u, false),
 	}
 }
 
-// snapGitT runs git as the workspace's owner and returns its output.
-func snapGitT(t testing.TB, s snapshotSource, args ...string) string {
+// gitT runs git as the workspace's owner and returns its output.
+func gitT(t testing.TB, s Source, args ...string) string {
 	t.Helper()
-	out, err := snapGit(t.Context(), s, nil, append([]string{"-c", "user.name=t", "-c", "user.email=t@localhost"}, args...)...)
+	out, err := runGit(t.Context(), s, nil, append([]string{"-c", "user.name=t", "-c", "user.email=t@localhost"}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
 }
 
-// snapPut writes rel beneath base (its new parents too), owned by u.
-func snapPut(t testing.TB, u *sandbox.User, base, rel string, data []byte, perm fs.FileMode) {
+// put writes rel beneath base (its new parents too), owned by u.
+func put(t testing.TB, u *sandbox.User, base, rel string, data []byte, perm fs.FileMode) {
 	t.Helper()
 	p := filepath.Join(base, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -98,20 +98,20 @@ func snapPut(t testing.TB, u *sandbox.User, base, rel string, data []byte, perm 
 	if err := os.Chmod(p, perm); err != nil {
 		t.Fatal(err)
 	}
-	snapGive(t, u, base, rel)
+	give(t, u, base, rel)
 }
 
-// snapSymlink makes the symlink rel beneath base, owned by u.
-func snapSymlink(t testing.TB, u *sandbox.User, base, rel, target string) {
+// symlink makes the symlink rel beneath base, owned by u.
+func symlink(t testing.TB, u *sandbox.User, base, rel, target string) {
 	t.Helper()
 	if err := os.Symlink(target, filepath.Join(base, rel)); err != nil {
 		t.Fatal(err)
 	}
-	snapGive(t, u, base, rel)
+	give(t, u, base, rel)
 }
 
-// snapGive gives rel beneath base, and the directories between, to u.
-func snapGive(t testing.TB, u *sandbox.User, base, rel string) {
+// give gives rel beneath base, and the directories between, to u.
+func give(t testing.TB, u *sandbox.User, base, rel string) {
 	t.Helper()
 	if u == nil {
 		return
@@ -123,15 +123,15 @@ func snapGive(t testing.TB, u *sandbox.User, base, rel string) {
 	}
 }
 
-func snapRandom(n int) []byte {
+func random(n int) []byte {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return b
 }
 
-// snapTree describes everything beneath dir but skip: type, mode, owner and
+// describeTree describes everything beneath dir but skip: type, mode, owner and
 // content or target.
-func snapTree(t testing.TB, dir string, skip ...string) map[string]string {
+func describeTree(t testing.TB, dir string, skip ...string) map[string]string {
 	t.Helper()
 	tree := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -173,7 +173,7 @@ func snapTree(t testing.TB, dir string, skip ...string) map[string]string {
 	return tree
 }
 
-func snapDiffTrees(got, want map[string]string) string {
+func diffTrees(got, want map[string]string) string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(func(yield func(string) bool) {
 		for k := range want {
@@ -188,102 +188,102 @@ func snapDiffTrees(got, want map[string]string) string {
 		}
 	}) {
 		if got[k] != want[k] {
-			fmt.Fprintf(&b, "  %s: got %q; want %q\n", k, snapTrunc(got[k]), snapTrunc(want[k]))
+			fmt.Fprintf(&b, "  %s: got %q; want %q\n", k, trunc(got[k]), trunc(want[k]))
 		}
 	}
 	return b.String()
 }
 
-func snapTrunc(s string) string {
+func trunc(s string) string {
 	if len(s) > 120 {
 		return s[:120] + "…"
 	}
 	return s
 }
 
-// snapRepoFixture builds, in s.Dir, a repository on branch feature (two
+// repoFixture builds, in s.Dir, a repository on branch feature (two
 // commits past main's one, origin/feature one behind) with every kind of
 // uncommitted work, and Claude Code's transcripts of it in s.Home.
 // It returns the session id and the paths git ignores.
-func snapRepoFixture(t testing.TB, s snapshotSource, u *sandbox.User) (session string, ignored []string) {
+func repoFixture(t testing.TB, s Source, u *sandbox.User) (session string, ignored []string) {
 	t.Helper()
-	snapGitT(t, s, "init", "-q", "-b", "main")
-	snapPut(t, u, s.Dir, "README.md", []byte("# demo\n"), 0o644)
-	snapPut(t, u, s.Dir, "src/app.go", []byte("package main\n"), 0o644)
-	snapPut(t, u, s.Dir, "old.txt", []byte("to be deleted\n"), 0o644)
-	snapPut(t, u, s.Dir, ".gitignore", []byte("*.log\nbuild/\n"), 0o644)
-	snapSymlink(t, u, s.Dir, "readme-link", "README.md")
-	snapGitT(t, s, "add", "-A")
-	snapGitT(t, s, "commit", "-q", "-m", "one")
-	snapGitT(t, s, "checkout", "-q", "-b", "feature")
-	snapPut(t, u, s.Dir, "src/app.go", []byte("package main\n\nfunc main() {}\n"), 0o644)
-	snapPut(t, u, s.Dir, "lib/util.go", []byte("package lib\n"), 0o644)
-	snapGitT(t, s, "add", "-A")
-	snapGitT(t, s, "commit", "-q", "-m", "two")
-	snapGitT(t, s, "remote", "add", "origin", "https://example.invalid/demo.git")
-	snapGitT(t, s, "update-ref", "refs/remotes/origin/feature", "HEAD~1")
-	snapGitT(t, s, "branch", "-q", "--set-upstream-to=origin/feature")
-	snapGitT(t, s, "tag", "v1", "HEAD~1")
+	gitT(t, s, "init", "-q", "-b", "main")
+	put(t, u, s.Dir, "README.md", []byte("# demo\n"), 0o644)
+	put(t, u, s.Dir, "src/app.go", []byte("package main\n"), 0o644)
+	put(t, u, s.Dir, "old.txt", []byte("to be deleted\n"), 0o644)
+	put(t, u, s.Dir, ".gitignore", []byte("*.log\nbuild/\n"), 0o644)
+	symlink(t, u, s.Dir, "readme-link", "README.md")
+	gitT(t, s, "add", "-A")
+	gitT(t, s, "commit", "-q", "-m", "one")
+	gitT(t, s, "checkout", "-q", "-b", "feature")
+	put(t, u, s.Dir, "src/app.go", []byte("package main\n\nfunc main() {}\n"), 0o644)
+	put(t, u, s.Dir, "lib/util.go", []byte("package lib\n"), 0o644)
+	gitT(t, s, "add", "-A")
+	gitT(t, s, "commit", "-q", "-m", "two")
+	gitT(t, s, "remote", "add", "origin", "https://example.invalid/demo.git")
+	gitT(t, s, "update-ref", "refs/remotes/origin/feature", "HEAD~1")
+	gitT(t, s, "branch", "-q", "--set-upstream-to=origin/feature")
+	gitT(t, s, "tag", "v1", "HEAD~1")
 
 	// The uncommitted work.
-	snapPut(t, u, s.Dir, "README.md", []byte("# demo\n\nchanged, not staged\n"), 0o644)
+	put(t, u, s.Dir, "README.md", []byte("# demo\n\nchanged, not staged\n"), 0o644)
 	if err := os.Remove(filepath.Join(s.Dir, "old.txt")); err != nil {
 		t.Fatal(err)
 	}
-	snapPut(t, u, s.Dir, "notes/todo.txt", []byte("untracked\n"), 0o644)
-	snapPut(t, u, s.Dir, "naïve file.txt", []byte("untracked, odd name\n"), 0o644)
-	snapPut(t, u, s.Dir, "run.sh", []byte("#!/bin/sh\necho hi\n"), 0o755)
-	snapSymlink(t, u, s.Dir, "latest", "notes/todo.txt")
-	snapPut(t, u, s.Dir, "staged.txt", []byte("added, staged\n"), 0o644)
-	snapPut(t, u, s.Dir, "lib/util.go", []byte("package lib // staged\n"), 0o644)
-	snapGitT(t, s, "add", "staged.txt", "lib/util.go")
-	snapGitT(t, s, "mv", "src/app.go", "src/main.go")
-	snapPut(t, u, s.Dir, "debug.log", []byte("ignored\n"), 0o644)
-	snapPut(t, u, s.Dir, "build/out.bin", []byte("ignored too\n"), 0o644)
+	put(t, u, s.Dir, "notes/todo.txt", []byte("untracked\n"), 0o644)
+	put(t, u, s.Dir, "naïve file.txt", []byte("untracked, odd name\n"), 0o644)
+	put(t, u, s.Dir, "run.sh", []byte("#!/bin/sh\necho hi\n"), 0o755)
+	symlink(t, u, s.Dir, "latest", "notes/todo.txt")
+	put(t, u, s.Dir, "staged.txt", []byte("added, staged\n"), 0o644)
+	put(t, u, s.Dir, "lib/util.go", []byte("package lib // staged\n"), 0o644)
+	gitT(t, s, "add", "staged.txt", "lib/util.go")
+	gitT(t, s, "mv", "src/app.go", "src/main.go")
+	put(t, u, s.Dir, "debug.log", []byte("ignored\n"), 0o644)
+	put(t, u, s.Dir, "build/out.bin", []byte("ignored too\n"), 0o644)
 
 	// Claude Code's transcripts of the workspace, and of another one.
 	session = "0b7c2a9e-5f1d-4c3b-9a8e-1d2c3b4a5f6e"
 	tdir := filepath.Join(".claude", "projects", claudeProjectDir(s.Dir))
-	snapPut(t, u, s.Home, filepath.Join(tdir, session+".jsonl"), []byte(`{"type":"user","cwd":"`+s.Dir+`"}`+"\n"), 0o600)
-	snapPut(t, u, s.Home, filepath.Join(tdir, session, "subagents", "agent-1.jsonl"), []byte("{}\n"), 0o600)
-	snapPut(t, u, s.Home, filepath.Join(tdir, "older-session.jsonl"), []byte("{}\n{}\n"), 0o600)
+	put(t, u, s.Home, filepath.Join(tdir, session+".jsonl"), []byte(`{"type":"user","cwd":"`+s.Dir+`"}`+"\n"), 0o600)
+	put(t, u, s.Home, filepath.Join(tdir, session, "subagents", "agent-1.jsonl"), []byte("{}\n"), 0o600)
+	put(t, u, s.Home, filepath.Join(tdir, "older-session.jsonl"), []byte("{}\n{}\n"), 0o600)
 	if err := os.Mkdir(filepath.Join(s.Home, tdir, "memory"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	snapGive(t, u, s.Home, filepath.Join(tdir, "memory"))
-	snapPut(t, u, s.Home, filepath.Join(".claude", "projects", "-elsewhere", "x.jsonl"), []byte("{}\n"), 0o600)
-	snapPut(t, u, s.Home, s.SessionFile, []byte(session+"\n"), 0o600)
+	give(t, u, s.Home, filepath.Join(tdir, "memory"))
+	put(t, u, s.Home, filepath.Join(".claude", "projects", "-elsewhere", "x.jsonl"), []byte("{}\n"), 0o600)
+	put(t, u, s.Home, s.SessionFile, []byte(session+"\n"), 0o600)
 	return session, []string{"debug.log", "build"}
 }
 
 func TestSnapshotGitRoundTrip(t *testing.T) {
-	obs := snapStore(t)
-	u := snapUser(t)
-	from := snapPlace(t, u, "ws")
-	session, ignored := snapRepoFixture(t, from, u)
+	obs := newStore(t)
+	u := testUser(t)
+	from := place(t, u, "ws")
+	session, ignored := repoFixture(t, from, u)
 
-	info, err := takeSnapshot(t.Context(), obs, "u/proj", from)
+	info, err := Take(t.Context(), obs, "u/proj", from)
 	if err != nil {
-		t.Fatalf("takeSnapshot: %v", err)
+		t.Fatalf("Take: %v", err)
 	}
 	if !info.Git || info.Branch != "feature" || info.Bundle == 0 || len(info.LeftOut) != 0 {
-		t.Errorf("takeSnapshot: got %+v; want git on feature, with its history, nothing left out", info)
+		t.Errorf("Take: got %+v; want git on feature, with its history, nothing left out", info)
 	}
 	// README.md, notes/todo.txt, naïve file.txt, run.sh, staged.txt,
 	// lib/util.go, src/main.go (and the link latest); old.txt and
 	// src/app.go deleted.
 	if info.Files != 7 || info.Deleted != 2 || info.Transcripts != 3 {
-		t.Errorf("takeSnapshot: got %d files, %d deleted, %d transcripts; want 7, 2, 3", info.Files, info.Deleted, info.Transcripts)
+		t.Errorf("Take: got %d files, %d deleted, %d transcripts; want 7, 2, 3", info.Files, info.Deleted, info.Transcripts)
 	}
 
 	// Another runner, another path: the workspace does not exist yet.
-	to := snapPlace(t, u, "ws.restored_2")
+	to := place(t, u, "ws.restored_2")
 	if err := os.Remove(to.Dir); err != nil {
 		t.Fatal(err)
 	}
-	found, notes, err := restoreSnapshot(t.Context(), obs, "u/proj", to)
+	found, notes, err := Restore(t.Context(), obs, "u/proj", to)
 	if err != nil || !found {
-		t.Fatalf("restoreSnapshot: found %v, err %v; want found", found, err)
+		t.Fatalf("Restore: found %v, err %v; want found", found, err)
 	}
 	t.Logf("notes: %q", notes)
 	if len(notes) != 1 || !strings.Contains(notes[0], "branch feature at") || !strings.Contains(notes[0], "2 deleted file") {
@@ -298,17 +298,17 @@ func TestSnapshotGitRoundTrip(t *testing.T) {
 		{"config", "--get", "remote.origin.url"},
 		{"diff", "--cached", "--stat"},
 	} {
-		want, got := snapGitT(t, from, args...), snapGitT(t, to, args...)
+		want, got := gitT(t, from, args...), gitT(t, to, args...)
 		if got != want || strings.TrimSpace(want) == "" {
 			t.Errorf("git %s:\ngot  %q\nwant %q", strings.Join(args, " "), got, want)
 		}
 	}
-	if st := snapGitT(t, to, "status", "--porcelain=v1", "-b"); !strings.Contains(st, "## feature...origin/feature [ahead 1]") {
+	if st := gitT(t, to, "status", "--porcelain=v1", "-b"); !strings.Contains(st, "## feature...origin/feature [ahead 1]") {
 		t.Errorf("status: got %q; want feature ahead of origin/feature by 1", st)
 	}
 
-	want := snapTree(t, from.Dir, append([]string{".git"}, ignored...)...)
-	if d := snapDiffTrees(snapTree(t, to.Dir, ".git"), want); d != "" {
+	want := describeTree(t, from.Dir, append([]string{".git"}, ignored...)...)
+	if d := diffTrees(describeTree(t, to.Dir, ".git"), want); d != "" {
 		t.Errorf("restored workspace differs:\n%s", d)
 	}
 	for _, p := range ignored {
@@ -326,7 +326,7 @@ func TestSnapshotGitRoundTrip(t *testing.T) {
 		t.Fatalf("both workspaces' transcripts are named %s", newName)
 	}
 	newT := filepath.Join(to.Home, ".claude", "projects", newName)
-	if d := snapDiffTrees(snapTree(t, newT), snapTree(t, oldT)); d != "" {
+	if d := diffTrees(describeTree(t, newT), describeTree(t, oldT)); d != "" {
 		t.Errorf("transcripts under %s differ:\n%s", newT, d)
 	}
 	if _, err := os.Stat(filepath.Join(newT, session+".jsonl")); err != nil {
@@ -335,7 +335,7 @@ func TestSnapshotGitRoundTrip(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(to.Home, ".claude", "projects", "-elsewhere")); err == nil {
 		t.Error("another workspace's transcripts moved")
 	}
-	if d := snapDiffTrees(snapTree(t, to.Home, ".claude"), snapTree(t, from.Home, ".claude")); d != "" {
+	if d := diffTrees(describeTree(t, to.Home, ".claude"), describeTree(t, from.Home, ".claude")); d != "" {
 		t.Errorf("the home's session file differs:\n%s", d)
 	}
 }
@@ -344,52 +344,52 @@ func TestSnapshotGitRoundTrip(t *testing.T) {
 // stays staged), and on a detached HEAD with a repository of its own,
 // untracked, inside.
 func TestSnapshotGitStates(t *testing.T) {
-	obs := snapStore(t)
-	u := snapUser(t)
+	obs := newStore(t)
+	u := testUser(t)
 	tests := []struct {
 		name  string
-		setup func(t *testing.T, s snapshotSource)
+		setup func(t *testing.T, s Source)
 		// status is the restored one when not the same: a partly staged
 		// file comes back wholly staged.
 		status string
 	}{
-		{"no commits yet", func(t *testing.T, s snapshotSource) {
-			snapGitT(t, s, "init", "-q", "-b", "trunk")
-			snapPut(t, u, s.Dir, "staged.txt", []byte("staged\n"), 0o644)
-			snapPut(t, u, s.Dir, "partly.txt", []byte("staged part\n"), 0o644)
-			snapGitT(t, s, "add", "staged.txt", "partly.txt")
-			snapPut(t, u, s.Dir, "partly.txt", []byte("staged part\nand more\n"), 0o644)
-			snapPut(t, u, s.Dir, "new.txt", []byte("untracked\n"), 0o644)
+		{"no commits yet", func(t *testing.T, s Source) {
+			gitT(t, s, "init", "-q", "-b", "trunk")
+			put(t, u, s.Dir, "staged.txt", []byte("staged\n"), 0o644)
+			put(t, u, s.Dir, "partly.txt", []byte("staged part\n"), 0o644)
+			gitT(t, s, "add", "staged.txt", "partly.txt")
+			put(t, u, s.Dir, "partly.txt", []byte("staged part\nand more\n"), 0o644)
+			put(t, u, s.Dir, "new.txt", []byte("untracked\n"), 0o644)
 		}, "## No commits yet on trunk\nA  partly.txt\nA  staged.txt\n?? new.txt\n"},
-		{"detached, a repository inside", func(t *testing.T, s snapshotSource) {
-			snapGitT(t, s, "init", "-q", "-b", "main")
-			snapPut(t, u, s.Dir, "a.txt", []byte("one\n"), 0o644)
-			snapGitT(t, s, "add", "-A")
-			snapGitT(t, s, "commit", "-q", "-m", "one")
-			snapPut(t, u, s.Dir, "a.txt", []byte("two\n"), 0o644)
-			snapGitT(t, s, "commit", "-q", "-am", "two")
-			snapGitT(t, s, "checkout", "-q", "--detach", "HEAD~1")
-			snapPut(t, u, s.Dir, "a.txt", []byte("one, changed\n"), 0o644)
+		{"detached, a repository inside", func(t *testing.T, s Source) {
+			gitT(t, s, "init", "-q", "-b", "main")
+			put(t, u, s.Dir, "a.txt", []byte("one\n"), 0o644)
+			gitT(t, s, "add", "-A")
+			gitT(t, s, "commit", "-q", "-m", "one")
+			put(t, u, s.Dir, "a.txt", []byte("two\n"), 0o644)
+			gitT(t, s, "commit", "-q", "-am", "two")
+			gitT(t, s, "checkout", "-q", "--detach", "HEAD~1")
+			put(t, u, s.Dir, "a.txt", []byte("one, changed\n"), 0o644)
 			inner := s
 			inner.Dir = filepath.Join(s.Dir, "vendor", "lib")
-			snapPut(t, u, s.Dir, "vendor/lib/lib.go", []byte("package lib\n"), 0o644)
+			put(t, u, s.Dir, "vendor/lib/lib.go", []byte("package lib\n"), 0o644)
 			inner.Command = sandbox.CommandFunc(inner.Dir, s.Home, u, false)
-			snapGitT(t, inner, "init", "-q", "-b", "main")
-			snapGitT(t, inner, "add", "-A")
-			snapGitT(t, inner, "commit", "-q", "-m", "inner")
+			gitT(t, inner, "init", "-q", "-b", "main")
+			gitT(t, inner, "add", "-A")
+			gitT(t, inner, "commit", "-q", "-m", "inner")
 		}, ""},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			from := snapPlace(t, u, "ws")
+			from := place(t, u, "ws")
 			tt.setup(t, from)
 			name := fmt.Sprintf("u/s%d", i)
-			if _, err := takeSnapshot(t.Context(), obs, name, from); err != nil {
-				t.Fatalf("takeSnapshot: %v", err)
+			if _, err := Take(t.Context(), obs, name, from); err != nil {
+				t.Fatalf("Take: %v", err)
 			}
-			to := snapPlace(t, u, "ws2")
-			if _, notes, err := restoreSnapshot(t.Context(), obs, name, to); err != nil {
-				t.Fatalf("restoreSnapshot: %v", err)
+			to := place(t, u, "ws2")
+			if _, notes, err := Restore(t.Context(), obs, name, to); err != nil {
+				t.Fatalf("Restore: %v", err)
 			} else {
 				t.Logf("notes: %q", notes)
 			}
@@ -399,8 +399,8 @@ func TestSnapshotGitStates(t *testing.T) {
 				{"symbolic-ref", "-q", "HEAD"},
 				{"rev-parse", "-q", "--verify", "HEAD"},
 			} {
-				want, _ := snapGit(t.Context(), from, nil, args...)
-				got, _ := snapGit(t.Context(), to, nil, args...)
+				want, _ := runGit(t.Context(), from, nil, args...)
+				got, _ := runGit(t.Context(), to, nil, args...)
 				if args[0] == "status" && tt.status != "" {
 					want = tt.status
 				}
@@ -408,7 +408,7 @@ func TestSnapshotGitStates(t *testing.T) {
 					t.Errorf("git %s:\ngot  %q\nwant %q", strings.Join(args, " "), got, want)
 				}
 			}
-			if d := snapDiffTrees(snapTree(t, to.Dir, ".git"), snapTree(t, from.Dir, ".git")); d != "" {
+			if d := diffTrees(describeTree(t, to.Dir, ".git"), describeTree(t, from.Dir, ".git")); d != "" {
 				t.Errorf("restored workspace differs:\n%s", d)
 			}
 		})
@@ -416,48 +416,48 @@ func TestSnapshotGitStates(t *testing.T) {
 }
 
 func TestSnapshotFolderRoundTrip(t *testing.T) {
-	obs := snapStore(t)
-	u := snapUser(t)
-	from := snapPlace(t, u, "plain")
+	obs := newStore(t)
+	u := testUser(t)
+	from := place(t, u, "plain")
 	secret := filepath.Join(t.TempDir(), "precious") // only root may read it, when root
 	if err := os.WriteFile(secret, []byte("root's own secret"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	snapPut(t, u, from.Dir, "a.txt", []byte("alpha\n"), 0o644)
-	snapPut(t, u, from.Dir, "deep/er/b.bin", snapRandom(3000), 0o600)
-	snapPut(t, u, from.Dir, "tool", []byte("#!/bin/sh\n"), 0o755)
-	snapPut(t, u, from.Dir, ".hidden", []byte("dot\n"), 0o644)
+	put(t, u, from.Dir, "a.txt", []byte("alpha\n"), 0o644)
+	put(t, u, from.Dir, "deep/er/b.bin", random(3000), 0o600)
+	put(t, u, from.Dir, "tool", []byte("#!/bin/sh\n"), 0o755)
+	put(t, u, from.Dir, ".hidden", []byte("dot\n"), 0o644)
 	if err := os.MkdirAll(filepath.Join(from.Dir, "empty", "dir"), 0o750); err != nil {
 		t.Fatal(err)
 	}
-	snapGive(t, u, from.Dir, "empty/dir")
-	snapSymlink(t, u, from.Dir, "rel-link", "deep/er/b.bin")
-	snapSymlink(t, u, from.Dir, "secret-link", secret)
+	give(t, u, from.Dir, "empty/dir")
+	symlink(t, u, from.Dir, "rel-link", "deep/er/b.bin")
+	symlink(t, u, from.Dir, "secret-link", secret)
 	if err := syscall.Mkfifo(filepath.Join(from.Dir, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	snapGive(t, u, from.Dir, "fifo")
+	give(t, u, from.Dir, "fifo")
 
-	info, err := takeSnapshot(t.Context(), obs, "u/default", from)
+	info, err := Take(t.Context(), obs, "u/default", from)
 	if err != nil {
-		t.Fatalf("takeSnapshot: %v", err)
+		t.Fatalf("Take: %v", err)
 	}
 	if info.Git || info.Files != 4 || len(info.LeftOut) != 0 {
-		t.Errorf("takeSnapshot: got %+v; want a folder of 4 files, nothing left out", info)
+		t.Errorf("Take: got %+v; want a folder of 4 files, nothing left out", info)
 	}
 	if raw := snapshotBytes(t, obs, "u/default"); bytes.Contains(raw, []byte("root's own secret")) {
 		t.Error("the snapshot holds what a link outside the workspace points at")
 	}
 
-	to := snapPlace(t, u, "plain2") // made empty, as sandbox.PrepareWorkspace leaves it
-	found, notes, err := restoreSnapshot(t.Context(), obs, "u/default", to)
+	to := place(t, u, "plain2") // made empty, as sandbox.PrepareWorkspace leaves it
+	found, notes, err := Restore(t.Context(), obs, "u/default", to)
 	if err != nil || !found {
-		t.Fatalf("restoreSnapshot: found %v, err %v", found, err)
+		t.Fatalf("Restore: found %v, err %v", found, err)
 	}
 	if len(notes) != 1 || !strings.Contains(notes[0], "a folder of 4 file(s)") {
 		t.Errorf("notes: got %q; want one saying a folder of 4 files", notes)
 	}
-	if d := snapDiffTrees(snapTree(t, to.Dir), snapTree(t, from.Dir, "fifo")); d != "" {
+	if d := diffTrees(describeTree(t, to.Dir), describeTree(t, from.Dir, "fifo")); d != "" {
 		t.Errorf("restored folder differs:\n%s", d)
 	}
 }
@@ -483,36 +483,36 @@ func snapshotBytes(t testing.TB, obs jetstream.ObjectStore, name string) []byte 
 // Over the cap: the history goes first when the remote has it, then the
 // largest files; the notes say what did not move.
 func TestSnapshotCap(t *testing.T) {
-	obs := snapStore(t)
-	u := snapUser(t)
-	from := snapPlace(t, u, "ws")
+	obs := newStore(t)
+	u := testUser(t)
+	from := place(t, u, "ws")
 	remote := filepath.Join(filepath.Dir(from.Dir), "remote.git")
 	if err := os.Mkdir(remote, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	snapGive(t, u, filepath.Dir(remote), "remote.git")
+	give(t, u, filepath.Dir(remote), "remote.git")
 	url := "file://" + remote
-	snapGitT(t, from, "init", "-q", "--bare", remote)
-	snapGitT(t, from, "init", "-q", "-b", "main")
-	snapPut(t, u, from.Dir, "history.bin", snapRandom(96<<10), 0o644)
-	snapGitT(t, from, "add", "-A")
-	snapGitT(t, from, "commit", "-q", "-m", "one")
-	snapGitT(t, from, "remote", "add", "origin", url)
-	snapGitT(t, from, "push", "-q", "origin", "main")
-	snapGitT(t, from, "checkout", "-q", "-b", "feature")
-	snapPut(t, u, from.Dir, "f.txt", []byte("two\n"), 0o644)
-	snapGitT(t, from, "add", "-A")
-	snapGitT(t, from, "commit", "-q", "-m", "two")
-	snapGitT(t, from, "push", "-q", "-u", "origin", "feature")
-	pushed := strings.TrimSpace(snapGitT(t, from, "rev-parse", "HEAD"))
-	snapPut(t, u, from.Dir, "f.txt", []byte("three\n"), 0o644)
-	snapGitT(t, from, "commit", "-q", "-am", "three, not pushed")
-	local := strings.TrimSpace(snapGitT(t, from, "rev-parse", "HEAD"))
-	snapPut(t, u, from.Dir, "big.bin", snapRandom(64<<10), 0o644)
-	snapPut(t, u, from.Dir, "mid.bin", snapRandom(32<<10), 0o644)
-	snapPut(t, u, from.Dir, "small.txt", []byte("small\n"), 0o644)
+	gitT(t, from, "init", "-q", "--bare", remote)
+	gitT(t, from, "init", "-q", "-b", "main")
+	put(t, u, from.Dir, "history.bin", random(96<<10), 0o644)
+	gitT(t, from, "add", "-A")
+	gitT(t, from, "commit", "-q", "-m", "one")
+	gitT(t, from, "remote", "add", "origin", url)
+	gitT(t, from, "push", "-q", "origin", "main")
+	gitT(t, from, "checkout", "-q", "-b", "feature")
+	put(t, u, from.Dir, "f.txt", []byte("two\n"), 0o644)
+	gitT(t, from, "add", "-A")
+	gitT(t, from, "commit", "-q", "-m", "two")
+	gitT(t, from, "push", "-q", "-u", "origin", "feature")
+	pushed := strings.TrimSpace(gitT(t, from, "rev-parse", "HEAD"))
+	put(t, u, from.Dir, "f.txt", []byte("three\n"), 0o644)
+	gitT(t, from, "commit", "-q", "-am", "three, not pushed")
+	local := strings.TrimSpace(gitT(t, from, "rev-parse", "HEAD"))
+	put(t, u, from.Dir, "big.bin", random(64<<10), 0o644)
+	put(t, u, from.Dir, "mid.bin", random(32<<10), 0o644)
+	put(t, u, from.Dir, "small.txt", []byte("small\n"), 0o644)
 
-	all, err := takeSnapshot(t.Context(), obs, "u/all", from)
+	all, err := Take(t.Context(), obs, "u/all", from)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,7 +538,7 @@ func TestSnapshotCap(t *testing.T) {
 		},
 		{
 			name: "no remote to fetch from", url: "", max: all.Bundle + 40<<10, wantHistory: true, wantHead: local,
-			wantNotes: []string{"Not moved (over the " + snapSize(all.Bundle+40<<10) + " limit): big.bin (64 KB)."},
+			wantNotes: []string{"Not moved (over the " + sizeText(all.Bundle+40<<10) + " limit): big.bin (64 KB)."},
 		},
 	}
 	for i, tt := range tests {
@@ -546,9 +546,9 @@ func TestSnapshotCap(t *testing.T) {
 			src := from
 			src.URL, src.Max = tt.url, tt.max
 			name := fmt.Sprintf("u/p%d", i)
-			info, err := takeSnapshot(t.Context(), obs, name, src)
+			info, err := Take(t.Context(), obs, name, src)
 			if err != nil {
-				t.Fatalf("takeSnapshot: %v (the cap must never fail it)", err)
+				t.Fatalf("Take: %v (the cap must never fail it)", err)
 			}
 			if got := info.Bundle > 0; got != tt.wantHistory {
 				t.Errorf("history kept: got %v; want %v", got, tt.wantHistory)
@@ -556,11 +556,11 @@ func TestSnapshotCap(t *testing.T) {
 			if info.Raw > tt.max {
 				t.Errorf("archive: got %d bytes; want at most the cap, %d", info.Raw, tt.max)
 			}
-			to := snapPlace(t, u, "ws2")
+			to := place(t, u, "ws2")
 			to.URL = tt.url
-			found, notes, err := restoreSnapshot(t.Context(), obs, name, to)
+			found, notes, err := Restore(t.Context(), obs, name, to)
 			if err != nil || !found {
-				t.Fatalf("restoreSnapshot: found %v, err %v", found, err)
+				t.Fatalf("Restore: found %v, err %v", found, err)
 			}
 			t.Logf("notes: %q", notes)
 			all := strings.Join(notes, "\n")
@@ -572,10 +572,10 @@ func TestSnapshotCap(t *testing.T) {
 			if strings.Contains(all, "mid.bin") || strings.Contains(all, "small.txt") {
 				t.Errorf("notes: got %q; want mid.bin and small.txt moved", notes)
 			}
-			if head := strings.TrimSpace(snapGitT(t, to, "rev-parse", "HEAD")); head != tt.wantHead {
+			if head := strings.TrimSpace(gitT(t, to, "rev-parse", "HEAD")); head != tt.wantHead {
 				t.Errorf("HEAD: got %s; want %s", head, tt.wantHead)
 			}
-			if b := snapGitT(t, to, "rev-parse", "--abbrev-ref", "HEAD"); strings.TrimSpace(b) != "feature" {
+			if b := gitT(t, to, "rev-parse", "--abbrev-ref", "HEAD"); strings.TrimSpace(b) != "feature" {
 				t.Errorf("branch: got %q; want feature", b)
 			}
 			for f, want := range map[string]bool{"big.bin": false, "mid.bin": true, "small.txt": true, "history.bin": true} {
@@ -589,8 +589,8 @@ func TestSnapshotCap(t *testing.T) {
 
 // The order things are left out in, without git or a server.
 func TestSnapshotPlan(t *testing.T) {
-	reg := func(name string, size int64) *snapEntry {
-		return &snapEntry{name: name, size: size, mode: 0o644}
+	reg := func(name string, size int64) *entry {
+		return &entry{name: name, size: size, mode: 0o644}
 	}
 	tests := []struct {
 		name string
@@ -607,13 +607,13 @@ func TestSnapshotPlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			meta := &snapshotMeta{V: 1, Git: true, URL: tt.url, Max: tt.max}
-			bundle := reg(snapBundle, 40_000)
-			files := []*snapEntry{reg(snapFiles+"small", 2_000), reg(snapFiles+"big", 20_000), reg(snapFiles+"mid", 9_000),
-				{name: snapFiles + "dir", mode: fs.ModeDir | 0o755}}
-			cur := reg(snapClaude+"cur.jsonl", 30_000)
+			meta := &manifest{V: 1, Git: true, URL: tt.url, Max: tt.max}
+			bundle := reg(entryBundle, 40_000)
+			files := []*entry{reg(entryFiles+"small", 2_000), reg(entryFiles+"big", 20_000), reg(entryFiles+"mid", 9_000),
+				{name: entryFiles + "dir", mode: fs.ModeDir | 0o755}}
+			cur := reg(entryClaude+"cur.jsonl", 30_000)
 			cur.current = true
-			entries, _ := planSnapshot(meta, bundle, files, []*snapEntry{cur, reg(snapClaude+"old.jsonl", 5_000)}, []byte("id\n"))
+			entries, _ := plan(meta, bundle, files, []*entry{cur, reg(entryClaude+"old.jsonl", 5_000)}, []byte("id\n"))
 			var got []string
 			for _, l := range meta.LeftOut {
 				got = append(got, l.What+":"+l.Path)
@@ -631,27 +631,27 @@ func TestSnapshotPlan(t *testing.T) {
 // A file that grows past the cap between planning and writing is left out,
 // and the restore says so.
 func TestSnapshotChangedWhileTaken(t *testing.T) {
-	obs := snapStore(t)
-	u := snapUser(t)
-	from := snapPlace(t, u, "plain")
-	snapPut(t, u, from.Dir, "grows.txt", []byte("small\n"), 0o644)
-	snapPut(t, u, from.Dir, "stays.txt", []byte("stays\n"), 0o644)
+	obs := newStore(t)
+	u := testUser(t)
+	from := place(t, u, "plain")
+	put(t, u, from.Dir, "grows.txt", []byte("small\n"), 0o644)
+	put(t, u, from.Dir, "stays.txt", []byte("stays\n"), 0o644)
 	dir, err := os.OpenRoot(from.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dir.Close()
-	files, err := snapWalk(dir, ".", snapFiles)
+	files, err := walk(dir, ".", entryFiles)
 	if err != nil {
 		t.Fatal(err)
 	}
-	meta := &snapshotMeta{V: snapshotVersion, Dir: from.Dir, Max: 16 << 10}
-	entries, slack := planSnapshot(meta, nil, files, nil, nil)
-	snapPut(t, u, from.Dir, "grows.txt", snapRandom(int(slack)+1024), 0o644)
+	meta := &manifest{V: version, Dir: from.Dir, Max: 16 << 10}
+	entries, slack := plan(meta, nil, files, nil, nil)
+	put(t, u, from.Dir, "grows.txt", random(int(slack)+1024), 0o644)
 	var buf bytes.Buffer
-	late, _, err := writeSnapshot(&buf, meta, entries, nil, slack)
+	late, _, err := writeArchive(&buf, meta, entries, nil, slack)
 	if err != nil {
-		t.Fatalf("writeSnapshot: %v", err)
+		t.Fatalf("writeArchive: %v", err)
 	}
 	if len(late) != 1 || late[0].Path != "grows.txt" || late[0].Why != whyChanged {
 		t.Errorf("left out while writing: got %+v; want grows.txt, changed", late)
@@ -659,8 +659,8 @@ func TestSnapshotChangedWhileTaken(t *testing.T) {
 	if _, err := obs.PutBytes(t.Context(), "u/default", buf.Bytes()); err != nil {
 		t.Fatal(err)
 	}
-	to := snapPlace(t, u, "plain2")
-	_, notes, err := restoreSnapshot(t.Context(), obs, "u/default", to)
+	to := place(t, u, "plain2")
+	_, notes, err := Restore(t.Context(), obs, "u/default", to)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -675,15 +675,15 @@ func TestSnapshotChangedWhileTaken(t *testing.T) {
 	}
 }
 
-// snapCraft is a snapshot archive made by hand: meta first, then entries
+// craft is a snapshot archive made by hand: meta first, then entries
 // (regular files hold "escaped\n", or their Linkname when set).
-func snapCraft(t testing.TB, meta snapshotMeta, entries ...*tar.Header) []byte {
+func craft(t testing.TB, meta manifest, entries ...*tar.Header) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(zw)
 	mj, _ := json.Marshal(meta)
-	if err := snapTarBytes(tw, snapMeta, mj); err != nil {
+	if err := tarBytes(tw, entryManifest, mj); err != nil {
 		t.Fatal(err)
 	}
 	for _, h := range entries {
@@ -716,15 +716,15 @@ func snapCraft(t testing.TB, meta snapshotMeta, entries ...*tar.Header) []byte {
 // A snapshot trying to write outside the workspace or the transcripts'
 // directory is refused, and nothing lands outside.
 func TestSnapshotRefusesEscape(t *testing.T) {
-	obs := snapStore(t)
-	u := snapUser(t)
-	plain := snapshotMeta{V: snapshotVersion, Max: 1 << 20}
+	obs := newStore(t)
+	u := testUser(t)
+	plain := manifest{V: version, Max: 1 << 20}
 	reg := func(name string) *tar.Header { return &tar.Header{Name: name, Typeflag: tar.TypeReg} }
 	tests := []struct {
 		name    string
-		meta    snapshotMeta
+		meta    manifest
 		entries []*tar.Header
-		prepare func(t *testing.T, s snapshotSource, outside string)
+		prepare func(t *testing.T, s Source, outside string)
 	}{
 		{name: "dot dot", meta: plain, entries: []*tar.Header{reg("files/../escaped")}},
 		{name: "dot dot inside", meta: plain, entries: []*tar.Header{reg("files/a/../../escaped")}},
@@ -735,19 +735,19 @@ func TestSnapshotRefusesEscape(t *testing.T) {
 		}},
 		{name: "hard link", meta: plain, entries: []*tar.Header{{Name: "files/h", Typeflag: tar.TypeLink, Linkname: "/etc/passwd"}}},
 		{name: "device", meta: plain, entries: []*tar.Header{{Name: "files/null", Typeflag: tar.TypeChar, Devmajor: 1, Devminor: 3}}},
-		{name: "deleting outside", meta: snapshotMeta{V: snapshotVersion, Max: 1 << 20, Deleted: []string{"../victim"}}},
+		{name: "deleting outside", meta: manifest{V: version, Max: 1 << 20, Deleted: []string{"../victim"}}},
 		{name: "session id", meta: plain, entries: []*tar.Header{{Name: "session", Typeflag: tar.TypeReg, Linkname: "../../x\n"}}},
 		{name: "unknown entry", meta: plain, entries: []*tar.Header{reg("escaped")}},
 		{
 			name: "through a link the home has", meta: plain, entries: []*tar.Header{reg("claude/escaped")},
-			prepare: func(t *testing.T, s snapshotSource, outside string) {
-				snapSymlink(t, u, s.Home, ".claude", outside)
+			prepare: func(t *testing.T, s Source, outside string) {
+				symlink(t, u, s.Home, ".claude", outside)
 			},
 		},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := snapPlace(t, u, "ws")
+			s := place(t, u, "ws")
 			parent := filepath.Dir(s.Dir)
 			outside := filepath.Join(parent, "outside")
 			if err := os.Mkdir(outside, 0o777); err != nil { // writable by the agent user too
@@ -756,20 +756,20 @@ func TestSnapshotRefusesEscape(t *testing.T) {
 			if err := os.Chmod(outside, 0o777); err != nil {
 				t.Fatal(err)
 			}
-			snapPut(t, nil, parent, "victim", []byte("keep me\n"), 0o666)
+			put(t, nil, parent, "victim", []byte("keep me\n"), 0o666)
 			if tt.prepare != nil {
 				tt.prepare(t, s, outside)
 			}
-			before := snapTree(t, parent, "ws", "home")
+			before := describeTree(t, parent, "ws", "home")
 			name := fmt.Sprintf("u/e%d", i)
-			if _, err := obs.PutBytes(t.Context(), name, snapCraft(t, tt.meta, tt.entries...)); err != nil {
+			if _, err := obs.PutBytes(t.Context(), name, craft(t, tt.meta, tt.entries...)); err != nil {
 				t.Fatal(err)
 			}
-			found, _, err := restoreSnapshot(t.Context(), obs, name, s)
-			if !found || !errors.Is(err, errSnapshotBad) {
-				t.Errorf("restoreSnapshot: found %v, err %v; want found, %v", found, err, errSnapshotBad)
+			found, _, err := Restore(t.Context(), obs, name, s)
+			if !found || !errors.Is(err, ErrInvalid) {
+				t.Errorf("Restore: found %v, err %v; want found, %v", found, err, ErrInvalid)
 			}
-			if d := snapDiffTrees(snapTree(t, parent, "ws", "home"), before); d != "" {
+			if d := diffTrees(describeTree(t, parent, "ws", "home"), before); d != "" {
 				t.Errorf("written outside the workspace and home:\n%s", d)
 			}
 			if names, _ := os.ReadDir(s.Dir); len(names) != 0 {
@@ -780,14 +780,14 @@ func TestSnapshotRefusesEscape(t *testing.T) {
 }
 
 func TestSnapshotMissing(t *testing.T) {
-	obs := snapStore(t)
-	s := snapPlace(t, snapUser(t), "ws")
+	obs := newStore(t)
+	s := place(t, testUser(t), "ws")
 	if err := os.Remove(s.Dir); err != nil {
 		t.Fatal(err)
 	}
-	found, notes, err := restoreSnapshot(t.Context(), obs, "nobody/default", s)
+	found, notes, err := Restore(t.Context(), obs, "nobody/default", s)
 	if found || notes != nil || err != nil {
-		t.Errorf("restoreSnapshot: got %v, %q, %v; want not found, no notes, no error", found, notes, err)
+		t.Errorf("Restore: got %v, %q, %v; want not found, no notes, no error", found, notes, err)
 	}
 	if _, err := os.Lstat(s.Dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("workspace made without a snapshot: %v", err)
@@ -796,17 +796,17 @@ func TestSnapshotMissing(t *testing.T) {
 
 // A snapshot is restored into an empty or missing workspace only.
 func TestSnapshotNotEmpty(t *testing.T) {
-	obs := snapStore(t)
-	u := snapUser(t)
-	s := snapPlace(t, u, "ws")
-	snapPut(t, u, s.Dir, "a.txt", []byte("from the snapshot\n"), 0o644)
-	if _, err := takeSnapshot(t.Context(), obs, "u/default", s); err != nil {
+	obs := newStore(t)
+	u := testUser(t)
+	s := place(t, u, "ws")
+	put(t, u, s.Dir, "a.txt", []byte("from the snapshot\n"), 0o644)
+	if _, err := Take(t.Context(), obs, "u/default", s); err != nil {
 		t.Fatal(err)
 	}
-	snapPut(t, u, s.Dir, "a.txt", []byte("there already\n"), 0o644)
-	found, _, err := restoreSnapshot(t.Context(), obs, "u/default", s)
-	if !found || !errors.Is(err, errSnapshotNotEmpty) {
-		t.Errorf("restoreSnapshot: found %v, err %v; want found, %v", found, err, errSnapshotNotEmpty)
+	put(t, u, s.Dir, "a.txt", []byte("there already\n"), 0o644)
+	found, _, err := Restore(t.Context(), obs, "u/default", s)
+	if !found || !errors.Is(err, ErrNotEmpty) {
+		t.Errorf("Restore: found %v, err %v; want found, %v", found, err, ErrNotEmpty)
 	}
 	if b, _ := os.ReadFile(filepath.Join(s.Dir, "a.txt")); string(b) != "there already\n" {
 		t.Errorf("a.txt: got %q; want it untouched", b)
@@ -816,12 +816,12 @@ func TestSnapshotNotEmpty(t *testing.T) {
 // A later snapshot replaces the earlier one, and the object says what it
 // holds.
 func TestSnapshotReplaces(t *testing.T) {
-	obs := snapStore(t)
-	u := snapUser(t)
-	s := snapPlace(t, u, "ws")
+	obs := newStore(t)
+	u := testUser(t)
+	s := place(t, u, "ws")
 	for _, text := range []string{"first\n", "second\n"} {
-		snapPut(t, u, s.Dir, "a.txt", []byte(text), 0o644)
-		if _, err := takeSnapshot(t.Context(), obs, "u/default", s); err != nil {
+		put(t, u, s.Dir, "a.txt", []byte(text), 0o644)
+		if _, err := Take(t.Context(), obs, "u/default", s); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -835,8 +835,8 @@ func TestSnapshotReplaces(t *testing.T) {
 	if m := infos[0].Metadata; m["kind"] != "folder" || m["files"] != "1" {
 		t.Errorf("metadata: got %v; want kind folder, 1 file", m)
 	}
-	to := snapPlace(t, u, "ws2")
-	if _, _, err := restoreSnapshot(t.Context(), obs, "u/default", to); err != nil {
+	to := place(t, u, "ws2")
+	if _, _, err := Restore(t.Context(), obs, "u/default", to); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(to.Dir, "a.txt")); string(b) != "second\n" {
@@ -867,9 +867,9 @@ func TestSnapshotClaudeResumes(t *testing.T) {
 	bin := claudetest.Binary(t)
 	m := claudetest.NewModel(t, claudetest.Text("first answer"), claudetest.Text("second answer"), claudetest.Text("third answer"))
 	claudetest.Setenv(t, m)
-	obs := snapStore(t)
-	u := snapUser(t)
-	claude := func(s snapshotSource, args ...string) {
+	obs := newStore(t)
+	u := testUser(t)
+	claude := func(s Source, args ...string) {
 		t.Helper()
 		s.Command = sandbox.CommandFunc(s.Dir, s.Home, u, true)
 		cmd := s.Command(t.Context(), bin, append([]string{"-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"}, args...)...)
@@ -880,14 +880,14 @@ func TestSnapshotClaudeResumes(t *testing.T) {
 		}
 	}
 	id := "3f2a1b0c-9d8e-4f7a-8b6c-5d4e3f2a1b0c"
-	from := snapPlace(t, u, "ws")
+	from := place(t, u, "ws")
 	claude(from, "--session-id", id, "hello")
-	snapPut(t, u, from.Home, from.SessionFile, []byte(id+"\n"), 0o600)
-	if _, err := takeSnapshot(t.Context(), obs, "u/default", from); err != nil {
+	put(t, u, from.Home, from.SessionFile, []byte(id+"\n"), 0o600)
+	if _, err := Take(t.Context(), obs, "u/default", from); err != nil {
 		t.Fatal(err)
 	}
-	to := snapPlace(t, u, "elsewhere")
-	if _, _, err := restoreSnapshot(t.Context(), obs, "u/default", to); err != nil {
+	to := place(t, u, "elsewhere")
+	if _, _, err := Restore(t.Context(), obs, "u/default", to); err != nil {
 		t.Fatal(err)
 	}
 	claude(to, "--resume", id, "again")
@@ -912,15 +912,15 @@ func TestSnapshotClaudeResumes(t *testing.T) {
 // BenchmarkSnapshotSmallRepo takes and restores the round trip's
 // repository (a few files, two commits, three transcripts).
 func BenchmarkSnapshotSmallRepo(b *testing.B) {
-	obs := snapStore(b)
-	u := snapUser(b)
-	from := snapPlace(b, u, "ws")
-	snapRepoFixture(b, from, u)
-	var info snapshotInfo
+	obs := newStore(b)
+	u := testUser(b)
+	from := place(b, u, "ws")
+	repoFixture(b, from, u)
+	var info Info
 	b.Run("take", func(b *testing.B) {
 		for b.Loop() {
 			var err error
-			if info, err = takeSnapshot(b.Context(), obs, "u/proj", from); err != nil {
+			if info, err = Take(b.Context(), obs, "u/proj", from); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -930,9 +930,9 @@ func BenchmarkSnapshotSmallRepo(b *testing.B) {
 	b.Run("restore", func(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
-			to := snapPlace(b, u, "ws2")
+			to := place(b, u, "ws2")
 			b.StartTimer()
-			if _, _, err := restoreSnapshot(b.Context(), obs, "u/proj", to); err != nil {
+			if _, _, err := Restore(b.Context(), obs, "u/proj", to); err != nil {
 				b.Fatal(err)
 			}
 		}
