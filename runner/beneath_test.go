@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/runner/agent"
-	"github.com/textslash/textslash/runner/pageshot"
+	"github.com/textslash/textslash/runner/handover/pageshot"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/session"
 )

@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/runner/pageshot"
+	"github.com/textslash/textslash/runner/handover/pageshot"
 )
 
 // diffImageLines is how many lines of a diff its image shows.

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/runner/pageshot/shottest"
+	"github.com/textslash/textslash/runner/handover/pageshot/shottest"
 )
 
 func TestDiffHTML(t *testing.T) {

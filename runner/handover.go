@@ -17,7 +17,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
-	"github.com/textslash/textslash/runner/pageshot"
+	"github.com/textslash/textslash/runner/handover/pageshot"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 

@@ -24,7 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/runner/pageshot"
+	"github.com/textslash/textslash/runner/handover/pageshot"
 )
 
 // The variables that tell an agent's programs where the runner's screenshot

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/runner/pageshot/shottest"
+	"github.com/textslash/textslash/runner/handover/pageshot/shottest"
 )
 
 // page serves a small page for the browser to take.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/textslash/textslash/runner/pageshot/shottest"
+	"github.com/textslash/textslash/runner/handover/pageshot/shottest"
 )
 
 // browser starts headless Chromium (as root, so without its sandbox) with a

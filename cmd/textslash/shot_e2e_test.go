@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/runner/claudetest"
-	"github.com/textslash/textslash/runner/pageshot/shottest"
+	"github.com/textslash/textslash/runner/handover/pageshot/shottest"
 )
 
 // An agent (as the unprivileged agent user when the test runs as root)

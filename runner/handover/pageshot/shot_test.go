@@ -20,7 +20,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/textslash/textslash/runner/pageshot/shottest"
+	"github.com/textslash/textslash/runner/handover/pageshot/shottest"
 )
 
 // newBrowser is a Browser on the test's Chromium, closed at the end.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/textslash/textslash/runner/pageshot/shottest"
+	"github.com/textslash/textslash/runner/handover/pageshot/shottest"
 )
 
 // One person's shot of a page that sets a cookie; another person's shot

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/textslash/textslash/runner/pageshot/shottest"
+	"github.com/textslash/textslash/runner/handover/pageshot/shottest"
 )
 
 // How CPU is counted. Chromium is a tree of processes (browser, zygotes,
