@@ -10,6 +10,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
+	"github.com/textslash/textslash/runner/handover"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/session"
 )
@@ -152,13 +153,13 @@ func (ru *run) command() (command func(ctx context.Context, name string, args ..
 	if mode == "" {
 		mode = contract.ModeAsk
 	}
-	extraEnv := append(taskEnv(ru.job.ID), ModeVar+"="+mode)
+	extraEnv := append(handover.TaskEnv(ru.job.ID), ModeVar+"="+mode)
 	if r.bin != "" {
 		extraEnv = append(extraEnv, "PATH="+r.bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
 	if r.shots != nil {
 		var env []string
-		ru.shotTok, env = r.shots.open(ru.job, contract.TraceFrom(ru.ctx), ru.log)
+		ru.shotTok, env = r.shots.Begin(ru.job, contract.TraceFrom(ru.ctx), ru.log)
 		extraEnv = append(extraEnv, env...)
 	}
 	command = sandbox.CommandFunc(ru.runDir, ru.home, r.user, r.cfg.Agent != AgentShell, ru.creds.Env(extraEnv)...)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
+	"github.com/textslash/textslash/runner/handover"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/session"
 )
@@ -120,15 +121,15 @@ func (ru *run) images() {
 	if ru.ctx.Err() != nil || ru.job.Action != "" {
 		return
 	}
-	describe := newDescriber(ru.runCtx, ru.r.cfg.DescribeImages && ru.runCtx.Err() == nil, ru.agent, ru.spec, ru.res.CostUSD, ru.log)
-	images, notes := ru.r.collectHandovers(ru.ctx, ru.log, ru.job, ru.runDir, ru.res.Handovers, screenshotsPerRun-len(ru.shots), ru.start, describe)
+	describe := handover.NewDescriptions(ru.r.cfg.DescribeImages && ru.runCtx.Err() == nil, ru.agent, ru.spec, ru.res.CostUSD, ru.log)
+	caption := func(path string) string { return describe.Caption(ru.runCtx, path) }
+	images, notes := ru.r.media.Collect(ru.ctx, ru.log, ru.job, ru.runDir, ru.res.Handovers, len(ru.shots), ru.start, caption)
 	done.Images = append(done.Images, images...)
 	done.Text = joinText(done.Text, strings.Join(notes, "\n"))
-	if describe != nil {
-		done.CostUSD += describe.spent.CostUSD
-		done.InputTokens += describe.spent.InputTokens
-		done.OutputTokens += describe.spent.OutputTokens
-	}
+	spent := describe.Spent()
+	done.CostUSD += spent.CostUSD
+	done.InputTokens += spent.InputTokens
+	done.OutputTokens += spent.OutputTokens
 }
 
 // aftermath keeps what the next run needs: the messages added too late
@@ -189,7 +190,7 @@ func (ru *run) approval(kept bool) {
 	if ch.diff != "" && ru.r.shots != nil {
 		// The diff as a picture a phone shows well; the text keeps the
 		// summary.
-		if img, err := ru.r.diffImage(ru.ctx, log, job, ch.diff); err != nil {
+		if img, err := ru.r.shots.DiffImage(ru.ctx, log, job, ch.diff); err != nil {
 			log.Warn().Err(err).Msg("diff not drawn; quoted as text")
 		} else {
 			done.Images = append(done.Images, img)

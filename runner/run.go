@@ -158,7 +158,7 @@ func (ru *run) execute() {
 		ru.res, ru.err = ru.agent.Run(ru.runCtx, ru.spec)
 	}
 	if ru.r.shots != nil {
-		ru.shots = ru.r.shots.close(ru.shotTok)
+		ru.shots = ru.r.shots.End(ru.shotTok)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
+	"github.com/textslash/textslash/runner/handover"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -34,8 +35,9 @@ type Runner struct {
 	user      *sandbox.User
 	users     jetstream.KeyValue // the dispatcher's state, read to skip cancelled jobs
 	events    jetstream.Stream
-	shots     *shotServer // the screenshot endpoint, while Run runs
-	bin       string      // the directory of the agents' textslash command, or ""
+	media     *handover.Store    // where what runs hand over is stored
+	shots     *handover.Endpoint // the screenshot endpoint, while Run runs
+	bin       string             // the directory of the agents' textslash command, or ""
 	// limited: runs get a cgroup with the sandbox's limits.
 	limited bool
 	// projects is each person's registry of projects; branches the
@@ -64,7 +66,7 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error
 	if js == nil {
 		return nil, errors.New("runner: no JetStream")
 	}
-	r := &Runner{cfg: cfg, js: js, log: log.With().Str("svc", "runner").Logger(), running: map[string]*running{}, takenOver: map[string]bool{}}
+	r := &Runner{cfg: cfg, js: js, media: handover.NewStore(js), log: log.With().Str("svc", "runner").Logger(), running: map[string]*running{}, takenOver: map[string]bool{}}
 	if err := r.setUp(); err != nil {
 		return nil, err
 	}
@@ -104,7 +106,7 @@ func (r *Runner) setUp() error {
 		return settingErr("Credentials", cfg.Credentials, "cannot be used", err)
 	}
 	if cfg.ShotCommand != "" {
-		if r.bin, err = installShotCommand(ws, cfg.ShotCommand); err != nil {
+		if r.bin, err = handover.InstallCommand(ws, cfg.ShotCommand); err != nil {
 			return settingErr("ShotCommand", cfg.ShotCommand, "cannot be given to the agents", err)
 		}
 	}
@@ -214,10 +216,11 @@ func (r *Runner) Run(ctx context.Context) error {
 		return fmt.Errorf("subscribe %s: %w", contract.AllCancels, err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if r.shots, err = r.startShots(r.cfg.ShotAddr); err != nil {
+	shots := handover.EndpointConfig{Addr: r.cfg.ShotAddr, Chromium: r.cfg.Chromium, User: r.user, Sandboxed: r.cfg.Sandbox != nil}
+	if r.shots, err = handover.Listen(shots, r.media); err != nil {
 		return err
 	}
-	defer r.shots.stop()
+	defer r.shots.Close()
 	if os.Geteuid() == 0 && r.user == nil {
 		r.log.Warn().Str("agent", r.cfg.Agent).Msg("agents run as root: set TEXTSLASH_AGENT_USER to run them as an unprivileged user")
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/handover"
 	"github.com/textslash/textslash/runner/handover/pageshot/shottest"
 )
 
@@ -81,7 +82,7 @@ func TestShotEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	endpoint, token, _ := strings.Cut(strings.TrimSpace(string(saved)), " ")
-	if _, err := Shoot(context.Background(), endpoint, token, ShotRequest{URL: url}); err == nil || !strings.Contains(err.Error(), "401") {
+	if _, err := handover.Shoot(context.Background(), endpoint, token, handover.ShotRequest{URL: url}); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("shot with the token of a finished run: got %v; want 401", err)
 	}
 }

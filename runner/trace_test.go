@@ -14,6 +14,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/runner/handover"
 	"github.com/textslash/textslash/runner/handover/pageshot/shottest"
 )
 
@@ -42,8 +43,8 @@ func TestRunnerCarriesTrace(t *testing.T) {
 
 	job := contract.Job{ID: "m1", User: u, At: time.Now().UTC(),
 		Media: []contract.Media{{URL: "https://api.twilio.com/media/1", ContentType: "image/png"}},
-		Text: "mkdir -p " + DropDir + " && echo " + base64.StdEncoding.EncodeToString(pngBytes(t)) +
-			" | base64 -d > " + DropDir + "/app.png && sleep 0.7 && echo hi"}
+		Text: "mkdir -p " + handover.DropDir + " && echo " + base64.StdEncoding.EncodeToString(pngBytes(t)) +
+			" | base64 -d > " + handover.DropDir + "/app.png && sleep 0.7 && echo hi"}
 	trace := e.tracedJob(job)
 	e.waitDone(u, job.ID, runnerWait)
 

@@ -62,7 +62,7 @@ func (c *Claude) Run(ctx context.Context, r *Run) (Result, error) {
 	return res.Result, err
 }
 
-// Describe answers prompt (the runner's Describer, which captions the
+// Describe answers prompt (handover.Describer, which captions the
 // images a run handed over): the prompt in a fresh session in plan
 // mode, where Claude may read the image but change nothing; the reply is
 // its answer, without the closing line of a plan.

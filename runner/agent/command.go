@@ -27,7 +27,7 @@ const (
 //
 // Its environment tells it its task id: TEXTSLASH_TASK_ID (and
 // NOTION_TASK_ID, seed 004's name), a Notion page's task id for a job the
-// page started, else the job id made safe for a file name (runner.TaskID).
+// page started, else the job id made safe for a file name (handover.TaskID).
 //
 // Its environment also holds TEXTSLASH_MODE (runner.ModeVar), the
 // person's mode: ask, auto or plan. Modes are Claude Code's; what one
@@ -54,7 +54,7 @@ const (
 //	FILE_CAPTURED:<path>        a file of any kind for the reply (a document), at <path>
 //	                            relative to the workspace, at most 16 MiB
 //
-// Images it saves in tmp/ai_screenshots/ of the workspace (runner.DropDir) are
+// Images it saves in tmp/ai_screenshots/ of the workspace (handover.DropDir) are
 // sent with the reply too, then deleted: those named for no task, and
 // those named for its task, <task id>_<timestamp>.png (or .jpg, .jpeg),
 // modified at most 10 minutes before the run started or during it (older

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/textslash/textslash/runner"
+	"github.com/textslash/textslash/runner/handover"
 )
 
 const shotUsage = `Usage: textslash shot [--desktop] [--full] URL
@@ -47,8 +47,8 @@ func Shot(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	rep, err := runner.Shoot(ctx, os.Getenv(runner.ShotURLVar), os.Getenv(runner.ShotTokenVar),
-		runner.ShotRequest{URL: f.Arg(0), Desktop: *desktop, FullPage: *full})
+	rep, err := handover.Shoot(ctx, os.Getenv(handover.ShotURLVar), os.Getenv(handover.ShotTokenVar),
+		handover.ShotRequest{URL: f.Arg(0), Desktop: *desktop, FullPage: *full})
 	if err != nil {
 		fmt.Fprintln(stderr, "textslash shot:", err)
 		return 1

@@ -1,4 +1,4 @@
-package runner
+package handover
 
 import (
 	"context"
@@ -16,30 +16,21 @@ import (
 // diffImageLines is how many lines of a diff its image shows.
 const diffImageLines = 400
 
-// diffImage draws a diff as an image a phone's width and as tall as the
-// diff (a short one is not padded to the screen's height), stores it and
-// publishes its image event.
-func (r *Runner) diffImage(ctx context.Context, log zerolog.Logger, job contract.Job, diff string) (contract.Image, error) {
+// DiffImage draws a diff as an image a phone's width and as tall as the
+// diff (a short one is not padded to the screen's height) in the
+// endpoint's browser, stores it and publishes its image event.
+func (s *Endpoint) DiffImage(ctx context.Context, log zerolog.Logger, job contract.Job, diff string) (contract.Image, error) {
 	page := "data:text/html;charset=utf-8;base64," + base64.StdEncoding.EncodeToString([]byte(diffHTML(diff, diffImageLines)))
-	s, err := r.shots.browser.Capture(ctx, pageshot.Options{URL: page, FullPage: true, FitContent: true, MaxBytes: screenshotMaxBytes, Profile: job.User.Key()})
+	shot, err := s.browser.Capture(ctx, pageshot.Options{URL: page, FullPage: true, FitContent: true, MaxBytes: screenshotMaxBytes, Profile: job.User.Key()})
 	if err != nil {
 		return contract.Image{}, err
 	}
-	img, err := r.storeImage(ctx, s)
+	img, err := s.store.storeImage(ctx, shot)
 	if err != nil {
 		return contract.Image{}, err
 	}
-	r.publishImage(ctx, log, job, img, "diff")
+	s.store.publishImage(ctx, log, job, img, "diff")
 	return img, nil
-}
-
-// publishImage publishes the image event of an image added to job's reply;
-// name tells the images of one job apart (deduplication).
-func (r *Runner) publishImage(ctx context.Context, log zerolog.Logger, job contract.Job, img contract.Image, name string) {
-	ev := contract.Event{Kind: contract.KindImage, User: job.User, JobID: job.ID, Image: &img}
-	if err := contract.PublishEvent(ctx, r.js, ev, contract.MsgID(job.User, job.ID, "image", name)); err != nil {
-		log.Warn().Err(err).Str("object", img.ID).Msg("image event")
-	}
 }
 
 // diffHTML is a page showing a unified diff the way code review tools do:

@@ -1,8 +1,7 @@
-package runner
+package handover
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,7 +12,7 @@ import (
 	"github.com/textslash/textslash/runner/agent"
 )
 
-// Analysis captions (seed 004's image analysis): with
+// Analysis captions (seed 004's image analysis): with the runner's
 // Config.DescribeImages, each image a run handed over without a caption
 // gets the agent's short description of it as its caption, from a second
 // run of the agent in the same sandbox and workspace that may change
@@ -52,16 +51,13 @@ func describePrompt(path, task string) string {
 		"Focus on UI problems, errors and anything that looks broken. Reply with the description only: it is sent as the image's caption.", path, task)
 }
 
-// describer captions one run's images with the agent's descriptions (nil:
-// none are described).
-type describer struct {
+// Descriptions captions one run's images with the agent's descriptions
+// (nil: none are described).
+type Descriptions struct {
 	agent Describer
-	// ctx is the job's run's: a cancelled job or a runner shutting down
-	// stops a description.
-	ctx  context.Context
-	run  *agent.Run // the job's run: its workspace, sandbox and request
-	log  zerolog.Logger
-	left int // descriptions this run may still ask for
+	run   *agent.Run // the job's run: its workspace, sandbox and request
+	log   zerolog.Logger
+	left  int // descriptions this run may still ask for
 	// budget is what the descriptions may still spend, when the job has
 	// a budget.
 	budget *contract.Budget
@@ -69,25 +65,27 @@ type describer struct {
 	spent agent.Result
 }
 
-// newDescriber is the describer of run, which has cost spent so far and
-// runs under ctx, when images are to be described (Config.DescribeImages)
-// and ag can look at them; nil otherwise.
-func newDescriber(ctx context.Context, on bool, ag agent.Agent, run *agent.Run, spent float64, log zerolog.Logger) *describer {
+// NewDescriptions is the Descriptions of run, which has cost spent so
+// far, when images are to be described (on: the runner's
+// Config.DescribeImages) and ag can look at them; nil otherwise.
+func NewDescriptions(on bool, ag agent.Agent, run *agent.Run, spent float64, log zerolog.Logger) *Descriptions {
 	a, ok := ag.(Describer)
 	if !on || !ok {
 		return nil
 	}
-	d := &describer{agent: a, ctx: ctx, run: run, log: log, left: describeMax}
+	d := &Descriptions{agent: a, run: run, log: log, left: describeMax}
 	if b := run.Job.Budget; b != nil {
 		d.budget = &contract.Budget{LeftUSD: b.LeftUSD - spent, Of: b.Of}
 	}
 	return d
 }
 
-// caption is the agent's description of the image at path (relative to
+// Caption is the agent's description of the image at path (relative to
 // the workspace), cut to describeCaptionRunes; empty when d is nil, the
 // run's descriptions are used up, or the description failed (logged).
-func (d *describer) caption(path string) string {
+// ctx is the job's run's: a cancelled job or a runner shutting down stops
+// a description.
+func (d *Descriptions) Caption(ctx context.Context, path string) string {
 	if d == nil {
 		return ""
 	}
@@ -102,7 +100,7 @@ func (d *describer) caption(path string) string {
 		log.Info().Err(err).Msg("image not described")
 		return ""
 	}
-	ctx, cancel := context.WithTimeout(d.ctx, describeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
 	defer cancel()
 	res, err := d.agent.Describe(ctx, run, describePrompt(path, d.run.Job.Text))
 	d.spent.CostUSD += res.CostUSD
@@ -121,12 +119,9 @@ func (d *describer) caption(path string) string {
 	return contract.CutRunes(text, describeCaptionRunes)
 }
 
-// errNoBudget: the person's budget leaves nothing for a description.
-var errNoBudget = errors.New("the budget is used up")
-
 // budgeted is the run to describe in: the job's run, with what its budget
 // (if it has one) has left after the job and the descriptions so far.
-func (d *describer) budgeted() (*agent.Run, error) {
+func (d *Descriptions) budgeted() (*agent.Run, error) {
 	if d.budget == nil {
 		return d.run, nil
 	}
@@ -137,4 +132,13 @@ func (d *describer) budgeted() (*agent.Run, error) {
 	run := *d.run
 	run.Job.Budget = &contract.Budget{LeftUSD: left, Of: d.budget.Of}
 	return &run, nil
+}
+
+// Spent is what the descriptions cost, to add to the run's; nothing when
+// d is nil.
+func (d *Descriptions) Spent() agent.Result {
+	if d == nil {
+		return agent.Result{}
+	}
+	return d.spent
 }

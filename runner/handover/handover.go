@@ -1,4 +1,4 @@
-package runner
+package handover
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
@@ -35,14 +36,14 @@ const (
 	screenshotsPerRun = 10
 )
 
-// errOutside: a screenshot path that is not a file inside the workspace.
-var errOutside = errors.New("not a file inside the workspace")
+// Store keeps what runs hand over in the media object store and tells
+// of each image with an image event.
+type Store struct {
+	js jetstream.JetStream
+}
 
-// errTooLarge: a file larger than the runner takes.
-var errTooLarge = errors.New("too large")
-
-// errNotImage: a file handed over as an image that is no PNG or JPEG.
-var errNotImage = errors.New("not a PNG or JPEG image")
+// NewStore is the Store of js's media object store and events.
+func NewStore(js jetstream.JetStream) *Store { return &Store{js: js} }
 
 // workspacePath is p (relative to the workspace dir, or absolute) relative
 // to dir, or errOutside when it names a place outside dir (or dir itself).
@@ -137,24 +138,25 @@ func handoverKey(dir string, h agent.Handover) agent.Handover {
 	return k
 }
 
-// collectHandovers stores the images a run handed over (handedOver: its
+// Collect stores the images job's run handed over (handedOver: its
 // marker lines, then its files in DropDir, which are removed) as
-// compressed JPEGs, at most room of them, each with its caption (or, when
-// it has none, the agent's description of it: describe, which may be
-// nil), publishes an image event for each, and returns them. Paths
+// compressed JPEGs, as many as the reply has room for besides the taken
+// it holds already, each with its caption (or, when it has none, the
+// agent's description of it: caption, which may be nil or return ""), publishes
+// an image event for each, and returns them. Paths
 // outside the workspace, non-images and unreadable files are refused and
 // logged (and, dropped in DropDir, told to the person in notes: a link
 // there leading out of the workspace, say); an image too large to decode
 // is refused with a note too. The files the run reported (FILE_CAPTURED)
 // are stored as they are (collectFile) and returned after the images;
 // each one that cannot be sent has a note.
-func (r *Runner) collectHandovers(ctx context.Context, log zerolog.Logger, job contract.Job, dir string, reported []agent.Handover, room int,
-	started time.Time, describe *describer) (images []contract.Image, notes []string) {
+func (s *Store) Collect(ctx context.Context, log zerolog.Logger, job contract.Job, dir string, reported []agent.Handover, taken int,
+	started time.Time, caption func(path string) string) (images []contract.Image, notes []string) {
 	var files []contract.Image
-	tried := 0
+	tried, room := 0, screenshotsPerRun-taken
 	for _, h := range handedOver(log, dir, reported, TaskID(job.ID), started) {
 		if h.File {
-			f, note := r.collectFile(ctx, log, dir, h.Path, tried)
+			f, note := s.collectFile(ctx, log, dir, h.Path, tried)
 			tried++
 			if note != "" {
 				notes = append(notes, note)
@@ -170,7 +172,7 @@ func (r *Runner) collectHandovers(ctx context.Context, log zerolog.Logger, job c
 			log.Warn().Str("path", h.Path).Int("max", screenshotsPerRun).Msg("screenshot skipped: too many in one run")
 			continue
 		}
-		img, note, err := r.storeScreenshot(ctx, dir, h.Path)
+		img, note, err := s.storeScreenshot(ctx, dir, h.Path)
 		if note != "" {
 			notes = append(notes, note)
 		}
@@ -179,10 +181,10 @@ func (r *Runner) collectHandovers(ctx context.Context, log zerolog.Logger, job c
 			continue
 		}
 		img.Caption = h.Caption
-		if img.Caption == "" {
-			img.Caption = describe.caption(handoverKey(dir, h).Path)
+		if img.Caption == "" && caption != nil {
+			img.Caption = caption(handoverKey(dir, h).Path)
 		}
-		r.publishImage(ctx, log, job, img, strconv.Itoa(len(images)+1))
+		s.publishImage(ctx, log, job, img, strconv.Itoa(len(images)+1))
 		log.Info().Str("path", h.Path).Str("object", img.ID).Int("size", img.Size).Int("width", img.Width).Int("height", img.Height).
 			Bool("caption", img.Caption != "").Msg("screenshot stored")
 		images = append(images, img)
@@ -228,7 +230,7 @@ func linkBeneath(dir, p string) bool {
 // (readScreenshot), compresses it and stores it in the media store. An
 // image dropped in DropDir and refused, or too large to decode, also
 // returns a note for the person.
-func (r *Runner) storeScreenshot(ctx context.Context, dir, p string) (img contract.Image, note string, err error) {
+func (s *Store) storeScreenshot(ctx context.Context, dir, p string) (img contract.Image, note string, err error) {
 	data, err := readScreenshot(dir, p)
 	if err != nil && inDropDir(p) {
 		return contract.Image{}, unreadNote(dir, p, err), err
@@ -236,15 +238,38 @@ func (r *Runner) storeScreenshot(ctx context.Context, dir, p string) (img contra
 	if err != nil {
 		return contract.Image{}, "", err
 	}
-	s, err := pageshot.Compress(data, screenshotMaxBytes)
+	shot, err := pageshot.Compress(data, screenshotMaxBytes)
 	if errors.Is(err, pageshot.ErrTooManyPixels) {
 		note = fmt.Sprintf("The image %s was not sent: it is larger than %d megapixels.", p, pageshot.MaxPixels/1_000_000)
 	}
 	if err != nil {
 		return contract.Image{}, note, fmt.Errorf("compress: %w", err)
 	}
-	if img, err = r.storeImage(ctx, s); err != nil {
+	if img, err = s.storeImage(ctx, shot); err != nil {
 		return contract.Image{}, "", err
 	}
 	return img, "", nil
+}
+
+// storeImage puts a JPEG in the media bucket.
+func (s *Store) storeImage(ctx context.Context, shot pageshot.Shot) (contract.Image, error) {
+	store, err := s.js.ObjectStore(ctx, contract.BucketMedia)
+	if err != nil {
+		return contract.Image{}, fmt.Errorf("media store: %w", err)
+	}
+	img, err := contract.PutImage(ctx, store, "image/jpeg", shot.JPEG)
+	if err != nil {
+		return contract.Image{}, fmt.Errorf("store image: %w", err)
+	}
+	img.Width, img.Height = shot.Width, shot.Height
+	return img, nil
+}
+
+// publishImage publishes the image event of an image added to job's reply;
+// name tells the images of one job apart (deduplication).
+func (s *Store) publishImage(ctx context.Context, log zerolog.Logger, job contract.Job, img contract.Image, name string) {
+	ev := contract.Event{Kind: contract.KindImage, User: job.User, JobID: job.ID, Image: &img}
+	if err := contract.PublishEvent(ctx, s.js, ev, contract.MsgID(job.User, job.ID, "image", name)); err != nil {
+		log.Warn().Err(err).Str("object", img.ID).Msg("image event")
+	}
 }

@@ -1,4 +1,4 @@
-package runner
+package handover
 
 import (
 	"context"
@@ -18,12 +18,12 @@ import (
 )
 
 // Files for the person: an agent names a file of any kind in its
-// workspace with a line FILE_CAPTURED:<path> (see Command), and the runner
-// stores it in the media object store (contract.PutFile) and adds it to
-// the done event's images; egress sends it as a document.
+// workspace with a line FILE_CAPTURED:<path> (see agent.Command), and the
+// runner stores it in the media object store (contract.PutFile) and adds
+// it to the done event's images; egress sends it as a document.
 const (
-	// fileMaxBytes is the largest file an agent may hand over.
-	fileMaxBytes = 16 << 20
+	// MaxFileBytes is the largest file an agent may hand over.
+	MaxFileBytes = 16 << 20
 	// filesPerRun caps the files one run may send.
 	filesPerRun = 10
 )
@@ -80,23 +80,23 @@ func fileType(name string, data []byte) string {
 // collectFile stores the FILE_CAPTURED file p, the n-th of the run, and
 // returns it; a file that cannot be sent returns a note for the person
 // instead.
-func (r *Runner) collectFile(ctx context.Context, log zerolog.Logger, dir, p string, n int) (contract.Image, string) {
+func (s *Store) collectFile(ctx context.Context, log zerolog.Logger, dir, p string, n int) (contract.Image, string) {
 	if n >= filesPerRun {
 		log.Warn().Str("path", p).Int("max", filesPerRun).Msg("file skipped: too many in one run")
 		return contract.Image{}, fmt.Sprintf("The file %s was not sent: at most %d files go with one reply.", p, filesPerRun)
 	}
-	data, err := readFile(dir, p, fileMaxBytes)
+	data, err := readFile(dir, p, MaxFileBytes)
 	if err != nil {
 		log.Warn().Err(err).Str("path", p).Msg("file refused")
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return contract.Image{}, fmt.Sprintf("The file %s was not sent: there is no such file in your workspace.", p)
 		case errors.Is(err, errTooLarge):
-			return contract.Image{}, fmt.Sprintf("The file %s was not sent: it is larger than %d MB.", p, fileMaxBytes>>20)
+			return contract.Image{}, fmt.Sprintf("The file %s was not sent: it is larger than %d MB.", p, MaxFileBytes>>20)
 		}
 		return contract.Image{}, fmt.Sprintf("The file %s was not sent: it is not a file inside your workspace.", p)
 	}
-	store, err := r.js.ObjectStore(ctx, contract.BucketMedia)
+	store, err := s.js.ObjectStore(ctx, contract.BucketMedia)
 	var f contract.Image
 	if err == nil {
 		name := filepath.Base(p)

@@ -1,4 +1,4 @@
-package runner
+package handover
 
 import (
 	"context"
@@ -25,6 +25,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/handover/pageshot"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // The variables that tell an agent's programs where the runner's screenshot
@@ -52,11 +53,12 @@ type ShotReply struct {
 	Error string `json:"error,omitempty"`
 }
 
-// shotServer is the runner's screenshot endpoint on loopback. Each run
+// Endpoint is the runner's screenshot endpoint on loopback. Each run
 // gets a token of its own in its agent's environment; only that run can
-// attach images to its reply, and only while it runs.
-type shotServer struct {
-	r       *Runner
+// attach images to its reply, and only while it runs. Its browser also
+// draws diffs (DiffImage).
+type Endpoint struct {
+	store   *Store
 	browser *pageshot.Browser
 	url     string
 	srv     *http.Server
@@ -76,15 +78,29 @@ type shotRun struct {
 	images []contract.Image
 }
 
-// startShots listens on addr and serves the endpoint until stop.
-func (r *Runner) startShots(addr string) (*shotServer, error) {
-	ln, err := net.Listen("tcp", addr)
+// EndpointConfig is what the endpoint is started with.
+type EndpointConfig struct {
+	// Addr is the host:port it listens on.
+	Addr string
+	// Chromium is the browser's binary ("": looked for).
+	Chromium string
+	// User is the agents' user, nil when agents run as textslash
+	// (browserUser); Sandboxed says runs are in the sandbox
+	// (browserNoSandbox).
+	User      *sandbox.User
+	Sandboxed bool
+}
+
+// Listen listens on cfg.Addr and serves the endpoint, storing its images
+// in store, until Close.
+func Listen(cfg EndpointConfig, store *Store) (*Endpoint, error) {
+	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("screenshot endpoint: %w", err)
 	}
-	s := &shotServer{
-		r:       r,
-		browser: pageshot.New(pageshot.Config{Bin: r.cfg.Chromium, NoSandbox: r.browserNoSandbox(), User: r.browserUser()}),
+	s := &Endpoint{
+		store:   store,
+		browser: pageshot.New(pageshot.Config{Bin: cfg.Chromium, NoSandbox: browserNoSandbox(cfg.User, cfg.Sandboxed), User: browserUser(cfg.User)}),
 		url:     "http://" + ln.Addr().String() + "/shot",
 		runs:    map[string]*shotRun{},
 	}
@@ -93,14 +109,15 @@ func (r *Runner) startShots(addr string) (*shotServer, error) {
 	return s, nil
 }
 
-// stop closes the endpoint and the browser.
-func (s *shotServer) stop() {
+// Close closes the endpoint and the browser.
+func (s *Endpoint) Close() {
 	_ = s.srv.Close()
 	_ = s.browser.Close()
 }
 
-// open gives a run its token and the environment that carries it.
-func (s *shotServer) open(job contract.Job, trace string, log zerolog.Logger) (token string, env []string) {
+// Begin gives job's run its token and the environment that carries it;
+// trace is the job's, for the image events.
+func (s *Endpoint) Begin(job contract.Job, trace string, log zerolog.Logger) (token string, env []string) {
 	var b [24]byte
 	_, _ = rand.Read(b[:])
 	token = hex.EncodeToString(b[:])
@@ -110,8 +127,8 @@ func (s *shotServer) open(job contract.Job, trace string, log zerolog.Logger) (t
 	return token, []string{ShotURLVar + "=" + s.url, ShotTokenVar + "=" + token}
 }
 
-// close ends a run's share and returns the images it took.
-func (s *shotServer) close(token string) []contract.Image {
+// End ends the share of the run of token and returns the images it took.
+func (s *Endpoint) End(token string) []contract.Image {
 	s.mu.Lock()
 	run := s.runs[token]
 	delete(s.runs, token)
@@ -124,7 +141,7 @@ func (s *shotServer) close(token string) []contract.Image {
 	return run.images
 }
 
-func (s *shotServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+func (s *Endpoint) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	reply := func(code int, rep ShotReply) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
@@ -170,7 +187,7 @@ func (s *shotServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	log := run.log.With().Str("url", sr.URL).Bool("desktop", sr.Desktop).Bool("full", sr.FullPage).Logger()
 	start := time.Now()
-	img, err := s.r.capture(req.Context(), s.browser, sr, run.job)
+	img, err := s.capture(req.Context(), sr, run.job)
 	if err != nil {
 		log.Warn().Err(err).Dur("took", time.Since(start)).Msg("screenshot failed")
 		code := http.StatusBadGateway
@@ -184,7 +201,7 @@ func (s *shotServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	run.images = append(run.images, img)
 	n := len(run.images)
 	run.mu.Unlock()
-	s.r.publishImage(contract.WithTrace(req.Context(), run.trace), log, run.job, img, "shot"+strconv.Itoa(n))
+	s.store.publishImage(contract.WithTrace(req.Context(), run.trace), log, run.job, img, "shot"+strconv.Itoa(n))
 	log.Info().Str("object", img.ID).Int("size", img.Size).Int("width", img.Width).Int("height", img.Height).
 		Dur("took", time.Since(start)).Msg("screenshot taken")
 	reply(http.StatusOK, ShotReply{ID: img.ID, Width: img.Width, Height: img.Height, Size: img.Size})
@@ -212,29 +229,15 @@ func checkShotURL(raw string) error {
 }
 
 // capture takes the shot and stores it in the media bucket.
-func (r *Runner) capture(ctx context.Context, b *pageshot.Browser, sr ShotRequest, job contract.Job) (contract.Image, error) {
+func (s *Endpoint) capture(ctx context.Context, sr ShotRequest, job contract.Job) (contract.Image, error) {
 	start := time.Now()
-	s, err := b.Capture(ctx, pageshot.Options{URL: sr.URL, Desktop: sr.Desktop, FullPage: sr.FullPage, MaxBytes: screenshotMaxBytes, Profile: job.User.Key()})
+	shot, err := s.browser.Capture(ctx, pageshot.Options{URL: sr.URL, Desktop: sr.Desktop, FullPage: sr.FullPage, MaxBytes: screenshotMaxBytes, Profile: job.User.Key()})
 	if err != nil {
 		shotSeconds.WithLabelValues("error").Observe(time.Since(start).Seconds())
 		return contract.Image{}, err
 	}
 	shotSeconds.WithLabelValues("ok").Observe(time.Since(start).Seconds())
-	return r.storeImage(ctx, s)
-}
-
-// storeImage puts a JPEG in the media bucket.
-func (r *Runner) storeImage(ctx context.Context, s pageshot.Shot) (contract.Image, error) {
-	store, err := r.js.ObjectStore(ctx, contract.BucketMedia)
-	if err != nil {
-		return contract.Image{}, fmt.Errorf("media store: %w", err)
-	}
-	img, err := contract.PutImage(ctx, store, "image/jpeg", s.JPEG)
-	if err != nil {
-		return contract.Image{}, fmt.Errorf("store image: %w", err)
-	}
-	img.Width, img.Height = s.Width, s.Height
-	return img, nil
+	return s.store.storeImage(ctx, shot)
 }
 
 // Shoot asks the runner's endpoint (as given by the environment of an
@@ -275,10 +278,10 @@ func Shoot(ctx context.Context, endpoint, token string, sr ShotRequest) (ShotRep
 	return rep, nil
 }
 
-// installShotCommand copies the textslash binary to <workspaces>/.bin, a
+// InstallCommand copies the textslash binary to <workspaces>/.bin, a
 // place the agent user can run it from, and returns that directory for the
 // agents' PATH. The copy is made again when the binary changed.
-func installShotCommand(workspaces, bin string) (string, error) {
+func InstallCommand(workspaces, bin string) (string, error) {
 	src, err := os.Open(bin)
 	if err != nil {
 		return "", err
@@ -325,22 +328,22 @@ func installShotCommand(workspaces, bin string) (string, error) {
 // when there is one (nobody, for sandboxed runs of a root textslash),
 // never textslash's own privileges for pages agents pick; nil runs it as
 // textslash, when textslash itself is unprivileged or no user is known.
-func (r *Runner) browserUser() *syscall.Credential {
-	if r.user == nil {
+func browserUser(user *sandbox.User) *syscall.Credential {
+	if user == nil {
 		return nil
 	}
-	return &syscall.Credential{Uid: r.user.UID, Gid: r.user.GID}
+	return &syscall.Credential{Uid: user.UID, Gid: user.GID}
 }
 
 // browserNoSandbox: Chromium's own sandbox (user namespaces) is used
 // wherever the runs' sandbox works; as root (which it refuses), or as the
 // agents' user without the runs' sandbox (where namespaces may be what is
 // missing), it runs without.
-func (r *Runner) browserNoSandbox() bool {
-	if r.user == nil {
+func browserNoSandbox(user *sandbox.User, sandboxed bool) bool {
+	if user == nil {
 		return os.Geteuid() == 0
 	}
-	return r.cfg.Sandbox == nil
+	return !sandboxed
 }
 
 // shotSeconds times the shots the endpoint takes.

@@ -1,4 +1,4 @@
-package runner
+package handover
 
 import (
 	"path/filepath"
@@ -37,8 +37,8 @@ func TaskID(jobID string) string {
 	return contract.SafeName(jobID)
 }
 
-// taskEnv is the environment that tells a run its task id.
-func taskEnv(jobID string) []string {
+// TaskEnv is the environment that tells a run its task id.
+func TaskEnv(jobID string) []string {
 	task := TaskID(jobID)
 	return []string{TaskIDVar + "=" + task, NotionTaskIDVar + "=" + task}
 }
