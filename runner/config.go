@@ -7,10 +7,18 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/sandbox"
+	"github.com/textslash/textslash/runner/snapshot"
+	"github.com/textslash/textslash/runner/workspace"
 )
 
 // service names the runner in its ConfigErrors.
 const service = "runner"
+
+// DefaultProjectMaxBytes is Config.ProjectMaxBytes' default.
+const DefaultProjectMaxBytes = workspace.DefaultProjectMax
+
+// DefaultSnapshotMax is Config.SnapshotMax's default.
+const DefaultSnapshotMax = snapshot.DefaultMax
 
 // Agent names for Config.Agent.
 const (

@@ -1,4 +1,4 @@
-package runner
+package workspace
 
 import (
 	"context"
@@ -7,10 +7,25 @@ import (
 	"os/exec"
 	"strings"
 
+	"github.com/rs/zerolog"
+
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/sandbox"
 )
+
+// Answer is the agent of the person's answer to an approval request
+// (Job.Action approve or reject) about project: in the checkout (w nil),
+// or on the worktree's branch when the request was about it (w from
+// OpenWorktree). approve commits under the request noted for the
+// approval (NoteRequest); home is the agent's home.
+func Answer(w *Worktree, home, project string, log zerolog.Logger) agent.Agent {
+	request := notedRequest(home, project)
+	if w != nil {
+		return worktreeAction{w: w, home: home, log: log, request: request}
+	}
+	return gitAction{request: request}
+}
 
 // gitAction carries out the person's answer to an approval request in the
 // workspace's git repository: approve commits the changes on a branch of
