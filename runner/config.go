@@ -98,9 +98,10 @@ type Config struct {
 	ProjectMaxBytes int64
 	// Snapshots: after each run the project's workspace is stored in the
 	// snapshot store, and a runner lacking a person's workspace rebuilds it
-	// from there (follow.go). SnapshotMax caps one snapshot, counted before
-	// compression (default DefaultSnapshotMax); what does not fit is left
-	// out, and the person told when it is restored.
+	// from there (runner/workspace/follow.go). SnapshotMax caps one
+	// snapshot, counted before compression (default DefaultSnapshotMax);
+	// what does not fit is left out, and the person told when it is
+	// restored.
 	Snapshots   bool
 	SnapshotMax int64
 	// Credentials is the directory of people's git credentials (see

@@ -131,3 +131,136 @@ func pullRequest(ctx context.Context, r *agent.Run, git func(...string) (string,
 	lines := strings.Split(out, "\n")
 	return lines[len(lines)-1], nil
 }
+
+// worktreeAction answers an approval request about a branch: approve
+// commits the worktree's changes on it, merges it into the checkout's
+// branch when it can, pushes it and opens a pull request when it can, and
+// removes the worktree, keeping the branch; reject removes both. The
+// run's directory is the checkout; its sandbox sees the worktree.
+type worktreeAction struct {
+	w    *Worktree
+	home string
+	log  zerolog.Logger
+	// request is the person's request the changes answer, the commit's
+	// subject (notedRequest); "" when not known.
+	request string
+}
+
+func (a worktreeAction) Run(ctx context.Context, r *agent.Run) (agent.Result, error) {
+	w, log := a.w, a.log.With().Str("branch", a.w.branch).Logger()
+	git := gitWith(r.Command)
+	var res agent.Result
+	if _, err := git(ctx, "rev-parse", "-q", "--verify", "refs/heads/"+w.branch); err != nil {
+		if w.present {
+			return agent.Result{}, fmt.Errorf("worktree on %s without the branch: %w", w.branch, err)
+		}
+		res.Text = fmt.Sprintf(MsgBranchGone, w.branch)
+	} else {
+		files, err := w.changed(ctx, git)
+		if err != nil {
+			return agent.Result{}, err
+		}
+		switch r.Job.Action {
+		case contract.ActionReject:
+			if w.present {
+				if err := w.remove(ctx, log, true); err != nil {
+					return agent.Result{}, err
+				}
+			}
+			if _, err := git(ctx, "branch", "-D", w.branch); err != nil {
+				return agent.Result{}, err
+			}
+			res.Text = fmt.Sprintf(MsgBranchDiscarded, w.branch, len(files))
+		case contract.ActionApprove:
+			if len(files) == 0 {
+				if w.present {
+					_ = w.remove(ctx, log, true)
+				}
+				_, _ = git(ctx, "branch", "-D", w.branch)
+				res.Text = fmt.Sprintf(MsgBranchGone, w.branch)
+				break
+			}
+			if res.Text, err = a.approve(ctx, r, git, len(files)); err != nil {
+				return agent.Result{}, err
+			}
+		}
+	}
+	if err := forgetWorktree(a.home, r.Job.Project); err != nil {
+		log.Warn().Err(err).Msg("note of the approval request's branch not removed")
+	}
+	return res, nil
+}
+
+// approve commits, merges, offers a pull request and removes the
+// worktree; files is how many files the branch changes.
+func (a worktreeAction) approve(ctx context.Context, r *agent.Run, git gitFunc, files int) (string, error) {
+	w, log := a.w, a.log
+	if w.present {
+		if st, err := git(ctx, "-C", w.dir, "status", "--porcelain"); err != nil {
+			return "", err
+		} else if st != "" {
+			if _, err := git(ctx, "-C", w.dir, "add", "-A"); err != nil {
+				return "", err
+			}
+			if _, err := git(ctx, append([]string{"-C", w.dir, "commit", "-q"}, commitMessage(a.request)...)...); err != nil {
+				return "", err
+			}
+		}
+		// Committed: what git will not remove now is only ignored files.
+		if err := w.remove(ctx, log, false); err != nil {
+			log.Warn().Err(err).Msg("git worktree remove; forced")
+			if err := w.remove(ctx, log, true); err != nil {
+				log.Error().Err(err).Msg("worktree not removed")
+			}
+		}
+	}
+	into, why := w.merge(ctx, git)
+	text := fmt.Sprintf(MsgMerged, files, w.branch, into)
+	if why != "" {
+		log.Info().Str("reason", why).Msg("branch not merged")
+		text = fmt.Sprintf(MsgBranchKept, files, w.branch, why)
+	}
+	if url, err := pullRequest(ctx, r, func(args ...string) (string, error) { return git(ctx, args...) }, w.branch); err != nil {
+		text += " No pull request: " + err.Error() + "."
+	} else {
+		text += " Pull request: " + url
+	}
+	return text, nil
+}
+
+// merge merges the branch into the checkout's branch, into, or says why
+// not. A checkout with uncommitted changes to tracked files only takes a
+// fast-forward, which keeps them (or refuses); a merge that conflicts is
+// aborted.
+func (w *Worktree) merge(ctx context.Context, git gitFunc) (into, why string) {
+	into = headBranch(w.checkout)
+	if into == "" {
+		return "", "your checkout is not on a branch"
+	}
+	if _, err := git(ctx, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
+		return into, "a merge is under way in your checkout"
+	}
+	dirty, err := git(ctx, "status", "--porcelain", "--untracked-files=no")
+	if err != nil {
+		return into, "git could not read your checkout's status"
+	}
+	args := []string{"merge", "-q", "--no-edit", w.branch}
+	if dirty != "" {
+		args = []string{"merge", "-q", "--ff-only", w.branch}
+	}
+	out, err := git(ctx, args...)
+	if err == nil {
+		return into, ""
+	}
+	if _, e := git(ctx, "rev-parse", "-q", "--verify", "MERGE_HEAD"); e == nil {
+		_, _ = git(ctx, "merge", "--abort")
+		return into, "it conflicts with " + into + "; merge it yourself"
+	}
+	if dirty != "" {
+		return into, "your checkout has uncommitted changes, so only a fast-forward merge was tried, and " + into + " has moved on or the changes overlap"
+	}
+	if line := gitError(out); line != "" {
+		return into, "git merge: " + line
+	}
+	return into, "git merge failed"
+}
