@@ -250,3 +250,13 @@ func (r *Runner) takes(ctx context.Context, aff *affinity, msg jetstream.Msg) bo
 	}
 	return true
 }
+
+// tookOver reports, once, whether this runner took u over from a runner
+// gone since u's last job here.
+func (r *Runner) tookOver(u contract.User) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	taken := r.takenOver[u.Key()]
+	delete(r.takenOver, u.Key())
+	return taken
+}

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -10,9 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
-	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/handover/pageshot"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/session"
@@ -113,43 +110,6 @@ func TestSessionFileLinkOutside(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(file); string(data) != "stolen-session-id\n" {
 		t.Errorf("the link's target now holds %q", data)
-	}
-}
-
-// `git init; mkfifo /tmp/f; ln -s /tmp/f link`: looking for changes to
-// approve reads no FIFO (it would wait forever for a writer).
-func TestPendingChangesFIFO(t *testing.T) {
-	ws, home := t.TempDir(), t.TempDir()
-	fifo := filepath.Join(t.TempDir(), "f")
-	if err := syscall.Mkfifo(fifo, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	run := &agent.Run{Dir: ws, Command: sandbox.CommandFunc(ws, home, nil, false)}
-	init := run.Command(t.Context(), "git", "init", "-q")
-	if out, err := init.CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v %s", err, out)
-	}
-	if err := os.Symlink(fifo, filepath.Join(ws, "link")); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mkfifo(filepath.Join(ws, "inside"), 0o666); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("1\n2\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan changes, 1)
-	go func() {
-		ch, _ := pendingChanges(context.Background(), run)
-		done <- ch
-	}()
-	select {
-	case ch := <-done:
-		if ch.summary == "" {
-			t.Error("no changes found")
-		}
-	case <-time.After(30 * time.Second): // a hang, not a speed limit
-		t.Fatal("pendingChanges blocked on the FIFO")
 	}
 }
 

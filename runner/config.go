@@ -7,10 +7,18 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/sandbox"
+	"github.com/textslash/textslash/runner/snapshot"
+	"github.com/textslash/textslash/runner/workspace"
 )
 
 // service names the runner in its ConfigErrors.
 const service = "runner"
+
+// DefaultProjectMaxBytes is Config.ProjectMaxBytes' default.
+const DefaultProjectMaxBytes = workspace.DefaultProjectMax
+
+// DefaultSnapshotMax is Config.SnapshotMax's default.
+const DefaultSnapshotMax = snapshot.DefaultMax
 
 // Agent names for Config.Agent.
 const (
@@ -90,9 +98,10 @@ type Config struct {
 	ProjectMaxBytes int64
 	// Snapshots: after each run the project's workspace is stored in the
 	// snapshot store, and a runner lacking a person's workspace rebuilds it
-	// from there (follow.go). SnapshotMax caps one snapshot, counted before
-	// compression (default DefaultSnapshotMax); what does not fit is left
-	// out, and the person told when it is restored.
+	// from there (runner/workspace/follow.go). SnapshotMax caps one
+	// snapshot, counted before compression (default DefaultSnapshotMax);
+	// what does not fit is left out, and the person told when it is
+	// restored.
 	Snapshots   bool
 	SnapshotMax int64
 	// Credentials is the directory of people's git credentials (see

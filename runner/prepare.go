@@ -2,10 +2,10 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"time"
 
 	"github.com/textslash/textslash/contract"
@@ -13,6 +13,7 @@ import (
 	"github.com/textslash/textslash/runner/handover"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/session"
+	"github.com/textslash/textslash/runner/workspace"
 )
 
 // prepare readies what the agent runs with: its workspace, credentials
@@ -68,12 +69,13 @@ func (ru *run) workspace() (refusal string) {
 	// Copies this runner kept from an earlier time it held the person go
 	// first: their snapshots are newer.
 	if r.tookOver(u) {
-		r.setAside(ru.ctx, log, u)
+		r.ws.SetAside(ru.ctx, log, u)
 	}
-	if ru.project, ru.dir, refusal = r.jobWorkspace(ru.ctx, log, ru.job); refusal != "" {
-		return refusal
+	var err error
+	if ru.project, ru.dir, err = r.ws.Pick(ru.ctx, log, ru.job, ru.tell); err != nil {
+		return ru.refusal(err, "workspace")
 	}
-	ru.home = filepath.Join(r.cfg.Workspaces, ".home", u.Key())
+	ru.home = r.ws.Home(u)
 	made := ru.dir
 	if ru.job.Action == contract.ActionClone {
 		made = ru.home // the clone makes the project's workspace, once checked
@@ -94,24 +96,36 @@ func (ru *run) workspace() (refusal string) {
 
 // worktree opens the job's worktree, with branches on: a message runs in
 // a worktree of the project, on a branch of its own, and an answer to its
-// approval request acts on it (worktree.go). ru.dir stays the project's
-// checkout; ru.runDir is where the run works.
+// approval request acts on it (workspace.Worktree). ru.dir stays the
+// project's checkout; ru.runDir is where the run works.
 func (ru *run) worktree() (refusal string) {
-	ru.wt, ru.wtNote, refusal = ru.r.openWorktree(ru.ctx, ru.log, ru.job, ru.project, ru.dir, ru.home)
-	if refusal != "" {
-		return refusal
+	var err error
+	ru.wt, ru.wtNote, err = ru.r.ws.OpenWorktree(ru.ctx, ru.log, ru.job, ru.project, ru.dir, ru.home)
+	if err != nil {
+		return ru.refusal(err, "worktree")
 	}
 	ru.runDir = ru.dir
 	if ru.wt != nil && ru.job.Action == "" {
-		ru.runDir = ru.wt.dir
+		ru.runDir = ru.wt.Dir()
 		ru.later(func() {
 			// A run that ended early (a refusal) leaves no empty branch.
 			if !ru.settled && ru.ctx.Err() == nil {
-				ru.wt.settle(ru.ctx, ru.log)
+				ru.wt.Settle(ru.ctx, ru.log)
 			}
 		})
 	}
 	return ""
+}
+
+// refusal is what the person reads of err, which keeps the job from
+// running: a workspace.Refusal as it is, anything else MsgFailed (the
+// error logged, under what).
+func (ru *run) refusal(err error, what string) string {
+	if r, ok := errors.AsType[*workspace.Refusal](err); ok {
+		return r.Text
+	}
+	ru.log.Error().Err(err).Msg(what)
+	return MsgFailed
 }
 
 // attachments fetches the job's attachments into the workspace: the
@@ -173,7 +187,7 @@ func (ru *run) command() (command func(ctx context.Context, name string, args ..
 			return nil, MsgFailed
 		}
 	}
-	return sandbox.Confined(command, ru.creds.Sandbox(ru.wt.sandbox(box)), ru.runDir, ru.home, r.bin, ru.cg), ""
+	return sandbox.Confined(command, ru.creds.Sandbox(ru.wt.Sandbox(box)), ru.runDir, ru.home, r.bin, ru.cg), ""
 }
 
 // limits gives the run a cgroup with the sandbox's limits. A run at its
@@ -206,12 +220,11 @@ func (ru *run) pickAgent() {
 	switch job.Action {
 	case "":
 	case contract.ActionClone:
-		ru.agent, ru.name = cloneAction{r: r, home: ru.home, log: ru.log}, "git clone"
+		ru.agent, ru.name = r.ws.Clone(ru.home, ru.log), "git clone"
 	default:
-		request := notedRequest(ru.home, ru.project)
-		ru.agent, ru.name = gitAction{request: request}, "git "+job.Action
+		ru.agent, ru.name = workspace.Answer(ru.wt, ru.home, ru.project, ru.log), "git "+job.Action
 		if ru.wt != nil {
-			ru.agent, ru.name = worktreeAction{w: ru.wt, home: ru.home, log: ru.log, request: request}, "git "+job.Action+" "+ru.wt.branch
+			ru.name += " " + ru.wt.Branch()
 		}
 	}
 }

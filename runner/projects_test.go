@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/sandbox"
+	"github.com/textslash/textslash/runner/workspace"
 )
 
 // send publishes j as the dispatcher does (ID, User and At filled in by
@@ -140,7 +140,7 @@ func TestProjectClone(t *testing.T) {
 	url := "file://" + bareRepo(t)
 
 	ev := e.clone(u, "c1", url, "app")
-	if want := fmt.Sprintf(MsgCloned, url, "app", "main", "app"); ev.Status != contract.StatusOK || ev.Text != want {
+	if want := fmt.Sprintf(workspace.MsgCloned, url, "app", "main", "app"); ev.Status != contract.StatusOK || ev.Text != want {
 		t.Fatalf("clone: got status %q text %q; want ok %q", ev.Status, ev.Text, want)
 	}
 	dir := e.projectDir(u, "app")
@@ -164,7 +164,7 @@ func TestProjectClone(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev = e.clone(u, "c2", url, "app")
-	if want := fmt.Sprintf(MsgProjectTaken, "app"); ev.Status != contract.StatusError || ev.Text != want {
+	if want := fmt.Sprintf(workspace.MsgProjectTaken, "app"); ev.Status != contract.StatusError || ev.Text != want {
 		t.Errorf("second clone as app: got status %q text %q; want error %q", ev.Status, ev.Text, want)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "mine.txt")); err != nil {
@@ -206,9 +206,9 @@ func TestProjectCloneRefused(t *testing.T) {
 		{"ext transport", "ext::touch%20" + pwned + " x",
 			[]string{"is not a repository URL git can clone"}, "", false},
 		{"not a URL", "/just/a/path x", []string{"is not a repository URL git can clone"}, "", false},
-		{"default", url + " default", []string{MsgCloneDefault}, "", false},
+		{"default", url + " default", []string{workspace.MsgCloneDefault}, "", false},
 		{"bad name", url + " Bad.Name", []string{`"Bad.Name" cannot name a project`}, "", false},
-		{"too many", url + " one-more", []string{fmt.Sprintf(MsgTooManyProjects, contract.ProjectsKept)}, "", true},
+		{"too many", url + " one-more", []string{fmt.Sprintf(workspace.MsgTooManyProjects, contract.ProjectsKept)}, "", true},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -297,8 +297,8 @@ func TestProjectWorkspaces(t *testing.T) {
 		{"b", e.projectDir(u, "b") + "\n" + home, contract.StatusOK},
 		{"", filepath.Join(e.workspaces, u.Key()) + "\n" + home, contract.StatusOK},
 		{contract.DefaultProject, filepath.Join(e.workspaces, u.Key()) + "\n" + home, contract.StatusOK},
-		{"c", fmt.Sprintf(MsgNoProject, "c", "c"), contract.StatusError},
-		{"../b", fmt.Sprintf(MsgNoProject, "../b", "../b"), contract.StatusError},
+		{"c", fmt.Sprintf(workspace.MsgNoProject, "c", "c"), contract.StatusError},
+		{"../b", fmt.Sprintf(workspace.MsgNoProject, "../b", "../b"), contract.StatusError},
 	}
 	for i, tt := range tests {
 		ev := e.run(contract.Job{ID: fmt.Sprint("m", i), User: u, Project: tt.project, Text: `pwd; echo "$HOME"`})
@@ -432,31 +432,6 @@ func TestProjectDefaultBranch(t *testing.T) {
 	}
 }
 
-// headBranch reads .git/HEAD, and only a branch.
-func TestHeadBranch(t *testing.T) {
-	tests := []struct{ head, want string }{
-		{"ref: refs/heads/main\n", "main"},
-		{"ref: refs/heads/textslash/abc\n", "textslash/abc"},
-		{"4b825dc642cb6eb9a060e54bf8d69288fbee4904\n", ""},
-		{"ref: refs/remotes/origin/x\n", ""},
-	}
-	for _, tt := range tests {
-		dir := t.TempDir()
-		if err := os.Mkdir(filepath.Join(dir, ".git"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, ".git", "HEAD"), []byte(tt.head), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if got := headBranch(dir); got != tt.want {
-			t.Errorf("HEAD %q: got %q; want %q", tt.head, got, tt.want)
-		}
-	}
-	if got := headBranch(t.TempDir()); got != "" {
-		t.Errorf("no repository: got %q; want \"\"", got)
-	}
-}
-
 // Run as an unprivileged agent user with umask 077, a clone and the runs
 // in its project are the agent user's, however the runner made the
 // directories.
@@ -546,25 +521,6 @@ func TestProjectSandboxed(t *testing.T) {
 	}
 	if strings.Contains(ev.Text, "bob-secret") {
 		t.Errorf("run in project a read bob's file")
-	}
-}
-
-// A clone keeps the ssh command a run was given with the person's key.
-func TestCloneEnvKeepsTheRunsSSHCommand(t *testing.T) {
-	withKey := cloneEnv([]string{"GIT_SSH_COMMAND=ssh -i /k -o BatchMode=yes"})
-	var ssh []string
-	for _, e := range withKey {
-		if strings.HasPrefix(e, "GIT_SSH_COMMAND=") {
-			ssh = append(ssh, e)
-		}
-	}
-	if len(ssh) != 1 || !strings.Contains(ssh[0], "-i /k") {
-		t.Errorf("GIT_SSH_COMMAND %q; want the run's own, alone", ssh)
-	}
-	if got := cloneEnv(nil); !slices.Contains(got, "GIT_TERMINAL_PROMPT=0") || !slices.ContainsFunc(got, func(e string) bool {
-		return strings.HasPrefix(e, "GIT_SSH_COMMAND=ssh -o BatchMode=yes")
-	}) {
-		t.Errorf("cloneEnv(nil) = %q", got)
 	}
 }
 

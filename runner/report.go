@@ -15,6 +15,7 @@ import (
 	"github.com/textslash/textslash/runner/handover"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/session"
+	"github.com/textslash/textslash/runner/workspace"
 )
 
 // Friendly texts for runs that did not end well (seed 003's table).
@@ -55,7 +56,7 @@ func (ru *run) report() error {
 	// Before the reply: a runner killed once the person has it must have
 	// left the workspace the reply speaks of for the next runner
 	// (TestTwoRunners caught a snapshot taken after the reply lost so).
-	r.snapshot(context.WithoutCancel(ru.ctx), log, ru.job.User, ru.project, ru.dir)
+	r.ws.Snapshot(context.WithoutCancel(ru.ctx), log, ru.job.User, ru.project, ru.dir)
 	return r.publishDone(context.WithoutCancel(ru.ctx), *done)
 }
 
@@ -68,7 +69,7 @@ func (ru *run) outcome() {
 	done.InputTokens, done.OutputTokens = res.InputTokens, res.OutputTokens
 	done.Text = strings.TrimSpace(res.Text)
 	var lim *sandbox.LimitError
-	var refused *errRefused
+	var refused *workspace.Refusal
 	cause := context.Cause(ru.runCtx)
 	if !errors.As(cause, &lim) && ru.cg != nil {
 		lim = ru.cg.Exceeded() // reached as the agent ended, before the watch saw it
@@ -92,8 +93,8 @@ func (ru *run) outcome() {
 		done.Status = contract.StatusTimeout
 		done.Text = joinText(MsgTimeout, done.Text)
 	case errors.As(ru.err, &refused):
-		ru.log.Info().Str("action", ru.job.Action).Str("reason", refused.msg).Msg("job refused")
-		done.Status, done.Text = contract.StatusError, refused.msg
+		ru.log.Info().Str("action", ru.job.Action).Str("reason", refused.Text).Msg("job refused")
+		done.Status, done.Text = contract.StatusError, refused.Text
 	case errors.Is(ru.err, agent.ErrBudget):
 		ru.log.Info().Float64("cost_usd", res.CostUSD).Msg("run stopped at its budget")
 		done.Status = contract.StatusBudget
@@ -147,7 +148,7 @@ func (ru *run) aftermath() (kept bool) {
 	}
 	if job.Action != contract.ActionClone && ctx.Err() == nil {
 		// The clone records its own branch; approve changes it.
-		r.noteBranch(ctx, log, job.User, ru.project, ru.dir)
+		r.ws.NoteBranch(ctx, log, job.User, ru.project, ru.dir)
 	}
 	done.Text = joinText(done.Text, ru.wtNote)
 	if ru.wt != nil && job.Action == "" && ctx.Err() == nil {
@@ -155,7 +156,7 @@ func (ru *run) aftermath() (kept bool) {
 		// branch even without changes: the answer is about it, never
 		// about the checkout.
 		ru.settled = true
-		kept = (ru.res.Approval && done.Status == contract.StatusOK) || ru.wt.settle(ctx, log)
+		kept = (ru.res.Approval && done.Status == contract.StatusOK) || ru.wt.Settle(ctx, log)
 	}
 	return kept
 }
@@ -171,42 +172,42 @@ func (ru *run) approval(kept bool) {
 		return
 	}
 	if job.Action == contract.ActionApprove || job.Action == contract.ActionReject {
-		if err := noteRequest(ru.home, ru.project, ""); err != nil {
+		if err := workspace.NoteRequest(ru.home, ru.project, ""); err != nil {
 			log.Warn().Err(err).Msg("the answered request's note not removed")
 		}
 	}
 	if job.Action != "" {
 		return
 	}
-	ch, err := pendingChanges(ru.runCtx, ru.spec)
+	ch, err := workspace.Pending(ru.runCtx, ru.spec)
 	if err != nil {
 		log.Warn().Err(err).Msg("could not look for changes to approve")
 	}
-	if ch.summary == "" && !ru.res.Approval && !kept {
+	if ch.Summary == "" && !ru.res.Approval && !kept {
 		return
 	}
 	done.Approval, done.Choices = true, []string{"approve", "reject"}
-	text := ch.text()
-	if ch.diff != "" && ru.r.shots != nil {
+	text := ch.Text()
+	if ch.Diff != "" && ru.r.shots != nil {
 		// The diff as a picture a phone shows well; the text keeps the
 		// summary.
-		if img, err := ru.r.shots.DiffImage(ru.ctx, log, job, ch.diff); err != nil {
+		if img, err := ru.r.shots.DiffImage(ru.ctx, log, job, ch.Diff); err != nil {
 			log.Warn().Err(err).Msg("diff not drawn; quoted as text")
 		} else {
 			done.Images = append(done.Images, img)
-			text = ch.summary + "\n"
+			text = ch.Summary + "\n"
 		}
 	}
-	approve, about := MsgApprove, (*worktree)(nil)
+	approve, about := MsgApprove, (*workspace.Worktree)(nil)
 	if kept {
-		approve, about = ru.wt.approveText(), ru.wt
+		approve, about = ru.wt.ApproveText(), ru.wt
 	}
 	done.Text = joinText(done.Text, text+approve)
 	// approve and reject act on what this request is about.
-	if err := about.remember(ru.home, ru.project); err != nil {
+	if err := about.Remember(ru.home, ru.project); err != nil {
 		log.Warn().Err(err).Msg("what the approval request is about not noted")
 	}
-	if err := noteRequest(ru.home, ru.project, job.Text); err != nil {
+	if err := workspace.NoteRequest(ru.home, ru.project, job.Text); err != nil {
 		log.Warn().Err(err).Msg("the approval request's request not noted")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/sandbox"
+	"github.com/textslash/textslash/runner/workspace"
 )
 
 // run is one job from its start to its done event: what handle's steps
@@ -36,9 +37,9 @@ type run struct {
 	home    string // the agent's home: the person's, whatever the project
 	runDir  string // where the agent works: dir, or the worktree's
 	creds   *sandbox.RunCredentials
-	wt      *worktree // the job's worktree, or nil
-	wtNote  string    // why a message has no worktree
-	settled bool      // the worktree was looked at after the run (report)
+	wt      *workspace.Worktree // the job's worktree, or nil
+	wtNote  string              // why a message has no worktree
+	settled bool                // the worktree was looked at after the run (report)
 	voices  []attachment
 	limit   *deadline
 	start   time.Time

@@ -22,6 +22,7 @@ import (
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/handover"
 	"github.com/textslash/textslash/runner/sandbox"
+	"github.com/textslash/textslash/runner/workspace"
 )
 
 // Runner takes jobs from JOBS and runs them.
@@ -40,13 +41,9 @@ type Runner struct {
 	bin       string             // the directory of the agents' textslash command, or ""
 	// limited: runs get a cgroup with the sandbox's limits.
 	limited bool
-	// projects is each person's registry of projects; branches the
-	// branch this runner last knew of each project (see noteBranch).
-	projects jetstream.KeyValue
-	branches branchMemory
-	// snapshots is the snapshot store, nil when snapshots are off.
-	snapshots jetstream.ObjectStore
-	creds     *sandbox.Credentials // people's git credentials; nil: none handed out
+	// ws are the people's workspaces: projects, worktrees, snapshots.
+	ws    *workspace.Workspaces
+	creds *sandbox.Credentials // people's git credentials; nil: none handed out
 
 	mu      sync.Mutex
 	running map[string]*running // by user key
@@ -109,6 +106,10 @@ func (r *Runner) setUp() error {
 		if r.bin, err = handover.InstallCommand(ws, cfg.ShotCommand); err != nil {
 			return settingErr("ShotCommand", cfg.ShotCommand, "cannot be given to the agents", err)
 		}
+	}
+	r.ws = &workspace.Workspaces{
+		Root: ws, User: r.user, Sandbox: cfg.Sandbox, Bin: r.bin,
+		ProjectMax: cfg.ProjectMaxBytes, SnapshotMax: cfg.SnapshotMax,
 	}
 	return nil
 }
@@ -253,10 +254,7 @@ func (r *Runner) open(ctx context.Context) (jetstream.Consumer, error) {
 	if r.events, err = r.js.Stream(ctx, contract.StreamEvents); err != nil {
 		return nil, fmt.Errorf("stream %s: %w", contract.StreamEvents, err)
 	}
-	if r.projects, err = r.js.KeyValue(ctx, contract.BucketProjects); err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", contract.BucketProjects, err)
-	}
-	if err := r.openSnapshots(ctx); err != nil {
+	if err := r.ws.Open(ctx, r.js, r.cfg.Snapshots); err != nil {
 		return nil, err
 	}
 	return cons, nil

@@ -141,7 +141,7 @@ func TestWorktreeApprove(t *testing.T) {
 	if b := w.branches(); b != "textslash/w1" {
 		t.Errorf("branches %q; want textslash/w1 kept", b)
 	}
-	if _, err := os.Lstat(filepath.Join(w.workspaces, ".home", w.u.Key(), worktreeFileOf("app"))); err == nil {
+	if _, err := os.Lstat(filepath.Join(w.workspaces, ".home", w.u.Key(), ".textslash-worktree.app")); err == nil {
 		t.Error("the note of the approval request's branch is still there")
 	}
 }

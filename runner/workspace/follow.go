@@ -1,4 +1,4 @@
-package runner
+package workspace
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 	"github.com/textslash/textslash/runner/snapshot"
 )
 
-// Workspaces that follow people across runners. With Config.Snapshots,
-// the runner stores a snapshot of the project a run worked in at the end
+// Workspaces that follow people across runners. With snapshots on
+// (Open), the runner stores a snapshot of the project a run worked in at the end
 // of each run, before its reply (package snapshot: its history, its
 // uncommitted work, the agent's session), and a runner meeting a project
 // whose workspace it lacks — a person taken over from a runner that is
@@ -28,38 +28,17 @@ import (
 // person over sets aside the copies it kept from an earlier time it held
 // them (they may be stale), so those are rebuilt from the snapshots too.
 
-// DefaultSnapshotMax is Config.SnapshotMax's default.
-const DefaultSnapshotMax = snapshot.DefaultMax
-
 // MsgRestoreFailed: a project's snapshot could not be restored (with its
 // name); why is for the log.
 const MsgRestoreFailed = "Your project %s could not be brought over from the server that had it."
 
-// openSnapshots opens the snapshot store when snapshots are on.
-func (r *Runner) openSnapshots(ctx context.Context) error {
-	if !r.cfg.Snapshots {
-		return nil
-	}
-	obs, err := r.js.ObjectStore(ctx, contract.BucketSnapshots)
-	if err != nil {
-		return fmt.Errorf("object store %s: %w", contract.BucketSnapshots, err)
-	}
-	r.snapshots = obs
-	return nil
-}
-
-// homeOf is the agent's home of u.
-func (r *Runner) homeOf(u contract.User) string {
-	return filepath.Join(r.cfg.Workspaces, ".home", u.Key())
-}
-
 // projectURL is where project of u was cloned from ("" for the default
 // one, or when the registry cannot tell).
-func (r *Runner) projectURL(ctx context.Context, u contract.User, project string) string {
+func (w *Workspaces) projectURL(ctx context.Context, u contract.User, project string) string {
 	if project == "" {
 		return ""
 	}
-	reg, _, err := r.readProjects(ctx, u)
+	reg, _, err := w.readProjects(ctx, u)
 	if err != nil {
 		return ""
 	}
@@ -67,35 +46,35 @@ func (r *Runner) projectURL(ctx context.Context, u contract.User, project string
 	return p.URL
 }
 
-// restoreProject rebuilds the missing workspace dir of job's project from
-// its snapshot and tells the person what came over; it reports whether
+// restore rebuilds the missing workspace dir of job's project from its
+// snapshot and tells the person what came over (tell); it reports whether
 // the project is there now. Without a snapshot, a named project stays
 // missing and the default one starts empty.
-func (r *Runner) restoreProject(ctx context.Context, log zerolog.Logger, job contract.Job, project, dir string) bool {
-	if r.snapshots == nil {
+func (w *Workspaces) restore(ctx context.Context, log zerolog.Logger, job contract.Job, project, dir string, tell func(key, text string)) bool {
+	if w.snapshots == nil {
 		return false
 	}
 	u := job.User
 	name := contract.SnapshotName(u, project)
-	if _, err := r.snapshots.GetInfo(ctx, name); err != nil {
+	if _, err := w.snapshots.GetInfo(ctx, name); err != nil {
 		if !errors.Is(err, jetstream.ErrObjectNotFound) {
 			log.Warn().Err(err).Str("snapshot", name).Msg("snapshot not looked up; the workspace starts empty")
 		}
 		return false
 	}
-	home := r.homeOf(u)
+	home := w.Home(u)
 	prepare := sandbox.PrepareWorkspace
 	if project != "" {
 		prepare = prepareProject
 	}
-	if err := prepare(dir, home, r.user); err != nil {
+	if err := prepare(dir, home, w.User); err != nil {
 		log.Error().Err(err).Msg("workspace for the restore")
 		return false
 	}
 	start := time.Now()
-	found, notes, err := snapshot.Restore(ctx, r.snapshots, name, snapshot.Source{
-		Dir: dir, Home: home, SessionFile: session.FileOf(project), URL: r.projectURL(ctx, u, project),
-		Max: r.cfg.SnapshotMax, Owner: r.user, Command: r.gitCommand(dir, home),
+	found, notes, err := snapshot.Restore(ctx, w.snapshots, name, snapshot.Source{
+		Dir: dir, Home: home, SessionFile: session.FileOf(project), URL: w.projectURL(ctx, u, project),
+		Max: w.SnapshotMax, Owner: w.User, Command: w.gitCommand(dir, home),
 	})
 	text := strings.Join(notes, "\n")
 	switch {
@@ -114,28 +93,25 @@ func (r *Runner) restoreProject(ctx context.Context, log zerolog.Logger, job con
 	default:
 		log.Info().Str("snapshot", name).Dur("took", time.Since(start)).Msg("workspace restored from its snapshot")
 	}
-	ev := contract.Event{Kind: contract.KindNotice, User: u, JobID: job.ID, Text: text}
-	if err := contract.PublishEvent(ctx, r.js, ev, contract.MsgID(u, job.ID, "restored")); err != nil {
-		log.Warn().Err(err).Msg("restore notice")
-	}
+	tell("restored", text)
 	return err == nil || project == ""
 }
 
-// snapshot stores the state of the workspace dir of u's project after a
+// Snapshot stores the state of the workspace dir of u's project after a
 // run, before its reply goes out, replacing the one before; a failure is
 // logged (the earlier snapshot stays).
-func (r *Runner) snapshot(ctx context.Context, log zerolog.Logger, u contract.User, project, dir string) {
-	if r.snapshots == nil {
+func (w *Workspaces) Snapshot(ctx context.Context, log zerolog.Logger, u contract.User, project, dir string) {
+	if w.snapshots == nil {
 		return
 	}
 	if _, err := os.Lstat(dir); err != nil {
 		return // a clone that failed: nothing to keep
 	}
-	home := r.homeOf(u)
+	home := w.Home(u)
 	start := time.Now()
-	info, err := snapshot.Take(ctx, r.snapshots, contract.SnapshotName(u, project), snapshot.Source{
-		Dir: dir, Home: home, SessionFile: session.FileOf(project), URL: r.projectURL(ctx, u, project),
-		Max: r.cfg.SnapshotMax, Owner: r.user, Command: r.gitCommand(dir, home),
+	info, err := snapshot.Take(ctx, w.snapshots, contract.SnapshotName(u, project), snapshot.Source{
+		Dir: dir, Home: home, SessionFile: session.FileOf(project), URL: w.projectURL(ctx, u, project),
+		Max: w.SnapshotMax, Owner: w.User, Command: w.gitCommand(dir, home),
 	})
 	if err != nil {
 		log.Warn().Err(err).Msg("snapshot not taken; the last one stays")
@@ -145,28 +121,28 @@ func (r *Runner) snapshot(ctx context.Context, log zerolog.Logger, u contract.Us
 		Dur("took", time.Since(start)).Msg("snapshot taken")
 }
 
-// setAside moves the workspaces of u this runner kept from an earlier
-// time it held them into <Workspaces>/.stale/, when their projects have
+// SetAside moves the workspaces of u this runner kept from an earlier
+// time it held them into <Root>/.stale/, when their projects have
 // snapshots: another runner worked on them since, and the snapshots are
 // newer. Called when this runner takes u over.
-func (r *Runner) setAside(ctx context.Context, log zerolog.Logger, u contract.User) {
-	if r.snapshots == nil {
+func (w *Workspaces) SetAside(ctx context.Context, log zerolog.Logger, u contract.User) {
+	if w.snapshots == nil {
 		return
 	}
-	dirs := map[string]string{"": r.workspaceOf(u, "")}
-	if entries, err := os.ReadDir(filepath.Join(r.cfg.Workspaces, projectsDir, u.Key())); err == nil {
+	dirs := map[string]string{"": w.dir(u, "")}
+	if entries, err := os.ReadDir(filepath.Join(w.Root, projectsDir, u.Key())); err == nil {
 		for _, e := range entries {
 			if e.IsDir() && contract.CheckProjectName(e.Name()) == nil {
-				dirs[e.Name()] = r.workspaceOf(u, e.Name())
+				dirs[e.Name()] = w.dir(u, e.Name())
 			}
 		}
 	}
-	stale := filepath.Join(r.cfg.Workspaces, ".stale", u.Key()+"-"+time.Now().UTC().Format("20060102T150405"))
+	stale := filepath.Join(w.Root, staleDir, u.Key()+"-"+time.Now().UTC().Format("20060102T150405"))
 	for project, dir := range dirs {
 		if _, err := os.Lstat(dir); err != nil {
 			continue
 		}
-		if _, err := r.snapshots.GetInfo(ctx, contract.SnapshotName(u, project)); err != nil {
+		if _, err := w.snapshots.GetInfo(ctx, contract.SnapshotName(u, project)); err != nil {
 			continue // no snapshot: this copy is all there is
 		}
 		to := filepath.Join(stale, contract.ProjectOf(project))
@@ -180,14 +156,4 @@ func (r *Runner) setAside(ctx context.Context, log zerolog.Logger, u contract.Us
 		}
 		log.Info().Str("dir", dir).Str("to", to).Msg("old workspace set aside: the project comes back from its snapshot")
 	}
-}
-
-// tookOver reports, once, whether this runner took u over from a runner
-// gone since u's last job here.
-func (r *Runner) tookOver(u contract.User) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	taken := r.takenOver[u.Key()]
-	delete(r.takenOver, u.Key())
-	return taken
 }

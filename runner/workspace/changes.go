@@ -1,4 +1,4 @@
-package runner
+package workspace
 
 import (
 	"context"
@@ -19,34 +19,34 @@ const diffKeep = 3000
 // untrackedDiffs is how many new files the diff shows in full.
 const untrackedDiffs = 20
 
-// changes are the uncommitted changes in a workspace's git repository.
-type changes struct {
-	// summary heads an approval request: files with lines added and
+// Changes are the uncommitted changes in a workspace's git repository.
+type Changes struct {
+	// Summary heads an approval request: files with lines added and
 	// removed. Empty when the workspace is not a repository or has no
 	// changes.
-	summary string
-	// diff is the unified diff (at most 1 MB), new files included.
-	diff string
+	Summary string
+	// Diff is the unified diff (at most 1 MB), new files included.
+	Diff string
 }
 
-// text is the summary with the diff quoted, cut at diffKeep.
-func (c changes) text() string {
-	if c.summary == "" {
+// Text is the summary with the diff quoted, cut at diffKeep.
+func (c Changes) Text() string {
+	if c.Summary == "" {
 		return ""
 	}
-	diff := c.diff
+	diff := c.Diff
 	if len(diff) > diffKeep {
 		diff = strings.ToValidUTF8(diff[:diffKeep], "") + "\n[…]"
 	}
 	if diff = strings.TrimSpace(diff); diff != "" {
-		return c.summary + "\n" + diff + "\n\n"
+		return c.Summary + "\n" + diff + "\n\n"
 	}
-	return c.summary + "\n"
+	return c.Summary + "\n"
 }
 
-// pendingChanges looks for uncommitted changes in the workspace's git
-// repository, for an approval request.
-func pendingChanges(ctx context.Context, r *agent.Run) (changes, error) {
+// Pending looks for uncommitted changes in the git repository of the
+// run's directory, for an approval request.
+func Pending(ctx context.Context, r *agent.Run) (Changes, error) {
 	git := func(args ...string) (string, error) {
 		cmd := r.Command(ctx, "git", args...)
 		out := &sandbox.CappedBuffer{Max: 1 << 20}
@@ -58,14 +58,14 @@ func pendingChanges(ctx context.Context, r *agent.Run) (changes, error) {
 	// Not a repository: nothing to approve. (Only the workspace's own:
 	// a repository around the workspaces directory is not the person's.)
 	if _, err := os.Stat(filepath.Join(r.Dir, ".git")); err != nil {
-		return changes{}, nil
+		return Changes{}, nil
 	}
 	status, err := git("status", "--porcelain", "--untracked-files=all")
 	if err != nil {
-		return changes{}, fmt.Errorf("git status: %w", err)
+		return Changes{}, fmt.Errorf("git status: %w", err)
 	}
 	if strings.TrimSpace(status) == "" {
-		return changes{}, nil
+		return Changes{}, nil
 	}
 	// Lines added and removed per tracked file; a repository without
 	// commits diffs against the empty tree.
@@ -109,5 +109,5 @@ func pendingChanges(ctx context.Context, r *agent.Run) (changes, error) {
 		diff += d
 	}
 	head := fmt.Sprintf("Changes waiting for your approval: %d file(s), +%d −%d\n", files, added, removed)
-	return changes{summary: head + b.String(), diff: diff}, nil
+	return Changes{Summary: head + b.String(), Diff: diff}, nil
 }

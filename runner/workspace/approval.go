@@ -1,4 +1,4 @@
-package runner
+package workspace
 
 import (
 	"errors"
@@ -48,10 +48,10 @@ func commitSubject(request string) string {
 	return ""
 }
 
-// noteRequest keeps in home the request whose run asks for approval of
+// NoteRequest keeps in home the request whose run asks for approval of
 // project's changes, for approve's commit (an empty one removes the
 // note).
-func noteRequest(home, project, request string) error {
+func NoteRequest(home, project, request string) error {
 	subject := commitSubject(request)
 	if subject == "" {
 		if err := sandbox.RemoveBeneath(home, requestFileOf(project)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -73,7 +73,7 @@ func notedRequest(home, project string) string {
 }
 
 // commitMessage is the message arguments of the git commit of changes
-// approved after request (notedRequest): the request as the subject, said
+// approved after request (notedRequest, NoteRequest): the request as the subject, said
 // to be approved from textslash; without one, approvedSubject.
 func commitMessage(request string) []string {
 	if request == "" {

@@ -1,4 +1,4 @@
-package runner
+package workspace
 
 import (
 	"context"
@@ -16,11 +16,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
-// Branches (issue 19): with the person's "branches on", each message job
+// Branches: with the person's "branches on", each message job
 // comes with contract.Job.Worktree and runs in a git worktree of its
 // project, on a branch of its own, textslash/<id>, made from the
 // checkout's HEAD: the checkout, and whatever the person has under way in
@@ -29,7 +28,7 @@ import (
 // worktree and the branch.
 //
 // Each project has at most one worktree, always at the same place,
-// <Workspaces>/.worktrees/<user key>/<project name> (outside every
+// <Root>/.worktrees/<user key>/<project name> (outside every
 // checkout, so a checkout's status never shows it): the branch in
 // progress. Git's own list of worktrees is what tells it is there and on
 // which branch. A message while it is there — its approval request not
@@ -54,9 +53,6 @@ import (
 // checkout's git directory read-write (not its files); the runner's own
 // git in the checkout (adding, merging, removing the worktree) sees the
 // person's worktrees directory read-write.
-
-// worktreesDir, under the workspaces directory, holds the worktrees.
-const worktreesDir = ".worktrees"
 
 // worktreeFile in the agent's home names the branch whose approval
 // request is open in the default project; worktreeFile.<name> in project
@@ -84,9 +80,9 @@ const (
 	MsgBranchGone = "Nothing waits on branch %s any more: it has no changes, or it is gone."
 )
 
-// worktree is a project's worktree: the one a message runs in, or the one
+// Worktree is a project's worktree: the one a message runs in, or the one
 // an answer to its approval request acts on.
-type worktree struct {
+type Worktree struct {
 	checkout string // the project's checkout
 	dir      string // the worktree
 	branch   string // its branch, textslash/<id>
@@ -131,8 +127,8 @@ func gitWith(command func(ctx context.Context, name string, args ...string) *exe
 }
 
 // worktreeDir is where u's project ("" the default) has its worktree.
-func (r *Runner) worktreeDir(u contract.User, project string) string {
-	return filepath.Join(r.cfg.Workspaces, worktreesDir, u.Key(), contract.ProjectOf(project))
+func (w *Workspaces) worktreeDir(u contract.User, project string) string {
+	return filepath.Join(w.Root, worktreesDir, u.Key(), contract.ProjectOf(project))
 }
 
 // worktreeFileOf is the file in the agent's home naming the branch of
@@ -141,67 +137,51 @@ func worktreeFileOf(project string) string {
 	return worktreeFile + "." + contract.ProjectOf(project)
 }
 
-// gitCommand is a command function for the runner's own git in a
-// project's checkout: as the agent user, in the sandbox when runs have
-// one (seeing writable too, read-write), without a cgroup.
-func (r *Runner) gitCommand(checkout, home string, writable ...string) func(ctx context.Context, name string, args ...string) *exec.Cmd {
-	command := sandbox.CommandFunc(checkout, home, r.user, false)
-	if box := r.cfg.Sandbox; box != nil {
-		command = sandbox.Confined(command, withWritable(box, writable...), checkout, home, r.bin, nil)
-	}
-	return command
-}
-
-// withWritable is box for one run that also binds dirs read-write; box,
-// shared by every run, is left as it was. (Sandbox.Share is bound
-// read-write into a run in the same way, after what is hidden.)
-func withWritable(box *sandbox.Sandbox, dirs ...string) *sandbox.Sandbox {
-	if box == nil || len(dirs) == 0 {
-		return box
-	}
-	c := *box
-	c.Share = append(slices.Clip(box.Share), dirs...)
-	return &c
-}
-
-// sandbox is box for the job w belongs to.
-func (w *worktree) sandbox(box *sandbox.Sandbox) *sandbox.Sandbox {
+// Sandbox is box for the job w belongs to (w nil: box): it also binds,
+// read-write, what the job needs of the checkout or the worktrees.
+func (w *Worktree) Sandbox(box *sandbox.Sandbox) *sandbox.Sandbox {
 	if w == nil {
 		return box
 	}
 	return withWritable(box, w.binds...)
 }
 
-// openWorktree readies the worktree of job, if it has one: for a message
-// with Worktree, the project's branch in progress or a new one (note says
-// why there is none: the checkout is not a repository with a commit); for
-// approve or reject, the one their approval request was about. refusal,
-// when set, ends the job: the worktree could not be made.
-func (r *Runner) openWorktree(ctx context.Context, log zerolog.Logger, job contract.Job, project, checkout, home string) (w *worktree, note, refusal string) {
-	dir := r.worktreeDir(job.User, project)
-	w = &worktree{checkout: checkout, dir: dir}
+// Dir is where the worktree is (a message's run works there).
+func (w *Worktree) Dir() string { return w.dir }
+
+// Branch is the worktree's branch, textslash/<id>.
+func (w *Worktree) Branch() string { return w.branch }
+
+// OpenWorktree readies the worktree of job, if it has one (nil when
+// not): for a message with Worktree, the project's branch in progress or
+// a new one (note says why there is none: the checkout is not a
+// repository with a commit); for approve or reject, the one their
+// approval request was about. An error ends the job: the worktree could
+// not be made (a *Refusal says why, for the person).
+func (ws *Workspaces) OpenWorktree(ctx context.Context, log zerolog.Logger, job contract.Job, project, checkout, home string) (w *Worktree, note string, err error) {
+	dir := ws.worktreeDir(job.User, project)
+	w = &Worktree{checkout: checkout, dir: dir}
 	switch job.Action {
 	case "":
 		if !job.Worktree {
-			return nil, "", ""
+			return nil, "", nil
 		}
 	case contract.ActionApprove, contract.ActionReject:
 		b, err := sandbox.ReadBeneath(home, worktreeFileOf(project), 512)
 		if err != nil {
-			return nil, "", "" // the request was about the checkout
+			return nil, "", nil // the request was about the checkout
 		}
 		if w.branch = strings.TrimSpace(string(b)); !branchRE.MatchString(w.branch) {
 			log.Warn().Str("file", worktreeFileOf(project)).Msg("no branch in the note of the approval request's; acting on the checkout")
-			return nil, "", ""
+			return nil, "", nil
 		}
 	default:
-		return nil, "", ""
+		return nil, "", nil
 	}
-	if err := sandbox.PrepareWorkspace(filepath.Dir(dir), home, r.user); err != nil {
-		log.Error().Err(err).Msg("worktrees directory")
-		return nil, "", MsgFailed
+	if err := sandbox.PrepareWorkspace(filepath.Dir(dir), home, ws.User); err != nil {
+		return nil, "", fmt.Errorf("worktrees directory: %w", err)
 	}
-	w.git = gitWith(r.gitCommand(checkout, home, filepath.Dir(dir)))
+	w.git = gitWith(ws.gitCommand(checkout, home, filepath.Dir(dir)))
 	if job.Action != "" {
 		// The answer runs in the checkout and sees the worktree.
 		w.binds = []string{filepath.Dir(dir)}
@@ -210,41 +190,42 @@ func (r *Runner) openWorktree(ctx context.Context, log zerolog.Logger, job contr
 			log.Warn().Err(err).Msg("worktrees of the checkout")
 		}
 		w.present = branch == w.branch
-		return w, "", ""
+		return w, "", nil
 	}
 	if _, err := os.Lstat(filepath.Join(checkout, ".git")); err != nil {
-		return nil, fmt.Sprintf(MsgNotOnBranch, contract.ProjectOf(project)), ""
+		return nil, fmt.Sprintf(MsgNotOnBranch, contract.ProjectOf(project)), nil
 	}
 	if _, err := w.git(ctx, "rev-parse", "-q", "--verify", "HEAD^{commit}"); err != nil {
-		return nil, fmt.Sprintf(MsgNotOnBranch, contract.ProjectOf(project)), ""
+		return nil, fmt.Sprintf(MsgNotOnBranch, contract.ProjectOf(project)), nil
 	}
 	// The run in the worktree sees the checkout's git directory.
 	gitDir, err := w.git(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir")
-	if err != nil || !filepath.IsAbs(gitDir) {
-		log.Error().Err(err).Str("git_dir", gitDir).Msg("git directory of the checkout")
-		return nil, "", MsgFailed
+	if err == nil && !filepath.IsAbs(gitDir) {
+		err = fmt.Errorf("not an absolute path: %q", gitDir)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("git directory of the checkout: %w", err)
 	}
 	w.binds = []string{gitDir}
 	branch, registered, err := w.inProgress(ctx)
 	if err != nil {
-		log.Error().Err(err).Msg("worktrees of the checkout")
-		return nil, "", MsgFailed
+		return nil, "", fmt.Errorf("worktrees of the checkout: %w", err)
 	}
 	if branch != "" {
 		w.branch, w.present = branch, true
 		log.Info().Str("branch", branch).Msg("the message goes on on the project's branch in progress")
-		return w, "", ""
+		return w, "", nil
 	}
-	if refusal := w.add(ctx, log, job.ID, registered); refusal != "" {
-		return nil, "", refusal
+	if err := w.add(ctx, log, job.ID, registered); err != nil {
+		return nil, "", err
 	}
-	return w, "", ""
+	return w, "", nil
 }
 
 // add makes the worktree of job id's message on a new branch from the
 // checkout's HEAD, once what is in its way is removed (registered: git
-// lists a worktree there). refusal, when set, says why it could not.
-func (w *worktree) add(ctx context.Context, log zerolog.Logger, id string, registered bool) (refusal string) {
+// lists a worktree there). A *Refusal says why it could not.
+func (w *Worktree) add(ctx context.Context, log zerolog.Logger, id string, registered bool) error {
 	if registered {
 		// Not one to go on with (git made it only in part, it is on
 		// another branch, or its directory is gone): out of the way.
@@ -264,11 +245,11 @@ func (w *worktree) add(ctx context.Context, log zerolog.Logger, id string, regis
 		if line == "" {
 			line = "git worktree add failed"
 		}
-		return fmt.Sprintf(MsgNoWorktree, line)
+		return refuse(MsgNoWorktree, line)
 	}
 	w.present = true
 	log.Info().Str("branch", w.branch).Str("dir", w.dir).Msg("worktree made")
-	return ""
+	return nil
 }
 
 // branchRE: a branch textslash makes.
@@ -293,7 +274,7 @@ func worktreeID(id string) string {
 // inProgress reads git's list of the checkout's worktrees: branch is the
 // branch of w.dir when it is a whole worktree there on a textslash branch
 // (one to go on with), registered whether git lists w.dir at all.
-func (w *worktree) inProgress(ctx context.Context) (branch string, registered bool, err error) {
+func (w *Worktree) inProgress(ctx context.Context) (branch string, registered bool, err error) {
 	out, err := w.git(ctx, "worktree", "list", "--porcelain")
 	if err != nil {
 		return "", false, err
@@ -340,7 +321,7 @@ func samePath(a, b string) bool {
 
 // remove removes the worktree (force: whatever it holds) and has git
 // forget it; its branch stays.
-func (w *worktree) remove(ctx context.Context, log zerolog.Logger, force bool) error {
+func (w *Worktree) remove(ctx context.Context, log zerolog.Logger, force bool) error {
 	args := []string{"worktree", "remove", w.dir}
 	if force {
 		args = []string{"worktree", "remove", "-f", "-f", w.dir}
@@ -363,7 +344,7 @@ func (w *worktree) remove(ctx context.Context, log zerolog.Logger, force bool) e
 // changed lists the files the branch changes: those changed in the
 // worktree, uncommitted, and those its commits changed since it left the
 // checkout's HEAD.
-func (w *worktree) changed(ctx context.Context, git gitFunc) ([]string, error) {
+func (w *Worktree) changed(ctx context.Context, git gitFunc) ([]string, error) {
 	var files []string
 	if w.present {
 		out, err := git(ctx, "-C", w.dir, "status", "--porcelain", "--untracked-files=all")
@@ -388,11 +369,11 @@ func (w *worktree) changed(ctx context.Context, git gitFunc) ([]string, error) {
 	return files, nil
 }
 
-// settle is called after a message's run in the worktree, however it
+// Settle is called after a message's run in the worktree, however it
 // ended: a worktree holding changes (or commits) stays, the branch in
 // progress; one holding none is removed with its branch. It reports
 // whether the worktree stays.
-func (w *worktree) settle(ctx context.Context, log zerolog.Logger) bool {
+func (w *Worktree) Settle(ctx context.Context, log zerolog.Logger) bool {
 	files, err := w.changed(ctx, w.git)
 	if err != nil {
 		log.Warn().Err(err).Str("branch", w.branch).Msg("changes on the branch not read; the worktree stays")
@@ -411,8 +392,8 @@ func (w *worktree) settle(ctx context.Context, log zerolog.Logger) bool {
 	return false
 }
 
-// approveText ends the approval request of changes on the branch.
-func (w *worktree) approveText() string {
+// ApproveText ends the approval request of changes on the branch.
+func (w *Worktree) ApproveText() string {
 	into := headBranch(w.checkout)
 	if into == "" {
 		into = "your checkout"
@@ -420,9 +401,9 @@ func (w *worktree) approveText() string {
 	return fmt.Sprintf(MsgApproveBranch, w.branch, into)
 }
 
-// remember notes in home that project's approval request is about w's
-// branch (w nil: about the checkout).
-func (w *worktree) remember(home, project string) error {
+// Remember notes in home that project's approval request is about w's
+// branch (w nil: about the checkout), for approve and reject.
+func (w *Worktree) Remember(home, project string) error {
 	if w == nil {
 		return forgetWorktree(home, project)
 	}
@@ -436,137 +417,4 @@ func forgetWorktree(home, project string) error {
 		return err
 	}
 	return nil
-}
-
-// worktreeAction answers an approval request about a branch: approve
-// commits the worktree's changes on it, merges it into the checkout's
-// branch when it can, pushes it and opens a pull request when it can, and
-// removes the worktree, keeping the branch; reject removes both. The
-// run's directory is the checkout; its sandbox sees the worktree.
-type worktreeAction struct {
-	w    *worktree
-	home string
-	log  zerolog.Logger
-	// request is the person's request the changes answer, the commit's
-	// subject (notedRequest); "" when not known.
-	request string
-}
-
-func (a worktreeAction) Run(ctx context.Context, r *agent.Run) (agent.Result, error) {
-	w, log := a.w, a.log.With().Str("branch", a.w.branch).Logger()
-	git := gitWith(r.Command)
-	var res agent.Result
-	if _, err := git(ctx, "rev-parse", "-q", "--verify", "refs/heads/"+w.branch); err != nil {
-		if w.present {
-			return agent.Result{}, fmt.Errorf("worktree on %s without the branch: %w", w.branch, err)
-		}
-		res.Text = fmt.Sprintf(MsgBranchGone, w.branch)
-	} else {
-		files, err := w.changed(ctx, git)
-		if err != nil {
-			return agent.Result{}, err
-		}
-		switch r.Job.Action {
-		case contract.ActionReject:
-			if w.present {
-				if err := w.remove(ctx, log, true); err != nil {
-					return agent.Result{}, err
-				}
-			}
-			if _, err := git(ctx, "branch", "-D", w.branch); err != nil {
-				return agent.Result{}, err
-			}
-			res.Text = fmt.Sprintf(MsgBranchDiscarded, w.branch, len(files))
-		case contract.ActionApprove:
-			if len(files) == 0 {
-				if w.present {
-					_ = w.remove(ctx, log, true)
-				}
-				_, _ = git(ctx, "branch", "-D", w.branch)
-				res.Text = fmt.Sprintf(MsgBranchGone, w.branch)
-				break
-			}
-			if res.Text, err = a.approve(ctx, r, git, len(files)); err != nil {
-				return agent.Result{}, err
-			}
-		}
-	}
-	if err := forgetWorktree(a.home, r.Job.Project); err != nil {
-		log.Warn().Err(err).Msg("note of the approval request's branch not removed")
-	}
-	return res, nil
-}
-
-// approve commits, merges, offers a pull request and removes the
-// worktree; files is how many files the branch changes.
-func (a worktreeAction) approve(ctx context.Context, r *agent.Run, git gitFunc, files int) (string, error) {
-	w, log := a.w, a.log
-	if w.present {
-		if st, err := git(ctx, "-C", w.dir, "status", "--porcelain"); err != nil {
-			return "", err
-		} else if st != "" {
-			if _, err := git(ctx, "-C", w.dir, "add", "-A"); err != nil {
-				return "", err
-			}
-			if _, err := git(ctx, append([]string{"-C", w.dir, "commit", "-q"}, commitMessage(a.request)...)...); err != nil {
-				return "", err
-			}
-		}
-		// Committed: what git will not remove now is only ignored files.
-		if err := w.remove(ctx, log, false); err != nil {
-			log.Warn().Err(err).Msg("git worktree remove; forced")
-			if err := w.remove(ctx, log, true); err != nil {
-				log.Error().Err(err).Msg("worktree not removed")
-			}
-		}
-	}
-	into, why := w.merge(ctx, git)
-	text := fmt.Sprintf(MsgMerged, files, w.branch, into)
-	if why != "" {
-		log.Info().Str("reason", why).Msg("branch not merged")
-		text = fmt.Sprintf(MsgBranchKept, files, w.branch, why)
-	}
-	if url, err := pullRequest(ctx, r, func(args ...string) (string, error) { return git(ctx, args...) }, w.branch); err != nil {
-		text += " No pull request: " + err.Error() + "."
-	} else {
-		text += " Pull request: " + url
-	}
-	return text, nil
-}
-
-// merge merges the branch into the checkout's branch, into, or says why
-// not. A checkout with uncommitted changes to tracked files only takes a
-// fast-forward, which keeps them (or refuses); a merge that conflicts is
-// aborted.
-func (w *worktree) merge(ctx context.Context, git gitFunc) (into, why string) {
-	into = headBranch(w.checkout)
-	if into == "" {
-		return "", "your checkout is not on a branch"
-	}
-	if _, err := git(ctx, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
-		return into, "a merge is under way in your checkout"
-	}
-	dirty, err := git(ctx, "status", "--porcelain", "--untracked-files=no")
-	if err != nil {
-		return into, "git could not read your checkout's status"
-	}
-	args := []string{"merge", "-q", "--no-edit", w.branch}
-	if dirty != "" {
-		args = []string{"merge", "-q", "--ff-only", w.branch}
-	}
-	out, err := git(ctx, args...)
-	if err == nil {
-		return into, ""
-	}
-	if _, e := git(ctx, "rev-parse", "-q", "--verify", "MERGE_HEAD"); e == nil {
-		_, _ = git(ctx, "merge", "--abort")
-		return into, "it conflicts with " + into + "; merge it yourself"
-	}
-	if dirty != "" {
-		return into, "your checkout has uncommitted changes, so only a fast-forward merge was tried, and " + into + " has moved on or the changes overlap"
-	}
-	if line := gitError(out); line != "" {
-		return into, "git merge: " + line
-	}
-	return into, "git merge failed"
 }
