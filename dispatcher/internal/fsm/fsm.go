@@ -162,8 +162,8 @@ const (
 	// MsgAnswered starts the reply to an answer with words of the person's,
 	// which may have been meant as a new instruction: it names the question
 	// they answered.
-	MsgAnswered = "Your reply answered: "
-	MsgAnswerFirst   = "Claude is waiting for your answer to its question: reply yes, no or always (or cancel)."
+	MsgAnswered    = "Your reply answered: "
+	MsgAnswerFirst = "Claude is waiting for your answer to its question: reply yes, no or always (or cancel)."
 	// DeniedNoAnswer is what the agent is told when nobody answered.
 	DeniedNoAnswer = "The person did not answer in time, so this was not allowed."
 	MsgSteered     = "Added to the current run: Claude sees it at its next step."
