@@ -34,16 +34,13 @@ func (c Config) Default() Config {
 // nil, or every bad setting, each a *contract.ConfigError.
 func (c Config) Validate() error {
 	var errs []error
-	bad := func(setting string, value any, reason string) {
-		errs = append(errs, contract.BadSetting(service, setting, value, reason))
-	}
 	// A timer shorter than a second would fire before a person could read
 	// the question, let alone answer it.
 	if c.ApprovalTimeout < time.Second {
-		bad("ApprovalTimeout", c.ApprovalTimeout, "must be at least 1s")
+		errs = append(errs, bad("ApprovalTimeout", c.ApprovalTimeout, "must be at least 1s"))
 	}
 	if c.PermissionTimeout < time.Second {
-		bad("PermissionTimeout", c.PermissionTimeout, "must be at least 1s")
+		errs = append(errs, bad("PermissionTimeout", c.PermissionTimeout, "must be at least 1s"))
 	}
 	for _, b := range []struct {
 		setting string
@@ -53,16 +50,22 @@ func (c Config) Validate() error {
 		{"Budgets.Daily", c.Budgets.Daily}, {"Budgets.Monthly", c.Budgets.Monthly},
 	} {
 		if b.usd < 0 {
-			bad(b.setting, b.usd, "must not be negative (0: no limit)")
+			errs = append(errs, bad(b.setting, b.usd, "must not be negative (0: no limit)"))
 		}
 	}
 	if !slices.Contains(contract.Modes, c.DefaultMode) {
-		bad("DefaultMode", c.DefaultMode, "want one of "+strings.Join(contract.Modes, ", "))
+		errs = append(errs, bad("DefaultMode", c.DefaultMode, "want one of "+strings.Join(contract.Modes, ", ")))
 	}
 	for _, a := range c.Admins {
 		if !contract.IsPersonKey(a) {
-			bad("Admins", a, "not a people key: want phone.<digits> (phone.15551234567), telegram.<chat id> or web.<id>")
+			errs = append(errs, bad("Admins", a, "not a people key: want phone.<digits> (phone.15551234567), telegram.<chat id> or web.<id>"))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// bad is the dispatcher's refusal of setting (its field path in Config);
+// value is nil for secrets and for settings left empty.
+func bad(setting string, value any, reason string) *contract.ConfigError {
+	return contract.BadSetting(service, setting, value, reason)
 }

@@ -83,38 +83,35 @@ func (c Config) Default() Config {
 // they can all be fixed in one go. The web chat's Sessions is a handle,
 // not a setting: New checks it.
 func (c Config) Validate() error {
-	var r refusals
+	var errs []error
 	if c.MaxBodyBytes < 1 {
-		r.add("MaxBodyBytes", c.MaxBodyBytes, "must be at least 1")
+		errs = append(errs, bad("MaxBodyBytes", c.MaxBodyBytes, "must be at least 1"))
 	}
 	if c.PublishTimeout <= 0 {
-		r.add("PublishTimeout", c.PublishTimeout, "must be more than 0s")
+		errs = append(errs, bad("PublishTimeout", c.PublishTimeout, "must be more than 0s"))
 	}
 	if c.NewSessions.Burst < 1 {
-		r.add("NewSessions.Burst", c.NewSessions.Burst, "must be at least 1")
+		errs = append(errs, bad("NewSessions.Burst", c.NewSessions.Burst, "must be at least 1"))
 	}
 	if c.NewSessions.Every <= 0 {
-		r.add("NewSessions.Every", c.NewSessions.Every, "must be more than 0s")
+		errs = append(errs, bad("NewSessions.Every", c.NewSessions.Every, "must be more than 0s"))
 	}
 	if c.Twilio != nil {
-		r = append(r, c.Twilio.validate())
+		errs = append(errs, c.Twilio.validate())
 	}
 	if c.Telegram != nil {
-		r = append(r, c.Telegram.validate())
+		errs = append(errs, c.Telegram.validate())
 	}
 	if c.Notion != nil {
-		r = append(r, c.Notion.validate())
+		errs = append(errs, c.Notion.validate())
 	}
-	return errors.Join(r...)
+	return errors.Join(errs...)
 }
 
-// refusals collects the settings Validate refuses, to name them all.
-type refusals []error
-
-// add refuses setting (its path in Config) at value (nil for a secret or
-// a setting left empty) for reason.
-func (r *refusals) add(setting string, value any, reason string) {
-	*r = append(*r, contract.BadSetting(service, setting, value, reason))
+// bad is ingress's refusal of setting (its field path in Config); value
+// is nil for secrets and for settings left empty.
+func bad(setting string, value any, reason string) *contract.ConfigError {
+	return contract.BadSetting(service, setting, value, reason)
 }
 
 // Ingress publishes inbound messages.

@@ -42,32 +42,32 @@ func (n Notion) withDefaults() Notion {
 
 // validate refuses each bad setting of n, the missing ones all at once.
 func (n Notion) validate() error {
-	var r refusals
+	var errs []error
 	if n.Client == nil {
-		r.add("Notion.Client", nil, "required for Notion: the client of its API")
+		errs = append(errs, bad("Notion.Client", nil, "required for Notion: the client of its API"))
 	}
 	if n.Database == "" {
-		r.add("Notion.Database", nil, "required: the id of the database polled")
+		errs = append(errs, bad("Notion.Database", nil, "required: the id of the database polled"))
 	}
 	if err := n.User.Validate(); err != nil {
 		var user any
 		if n.User != (contract.User{}) {
 			user = n.User.Key()
 		}
-		e := contract.BadSetting(service, "Notion.User", user, "want the person whose messages the pages become")
+		e := bad("Notion.User", user, "want the person whose messages the pages become")
 		e.Err = err
-		r = append(r, e)
+		errs = append(errs, e)
 	}
 	if n.StatusProperty == "" {
-		r.add("Notion.StatusProperty", nil, "must not be empty")
+		errs = append(errs, bad("Notion.StatusProperty", nil, "must not be empty"))
 	}
 	if n.Todo == "" {
-		r.add("Notion.Todo", nil, "must not be empty")
+		errs = append(errs, bad("Notion.Todo", nil, "must not be empty"))
 	}
 	if n.Every < time.Second {
-		r.add("Notion.Every", n.Every, "must be at least 1s")
+		errs = append(errs, bad("Notion.Every", n.Every, "must be at least 1s"))
 	}
-	return errors.Join(r...)
+	return errors.Join(errs...)
 }
 
 // pollNotion polls the database until ctx ends. Each page starts one

@@ -52,25 +52,25 @@ func (t Telegram) withDefaults() Telegram {
 
 // validate refuses each bad setting of t, the missing ones all at once.
 func (t Telegram) validate() error {
-	var r refusals
+	var errs []error
 	if t.BotToken == "" {
-		r.add("Telegram.BotToken", nil, "required for Telegram")
+		errs = append(errs, bad("Telegram.BotToken", nil, "required for Telegram"))
 	}
 	if len(t.Secret) < 16 {
-		r.add("Telegram.Secret", nil, "must have 16 or more characters (give the same to setWebhook as secret_token)")
+		errs = append(errs, bad("Telegram.Secret", nil, "must have 16 or more characters (give the same to setWebhook as secret_token)"))
 	}
 	if len(t.Allowed) == 0 {
-		r.add("Telegram.Allowed", nil, "empty, so nobody could use textslash; list the chat ids that may")
+		errs = append(errs, bad("Telegram.Allowed", nil, "empty, so nobody could use textslash; list the chat ids that may"))
 	}
 	for _, id := range t.Allowed {
 		if _, err := strconv.ParseInt(id, 10, 64); err != nil {
-			r.add("Telegram.Allowed", id, "not a chat id; want a number like 4242 or -1001234567890")
+			errs = append(errs, bad("Telegram.Allowed", id, "not a chat id; want a number like 4242 or -1001234567890"))
 		}
 	}
 	if !contract.BaseURL(t.APIURL) {
-		r.add("Telegram.APIURL", t.APIURL, "want http(s)://host[/prefix], without a query")
+		errs = append(errs, bad("Telegram.APIURL", t.APIURL, "want http(s)://host[/prefix], without a query"))
 	}
-	return errors.Join(r...)
+	return errors.Join(errs...)
 }
 
 // ParseList splits a comma-separated list, dropping empty items: the

@@ -67,34 +67,34 @@ const twilioNeeded = "required for WhatsApp and SMS"
 
 // validate refuses each bad setting of t, the missing ones all at once.
 func (t Twilio) validate() error {
-	var r refusals
+	var errs []error
 	switch {
 	case t.AuthToken == "":
-		r.add("Twilio.AuthToken", nil, twilioNeeded)
+		errs = append(errs, bad("Twilio.AuthToken", nil, twilioNeeded))
 	case !contract.TwilioCredential(t.AuthToken):
-		r.add("Twilio.AuthToken", nil, contract.TwilioCredentialRule)
+		errs = append(errs, bad("Twilio.AuthToken", nil, contract.TwilioCredentialRule))
 	}
 	if t.AccountSID != "" && !contract.TwilioCredential(t.AccountSID) {
-		r.add("Twilio.AccountSID", t.AccountSID, contract.TwilioCredentialRule)
+		errs = append(errs, bad("Twilio.AccountSID", t.AccountSID, contract.TwilioCredentialRule))
 	}
 	switch {
 	case t.PublicURL == "":
-		r.add("Twilio.PublicURL", nil, twilioNeeded)
+		errs = append(errs, bad("Twilio.PublicURL", nil, twilioNeeded))
 	case !contract.BaseURL(t.PublicURL):
-		r.add("Twilio.PublicURL", t.PublicURL, "want the https://host[/prefix] Twilio calls, without a query")
+		errs = append(errs, bad("Twilio.PublicURL", t.PublicURL, "want the https://host[/prefix] Twilio calls, without a query"))
 	}
 	if !contract.BaseURL(t.APIURL) {
-		r.add("Twilio.APIURL", t.APIURL, "want http(s)://host[/prefix], without a query")
+		errs = append(errs, bad("Twilio.APIURL", t.APIURL, "want http(s)://host[/prefix], without a query"))
 	}
 	if len(t.Allowed) == 0 {
-		r.add("Twilio.Allowed", nil, "empty, so nobody could use textslash; list the E.164 numbers that may")
+		errs = append(errs, bad("Twilio.Allowed", nil, "empty, so nobody could use textslash; list the E.164 numbers that may"))
 	}
 	for _, n := range t.Allowed {
 		if _, err := contract.PhoneUser(contract.ChannelSMS, n); err != nil {
-			r.add("Twilio.Allowed", n, "not an E.164 number; want one like +15551234567")
+			errs = append(errs, bad("Twilio.Allowed", n, "not an E.164 number; want one like +15551234567"))
 		}
 	}
-	return errors.Join(r...)
+	return errors.Join(errs...)
 }
 
 // twilioForm reads and authenticates a Twilio webhook: the form, once its

@@ -39,13 +39,20 @@ func (c Config) Default() Config {
 }
 
 // Validate checks the configuration as it will run (Default's result):
-// nil, or a *contract.ConfigError. The Signer is a handle, not a setting:
+// nil, or every setting refused, each a *contract.ConfigError. The Signer is a handle, not a setting:
 // the binary makes it from its key, and checks that key itself.
 func (c Config) Validate() error {
+	var errs []error
 	if c.Keep < 1 {
-		return contract.BadSetting("media", "Keep", c.Keep, "must be at least 1")
+		errs = append(errs, bad("Keep", c.Keep, "must be at least 1"))
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// bad is media's refusal of setting (its field path in Config); value is
+// nil for secrets and for settings left empty.
+func bad(setting string, value any, reason string) *contract.ConfigError {
+	return contract.BadSetting("media", setting, value, reason)
 }
 
 // Media serves the object store.

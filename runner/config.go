@@ -184,46 +184,49 @@ const minHeartbeat = 10 * time.Millisecond
 // credentials, the agent's binary) New checks.
 func (c Config) Validate() error {
 	var errs []error
-	bad := func(setting string, value any, reason string) {
-		errs = append(errs, contract.BadSetting(service, setting, value, reason))
-	}
 	if c.Concurrency < 1 {
-		bad("Concurrency", c.Concurrency, "must be at least 1")
+		errs = append(errs, bad("Concurrency", c.Concurrency, "must be at least 1"))
 	}
 	if c.Timeout < time.Second || c.Timeout > maxTimeout {
-		bad("Timeout", c.Timeout, fmt.Sprintf("must be between 1s and %dm", maxTimeout/time.Minute))
+		errs = append(errs, bad("Timeout", c.Timeout, fmt.Sprintf("must be between 1s and %dm", maxTimeout/time.Minute)))
 	}
 	if c.PermissionTimeout < time.Second {
-		bad("PermissionTimeout", c.PermissionTimeout, "must be at least 1s")
+		errs = append(errs, bad("PermissionTimeout", c.PermissionTimeout, "must be at least 1s"))
 	}
 	if c.Heartbeat < minHeartbeat {
-		bad("Heartbeat", c.Heartbeat, "must be at least "+minHeartbeat.String())
+		errs = append(errs, bad("Heartbeat", c.Heartbeat, "must be at least "+minHeartbeat.String()))
 	}
 	if c.OutputCap < 1 {
-		bad("OutputCap", c.OutputCap, "must be at least 1")
+		errs = append(errs, bad("OutputCap", c.OutputCap, "must be at least 1"))
 	}
 	if c.VoiceMax <= 0 {
-		bad("VoiceMax", c.VoiceMax, "must be positive")
+		errs = append(errs, bad("VoiceMax", c.VoiceMax, "must be positive"))
 	}
 	if c.ProjectMaxBytes <= 0 {
-		bad("ProjectMaxBytes", c.ProjectMaxBytes, "must be positive")
+		errs = append(errs, bad("ProjectMaxBytes", c.ProjectMaxBytes, "must be positive"))
 	}
 	if c.SnapshotMax <= 0 {
-		bad("SnapshotMax", c.SnapshotMax, "must be positive")
+		errs = append(errs, bad("SnapshotMax", c.SnapshotMax, "must be positive"))
 	}
 	for _, d := range []struct {
 		setting string
 		value   time.Duration
 	}{{"StopGrace", c.StopGrace}, {"IdleExit", c.IdleExit}, {"VoiceGrace", c.VoiceGrace}} {
 		if d.value < 0 {
-			bad(d.setting, d.value, "must not be negative")
+			errs = append(errs, bad(d.setting, d.value, "must not be negative"))
 		}
 	}
 	if !validID(c.ID) {
-		bad("ID", c.ID, "want letters, digits, - and _ only")
+		errs = append(errs, bad("ID", c.ID, "want letters, digits, - and _ only"))
 	}
 	if c.Sandbox != nil {
 		errs = append(errs, c.Sandbox.Validate()...)
 	}
 	return errors.Join(errs...)
+}
+
+// bad is the runner's refusal of setting (its field path in Config);
+// value is nil for secrets and for settings left empty.
+func bad(setting string, value any, reason string) *contract.ConfigError {
+	return contract.BadSetting(service, setting, value, reason)
 }

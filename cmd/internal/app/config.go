@@ -15,11 +15,8 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/dispatcher"
 	"github.com/textslash/textslash/egress"
-	"github.com/textslash/textslash/ingress"
 	"github.com/textslash/textslash/runner"
-	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // The services a process can run.
@@ -66,9 +63,9 @@ type config struct {
 	ClaudeBin           string        `name:"claude-bin" var:"TEXTSLASH_CLAUDE_BIN" sets:"runner.ClaudeBin" help:"Claude Code binary; default claude from PATH"`
 	Workspaces          string        `name:"workspaces" var:"TEXTSLASH_WORKSPACES" sets:"runner.Workspaces" help:"directory with one workspace per user; default <data>/workspaces"`
 	AgentUser           string        `name:"agent-user" var:"TEXTSLASH_AGENT_USER" sets:"runner.AgentUser" help:"unprivileged OS user agents run as when textslash runs as root (required for claude as root)"`
-	Sandbox             string        `name:"sandbox" var:"TEXTSLASH_SANDBOX" sets:"runner.Sandbox" default:"on" help:"on: every run is sandboxed with bubblewrap (its own workspace and home, the system read-only, nothing of textslash or other people) and limited; off: agents run unconfined as the agent user (textslash refuses to start without a working sandbox unless this is off)"`
+	Sandbox             onOff         `name:"sandbox" var:"TEXTSLASH_SANDBOX" sets:"runner.Sandbox" default:"on" help:"on: every run is sandboxed with bubblewrap (its own workspace and home, the system read-only, nothing of textslash or other people) and limited; off: agents run unconfined as the agent user (textslash refuses to start without a working sandbox unless this is off)"`
 	SandboxShare        string        `name:"sandbox-share" var:"TEXTSLASH_SANDBOX_SHARE" sets:"runner.Sandbox.Share" help:"comma-separated host directories bound read-write into every sandbox (a shared cache); nothing by default"`
-	RunMemory           string        `name:"run-memory" var:"TEXTSLASH_RUN_MEMORY" sets:"runner.Sandbox.Limits.Memory" default:"2G" help:"most memory one run may use (512M, 2G; 0 for no limit); a run reaching it is stopped and the person told"`
+	RunMemory           size          `name:"run-memory" var:"TEXTSLASH_RUN_MEMORY" sets:"runner.Sandbox.Limits.Memory" default:"2G" help:"most memory one run may use (512M, 2G; 0 for no limit); a run reaching it is stopped and the person told"`
 	RunPids             int           `name:"run-pids" var:"TEXTSLASH_RUN_PIDS" sets:"runner.Sandbox.Limits.Pids" default:"512" help:"most processes and threads one run may have at once (0 for no limit); a run reaching it is stopped and the person told"`
 	RunCPU              float64       `name:"run-cpu" var:"TEXTSLASH_RUN_CPU" sets:"runner.Sandbox.Limits.CPU" default:"2" help:"most CPU one run may use, in cores (0 for no limit)"`
 	Chromium            string        `name:"chromium" var:"TEXTSLASH_CHROMIUM" sets:"runner.Chromium" help:"Chromium binary for screenshots (textslash shot, approval diffs); default Debian's chromium-headless-shell (the lightest), else chromium, chromium-browser or google-chrome from PATH"`
@@ -78,9 +75,9 @@ type config struct {
 	Timeout             time.Duration `name:"timeout" var:"TEXTSLASH_TIMEOUT" sets:"runner.Timeout" default:"${timeout}" help:"longest a single run may take"`
 	StopGrace           time.Duration `name:"stop-grace" var:"TEXTSLASH_STOP_GRACE" sets:"runner.StopGrace" default:"20s" help:"on SIGTERM or Ctrl-C, how long runs under way may go on to finish (no new one starts); then they are stopped and reported interrupted; a second Ctrl-C stops at once"`
 	IdleExit            time.Duration `name:"idle-exit" var:"TEXTSLASH_IDLE_EXIT" sets:"runner.IdleExit" default:"${idle_exit}" help:"a process running the runner exits after this long without a job (0: never; default 30m for the runner binary alone, 0 elsewhere); jobs wait in JetStream for the next start"`
-	ProjectMax          string        `name:"project-max" var:"TEXTSLASH_PROJECT_MAX" sets:"runner.ProjectMaxBytes" default:"2G" help:"most disk space a project cloned with clone <url> may take (512M, 2G); a bigger clone is removed and the person told both sizes"`
+	ProjectMax          size          `name:"project-max" var:"TEXTSLASH_PROJECT_MAX" sets:"runner.ProjectMaxBytes" default:"2G" help:"most disk space a project cloned with clone <url> may take (512M, 2G); a bigger clone is removed and the person told both sizes"`
 	Snapshots           bool          `name:"snapshots" var:"TEXTSLASH_SNAPSHOTS" sets:"runner.Snapshots" default:"${snapshots}" help:"after each run, store a snapshot of the project's workspace (its git history, uncommitted files and the agent's session) in JetStream, so that a runner taking a person over from a runner gone rebuilds it; default on for the runner binary alone (runners on separate machines), off elsewhere (one runner, one disk)"`
-	SnapshotMax         string        `name:"snapshot-max" var:"TEXTSLASH_SNAPSHOT_MAX" sets:"runner.SnapshotMax" default:"100M" help:"most one snapshot may hold, before compression; beyond it the history is left out when the project has a remote to fetch it from, then the largest uncommitted files, and the person is told what did not move"`
+	SnapshotMax         size          `name:"snapshot-max" var:"TEXTSLASH_SNAPSHOT_MAX" sets:"runner.SnapshotMax" default:"100M" help:"most one snapshot may hold, before compression; beyond it the history is left out when the project has a remote to fetch it from, then the largest uncommitted files, and the person is told what did not move"`
 	Credentials         string        `name:"credentials" var:"TEXTSLASH_CREDENTIALS" sets:"runner.Credentials" help:"directory of people's git credentials for private repositories: one subdirectory per person (phone.<digits>, telegram.<chat id>, web.<id>) with git-credentials and/or ssh/ (a key, known_hosts); each of their runs gets a read-only copy at /tmp/textslash/credentials and no other run sees any; needs the sandbox"`
 	Approval            time.Duration `name:"approval-timeout" var:"TEXTSLASH_APPROVAL_TIMEOUT" sets:"dispatcher.ApprovalTimeout" default:"${approval_timeout}" help:"how long an approval request waits for approve or reject; then the changes stay on disk, uncommitted"`
 	Permission          time.Duration `name:"permission-timeout" var:"TEXTSLASH_PERMISSION_TIMEOUT" sets:"dispatcher.PermissionTimeout,runner.PermissionTimeout" default:"${permission_timeout}" help:"how long a question from the agent (may it run this command?) waits for yes, no or always; then the agent is told no"`
@@ -89,8 +86,8 @@ type config struct {
 	BudgetPersonMonthly float64       `name:"budget-person-monthly" var:"TEXTSLASH_BUDGET_PERSON_MONTHLY" sets:"dispatcher.Budgets.PersonMonthly" help:"most each person's runs may cost in a month, in USD (0: no limit)"`
 	BudgetDaily         float64       `name:"budget-daily" var:"TEXTSLASH_BUDGET_DAILY" sets:"dispatcher.Budgets.Daily" help:"most everybody's runs together may cost in a day, in USD (0: no limit)"`
 	BudgetMonthly       float64       `name:"budget-monthly" var:"TEXTSLASH_BUDGET_MONTHLY" sets:"dispatcher.Budgets.Monthly" help:"most everybody's runs together may cost in a month, in USD (0: no limit)"`
-	TimeZone            string        `name:"time-zone" var:"TEXTSLASH_TIME_ZONE" sets:"dispatcher.Location" help:"time zone (IANA name, like Europe/Paris) of the days and months of costs and budgets, and of schedules for people who set none with tz; default the server's"`
-	Admins              string        `name:"admins" var:"TEXTSLASH_ADMINS" sets:"dispatcher.Admins" help:"comma-separated people who may pair others in (the pair, people and revoke keywords): numbers (+15551234567) and telegram:<chat id>"`
+	TimeZone            zone          `name:"time-zone" var:"TEXTSLASH_TIME_ZONE" sets:"dispatcher.Location" placeholder:"STRING" help:"time zone (IANA name, like Europe/Paris) of the days and months of costs and budgets, and of schedules for people who set none with tz; default the server's"`
+	Admins              people        `name:"admins" var:"TEXTSLASH_ADMINS" sets:"dispatcher.Admins" placeholder:"STRING" help:"comma-separated people who may pair others in (the pair, people and revoke keywords): numbers (+15551234567) and telegram:<chat id>"`
 	ShowCost            bool          `name:"show-cost" var:"TEXTSLASH_SHOW_COST" sets:"runner.ShowCost" help:"end each reply with what its run cost and the tokens it used"`
 	TranscribeURL       string        `name:"transcribe-url" var:"TEXTSLASH_TRANSCRIBE_URL" help:"base URL of an OpenAI-compatible speech-to-text API that turns voice notes into messages (https://api.openai.com/v1, https://api.groq.com/openai/v1, a local whisper.cpp or faster-whisper server's http://127.0.0.1:8000/v1); without it or a command, voice notes are saved in the inbox and the person told"`
 	TranscribeKey       string        `name:"transcribe-key" var:"TEXTSLASH_TRANSCRIBE_KEY" help:"API key of the speech-to-text API (sent as Authorization: Bearer)"`
@@ -110,7 +107,7 @@ type config struct {
 	Allowed             string        `name:"allowed-phone-numbers" var:"ALLOWED_PHONE_NUMBERS" sets:"ingress.Twilio.Allowed,egress.Twilio.Allowed" help:"comma-separated E.164 numbers that may use textslash over WhatsApp or SMS; others are ignored"`
 	StatusCallbacks     bool          `name:"twilio-status-callbacks" var:"TEXTSLASH_TWILIO_STATUS_CALLBACKS" sets:"egress.Twilio.StatusCallbacks" default:"true" negatable:"" help:"ask Twilio for delivery status and send a person's next message only after the previous one is sent, so replies arrive in order"`
 	ProgressEvery       time.Duration `name:"progress-every" var:"TEXTSLASH_PROGRESS_EVERY" sets:"egress.Twilio.WhatsApp.ProgressEvery,egress.Twilio.SMS.ProgressEvery" default:"${progress_every}" help:"least time between two progress messages to one WhatsApp or SMS user; the latest progress wins"`
-	LongReplies         string        `name:"long-replies" var:"TEXTSLASH_LONG_REPLIES" default:"page" help:"replies over a channel's limit (1600 characters on WhatsApp and SMS, 4096 on Telegram): page (the person replies MORE) or truncate (at 1500 characters)"`
+	LongReplies         longReplies   `name:"long-replies" var:"TEXTSLASH_LONG_REPLIES" sets:"egress.Twilio.WhatsApp.Truncate,egress.Twilio.SMS.Truncate,egress.Telegram.Rules.Truncate" default:"page" help:"replies over a channel's limit (1600 characters on WhatsApp and SMS, 4096 on Telegram): page (the person replies MORE) or truncate (at 1500 characters)"`
 	TelegramToken       string        `name:"telegram-bot-token" var:"TELEGRAM_BOT_TOKEN" sets:"ingress.Telegram.BotToken,egress.Telegram.BotToken" help:"Telegram bot token (from @BotFather); setting it turns Telegram on (set the bot's webhook to <PUBLIC_URL>/telegram/webhook)"`
 	TelegramSecret      string        `name:"telegram-webhook-secret" var:"TELEGRAM_WEBHOOK_SECRET" sets:"ingress.Telegram.Secret" help:"secret_token given to setWebhook (16+ characters): updates without it are refused"`
 	TelegramAllowed     string        `name:"telegram-allowed-chats" var:"TELEGRAM_ALLOWED_CHATS" sets:"ingress.Telegram.Allowed,egress.Telegram.Allowed" help:"comma-separated Telegram chat ids that may use textslash; others are ignored"`
@@ -280,12 +277,6 @@ func (c *config) setServices(list string, webSet bool) error {
 	return nil
 }
 
-// budgets are the dispatcher's limits on what runs cost.
-func (c *config) budgets() dispatcher.Budgets {
-	return dispatcher.Budgets{PersonDaily: c.BudgetPersonDaily, PersonMonthly: c.BudgetPersonMonthly,
-		Daily: c.BudgetDaily, Monthly: c.BudgetMonthly}
-}
-
 // runs reports whether this process runs service s.
 func (c *config) runs(s string) bool { return slices.Contains(c.Services, s) }
 
@@ -304,17 +295,8 @@ func (c *config) validate() error {
 			return fmt.Errorf("TEXTSLASH_NATS_LISTEN=%q: want host:port or off", c.NATSListen)
 		}
 	}
-	if err := c.validateRuns(); err != nil {
-		return err
-	}
 	if err := c.validateNotion(); err != nil {
 		return err
-	}
-	if _, err := c.admins(); err != nil {
-		return fmt.Errorf("TEXTSLASH_ADMINS: %w", err)
-	}
-	if _, err := time.LoadLocation(c.TimeZone); err != nil {
-		return fmt.Errorf("TEXTSLASH_TIME_ZONE=%q: %v", c.TimeZone, err)
 	}
 	if err := c.storage.validate(); err != nil {
 		return err
@@ -325,29 +307,12 @@ func (c *config) validate() error {
 	if len(c.MediaKey) < 16 {
 		return errors.New("TEXTSLASH_MEDIA_KEY: at least 16 characters")
 	}
-	if c.LongReplies != "page" && c.LongReplies != "truncate" {
-		return fmt.Errorf("TEXTSLASH_LONG_REPLIES=%q: want page or truncate", c.LongReplies)
-	}
 	switch c.LogFormat {
 	case "auto", "json", "console":
 	default:
 		return fmt.Errorf("TEXTSLASH_LOG_FORMAT=%q: want json, console or auto", c.LogFormat)
 	}
 	return c.validateServices()
-}
-
-// validateRuns checks the settings of the runs this process reads
-// itself (the runner checks the rest): the sandbox's switch, and sizes.
-func (c *config) validateRuns() error {
-	if c.Sandbox != "on" && c.Sandbox != "off" {
-		return fmt.Errorf("TEXTSLASH_SANDBOX=%q: want on or off", c.Sandbox)
-	}
-	for _, v := range []struct{ name, val string }{{"TEXTSLASH_RUN_MEMORY", c.RunMemory}, {"TEXTSLASH_PROJECT_MAX", c.ProjectMax}, {"TEXTSLASH_SNAPSHOT_MAX", c.SnapshotMax}} {
-		if _, err := parseBytes(v.val); err != nil {
-			return fmt.Errorf("%s=%q: want a size like 512M or 2G", v.name, v.val)
-		}
-	}
-	return nil
 }
 
 func (s *storage) validate() error {
@@ -372,35 +337,6 @@ func (c *config) transcriber() runner.Transcriber {
 	return nil
 }
 
-// sandbox is the runner's sandbox; nil when TEXTSLASH_SANDBOX=off.
-func (c *config) sandbox() *sandbox.Sandbox {
-	if c.Sandbox == "off" {
-		return nil
-	}
-	mem, _ := parseBytes(c.RunMemory) // validated
-	return &sandbox.Sandbox{
-		Hide:   []string{c.Data},
-		Share:  ingress.ParseList(c.SandboxShare),
-		Limits: sandbox.Limits{Memory: mem, Pids: c.RunPids, CPU: c.RunCPU},
-	}
-}
-
-// parseBytes reads a size: a number of bytes, or one ending in K, M or G.
-func parseBytes(s string) (int64, error) {
-	s = strings.TrimSpace(strings.ToUpper(s))
-	mult := int64(1)
-	for suffix, m := range map[string]int64{"K": 1 << 10, "M": 1 << 20, "G": 1 << 30} {
-		if t, ok := strings.CutSuffix(s, suffix); ok {
-			s, mult = t, m
-		}
-	}
-	n, err := strconv.ParseFloat(s, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("size %q", s)
-	}
-	return int64(n * float64(mult)), nil
-}
-
 // loopback reports whether host only takes connections from this machine.
 func loopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
@@ -413,48 +349,8 @@ func loopback(host string) bool {
 // twilio reports whether WhatsApp and SMS are on.
 func (c *config) twilio() bool { return c.TwilioSID != "" || c.TwilioToken != "" }
 
-func (c *config) twilioIngress() *ingress.Twilio {
-	if !c.twilio() {
-		return nil
-	}
-	return &ingress.Twilio{AuthToken: c.TwilioToken, AccountSID: c.TwilioSID, APIURL: c.TwilioAPI,
-		PublicURL: c.PublicURL, Allowed: ingress.ParseList(c.Allowed)}
-}
-
-func (c *config) twilioEgress() *egress.Twilio {
-	if !c.twilio() {
-		return nil
-	}
-	rules := egress.Rules{Truncate: c.LongReplies == "truncate", ProgressEvery: c.ProgressEvery}
-	return &egress.Twilio{
-		AccountSID: c.TwilioSID, AuthToken: c.TwilioToken, From: c.TwilioFrom, MessagingServiceSID: c.TwilioService,
-		APIURL: c.TwilioAPI, PublicURL: c.PublicURL, StatusCallbacks: c.StatusCallbacks, WindowContentSID: c.TwilioWindow,
-		Allowed: ingress.ParseList(c.Allowed), WhatsApp: rules, SMS: rules,
-	}
-}
-
 // telegram reports whether Telegram is on.
 func (c *config) telegram() bool { return c.TelegramToken != "" }
-
-func (c *config) telegramIngress() *ingress.Telegram {
-	if !c.telegram() {
-		return nil
-	}
-	return &ingress.Telegram{BotToken: c.TelegramToken, Secret: c.TelegramSecret,
-		Allowed: ingress.ParseList(c.TelegramAllowed), APIURL: c.TelegramAPI}
-}
-
-// telegramEgress: Telegram fetches images from PUBLIC_URL when there is
-// one; else egress uploads them, read from this process's own listener.
-func (c *config) telegramEgress() *egress.Telegram {
-	if !c.telegram() {
-		return nil
-	}
-	return &egress.Telegram{BotToken: c.TelegramToken, APIURL: c.TelegramAPI, PublicURL: c.PublicURL,
-		Allowed:  ingress.ParseList(c.TelegramAllowed),
-		LocalURL: c.localURL(),
-		Rules:    egress.Rules{Truncate: c.LongReplies == "truncate"}}
-}
 
 // localURL is where this process reaches its own HTTP listener (media's
 // routes, when media runs here).
@@ -464,35 +360,4 @@ func (c *config) localURL() string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, strconv.Itoa(c.Port))
-}
-
-// location is TEXTSLASH_TIME_ZONE's (checked by validate), or the server's.
-func (c *config) location() *time.Location {
-	if c.TimeZone == "" {
-		return time.Local
-	}
-	loc, _ := time.LoadLocation(c.TimeZone)
-	return loc
-}
-
-// admins are TEXTSLASH_ADMINS as people bucket keys.
-func (c *config) admins() ([]string, error) {
-	var keys []string
-	for _, a := range strings.Split(c.Admins, ",") {
-		if a = strings.TrimSpace(a); a == "" {
-			continue
-		}
-		k, err := contract.AddressKey(a)
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, k)
-	}
-	return keys, nil
-}
-
-// size is a size setting already validated.
-func size(s string) int64 {
-	n, _ := parseBytes(s)
-	return n
 }

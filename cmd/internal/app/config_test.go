@@ -50,7 +50,7 @@ func TestConfigFlagOverEnvOverDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Port != 5000 || c.Timeout != 2*time.Minute || c.RunCPU != 0.5 || !c.ShowCost || c.Web ||
-		c.StatusCallbacks || c.budgets().Daily != 3.5 || c.Notion.Every != time.Minute {
+		c.StatusCallbacks || c.dispatcherConfig().Budgets.Daily != 3.5 || c.Notion.Every != time.Minute {
 		t.Errorf("got %+v", c)
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/egress"
-	"github.com/textslash/textslash/ingress"
 	"github.com/textslash/textslash/notion"
 )
 
@@ -56,26 +54,4 @@ func (n *notionConfig) client() *notion.Client {
 		c.BaseURL = strings.TrimRight(n.API, "/")
 	}
 	return c
-}
-
-func (c *config) notionIngress() *ingress.Notion {
-	n := &c.Notion
-	if !n.on() {
-		return nil
-	}
-	u, _ := notionUser(n.Person) // validated
-	return &ingress.Notion{Client: n.client(), Database: n.Database, User: u, StatusProperty: n.Property, Todo: n.Todo, Every: n.Every}
-}
-
-func (c *config) notionEgress() *egress.Notion {
-	n := &c.Notion
-	if !n.on() {
-		return nil
-	}
-	media := c.PublicURL // media runs elsewhere (validated)
-	if c.runs(Media) {
-		media = c.localURL()
-	}
-	return &egress.Notion{Client: n.client(), Database: n.Database, StatusProperty: n.Property,
-		InProgress: n.InProgress, Done: n.Done, Failed: n.Failed, MediaURL: media}
 }

@@ -12,27 +12,41 @@ import (
 	"github.com/textslash/textslash/ingress"
 	"github.com/textslash/textslash/media"
 	"github.com/textslash/textslash/runner"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // Each service checks its own settings (its Config's Validate); this
 // process builds their configurations from its settings, has the services
 // it runs check them before anything starts, and names its variables in
-// what they refuse: a setting's `sets` tag lists the services' settings
-// (<service>.<field path>) it goes into.
+// what they refuse. A setting's `sets` tag lists the services' settings
+// (<service>.<field path>) it goes into: put copies it there, and explain
+// says a refusal of one of them as the variable.
 
 // ingressConfig is ingress's configuration but for its handles (the web
-// chat's sessions).
+// chat's sessions). By hand: which channels are on (a channel left nil
+// takes none of its settings), and Notion's client and person, made from
+// settings rather than copied.
 func (c *config) ingressConfig() ingress.Config {
-	return ingress.Config{WebChat: c.Web, PublicURL: c.PublicURL,
-		Twilio: c.twilioIngress(), Telegram: c.telegramIngress(), Notion: c.notionIngress()}
+	var i ingress.Config
+	if c.twilio() {
+		i.Twilio = &ingress.Twilio{}
+	}
+	if c.telegram() {
+		i.Telegram = &ingress.Telegram{}
+	}
+	if c.Notion.on() {
+		u, _ := notionUser(c.Notion.Person) // checked by validateNotion
+		i.Notion = &ingress.Notion{Client: c.Notion.client(), User: u}
+	}
+	c.put(Ingress, &i)
+	return i
 }
 
+// dispatcherConfig is the dispatcher's configuration. By hand: the agent
+// when TEXTSLASH_AGENT leaves it to the runner of this process.
 func (c *config) dispatcherConfig() dispatcher.Config {
-	admins, _ := c.admins() // checked by validate
 	d := dispatcher.Config{}.Default()
-	d.ApprovalTimeout, d.PermissionTimeout = c.Approval, c.Permission
-	d.DefaultMode, d.Budgets, d.Location, d.Admins = c.DefaultMode, c.budgets(), c.location(), admins
-	d.Agent = c.Agent
+	c.put(Dispatcher, &d)
 	if d.Agent == "" && c.runs(Runner) {
 		// The runner of this process picks its agent as AgentOf does; a
 		// dispatcher of its own is told TEXTSLASH_AGENT, or takes Claude
@@ -45,30 +59,101 @@ func (c *config) dispatcherConfig() dispatcher.Config {
 // runnerConfig is the runner's configuration but for ShotCommand (this
 // binary, found when the runner starts). Every setting this process has
 // is set over the runner's defaults, a zero too: TEXTSLASH_CONCURRENCY=0
-// is refused, not taken for the default.
+// is refused, not taken for the default. By hand: the sandbox, there or
+// not (TEXTSLASH_SANDBOX), hiding this process's data from the runs; the
+// speech engine, which four settings make one of.
 func (c *config) runnerConfig() runner.Config {
 	r := runner.Config{}.Default()
-	r.Agent, r.ClaudeBin, r.Workspaces, r.AgentUser = c.Agent, c.ClaudeBin, c.Workspaces, c.AgentUser
-	r.Concurrency, r.Timeout, r.IdleExit, r.StopGrace = c.Concurrency, c.Timeout, c.IdleExit, c.StopGrace
-	r.Chromium, r.ShotAddr, r.ID = c.Chromium, c.ShotAddr, c.RunnerID
-	r.Sandbox, r.PermissionTimeout, r.ShowCost = c.sandbox(), c.Permission, c.ShowCost
-	r.Transcriber, r.VoiceMax, r.VoiceGrace = c.transcriber(), c.VoiceMax, c.VoiceGrace
-	r.DescribeImages, r.ProjectMaxBytes, r.Snapshots = c.DescribeImages, size(c.ProjectMax), c.Snapshots
-	r.SnapshotMax, r.Credentials = size(c.SnapshotMax), c.Credentials
+	if c.Sandbox == "on" {
+		r.Sandbox = &sandbox.Sandbox{Hide: []string{c.Data}}
+	}
+	r.Transcriber = c.transcriber()
+	c.put(Runner, &r)
 	return r
 }
 
 // mediaConfig is media's configuration but for its handle (the signer).
 func (c *config) mediaConfig() media.Config {
 	m := media.Config{}.Default()
-	m.Keep = c.MediaKeep
+	c.put(Media, &m)
 	return m
 }
 
 // egressConfig is egress's configuration but for its handles (the web
-// chat's sessions, the link signer).
+// chat's sessions, the link signer). By hand: which channels are on,
+// Notion's client, and where egress reads images when it uploads them:
+// this process's listener when media runs here (else PUBLIC_URL).
 func (c *config) egressConfig() egress.Config {
-	return egress.Config{WebChat: c.Web, Twilio: c.twilioEgress(), Telegram: c.telegramEgress(), Notion: c.notionEgress()}
+	var e egress.Config
+	if c.twilio() {
+		e.Twilio = &egress.Twilio{}
+	}
+	if c.telegram() {
+		e.Telegram = &egress.Telegram{LocalURL: c.localURL()}
+	}
+	if c.Notion.on() {
+		media := c.PublicURL // media runs elsewhere (checked by validateNotion)
+		if c.runs(Media) {
+			media = c.localURL()
+		}
+		e.Notion = &egress.Notion{Client: c.Notion.client(), MediaURL: media}
+	}
+	c.put(Egress, &e)
+	return e
+}
+
+// put sets the fields of cfg (a pointer to service's Config) that the
+// settings' sets tags name to the settings' values: as they are into a
+// field of their kind (a duration into a duration), a comma-separated
+// list split into a []string (ingress.ParseList), a setting of a type of
+// its own as its value (settings.go). A field under a part left nil
+// (Twilio, WhatsApp being off) takes nothing; the parts themselves and
+// the fields no value converts to (a *notion.Client, a contract.User) are
+// the callers', by hand.
+func (c *config) put(service string, cfg any) {
+	from, to := reflect.ValueOf(c).Elem(), reflect.ValueOf(cfg).Elem()
+	for _, s := range tagged {
+		for _, target := range s.sets {
+			path, ok := strings.CutPrefix(target, service+".")
+			if !ok {
+				continue
+			}
+			if f, ok := field(to, path); ok {
+				if v, ok := convert(from.FieldByIndex(s.index), f.Type()); ok {
+					f.Set(v)
+				}
+			}
+		}
+	}
+}
+
+// field is the field at path ("Twilio.Allowed") in v, a struct; false
+// through a nil pointer.
+func field(v reflect.Value, path string) (reflect.Value, bool) {
+	for name := range strings.SplitSeq(path, ".") {
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return v, false
+			}
+			v = v.Elem()
+		}
+		v = v.FieldByName(name)
+	}
+	return v, v.IsValid()
+}
+
+// convert is a setting's value v as a field of type t takes it, if it can.
+func convert(v reflect.Value, t reflect.Type) (reflect.Value, bool) {
+	if s, ok := v.Interface().(setting); ok {
+		v = reflect.ValueOf(s.value())
+	}
+	switch {
+	case v.Kind() == t.Kind() && v.Type().ConvertibleTo(t):
+		return v.Convert(t), true
+	case v.Kind() == reflect.String && t == reflect.TypeFor[[]string]():
+		return reflect.ValueOf(ingress.ParseList(v.String())), true
+	}
+	return reflect.Value{}, false
 }
 
 // checks are each service's check of the configuration this process
@@ -91,24 +176,41 @@ func (c *config) validateServices() error {
 	return explain(errors.Join(errs...))
 }
 
-// variables maps a service's setting (<service>.<field path>) to the
-// variable that sets it, from the settings' `sets` tags.
-var variables = func() map[string]string {
-	m := map[string]string{}
-	var walk func(reflect.Type)
-	walk = func(t reflect.Type) {
+// taggedSetting is a setting with a sets tag.
+type taggedSetting struct {
+	index []int    // its field in config
+	name  string   // its variable
+	sets  []string // the services' settings it goes into: <service>.<field path>
+}
+
+// tagged are the settings with a sets tag.
+var tagged = func() []taggedSetting {
+	var all []taggedSetting
+	var walk func(reflect.Type, []int)
+	walk = func(t reflect.Type, at []int) {
 		for f := range t.Fields() {
+			index := append(slices.Clone(at), f.Index...)
 			if f.Type.Kind() == reflect.Struct && f.Tag.Get("var") == "" {
-				walk(f.Type) // the settings embedded
+				walk(f.Type, index) // the settings embedded
 			}
-			for s := range strings.SplitSeq(f.Tag.Get("sets"), ",") {
-				if s != "" {
-					m[s] = f.Tag.Get("var")
-				}
+			if sets := f.Tag.Get("sets"); sets != "" {
+				all = append(all, taggedSetting{index: index, name: f.Tag.Get("var"), sets: strings.Split(sets, ",")})
 			}
 		}
 	}
-	walk(reflect.TypeFor[serveFlags]())
+	walk(reflect.TypeFor[config](), nil)
+	return all
+}()
+
+// variables maps a service's setting (<service>.<field path>) to the
+// variable that sets it.
+var variables = func() map[string]string {
+	m := map[string]string{}
+	for _, s := range tagged {
+		for _, target := range s.sets {
+			m[target] = s.name
+		}
+	}
 	return m
 }()
 

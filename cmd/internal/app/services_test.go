@@ -2,9 +2,11 @@ package app
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/configtest"
@@ -12,7 +14,9 @@ import (
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/ingress"
 	"github.com/textslash/textslash/media"
+	"github.com/textslash/textslash/notion"
 	"github.com/textslash/textslash/runner"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // A variable's sets tag names fields of the services' Configs: a field
@@ -91,4 +95,100 @@ func TestConfigServicesCheckTheirSettings(t *testing.T) {
 var configTypes = map[string]reflect.Type{
 	Ingress: reflect.TypeFor[ingress.Config](), Dispatcher: reflect.TypeFor[dispatcher.Config](),
 	Runner: reflect.TypeFor[runner.Config](), Media: reflect.TypeFor[media.Config](), Egress: reflect.TypeFor[egress.Config](),
+}
+
+// Every setting's value reaches the services' fields its sets tag names,
+// as the service takes it: each setting is given a value of its own (no
+// default, no zero), and each field it sets must hold that value.
+func TestEverySettingReachesItsServiceFields(t *testing.T) {
+	c, err := parseWith(t, nil, map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sample is the value given to a setting of each type, and want what
+	// a field of type to should then hold (nil: the same value, converted).
+	type sample struct {
+		value any
+		want  func(to reflect.Type) any
+	}
+	samples := map[reflect.Type]sample{
+		reflect.TypeFor[bool]():          {true, nil},
+		reflect.TypeFor[int]():           {4321, nil},
+		reflect.TypeFor[float64]():       {0.75, nil},
+		reflect.TypeFor[time.Duration](): {4321 * time.Second, nil},
+		reflect.TypeFor[size]():          {size("3M"), func(reflect.Type) any { return int64(3 << 20) }},
+		reflect.TypeFor[longReplies]():   {longReplies("truncate"), func(reflect.Type) any { return true }},
+		reflect.TypeFor[zone]():          {zone("Europe/Paris"), func(reflect.Type) any { return "Europe/Paris" }},
+		reflect.TypeFor[people]():        {people("+15550001234,telegram:42"), func(reflect.Type) any { return []string{"phone.15550001234", "telegram.42"} }},
+		reflect.TypeFor[onOff]():         {onOff("on"), func(reflect.Type) any { return "a sandbox" }},
+	}
+	settings := reflect.ValueOf(&c).Elem()
+	text := map[string]string{} // what each string setting was given
+	for _, s := range tagged {
+		f := settings.FieldByIndex(s.index)
+		if f.Kind() == reflect.String && f.Type() == reflect.TypeFor[string]() {
+			text[s.name] = "x-" + s.name
+			if s.name == "TEXTSLASH_NOTION_PERSON" {
+				text[s.name] = "telegram:42" // read into a contract.User
+			}
+			f.SetString(text[s.name])
+			continue
+		}
+		smp, ok := samples[f.Type()]
+		if !ok {
+			t.Fatalf("%s: no sample of type %s", s.name, f.Type())
+		}
+		f.Set(reflect.ValueOf(smp.value))
+	}
+	// got is what a field holds, in a form compared with want's.
+	got := func(v reflect.Value) any {
+		if v.Kind() == reflect.Pointer && v.IsNil() {
+			return nil
+		}
+		switch x := v.Interface().(type) {
+		case *notion.Client:
+			return x.Token
+		case contract.User:
+			return x.Key()
+		case *time.Location:
+			return x.String()
+		case *sandbox.Sandbox:
+			return "a sandbox"
+		}
+		return v.Interface()
+	}
+	configs := map[string]any{Ingress: c.ingressConfig(), Dispatcher: c.dispatcherConfig(), Runner: c.runnerConfig(),
+		Media: c.mediaConfig(), Egress: c.egressConfig()}
+	n := 0
+	for _, s := range tagged {
+		smp := samples[settings.FieldByIndex(s.index).Type()]
+		for _, target := range s.sets {
+			service, path, _ := strings.Cut(target, ".")
+			v, ok := field(reflect.ValueOf(configs[service]), path)
+			if !ok {
+				t.Errorf("%s sets %s: no such field in the %s's Config, or under a part left nil", s.name, target, service)
+				continue
+			}
+			var want any
+			switch {
+			case smp.want != nil:
+				want = smp.want(v.Type())
+			case text[s.name] != "" && v.Type() == reflect.TypeFor[[]string]():
+				want = []string{text[s.name]}
+			case s.name == "TEXTSLASH_NOTION_PERSON":
+				want = "telegram.42"
+			case text[s.name] != "":
+				want = text[s.name]
+			default:
+				want = reflect.ValueOf(smp.value).Convert(v.Type()).Interface()
+			}
+			if g := got(v); !reflect.DeepEqual(g, want) {
+				t.Errorf("%s sets %s: got %v; want %v", s.name, target, fmt.Sprint(g), fmt.Sprint(want))
+			}
+			n++
+		}
+	}
+	if n < len(variables) {
+		t.Errorf("%d fields checked; want %d", n, len(variables))
+	}
 }
