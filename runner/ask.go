@@ -39,9 +39,6 @@ type Answer struct {
 	Text string
 }
 
-// Choices answer a permission question, as buttons where the channel has them.
-var Choices = []string{"yes", "no", "always"}
-
 // rule is what an "always" allows for the rest of the session: every use
 // of Tool (edits: all of Edit, Write, MultiEdit and NotebookEdit), or for
 // Bash that Command again and the simple commands starting with Prefix,
@@ -322,10 +319,10 @@ func (r *Runner) asker(log zerolog.Logger, job contract.Job, session string,
 			return Answer{Decision: contract.AnswerAllow}
 		}
 		n++
-		ev := contract.Event{Kind: contract.KindQuestion, User: job.User, JobID: job.ID, Text: q.Text, Question: n, Choices: Choices}
+		ev := contract.Event{Kind: contract.KindQuestion, User: job.User, JobID: job.ID, Text: q.Text, Question: n, Choices: contract.QuestionChoices}
 		if err := contract.PublishEvent(ctx, r.js, ev, contract.MsgID(job.User, job.ID, "question", fmt.Sprint(n))); err != nil {
 			log.Error().Err(err).Msg("question not asked; the tool use is denied")
-			return Answer{Decision: contract.AnswerDeny, Text: deniedNobody}
+			return Answer{Decision: contract.AnswerDeny, Text: contract.DeniedNobody}
 		}
 		log.Info().Int("question", n).Str("tool", q.Tool).Msg("asked the person")
 		limit.pause()
@@ -336,9 +333,9 @@ func (r *Runner) asker(log zerolog.Logger, job contract.Job, session string,
 		switch {
 		case errors.Is(err, errNoAnswer):
 			log.Warn().Int("question", n).Msg("no answer from the dispatcher in time; denied")
-			return Answer{Decision: contract.AnswerDeny, Text: "The person did not answer in time, so this was not allowed."}
+			return Answer{Decision: contract.AnswerDeny, Text: contract.DeniedNoAnswer}
 		case err != nil:
-			return Answer{Decision: contract.AnswerDeny, Text: "The run was stopped."}
+			return Answer{Decision: contract.AnswerDeny, Text: contract.DeniedStopped}
 		}
 		log.Info().Int("question", n).Str("answer", a.Answer).Msg("answered")
 		if a.Answer == contract.AnswerAlways {
@@ -347,7 +344,7 @@ func (r *Runner) asker(log zerolog.Logger, job contract.Job, session string,
 			}
 		}
 		if a.Answer == contract.AnswerDeny && a.Text == "" {
-			a.Text = "The person said no."
+			a.Text = contract.DeniedNo
 		}
 		return Answer{Decision: a.Answer, Text: a.Text}
 	}

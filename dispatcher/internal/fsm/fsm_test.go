@@ -85,23 +85,6 @@ func TestParseKeyword(t *testing.T) {
 	}
 }
 
-func TestParseAnswer(t *testing.T) {
-	for _, c := range []struct{ in, answer, reason string }{
-		{"yes", contract.AnswerAllow, ""}, {" Yes. ", contract.AnswerAllow, ""}, {"y", contract.AnswerAllow, ""}, {"OK", contract.AnswerAllow, ""},
-		{"always", contract.AnswerAlways, ""}, {"ALWAYS!", contract.AnswerAlways, ""},
-		{"no", contract.AnswerDeny, ""}, {"No.", contract.AnswerDeny, ""}, {"no, use pnpm", contract.AnswerDeny, "use pnpm"},
-		{"no use pnpm", contract.AnswerDeny, "use pnpm"}, {"nope: not now", contract.AnswerDeny, "not now"},
-		// Anything else is no, and what the person said is what Claude is told.
-		{"use pnpm instead", contract.AnswerDeny, "use pnpm instead"}, {"yes but use pnpm", contract.AnswerDeny, "yes but use pnpm"},
-		{"always do that", contract.AnswerDeny, "always do that"}, {"yesterday", contract.AnswerDeny, "yesterday"},
-	} {
-		a, r := ParseAnswer(c.in)
-		if a != c.answer || r != c.reason {
-			t.Errorf("ParseAnswer(%q) = %q, %q; want %q, %q", c.in, a, r, c.answer, c.reason)
-		}
-	}
-}
-
 // stepCase is one transition: from a snapshot, an input, the exact next
 // snapshot and the exact effects in order.
 type stepCase struct {
@@ -240,7 +223,7 @@ func stepCases(ns bool) []stepCase {
 		{"asking + btw → added to the run", asking, Input{Kind: Keyword, Keyword: Btw, Arg: "use pnpm", ID: kwK},
 			asking, []Effect{{Kind: SteerRun, ID: jobJ, Text: "use pnpm"}, notice(MsgSteered)}},
 		{"asking + timeout of the question → working, denied", asking, Input{Kind: Timeout, ID: jobJ, Question: 2},
-			answered, []Effect{{Kind: Answer, ID: jobJ, Question: 2, Answer: contract.AnswerDeny, Text: DeniedNoAnswer}, {Kind: TimedOut, ID: jobJ, Question: 2}}},
+			answered, []Effect{{Kind: Answer, ID: jobJ, Question: 2, Answer: contract.AnswerDeny, Text: contract.DeniedNoAnswer}, {Kind: TimedOut, ID: jobJ, Question: 2}}},
 		{"working + timeout of an answered question (stale)", answered, Input{Kind: Timeout, ID: jobJ, Question: 2}, answered, nil},
 		{"asking + done (runner died, or cancelled) → idle, timer cancelled", asking, done(jobJ, false, ""),
 			idle, []Effect{{Kind: CancelTimeout, ID: jobJ, Question: 2}}},
