@@ -763,6 +763,36 @@ func TestCutText(t *testing.T) {
 	}
 }
 
+// CutRunes keeps at most n runes, the last an ellipsis when cut, never
+// splitting a character; FirstLine is the first line with words, trimmed.
+func TestCutRunesFirstLine(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly", 7, "exactly"},
+		{"too long", 5, "too …"},
+		{"üüüüü", 3, "üü…"},
+		{"", 3, ""},
+	} {
+		if got := contract.CutRunes(tc.s, tc.n); got != tc.want {
+			t.Errorf("CutRunes(%q, %d) = %q; want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+	for in, want := range map[string]string{
+		"one\ntwo":          "one",
+		"\n  \r\n  two  \n": "two",
+		"a\rb":              "a",
+		" \n\t":             "",
+	} {
+		if got := contract.FirstLine(in); got != want {
+			t.Errorf("FirstLine(%q) = %q; want %q", in, got, want)
+		}
+	}
+}
+
 // Every stream, bucket and the object store has a byte limit; the work
 // queues refuse new messages when full rather than drop accepted ones. A
 // deployment provisioned before the limits gets them.
