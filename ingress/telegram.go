@@ -291,7 +291,8 @@ func (t *Telegram) clean(err error) error {
 	return errors.New(strings.ReplaceAll(err.Error(), t.BotToken, "<token>"))
 }
 
-// telegramDownload fetches a file a person sent on Telegram.
+// telegramDownload fetches a file a person sent on Telegram; errTooLarge
+// for one over mediaMaxBytes or Telegram's limit for bots.
 func (i *Ingress) telegramDownload(ctx context.Context, fileID string) ([]byte, error) {
 	t := i.cfg.Telegram
 	if t == nil {
