@@ -41,13 +41,14 @@ type User struct {
 }
 
 // NewUser returns the user after checking that both parts are valid subject
-// tokens.
+// tokens (ErrInvalidUser if not).
 func NewUser(channel, id string) (User, error) {
 	u := User{Channel: channel, ID: id}
 	return u, u.Validate()
 }
 
-// Validate reports whether u can be used in subjects and keys.
+// Validate reports whether u can be used in subjects and keys: nil, or
+// an error wrapping ErrInvalidUser.
 func (u User) Validate() error {
 	if !tokenRE.MatchString(u.Channel) {
 		return fmt.Errorf("%w: channel %q", ErrInvalidUser, u.Channel)
@@ -65,7 +66,7 @@ func (u User) Key() string { return u.Channel + "." + u.ID }
 func (u User) String() string { return u.Key() }
 
 // UserFromSubject reads the user out of a subject built by this package
-// (ts.<kind>.<channel>.<id>[.<more>]).
+// (ts.<kind>.<channel>.<id>[.<more>]); ErrInvalidUser if it holds none.
 func UserFromSubject(subject string) (User, error) {
 	parts := strings.Split(subject, ".")
 	if len(parts) < 4 || parts[0] != "ts" {
@@ -156,7 +157,7 @@ const WebSessionCookie = "ts_web"
 // PhoneUser is the user of a phone number on a phone channel (WhatsApp,
 // SMS). The number is E.164 ("+15551234567"), optionally a Twilio
 // address ("whatsapp:+15551234567", TwilioNumber); the user's ID is its
-// digits.
+// digits. Another number is refused with ErrInvalidUser.
 func PhoneUser(channel, number string) (User, error) {
 	n, _ := TwilioNumber(number)
 	if !e164RE.MatchString(n) {

@@ -20,15 +20,23 @@ func CutText(text string) string {
 		return text
 	}
 	note := fmt.Sprintf("\n\n[Reply cut: the agent wrote %s; here are the first %s.]", size(len(text)), size(MaxEventText))
-	i := MaxEventText - len(note)
-	for i > 0 && !utf8.RuneStart(text[i]) {
-		i--
-	}
-	keep := text[:i]
+	keep := CutBytes(text, MaxEventText-len(note))
 	if nl := strings.LastIndexByte(keep, '\n'); nl > len(keep)-2000 {
 		keep = keep[:nl]
 	}
 	return keep + note
+}
+
+// CutBytes shortens s to at most n bytes, never inside a character, and
+// adds nothing: the start of an agent's output kept within a size.
+func CutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // size is n bytes as a person reads it: 3.0 MB, 128 KB, 900 bytes.

@@ -16,6 +16,18 @@ var (
 	// ErrConfig is what every service's refusal of its configuration
 	// wraps (a *ConfigError).
 	ErrConfig = errors.New("bad configuration")
+	// ErrTooManyCodes: Pairing.NewCode refuses a code while PairingPending
+	// wait.
+	ErrTooManyCodes = errors.New("too many pairing codes pending")
+	// ErrNotPaired: Pairing.Revoke was asked for a person not paired in.
+	ErrNotPaired = errors.New("no such person paired")
+	// ErrBadSession means a web chat session was not issued by this
+	// textslash (no signature, a wrong one, or a malformed value):
+	// WebSessions.User.
+	ErrBadSession = errors.New("not a web chat session of this server")
+	// ErrMediaSignature: an image URL without a valid, unexpired signature
+	// (MediaSigner.Check).
+	ErrMediaSignature = errors.New("image link invalid or expired")
 )
 
 // ConfigError is a setting a service refuses. It names the setting as the

@@ -22,6 +22,8 @@ import (
 // PutImage stores an image in the media object store under a fresh
 // unguessable id, with its Content-Type as an object header, and describes
 // it for an image event. Width and height are the caller's to fill in.
+// Data that is not an image of contentType is refused with
+// ErrInvalidPayload.
 func PutImage(ctx context.Context, store jetstream.ObjectStore, contentType string, data []byte) (Image, error) {
 	if !IsImage(contentType) {
 		return Image{}, fmt.Errorf("%w: content type %q", ErrInvalidPayload, contentType)
@@ -161,10 +163,8 @@ func (s MediaSigner) SignPath(path string, now time.Time) string {
 	return path + "?e=" + exp + "&s=" + s.sign(path, exp)
 }
 
-// ErrMediaSignature: an image URL without a valid, unexpired signature.
-var ErrMediaSignature = errors.New("image link invalid or expired")
-
-// Check verifies the e and s query values of a request for path.
+// Check verifies the e and s query values of a request for path:
+// ErrMediaSignature unless they sign it and have not expired.
 func (s MediaSigner) Check(path, e, sig string, now time.Time) error {
 	exp, err := strconv.ParseInt(e, 10, 64)
 	if err != nil || len(sig) != 22 || len(s.key) == 0 {

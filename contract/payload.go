@@ -130,18 +130,6 @@ const (
 	AgentClaude = "claude"
 )
 
-// Answers to a permission question, carried by answer events.
-const (
-	AnswerAllow  = "allow"  // yes: this once
-	AnswerAlways = "always" // yes, and don't ask again for this tool (Bash: this command prefix) in this session
-	AnswerDeny   = "deny"   // no; the event's Text is what the agent is told
-)
-
-// QuestionPrompt ends every permission question: the replies that answer
-// it, and what any other reply does (a question may wait far up the
-// conversation when the person writes next).
-const QuestionPrompt = "Reply yes, no or always (any other reply says no and is passed to Claude as an instruction)."
-
 // Job actions.
 const (
 	ActionApprove = "approve"
@@ -255,7 +243,7 @@ type Event struct {
 	// answer: AnswerAllow, AnswerAlways or AnswerDeny.
 	Answer string `json:"answer,omitempty"`
 	// question, done awaiting approval: the replies that answer it, in
-	// order ("yes", "no", "always"; "approve", "reject"). Channels that
+	// order (QuestionChoices; ApprovalChoices). Channels that
 	// have buttons show them; a button sends its reply as the person's
 	// message.
 	Choices []string `json:"choices,omitempty"`

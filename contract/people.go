@@ -32,12 +32,6 @@ const (
 	PairingTries = 5
 )
 
-// Errors of pairing.
-var (
-	ErrTooManyCodes = errors.New("too many pairing codes pending")
-	ErrNotPaired    = errors.New("no such person paired")
-)
-
 // PeopleBucket holds the people paired in.
 func PeopleBucket(o Options) jetstream.KeyValueConfig {
 	o = o.withDefaults()
@@ -81,7 +75,8 @@ func IsPersonKey(key string) bool {
 }
 
 // AddressKey is the PersonKey of an address as people write it: an E.164
-// number ("+15551234567", WhatsApp and SMS) or "telegram:<chat id>".
+// number ("+15551234567", WhatsApp and SMS) or "telegram:<chat id>";
+// another address is refused with ErrInvalidUser.
 func AddressKey(addr string) (string, error) {
 	if u, err := PhoneUser(ChannelSMS, addr); err == nil {
 		return PersonKey(u), nil
@@ -151,7 +146,7 @@ func OpenPairing(ctx context.Context, js jetstream.JetStream) (*Pairing, error) 
 }
 
 // NewCode makes a code valid for PairingTTL, unless PairingPending are
-// pending; by says who asked for it.
+// pending (ErrTooManyCodes); by says who asked for it.
 func (p *Pairing) NewCode(ctx context.Context, by string) (string, error) {
 	if n, err := p.count(ctx, "code."); err != nil {
 		return "", err
@@ -262,7 +257,8 @@ func (p *Pairing) List(ctx context.Context) ([]Person, error) {
 	return out, nil
 }
 
-// Revoke unpairs the person of key (a PersonKey).
+// Revoke unpairs the person of key (a PersonKey); ErrNotPaired when
+// nobody of that key is paired.
 func (p *Pairing) Revoke(ctx context.Context, key string) error {
 	if _, err := p.people.Get(ctx, key); errors.Is(err, jetstream.ErrKeyNotFound) {
 		return ErrNotPaired

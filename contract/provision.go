@@ -33,7 +33,8 @@ const (
 	BucketMedia   = "media" // object store: images, expiring
 )
 
-// Defaults from the seeds.
+// Defaults: the limits and timeouts a deployment has unless its
+// configuration says otherwise.
 const (
 	// QueueLimit is how many messages may wait behind a user's running one.
 	QueueLimit = 5

@@ -11,10 +11,6 @@ import (
 	"strings"
 )
 
-// ErrBadSession means a web chat session was not issued by this textslash
-// (no signature, a wrong one, or a malformed value).
-var ErrBadSession = errors.New("not a web chat session of this server")
-
 // WebSessions issues and checks web chat sessions. A session is a random
 // user id on ChannelWeb and an HMAC-SHA256 of it under a key only
 // textslash holds: a browser cannot choose its own id (another person's
@@ -41,7 +37,8 @@ func (s WebSessions) New() (string, User) {
 	return id + "." + s.sign(id), User{Channel: ChannelWeb, ID: id}
 }
 
-// User is the web chat user of a session cookie's value.
+// User is the web chat user of a session cookie's value; ErrBadSession
+// when this textslash did not issue it.
 func (s WebSessions) User(cookie string) (User, error) {
 	id, sig, ok := strings.Cut(cookie, ".")
 	if !ok || !s.Valid() || !hmac.Equal([]byte(sig), []byte(s.sign(id))) {

@@ -29,7 +29,7 @@ import (
 	"github.com/textslash/textslash/dispatcher/internal/fsm"
 )
 
-// Replies of the dispatcher's own, from the seeds.
+// Replies of the dispatcher's own: the state machine's texts.
 const (
 	MsgEmpty     = fsm.MsgEmpty
 	MsgQueued    = fsm.MsgQueued

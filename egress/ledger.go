@@ -14,10 +14,6 @@ import (
 	"github.com/textslash/textslash/contract"
 )
 
-// errUndeliverable: the provider refused a message for good; the dead
-// letter is published and the event is done with.
-var errUndeliverable = errors.New("undeliverable")
-
 // sendOnce sends part i of an event unless an earlier delivery of the
 // event already did, retrying failures that may pass; then it waits for
 // the provider to report the message sent, if status reports are on. On a

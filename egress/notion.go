@@ -286,11 +286,9 @@ func (s *steps) image(i int, img contract.Image) {
 	})
 }
 
-// errExpired: the media service no longer has an image.
-var errExpired = errors.New("expired")
-
 // fetch reads img from the media service by a link egress signs, as
 // Telegram's uploads do: egress itself never reads the media store.
+// errExpired when the media service no longer has it.
 func (n *notionMirror) fetch(ctx context.Context, img contract.Image) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.cfg.MediaURL+n.signer.URL(img, time.Now()), nil)
 	if err != nil {
@@ -322,11 +320,9 @@ func imageName(i int, img contract.Image) string {
 	return fmt.Sprintf("screenshot-%d%s", i+1, contract.ImageExt(img.ContentType))
 }
 
-// errNoStatus: the database lacks the configured status property.
-var errNoStatus = errors.New("the database has no status or select property")
-
 // statusProperty is the status property's name and type, read from the
-// database at the first need.
+// database at the first need; errNoStatus when the database has none of
+// that name.
 func (n *notionMirror) statusProperty(ctx context.Context) (string, string, error) {
 	n.mu.Lock()
 	prop, typ := n.prop, n.typ

@@ -76,10 +76,6 @@ const heldMaxBytes = 512 << 10
 // event neither sends nor holds it again.
 const heldMark = "held"
 
-// errHeld: the message is held for the person; the event's next parts
-// follow it there.
-var errHeld = errors.New("held until the person writes again")
-
 // closedWindow is a message the provider refused outside the person's
 // window, after attempts tries.
 type closedWindow struct{ attempts int }
@@ -167,8 +163,6 @@ func (p *pusher) hold(ctx context.Context, log zerolog.Logger, ch channel, it it
 	p.nudge(ctx, log, ch, it, h)
 	return errHeld
 }
-
-var errHeldFull = errors.New("held messages full")
 
 // nudge sends the channel's template, once per held period, so that the
 // person knows something waits for them. A failure is logged: the

@@ -21,9 +21,6 @@ import (
 // (16 MB for other media), Telegram 20 MB per file to bots.
 const mediaMaxBytes = 16 << 20
 
-// errTooLarge: an attachment over mediaMaxBytes.
-var errTooLarge = fmt.Errorf("larger than %d MB", mediaMaxBytes>>20)
-
 // Run serves the media fetch service (contract.SubjectMediaFetch) and
 // polls Notion (when configured) until ctx ends: the runner asks the
 // service for the images people send, which only ingress, holding
@@ -125,7 +122,8 @@ func (i *Ingress) fetchMedia(ctx context.Context, store jetstream.ObjectStore, r
 	_ = req.RespondJSON(img)
 }
 
-// download GETs url, with auth adding the credentials.
+// download GETs url, with auth adding the credentials; errTooLarge for
+// a body over mediaMaxBytes.
 func (i *Ingress) download(ctx context.Context, url string, auth func(*http.Request)) ([]byte, error) {
 	r, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

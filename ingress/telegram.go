@@ -203,10 +203,6 @@ func telegramMedia(msg *models.Message) (contract.Media, bool) {
 	return contract.Media{}, false
 }
 
-// telegramChoices are the replies a button may send (contract.Event's
-// Choices): a question's answers, an approval request's.
-var telegramChoices = map[string]bool{"yes": true, "no": true, contract.AnswerAlways: true, contract.ActionApprove: true, contract.ActionReject: true}
-
 // telegramCallback is the inbound message of a button pressed in an
 // allowed chat: the button's reply as the person's message, its id the
 // query's, so that Telegram's retries are stored once.
@@ -222,7 +218,7 @@ func (i *Ingress) telegramCallback(log zerolog.Logger, q *models.CallbackQuery) 
 		return contract.Inbound{}, false
 	}
 	in := contract.Inbound{ID: "tgcb" + q.ID, User: u, Text: q.Data}
-	if !telegramChoices[q.Data] {
+	if !contract.IsChoice(q.Data) { // the replies a button may send
 		log.Info().Str("user", u.Key()).Int("data_len", len(q.Data)).Msg("telegram button with an unknown reply; ignored")
 		return contract.Inbound{}, false
 	}
@@ -295,7 +291,8 @@ func (t *Telegram) clean(err error) error {
 	return errors.New(strings.ReplaceAll(err.Error(), t.BotToken, "<token>"))
 }
 
-// telegramDownload fetches a file a person sent on Telegram.
+// telegramDownload fetches a file a person sent on Telegram; errTooLarge
+// for one over mediaMaxBytes or Telegram's limit for bots.
 func (i *Ingress) telegramDownload(ctx context.Context, fileID string) ([]byte, error) {
 	t := i.cfg.Telegram
 	if t == nil {

@@ -229,15 +229,12 @@ func (i *Ingress) heldFor(ctx context.Context, u contract.User) (bool, error) {
 	return op != "DEL" && op != "PURGE", nil
 }
 
-// buttonAnswers are the button payloads that answer textslash: the
-// choices egress shows as WhatsApp quick-reply buttons.
-var buttonAnswers = []string{"yes", "no", "always", contract.ActionApprove, contract.ActionReject}
-
 // twilioText is what the person said: the payload of the quick-reply
-// button they pressed when it is one of textslash's answers (its title may
-// read otherwise), else the button's title, else the message's body.
+// button they pressed when it is one of textslash's choices (egress shows
+// them as WhatsApp quick-reply buttons, whose titles may read otherwise),
+// else the button's title, else the message's body.
 func twilioText(form url.Values) string {
-	if p := form.Get("ButtonPayload"); slices.Contains(buttonAnswers, p) {
+	if p := form.Get("ButtonPayload"); contract.IsChoice(p) {
 		return p
 	}
 	if t := form.Get("ButtonText"); t != "" {

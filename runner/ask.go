@@ -16,9 +16,6 @@ import (
 	"github.com/textslash/textslash/runner/agent"
 )
 
-// Choices answer a permission question, as buttons where the channel has them.
-var Choices = []string{"yes", "no", "always"}
-
 // conversation is what the person says to a running job: the answers to
 // its questions and the messages added to it (btw), read from EVENTS.
 type conversation struct {
@@ -156,7 +153,7 @@ func (r *Runner) asker(log zerolog.Logger, job contract.Job, session string,
 			return agent.Answer{Decision: contract.AnswerAllow}
 		}
 		n++
-		ev := contract.Event{Kind: contract.KindQuestion, User: job.User, JobID: job.ID, Text: q.Text, Question: n, Choices: Choices}
+		ev := contract.Event{Kind: contract.KindQuestion, User: job.User, JobID: job.ID, Text: q.Text, Question: n, Choices: contract.QuestionChoices}
 		if err := contract.PublishEvent(ctx, r.js, ev, contract.MsgID(job.User, job.ID, "question", fmt.Sprint(n))); err != nil {
 			log.Error().Err(err).Msg("question not asked; the tool use is denied")
 			return agent.Answer{Decision: contract.AnswerDeny, Text: agent.DeniedNobody}
@@ -181,7 +178,7 @@ func (r *Runner) asker(log zerolog.Logger, job contract.Job, session string,
 			}
 		}
 		if a.Answer == contract.AnswerDeny && a.Text == "" {
-			a.Text = "The person said no."
+			a.Text = contract.DeniedNo
 		}
 		return agent.Answer{Decision: a.Answer, Text: a.Text}
 	}

@@ -181,16 +181,13 @@ func (ru *run) publishProgress(n int, line string) {
 	}
 }
 
-// quote is how status shows a job: the start of its message.
+// quote is how status shows a job: the start of its message on one line,
+// at most 61 characters (60 and … when cut).
 func quote(job contract.Job) string {
 	if job.Action != "" {
 		return job.Action
 	}
-	t := strings.Join(strings.Fields(job.Text), " ")
-	if r := []rune(t); len(r) > 60 {
-		t = string(r[:60]) + "…"
-	}
-	return "“" + t + "”"
+	return "“" + contract.CutRunes(strings.Join(strings.Fields(job.Text), " "), 61) + "”"
 }
 
 // publishDone publishes a run's end, retrying briefly: it is what moves

@@ -34,8 +34,8 @@ func notionEnv(api *notiontest.Server, db string) []string {
 	}
 }
 
-// Seed 004's workflow: a bug report filed in Notion becomes one run of
-// the real Claude Code CLI in the person's workspace; the page moves to
+// A bug report filed in Notion becomes one run of the real Claude Code
+// CLI in the person's workspace; the page moves to
 // In progress, gets a progress comment, the screenshot the agent took
 // (uploaded, under a comment with its caption) and the reply, and ends
 // Done; the person gets the reply and the photo on Telegram. A rate

@@ -289,7 +289,7 @@ func status(t *testing.T, url string) int {
 }
 
 // The runner binary alone exits after TEXTSLASH_IDLE_EXIT without a job,
-// with status 0 (seed 003's idle shutdown); jobs wait in JetStream.
+// with status 0; jobs wait in JetStream for its next start.
 func TestRunnerIdleExit(t *testing.T) {
 	ns := runNATSUsers(t)
 	r := startService(t, app.Runner, append(ns.env(app.Runner), "TEXTSLASH_AGENT=shell", "TEXTSLASH_IDLE_EXIT=1s")...)

@@ -118,29 +118,6 @@ func ParseKeyword(text string) (kw, arg string, ok bool) {
 	return "", "", false
 }
 
-// ParseAnswer reads the person's answer to a question: yes (allow), always,
-// or no; anything else is a no whose text the agent is told ("no, use
-// pnpm" tells it "use pnpm").
-func ParseAnswer(text string) (answer, reason string) {
-	t := strings.TrimSpace(text)
-	word, rest, _ := strings.Cut(t, " ")
-	word = strings.ToLower(strings.TrimRight(word, ".,!:;"))
-	rest = strings.TrimSpace(rest)
-	switch word {
-	case "yes", "y", "ok", "okay", "allow", "sure":
-		if rest == "" {
-			return contract.AnswerAllow, ""
-		}
-	case "always":
-		if rest == "" {
-			return contract.AnswerAlways, ""
-		}
-	case "no", "n", "deny", "nope":
-		return contract.AnswerDeny, rest
-	}
-	return contract.AnswerDeny, t
-}
-
 // Texts the dispatcher sends on its own.
 const (
 	MsgQueued        = "Got it, I'll process this next."
@@ -164,8 +141,6 @@ const (
 	// they answered.
 	MsgAnswered    = "Your reply answered: "
 	MsgAnswerFirst = "Claude is waiting for your answer to its question: reply yes, no or always (or cancel)."
-	// DeniedNoAnswer is what the agent is told when nobody answered.
-	DeniedNoAnswer = "The person did not answer in time, so this was not allowed."
 	MsgSteered     = "Added to the current run: Claude sees it at its next step."
 	MsgNotRunning  = "Nothing is running, so I sent it as a new message."
 	MsgSteerOn     = "OK: messages you send while a run works are added to it (btw …). Reply steer off to queue them again."
@@ -410,13 +385,13 @@ func asMessage(in Input) Input {
 
 // answer is the person's answer to the question the running job waits on.
 func answer(s contract.UserState, in Input) (contract.UserState, []Effect) {
-	a, reason := ParseAnswer(in.Text)
+	a, reason := contract.ParseAnswer(in.Text)
 	text, told := MsgAllowed, ""
 	switch {
 	case a == contract.AnswerAlways:
 		text = MsgAlways
 	case a == contract.AnswerDeny && reason == "":
-		text, told = MsgDenied, "The person said no."
+		text, told = MsgDenied, contract.DeniedNo
 	case a == contract.AnswerDeny && s.Asked != "":
 		text, told = MsgAnswered+s.Asked+"\nDenied, and Claude was told: "+reason, reason
 	case a == contract.AnswerDeny:
@@ -452,7 +427,7 @@ func questionTimeout(s contract.UserState, in Input) (contract.UserState, []Effe
 	}
 	next := s
 	next.State, next.Asked = contract.StateWorking, ""
-	return next, []Effect{{Kind: Answer, ID: s.JobID, Question: s.Question, Answer: contract.AnswerDeny, Text: DeniedNoAnswer},
+	return next, []Effect{{Kind: Answer, ID: s.JobID, Question: s.Question, Answer: contract.AnswerDeny, Text: contract.DeniedNoAnswer},
 		{Kind: TimedOut, ID: s.JobID, Question: s.Question}}
 }
 

@@ -85,23 +85,6 @@ func TestParseKeyword(t *testing.T) {
 	}
 }
 
-func TestParseAnswer(t *testing.T) {
-	for _, c := range []struct{ in, answer, reason string }{
-		{"yes", contract.AnswerAllow, ""}, {" Yes. ", contract.AnswerAllow, ""}, {"y", contract.AnswerAllow, ""}, {"OK", contract.AnswerAllow, ""},
-		{"always", contract.AnswerAlways, ""}, {"ALWAYS!", contract.AnswerAlways, ""},
-		{"no", contract.AnswerDeny, ""}, {"No.", contract.AnswerDeny, ""}, {"no, use pnpm", contract.AnswerDeny, "use pnpm"},
-		{"no use pnpm", contract.AnswerDeny, "use pnpm"}, {"nope: not now", contract.AnswerDeny, "not now"},
-		// Anything else is no, and what the person said is what Claude is told.
-		{"use pnpm instead", contract.AnswerDeny, "use pnpm instead"}, {"yes but use pnpm", contract.AnswerDeny, "yes but use pnpm"},
-		{"always do that", contract.AnswerDeny, "always do that"}, {"yesterday", contract.AnswerDeny, "yesterday"},
-	} {
-		a, r := ParseAnswer(c.in)
-		if a != c.answer || r != c.reason {
-			t.Errorf("ParseAnswer(%q) = %q, %q; want %q, %q", c.in, a, r, c.answer, c.reason)
-		}
-	}
-}
-
 // stepCase is one transition: from a snapshot, an input, the exact next
 // snapshot and the exact effects in order.
 type stepCase struct {
@@ -169,7 +152,7 @@ func stepCases(ns bool) []stepCase {
 	}
 	cases = append(cases, []stepCase{
 		// idle
-		{"seed: idle + user message → working", idle, msg(msgM, ""),
+		{"idle + user message → working", idle, msg(msgM, ""),
 			contract.UserState{State: contract.StateWorking, JobID: msgM, JobNewSession: ns}, []Effect{{Kind: Start, ID: msgM, NewSession: ns}}},
 		{"idle + message while earlier ones wait → queued behind them, head starts", idle, msg(msgM, headQ),
 			fromQ, []Effect{{Kind: Enqueue, ID: msgM}, startQ}},
@@ -196,15 +179,15 @@ func stepCases(ns bool) []stepCase {
 		// without a new session.
 		{"working + the running message again → started again (idempotent)", working, msg(jobJ, headQ),
 			working, []Effect{{Kind: Start, ID: jobJ, Dequeue: true}}},
-		{"seed: working + cancel → idle, run cancelled, queue cleared", working, kw(Cancel, headQ),
+		{"working + cancel → idle, run cancelled, queue cleared", working, kw(Cancel, headQ),
 			idle, []Effect{{Kind: CancelRun, ID: jobJ}, {Kind: ClearQueue}, notice(MsgCancelled)}},
 		{"working + cancel, empty queue", working, kw(Cancel, ""),
 			idle, []Effect{{Kind: CancelRun, ID: jobJ}, {Kind: ClearQueue}, notice(MsgCancelled)}},
 		{"working + approve → still working", working, kw(Approve, ""), working, []Effect{notice(MsgStillWorking)}},
 		{"working + reject → still working", working, kw(Reject, headQ), working, []Effect{notice(MsgStillWorking)}},
-		{"seed: working + done → idle", working, done(jobJ, false, ""), idle, nil},
+		{"working + done → idle", working, done(jobJ, false, ""), idle, nil},
 		{"working + done, queue waiting → head starts", working, done(jobJ, false, headQ), fromQ, []Effect{startQ}},
-		{"seed: working + done with approval → awaiting_approval, timer armed", working, done(jobJ, true, ""),
+		{"working + done with approval → awaiting_approval, timer armed", working, done(jobJ, true, ""),
 			awaiting, []Effect{{Kind: ScheduleTimeout, ID: jobJ}}},
 		{"working + done with approval, queue waiting → awaiting_approval, queue waits", working, done(jobJ, true, headQ),
 			awaiting, []Effect{{Kind: ScheduleTimeout, ID: jobJ}}},
@@ -240,7 +223,7 @@ func stepCases(ns bool) []stepCase {
 		{"asking + btw → added to the run", asking, Input{Kind: Keyword, Keyword: Btw, Arg: "use pnpm", ID: kwK},
 			asking, []Effect{{Kind: SteerRun, ID: jobJ, Text: "use pnpm"}, notice(MsgSteered)}},
 		{"asking + timeout of the question → working, denied", asking, Input{Kind: Timeout, ID: jobJ, Question: 2},
-			answered, []Effect{{Kind: Answer, ID: jobJ, Question: 2, Answer: contract.AnswerDeny, Text: DeniedNoAnswer}, {Kind: TimedOut, ID: jobJ, Question: 2}}},
+			answered, []Effect{{Kind: Answer, ID: jobJ, Question: 2, Answer: contract.AnswerDeny, Text: contract.DeniedNoAnswer}, {Kind: TimedOut, ID: jobJ, Question: 2}}},
 		{"working + timeout of an answered question (stale)", answered, Input{Kind: Timeout, ID: jobJ, Question: 2}, answered, nil},
 		{"asking + done (runner died, or cancelled) → idle, timer cancelled", asking, done(jobJ, false, ""),
 			idle, []Effect{{Kind: CancelTimeout, ID: jobJ, Question: 2}}},
@@ -264,13 +247,13 @@ func stepCases(ns bool) []stepCase {
 		{"awaiting + message, queue waiting → queued", awaiting, msg(msgM, headQ), awaiting, []Effect{{Kind: Enqueue, ID: msgM}}},
 		// The message whose run awaits approval, redelivered, ran already.
 		{"awaiting + the awaiting job's message again → dropped", awaiting, msg(jobJ, ""), awaiting, nil},
-		{"seed: awaiting + approve → working on an approve job", awaiting, kw(Approve, ""),
+		{"awaiting + approve → working on an approve job", awaiting, kw(Approve, ""),
 			contract.UserState{State: contract.StateWorking, JobID: kwK, NewSession: ns, Action: Approve},
 			[]Effect{{Kind: CancelTimeout, ID: jobJ}, notice(MsgApproving), {Kind: Start, ID: kwK, Action: Approve}}},
 		{"awaiting + approve, queue waiting → working on an approve job, queue waits", awaiting, kw(Approve, headQ),
 			contract.UserState{State: contract.StateWorking, JobID: kwK, NewSession: ns, Action: Approve},
 			[]Effect{{Kind: CancelTimeout, ID: jobJ}, notice(MsgApproving), {Kind: Start, ID: kwK, Action: Approve}}},
-		{"seed: awaiting + reject → working on a reject job", awaiting, kw(Reject, ""),
+		{"awaiting + reject → working on a reject job", awaiting, kw(Reject, ""),
 			contract.UserState{State: contract.StateWorking, JobID: kwK, NewSession: ns, Action: Reject},
 			[]Effect{{Kind: CancelTimeout, ID: jobJ}, notice(MsgRejecting), {Kind: Start, ID: kwK, Action: Reject}}},
 		{"awaiting + reject, queue waiting → working on a reject job, queue waits", awaiting, kw(Reject, headQ),
@@ -283,7 +266,7 @@ func stepCases(ns bool) []stepCase {
 		{"awaiting + done of the job (redelivered)", awaiting, done(jobJ, true, headQ), awaiting, nil},
 		{"awaiting + done without approval of the job (redelivered)", awaiting, done(jobJ, false, headQ), awaiting, nil},
 		{"awaiting + done of another job (stale)", awaiting, done(jobX, false, headQ), awaiting, nil},
-		{"seed: awaiting + timeout → idle, changes kept", awaiting, timeout(jobJ, ""), idle, []Effect{{Kind: TimedOut, ID: jobJ}}},
+		{"awaiting + timeout → idle, changes kept", awaiting, timeout(jobJ, ""), idle, []Effect{{Kind: TimedOut, ID: jobJ}}},
 		{"awaiting + timeout, queue waiting → head starts", awaiting, timeout(jobJ, headQ),
 			fromQ, []Effect{{Kind: TimedOut, ID: jobJ}, startQ}},
 		{"awaiting + timeout of another job (stale)", awaiting, timeout(jobX, headQ), awaiting, nil},
@@ -309,9 +292,9 @@ func TestStep(t *testing.T) {
 	}
 }
 
-// TestStepSeedFlows follows the seeds' two-step rows to their end:
+// TestStepApprovalFlows follows an approval and a rejection to their end:
 // awaiting_approval → approve/reject → working → idle.
-func TestStepSeedFlows(t *testing.T) {
+func TestStepApprovalFlows(t *testing.T) {
 	for _, action := range []string{Approve, Reject} {
 		t.Run(action, func(t *testing.T) {
 			s := contract.UserState{State: contract.StateAwaitingApproval, JobID: jobJ}

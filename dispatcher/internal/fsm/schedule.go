@@ -18,9 +18,6 @@ type Schedule struct {
 	When string
 }
 
-// ErrSchedule: a schedule that cannot be read.
-var ErrSchedule = errors.New(`say when, then the task: "at 6pm <task>", "at tomorrow 9:30 <task>", "at monday 9am <task>", "at 2026-12-01 18:00 <task>", "in 2h <task>", "every weekday 9am <task>" or "every 30m <task>"`)
-
 // looksScheduled reports whether the words after "at" or "every" start
 // with a time, read or not ("at 18:00 …", "at 6xm …", "every weekday
 // 9:00 …"), so that "at the top of the file, add …" stays a message for
@@ -31,7 +28,9 @@ func looksScheduled(kw, rest string) bool {
 
 // ParseSchedule reads the words after at or every, now, in loc. After at
 // come a day and a clock in either order ("tomorrow 9am", "18:00
-// tomorrow"), or "in" and a length of time.
+// tomorrow"), or "in" and a length of time. Words it cannot read as a
+// time are ErrSchedule; the other refusals (nothing to do, too often)
+// say what to change.
 func ParseSchedule(kw, arg string, now time.Time, loc *time.Location) (Schedule, error) {
 	words := strings.Fields(arg)
 	now = now.In(loc)
