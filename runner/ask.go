@@ -156,7 +156,7 @@ func (r *Runner) asker(log zerolog.Logger, job contract.Job, session string,
 		ev := contract.Event{Kind: contract.KindQuestion, User: job.User, JobID: job.ID, Text: q.Text, Question: n, Choices: contract.QuestionChoices}
 		if err := contract.PublishEvent(ctx, r.js, ev, contract.MsgID(job.User, job.ID, "question", fmt.Sprint(n))); err != nil {
 			log.Error().Err(err).Msg("question not asked; the tool use is denied")
-			return agent.Answer{Decision: contract.AnswerDeny, Text: agent.DeniedNobody}
+			return agent.Answer{Decision: contract.AnswerDeny, Text: contract.DeniedNobody}
 		}
 		log.Info().Int("question", n).Str("tool", q.Tool).Msg("asked the person")
 		limit.pause()

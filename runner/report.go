@@ -186,7 +186,7 @@ func (ru *run) approval(kept bool) {
 	if ch.Summary == "" && !ru.res.Approval && !kept {
 		return
 	}
-	done.Approval, done.Choices = true, []string{"approve", "reject"}
+	done.Approval, done.Choices = true, contract.ApprovalChoices
 	text := ch.Text()
 	if ch.Diff != "" && ru.r.shots != nil {
 		// The diff as a picture a phone shows well; the text keeps the

@@ -166,7 +166,7 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 	if r.Job.Mode == contract.ModePlan && st.done && !st.isError {
 		// The plan is the reply: the one Claude presented, or its answer.
 		if st.plan != "" {
-			res.Text, res.Truncated = cutBytes(st.plan, st.cap), len(st.plan) > st.cap
+			res.Text, res.Truncated = contract.CutBytes(st.plan, st.cap), len(st.plan) > st.cap
 		}
 		res.Text = strings.TrimSpace(res.Text) + "\n\n" + msgPlanGo
 	}
@@ -315,7 +315,7 @@ func (s *claudeStream) handle(line []byte) {
 			s.text.WriteString(ev.Text)
 			if s.text.Len() > s.cap {
 				// Keep only what can still be returned.
-				t := cutBytes(s.text.String(), s.cap)
+				t := contract.CutBytes(s.text.String(), s.cap)
 				s.text.Reset()
 				s.text.WriteString(t)
 				s.truncated = true
@@ -354,7 +354,6 @@ func (s *claudeStream) release(id string) {
 
 // Texts Claude is told when it may not do something.
 const (
-	DeniedNobody = "Nobody can be asked for permission now, so this was not allowed."
 	deniedPlan   = "Plan mode: nothing may change now. Read what you need and present your plan with ExitPlanMode; the person carries it out by replying go."
 	deniedPlanOK = "The person reviews your plan on their phone and replies go to carry it out. Stop here, without another word."
 )
@@ -372,7 +371,7 @@ func (s *claudeStream) permission(id string, req *controlRequest) map[string]any
 	case s.run.Job.Mode == contract.ModePlan:
 		verdict = deny(deniedPlan)
 	case s.run.Ask == nil:
-		verdict = deny(DeniedNobody)
+		verdict = deny(contract.DeniedNobody)
 	default:
 		q := Question{Tool: req.Tool, Input: req.Input, Rule: ruleFor(req.Tool, req.Input, req.bashRule()),
 			Text: questionText(req.Tool, req.Input, s.dir), Session: s.sessionID}
@@ -421,7 +420,7 @@ func (s *claudeStream) result() Result {
 		res.Text, res.Truncated = s.final, false
 	}
 	if len(res.Text) > s.cap {
-		res.Text, res.Truncated = cutBytes(res.Text, s.cap), true
+		res.Text, res.Truncated = contract.CutBytes(res.Text, s.cap), true
 	}
 	return res
 }

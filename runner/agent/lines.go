@@ -6,17 +6,6 @@ import (
 	"unicode/utf8"
 )
 
-// cutBytes shortens s to at most n bytes on a rune boundary.
-func cutBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
 // stderrEnd quotes the end of a program's stderr for an error.
 func stderrEnd(b []byte) string {
 	b = bytes.TrimSpace(b)
