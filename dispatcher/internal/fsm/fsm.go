@@ -217,19 +217,18 @@ help — this list
 When Claude asks, reply yes, no (no, <what to do instead>) or always.`
 )
 
-// settings is s with nothing running: the person's settings, and the
-// dispatcher's own bookkeeping (V, Since, Queued, Finished), which the
-// machine leaves as they are. What survives every transition.
-func settings(s contract.UserState) contract.UserState {
-	return contract.UserState{V: s.V, Since: s.Since, Queued: s.Queued, Finished: s.Finished,
-		NewSession: s.NewSession, Mode: s.Mode, Usual: s.Usual, Steer: s.Steer, Zone: s.Zone,
-		Project: s.Project, Parked: s.Parked, Branches: s.Branches}
+// kept is what of s outlasts every transition, with nothing running: the
+// person's Settings, whole, and the dispatcher's bookkeeping (V, Since,
+// Queued, Finished), which the machine leaves as they are. The rest of a
+// UserState is the state and its job's, which each transition sets.
+func kept(s contract.UserState) contract.UserState {
+	return contract.UserState{V: s.V, Since: s.Since, Queued: s.Queued, Finished: s.Finished, Settings: s.Settings}
 }
 
 // working is s running the job e starts. A message's job uses up the
 // request for a new session.
 func working(s contract.UserState, e Effect) contract.UserState {
-	n := settings(s)
+	n := kept(s)
 	n.State, n.JobID, n.Action, n.JobNewSession, n.JobMode, n.JobProject = contract.StateWorking, e.ID, e.Action, e.NewSession, e.Mode, e.Project
 	if e.Action == "" {
 		n.NewSession = false
@@ -239,7 +238,7 @@ func working(s contract.UserState, e Effect) contract.UserState {
 
 // idle is s with nothing running.
 func idle(s contract.UserState) contract.UserState {
-	n := settings(s)
+	n := kept(s)
 	n.State = contract.StateIdle
 	return n
 }
@@ -666,7 +665,7 @@ func done(s contract.UserState, in Input) (contract.UserState, []Effect) {
 		eff = append(eff, Effect{Kind: CancelTimeout, ID: s.JobID, Question: s.Question})
 	}
 	if in.Approval && s.JobProject == s.Project {
-		next := settings(s)
+		next := kept(s)
 		next.State, next.JobID = contract.StateAwaitingApproval, s.JobID
 		return next, append(eff, Effect{Kind: ScheduleTimeout, ID: s.JobID})
 	}
