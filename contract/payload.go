@@ -289,13 +289,7 @@ type Image struct {
 
 // UserState is the dispatcher's record of one user in the state bucket,
 // keyed by User.Key. It changes only by compare-and-set on its revision.
-//
-// It has three parts: the state and the job it is about (State, JobID and
-// the Job… fields, Question, Asked), which every transition rewrites; the
-// dispatcher's bookkeeping (V, Since, Queued, Finished); and the person's
-// Settings, which outlast every run and travel whole. Settings is
-// embedded, so its fields are the record's own in JSON, as they were
-// before it was a type.
+// The person's Settings are embedded: in JSON their fields are the record's.
 type UserState struct {
 	V     int       `json:"v"`
 	State string    `json:"state"`
@@ -326,9 +320,9 @@ type UserState struct {
 	Settings
 }
 
-// Settings are what a person chose or asked for, kept in their UserState
-// across every run: the state machine carries them whole, so a setting
-// added here survives every transition without being named there.
+// Settings are what a person chose or asked for, kept across every run:
+// the state machine carries them whole, so a setting added here survives
+// every transition without being named there.
 type Settings struct {
 	// NewSession: the next job starts a fresh agent session.
 	NewSession bool `json:"new_session,omitempty"`

@@ -15,6 +15,13 @@
 //
 // While the agent waits for a permission answer, the person's next message
 // (anything but a keyword) is that answer.
+//
+// The person's contract.Settings outlast every transition and travel whole
+// (kept). Its files: fsm.go the inputs, effects, Step and a run's life;
+// keywords.go the keywords and their table; settings.go the keywords that
+// change Settings; questions.go permission questions and their answers;
+// projects.go use and clone; schedule.go and when.go scheduled messages;
+// agent.go what differs by agent; texts.go what the person is told.
 package fsm
 
 import (
