@@ -277,17 +277,18 @@ type Image struct {
 
 // UserState is the dispatcher's record of one user in the state bucket,
 // keyed by User.Key. It changes only by compare-and-set on its revision.
+// The person's Settings are embedded: in JSON their fields are the record's.
 type UserState struct {
 	V     int       `json:"v"`
 	State string    `json:"state"`
 	JobID string    `json:"job_id,omitempty"` // the running job, or the one awaiting approval
 	Since time.Time `json:"since"`
-	// NewSession: the next job starts a fresh agent session.
-	NewSession bool `json:"new_session,omitempty"`
-	// Action, JobNewSession and JobMode are how the running job was started.
+	// Action, JobNewSession, JobMode and JobProject are how the running
+	// job was started.
 	Action        string `json:"action,omitempty"`
 	JobNewSession bool   `json:"job_new_session,omitempty"`
 	JobMode       string `json:"job_mode,omitempty"`
+	JobProject    string `json:"job_project,omitempty"`
 	// Queued is the id of the message queued last. Writing it makes
 	// queueing a compare-and-set on this entry, so a run's end can never
 	// miss a message queued while it was deciding.
@@ -304,6 +305,15 @@ type UserState struct {
 	// wants to run `npm i` in your workspace."), for the reply to a free-text
 	// answer.
 	Asked string `json:"asked,omitempty"`
+	Settings
+}
+
+// Settings are what a person chose or asked for, kept across every run:
+// the state machine carries them whole, so a setting added here survives
+// every transition without being named there.
+type Settings struct {
+	// NewSession: the next job starts a fresh agent session.
+	NewSession bool `json:"new_session,omitempty"`
 	// Mode is the person's permission mode ("" until they choose one: the
 	// deployment's default); Usual is the mode "go" carries a plan out in,
 	// their last mode other than plan ("": the default, or ask if that is
@@ -317,9 +327,8 @@ type UserState struct {
 	// server's).
 	Zone string `json:"zone,omitempty"`
 	// Project is the person's current project ("": the default): their
-	// next messages run there. JobProject is the running job's.
-	Project    string `json:"project,omitempty"`
-	JobProject string `json:"job_project,omitempty"`
+	// next messages run there (the running job's is UserState.JobProject).
+	Project string `json:"project,omitempty"`
 	// Parked are the jobs whose changes await approval in projects other
 	// than the current one, by project name (ProjectOf): "use" sets them
 	// aside and brings them back.

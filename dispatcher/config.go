@@ -12,6 +12,31 @@ import (
 // service names the dispatcher in its ConfigErrors.
 const service = "dispatcher"
 
+// Config of the dispatcher.
+type Config struct {
+	// ApprovalTimeout ends an unanswered approval request (default 30 min).
+	ApprovalTimeout time.Duration
+	// PermissionTimeout denies a permission question nobody answered
+	// (default 10 min).
+	PermissionTimeout time.Duration
+	// DefaultMode is the permission mode of people who have not chosen one
+	// (contract.ModeAsk, ModeAuto or ModePlan; default ModeAsk).
+	DefaultMode string
+	// Budgets bound what runs may cost; each job carries what is left.
+	Budgets Budgets
+	// Location is the time zone of the days and months of costs and
+	// budgets; default the server's.
+	Location *time.Location
+	// Admins may pair people in, list and revoke them: people bucket keys
+	// (contract.PersonKey, contract.AddressKey: "phone.15551234567",
+	// "telegram.123456789").
+	Admins []string
+	// Agent is what the runners run, named as their Config.Agent names it:
+	// contract.AgentClaude, AgentShell, or a command line; empty: Claude
+	// Code. What mode, btw, steer, go, help and status say depends on it.
+	Agent string
+}
+
 // Default returns the configuration with every setting left zero set to
 // its default. It never fails and never checks: Validate does.
 func (c Config) Default() Config {

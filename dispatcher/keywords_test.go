@@ -152,16 +152,22 @@ func (b *bench) waitRan(u contract.User, ids ...string) {
 	})
 }
 
-// job is the job id of u the runner took.
+// job is the job id of u the runner took, once it has: the dispatcher
+// has published it when say returns, but the simulated runner's consumer
+// may not have received it yet.
 func (b *bench) job(u contract.User, id string) contract.Job {
 	b.t.Helper()
-	for _, j := range b.jobsOf(u) {
-		if j.ID == id {
-			return j
+	var job contract.Job
+	natstest.CheckFor(b.t, wait, poll, func() error {
+		for _, j := range b.jobsOf(u) {
+			if j.ID == id {
+				job = j
+				return nil
+			}
 		}
-	}
-	b.t.Fatalf("job %s of %s: not taken by the runner", id, u)
-	return contract.Job{}
+		return fmt.Errorf("job %s of %s: not taken by the runner", id, u)
+	})
+	return job
 }
 
 // event publishes an event of a run the way the runner does.

@@ -106,9 +106,9 @@ const (
 
 // stepCases are every transition of a user whose NewSession flag is ns.
 func stepCases(ns bool) []stepCase {
-	idle := contract.UserState{State: contract.StateIdle, NewSession: ns}
-	working := contract.UserState{State: contract.StateWorking, JobID: jobJ, NewSession: ns}
-	awaiting := contract.UserState{State: contract.StateAwaitingApproval, JobID: jobJ, NewSession: ns}
+	idle := contract.UserState{State: contract.StateIdle, Settings: contract.Settings{NewSession: ns}}
+	working := contract.UserState{State: contract.StateWorking, JobID: jobJ, Settings: contract.Settings{NewSession: ns}}
+	awaiting := contract.UserState{State: contract.StateAwaitingApproval, JobID: jobJ, Settings: contract.Settings{NewSession: ns}}
 	withNew := func(s contract.UserState) contract.UserState { s.NewSession = true; return s }
 	// A message job starts with the user's flag, which it uses up.
 	startQ := Effect{Kind: Start, ID: headQ, Dequeue: true, NewSession: ns}
@@ -123,7 +123,7 @@ func stepCases(ns bool) []stepCase {
 	kick := func(head string) Input { return Input{Kind: Kick, QueueHead: head} }
 	question := func(id string, n int) Input { return Input{Kind: Question, ID: id, Question: n} }
 	text := func(id, t string) Input { return Input{Kind: Message, ID: id, Text: t} }
-	asking := contract.UserState{State: contract.StateAwaitingPermission, JobID: jobJ, NewSession: ns, Question: 2}
+	asking := contract.UserState{State: contract.StateAwaitingPermission, JobID: jobJ, Question: 2, Settings: contract.Settings{NewSession: ns}}
 	answered := asking
 	answered.State = contract.StateWorking
 	steering := working
@@ -248,16 +248,16 @@ func stepCases(ns bool) []stepCase {
 		// The message whose run awaits approval, redelivered, ran already.
 		{"awaiting + the awaiting job's message again → dropped", awaiting, msg(jobJ, ""), awaiting, nil},
 		{"awaiting + approve → working on an approve job", awaiting, kw(Approve, ""),
-			contract.UserState{State: contract.StateWorking, JobID: kwK, NewSession: ns, Action: Approve},
+			contract.UserState{State: contract.StateWorking, JobID: kwK, Action: Approve, Settings: contract.Settings{NewSession: ns}},
 			[]Effect{{Kind: CancelTimeout, ID: jobJ}, notice(MsgApproving), {Kind: Start, ID: kwK, Action: Approve}}},
 		{"awaiting + approve, queue waiting → working on an approve job, queue waits", awaiting, kw(Approve, headQ),
-			contract.UserState{State: contract.StateWorking, JobID: kwK, NewSession: ns, Action: Approve},
+			contract.UserState{State: contract.StateWorking, JobID: kwK, Action: Approve, Settings: contract.Settings{NewSession: ns}},
 			[]Effect{{Kind: CancelTimeout, ID: jobJ}, notice(MsgApproving), {Kind: Start, ID: kwK, Action: Approve}}},
 		{"awaiting + reject → working on a reject job", awaiting, kw(Reject, ""),
-			contract.UserState{State: contract.StateWorking, JobID: kwK, NewSession: ns, Action: Reject},
+			contract.UserState{State: contract.StateWorking, JobID: kwK, Action: Reject, Settings: contract.Settings{NewSession: ns}},
 			[]Effect{{Kind: CancelTimeout, ID: jobJ}, notice(MsgRejecting), {Kind: Start, ID: kwK, Action: Reject}}},
 		{"awaiting + reject, queue waiting → working on a reject job, queue waits", awaiting, kw(Reject, headQ),
-			contract.UserState{State: contract.StateWorking, JobID: kwK, NewSession: ns, Action: Reject},
+			contract.UserState{State: contract.StateWorking, JobID: kwK, Action: Reject, Settings: contract.Settings{NewSession: ns}},
 			[]Effect{{Kind: CancelTimeout, ID: jobJ}, notice(MsgRejecting), {Kind: Start, ID: kwK, Action: Reject}}},
 		{"awaiting + cancel → idle, changes kept, queue cleared", awaiting, kw(Cancel, headQ),
 			idle, []Effect{{Kind: CancelTimeout, ID: jobJ}, {Kind: ClearQueue}, notice(MsgCancelledKept)}},
@@ -323,11 +323,11 @@ func TestStepRestartRepeatsStart(t *testing.T) {
 		again Input // must repeat it
 	}
 	for _, c := range []restart{
-		{"message after new, redelivered", contract.UserState{State: contract.StateIdle, NewSession: true},
+		{"message after new, redelivered", contract.UserState{State: contract.StateIdle, Settings: contract.Settings{NewSession: true}},
 			Input{Kind: Message, ID: msgM}, Input{Kind: Message, ID: msgM}},
-		{"message after new, stale done of another job", contract.UserState{State: contract.StateIdle, NewSession: true},
+		{"message after new, stale done of another job", contract.UserState{State: contract.StateIdle, Settings: contract.Settings{NewSession: true}},
 			Input{Kind: Message, ID: msgM}, Input{Kind: Done, ID: jobX}},
-		{"queued message after new, stale done of another job", contract.UserState{State: contract.StateWorking, JobID: jobJ, NewSession: true},
+		{"queued message after new, stale done of another job", contract.UserState{State: contract.StateWorking, JobID: jobJ, Settings: contract.Settings{NewSession: true}},
 			Input{Kind: Done, ID: jobJ, QueueHead: headQ}, Input{Kind: Done, ID: jobX}},
 		{"approve, stale done of the approved job", contract.UserState{State: contract.StateAwaitingApproval, JobID: jobJ},
 			Input{Kind: Keyword, Keyword: Approve, ID: kwK}, Input{Kind: Done, ID: jobJ, Approval: true}},

@@ -1,0 +1,82 @@
+// The status text: what is happening for the person, from their state,
+// their run's last events and their queue.
+
+package dispatcher
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/dispatcher/internal/fsm"
+)
+
+// status describes what is happening for the person.
+func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.UserState) string {
+	var b strings.Builder
+	ago := func(t time.Time) string { return time.Since(t).Round(time.Second).String() }
+	switch st.State {
+	case contract.StateWorking:
+		// The run's time, from its start: Since restarts when a question
+		// is answered.
+		began, started := st.Since, contract.Event{}
+		if ev, ok := d.lastEvent(ctx, u, contract.KindStarted, st.JobID); ok {
+			started = ev
+			if !ev.At.IsZero() && ev.At.Before(began) {
+				began = ev.At
+			}
+		}
+		fmt.Fprintf(&b, "Working for %s", ago(began))
+		if started.Text != "" {
+			fmt.Fprintf(&b, " on: %s", started.Text)
+		}
+		b.WriteString(".")
+		if ev, ok := d.lastEvent(ctx, u, contract.KindProgress, st.JobID); ok {
+			fmt.Fprintf(&b, "\nLast step: %s (%s ago).", ev.Text, ago(ev.At))
+		}
+	case contract.StateAwaitingApproval:
+		fmt.Fprintf(&b, "Waiting for your approval for %s. Reply approve or reject.", ago(st.Since))
+	case contract.StateAwaitingPermission:
+		fmt.Fprintf(&b, "Claude is waiting for your answer (for %s)", ago(st.Since))
+		if ev, ok := d.lastEvent(ctx, u, contract.KindQuestion, st.JobID); ok && ev.Question == st.Question {
+			fmt.Fprintf(&b, ":\n%s", ev.Text)
+		} else {
+			b.WriteString(". " + contract.QuestionPrompt)
+		}
+	default:
+		b.WriteString("Idle: nothing is running.")
+	}
+	if st.Project != "" || len(st.Parked) > 0 {
+		fmt.Fprintf(&b, "\nProject: %s.", contract.ProjectOf(st.Project))
+		if n := len(st.Parked); n > 0 {
+			fmt.Fprintf(&b, " Changes wait for your approval in %s (reply projects).", plural(n, "other project"))
+		}
+	}
+	b.WriteString("\n" + fsm.ModeStatus(d.agent(), d.mode(st.Mode)))
+	if st.Steer && d.agent() == fsm.AgentClaude {
+		b.WriteString(" Messages sent while working are added to the run.")
+	}
+	if n := d.queueDepth(ctx, u); n > 0 {
+		fmt.Fprintf(&b, "\n%s waiting.", plural(int(n), "message"))
+	}
+	return b.String()
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+// lastEvent is the user's last event of a kind, if it is about job.
+func (d *Dispatcher) lastEvent(ctx context.Context, u contract.User, kind contract.EventKind, job string) (contract.Event, bool) {
+	var ev contract.Event
+	raw, err := d.events.GetLastMsgForSubject(ctx, contract.EventSubject(u, kind))
+	if err != nil || contract.Decode(raw.Data, &ev) != nil || ev.JobID != job {
+		return ev, false
+	}
+	return ev, true
+}
