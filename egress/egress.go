@@ -50,10 +50,23 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error
 // call; the retry bounds of the first channel apply to all.
 func (e *Egress) pusher(r Retry) *pusher {
 	if e.push == nil {
-		e.push = &pusher{js: e.js, log: e.log, retry: r, channels: map[string]channel{}, users: map[string]*userQueue{},
-			typing: typing{log: e.log}}
+		e.push = &pusher{js: e.js, log: e.log, retry: r, channels: map[string]channel{},
+			allow: allowlist(e.cfg), typing: typing{log: e.log}}
 	}
 	return e.push
+}
+
+// allowlist is who the configuration allows to be answered, by channel:
+// the numbers on WhatsApp and SMS, the chats on Telegram.
+func allowlist(cfg Config) *contract.Allowlist {
+	var numbers, chats []string
+	if cfg.Twilio != nil {
+		numbers = cfg.Twilio.Allowed
+	}
+	if cfg.Telegram != nil {
+		chats = cfg.Telegram.Allowed
+	}
+	return contract.NewAllowlist(numbers, chats)
 }
 
 // Handler serves the channels that deliver over HTTP (the web chat's event
@@ -80,8 +93,7 @@ func (e *Egress) Run(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("bucket %s: %w", contract.BucketEgress, err)
 			}
-			e.push.kv = kv
-			return e.push.run(ctx)
+			return e.push.run(ctx, kv)
 		})
 	}
 	<-ctx.Done()

@@ -14,24 +14,19 @@ import (
 	"github.com/textslash/textslash/contract"
 )
 
-// sendOnce sends part i of an event unless an earlier delivery of the
-// event already did, retrying failures that may pass; then it waits for
-// the provider to report the message sent, if status reports are on. On a
-// channel with a reply window, a message refused outside it, or behind
-// one held, is held (errHeld).
-func (p *pusher) sendOnce(ctx context.Context, log zerolog.Logger, ch channel, it item, part int, m Message) error {
-	log = log.With().Str("kind", string(it.ev.Kind)).Str("job_id", it.ev.JobID).Int("part", part).Logger()
-	if ch.window != nil {
-		if err := p.heldBefore(ctx, log, ch, it, part, m); err != nil {
-			return err
-		}
-	}
-	err := p.sendKeyed(ctx, log, ch, it, slot{seq: it.seq, part: strconv.Itoa(part)}, m)
-	var closed closedWindow
-	if errors.As(err, &closed) {
-		return p.hold(ctx, log, ch, it, part, m, closed.attempts)
-	}
-	return err
+// ledger sends each message once, across restarts: the egress bucket
+// records every message egress sends at its slot (sentKey), a try's mark
+// before it and the provider's id after. Failures that may pass are
+// retried with backoff (Retry), the event kept in hand meanwhile; a
+// message that cannot be sent is a dead letter (contract.KindUndelivered).
+// When the channel asks for it, a send waits for the provider to report
+// the message sent (sentWaiter). It knows nothing of reply windows: a
+// refusal outside one is its caller's (closedWindow).
+type ledger struct {
+	kv     jetstream.KeyValue
+	js     jetstream.JetStream
+	retry  Retry
+	status *sentWaiter // nil: do not wait for delivery status
 }
 
 // slot names one message egress sends: its key in the egress bucket,
@@ -41,18 +36,21 @@ type slot struct {
 	part string
 }
 
-// sendKeyed sends m once for its slot: see sendOnce. A refusal outside
-// the channel's reply window is a closedWindow, with no dead letter.
-func (p *pusher) sendKeyed(ctx context.Context, log zerolog.Logger, ch channel, it item, s slot, m Message) error {
+// send sends m, of the event it, once for its slot, retrying failures
+// that may pass; then it waits for the provider to report the message
+// sent, if status reports are on. A refusal outside the channel's reply
+// window is a closedWindow, with no dead letter; errUndeliverable once
+// the dead letter of a message refused for good is published.
+func (lg *ledger) send(ctx context.Context, log zerolog.Logger, ch channel, it item, s slot, m Message) error {
 	// The key holds the provider's id once sent; before the first try it
 	// is marked with the time, so that a crash between a send and its
 	// record can be told from a send never tried. Creating that mark is
 	// a first try's only operation; a mark already there (a redelivery)
 	// is read.
 	key := sentKey(it.ev.User, s)
-	_, err := p.kv.Create(ctx, key, []byte(triedMark+time.Now().UTC().Format(time.RFC3339Nano)))
+	_, err := lg.kv.Create(ctx, key, []byte(triedMark+time.Now().UTC().Format(time.RFC3339Nano)))
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		if sent, err := p.sentBefore(ctx, log, ch, it, key, m); err != nil || sent {
+		if sent, err := lg.sentBefore(ctx, log, ch, it, key, m); err != nil || sent {
 			return err
 		}
 	} else if err != nil {
@@ -61,20 +59,20 @@ func (p *pusher) sendKeyed(ctx context.Context, log zerolog.Logger, ch channel, 
 	var unanswered bool // the last try failed without the provider's answer
 	var tried time.Time
 	for attempt := 1; ; attempt++ {
-		if unanswered && p.foundUnanswered(ctx, log, ch, it, key, m, tried) {
+		if unanswered && lg.foundUnanswered(ctx, log, ch, it, key, m, tried) {
 			return nil
 		}
 		tried = time.Now()
 		id, err := ch.sender.Send(ctx, it.ev.User, m)
 		if err == nil {
-			return p.sent(ctx, log, ch, it, key, id, m, attempt)
+			return lg.sent(ctx, log, ch, it, key, id, m, attempt)
 		}
 		var se *SendError
 		if !errors.As(err, &se) {
 			se = &SendError{Err: err}
 		}
 		unanswered = se.Status == 0 && se.Code == 0
-		if err := p.failed(ctx, log, ch, it, s, m, se, attempt); err != nil {
+		if err := lg.failed(ctx, log, ch, it, s, m, se, attempt); err != nil {
 			return err
 		}
 	}
@@ -83,7 +81,7 @@ func (p *pusher) sendKeyed(ctx context.Context, log zerolog.Logger, ch channel, 
 // foundUnanswered reports whether a try of m that got no answer (a
 // timeout, from tried on) was taken all the same, as the channel's
 // Finder tells; then the provider's id is recorded at key.
-func (p *pusher) foundUnanswered(ctx context.Context, log zerolog.Logger, ch channel, it item, key string, m Message, tried time.Time) bool {
+func (lg *ledger) foundUnanswered(ctx context.Context, log zerolog.Logger, ch channel, it item, key string, m Message, tried time.Time) bool {
 	f, ok := ch.sender.(Finder)
 	if !ok {
 		return false
@@ -93,7 +91,7 @@ func (p *pusher) foundUnanswered(ctx context.Context, log zerolog.Logger, ch cha
 		return false
 	}
 	log.Info().Str("provider_id", id).Msg("a try that got no answer was sent; not sending again")
-	_, _ = p.kv.Put(ctx, key, []byte(id))
+	_, _ = lg.kv.Put(ctx, key, []byte(id))
 	return true
 }
 
@@ -101,12 +99,12 @@ func (p *pusher) foundUnanswered(ctx context.Context, log zerolog.Logger, ch cha
 // waits for the provider to report it sent when the channel asks for
 // that: a refusal outside the reply window reported then is a
 // closedWindow.
-func (p *pusher) sent(ctx context.Context, log zerolog.Logger, ch channel, it item, key, id string, m Message, attempt int) error {
+func (lg *ledger) sent(ctx context.Context, log zerolog.Logger, ch channel, it item, key, id string, m Message, attempt int) error {
 	var wait <-chan delivery
-	if p.status != nil && ch.waitSent {
-		wait = p.status.expect(id)
+	if lg.status != nil && ch.waitSent {
+		wait = lg.status.expect(id)
 	}
-	if _, err := p.kv.Put(ctx, key, []byte(id)); err != nil {
+	if _, err := lg.kv.Put(ctx, key, []byte(id)); err != nil {
 		log.Warn().Err(err).Str("provider_id", id).Msg("sent mark not stored; a redelivery would send again")
 	}
 	messagesOut.WithLabelValues(it.ev.User.Channel, string(it.ev.Kind)).Inc()
@@ -114,7 +112,7 @@ func (p *pusher) sent(ctx context.Context, log zerolog.Logger, ch channel, it it
 	if wait == nil {
 		return nil
 	}
-	d := p.status.await(ctx, log, it.msg, id, wait)
+	d := lg.status.await(ctx, log, it.msg, id, wait)
 	if !d.failed() {
 		return nil
 	}
@@ -135,7 +133,7 @@ func (p *pusher) sent(ctx context.Context, log zerolog.Logger, ch channel, it it
 // meanwhile); a closedWindow for a refusal outside the reply window;
 // errUndeliverable once the dead letter is published, when trying again
 // cannot help or the tries are used up.
-func (p *pusher) failed(ctx context.Context, log zerolog.Logger, ch channel, it item, s slot, m Message, se *SendError, attempt int) error {
+func (lg *ledger) failed(ctx context.Context, log zerolog.Logger, ch channel, it item, s slot, m Message, se *SendError, attempt int) error {
 	sendErrors.WithLabelValues(it.ev.User.Channel, strconv.Itoa(se.Code)).Inc()
 	l := log.With().Err(se.Err).Int("code", se.Code).Int("status", se.Status).Int("attempt", attempt).Logger()
 	if hint := explain(ch.sender, se.Code); hint != "" {
@@ -144,16 +142,14 @@ func (p *pusher) failed(ctx context.Context, log zerolog.Logger, ch channel, it 
 	if ch.window != nil && se.Code == ch.window.closed {
 		return closedWindow{attempts: attempt}
 	}
-	if se.Permanent || attempt >= p.retry.Attempts {
+	if se.Permanent || attempt >= lg.retry.Attempts {
 		l.Error().Msg("message not delivered; dead letter published")
-		dead := contract.Event{Kind: contract.KindUndelivered, User: it.ev.User, JobID: it.ev.JobID,
-			Text: m.Body, Code: se.Code, Attempts: attempt}
-		if err := contract.PublishEvent(ctx, p.js, dead, contract.MsgID(it.ev.User, strconv.FormatUint(s.seq, 10), "undelivered", s.part)); err != nil {
+		if err := deadLetter(ctx, lg.js, it, s, m, se.Code, attempt, false); err != nil {
 			return err
 		}
 		return errUndeliverable
 	}
-	d := max(p.retry.delay(attempt), se.RetryAfter)
+	d := max(lg.retry.delay(attempt), se.RetryAfter)
 	l.Warn().Dur("retry_in", d).Msg("send failed; will retry")
 	return sleep(ctx, it.msg, d)
 }
@@ -161,8 +157,8 @@ func (p *pusher) failed(ctx context.Context, log zerolog.Logger, ch channel, it 
 // sentBefore reads the mark at key of a message sent again (a redelivery)
 // and reports whether it was sent, or held, before: a mark of a try that
 // the provider has no record of is not.
-func (p *pusher) sentBefore(ctx context.Context, log zerolog.Logger, ch channel, it item, key string, m Message) (bool, error) {
-	e, err := p.kv.Get(ctx, key)
+func (lg *ledger) sentBefore(ctx context.Context, log zerolog.Logger, ch channel, it item, key string, m Message) (bool, error) {
+	e, err := lg.kv.Get(ctx, key)
 	if err != nil {
 		return false, fmt.Errorf("sent mark: %w", err)
 	}
@@ -181,7 +177,7 @@ func (p *pusher) sentBefore(ctx context.Context, log zerolog.Logger, ch channel,
 		}
 		if id != "" {
 			log.Info().Str("provider_id", id).Msg("sent before a restart; not sending again")
-			if _, err := p.kv.Put(ctx, key, []byte(id)); err != nil {
+			if _, err := lg.kv.Put(ctx, key, []byte(id)); err != nil {
 				return false, fmt.Errorf("sent mark: %w", err)
 			}
 			return true, nil
@@ -189,6 +185,25 @@ func (p *pusher) sentBefore(ctx context.Context, log zerolog.Logger, ch channel,
 	}
 	log.Info().Str("tried_at", at).Msg("tried before a restart and not known to the provider; sending")
 	return false, nil
+}
+
+// markHeld records at s that its message is held for the person
+// (heldMark): a redelivery of its event neither sends nor holds it again.
+func (lg *ledger) markHeld(ctx context.Context, u contract.User, s slot) error {
+	if _, err := lg.kv.Put(ctx, sentKey(u, s), []byte(heldMark)); err != nil {
+		return fmt.Errorf("held mark: %w", err)
+	}
+	return nil
+}
+
+// deadLetter publishes the dead letter of m, part s of the event it:
+// refused with the provider's code after attempts tries; held: it waits
+// for the person all the same. Its Nats-Msg-Id is the slot's, so that a
+// dead letter published again after a crash is dropped as a duplicate.
+func deadLetter(ctx context.Context, js jetstream.JetStream, it item, s slot, m Message, code, attempts int, held bool) error {
+	dead := contract.Event{Kind: contract.KindUndelivered, User: it.ev.User, JobID: it.ev.JobID,
+		Text: m.Body, Code: code, Attempts: attempts, Held: held}
+	return contract.PublishEvent(ctx, js, dead, contract.MsgID(it.ev.User, strconv.FormatUint(s.seq, 10), "undelivered", s.part))
 }
 
 // triedMark starts the value of a send's key until the provider's id

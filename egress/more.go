@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -21,61 +22,105 @@ type pagesLeft struct {
 	MoreSeq uint64 `json:"more_seq,omitempty"`
 }
 
-// more sends the next page of the user's last long reply.
-func (p *pusher) more(ctx context.Context, log zerolog.Logger, ch channel, it item) error {
-	u := it.ev.User
-	entry, err := p.kv.Get(ctx, pagesKey(u))
+func pagesKey(u contract.User) string { return "pages." + u.Key() }
+
+// pageStore keeps each person's pages of their last long reply in the
+// egress bucket (pagesKey), for "more".
+type pageStore struct {
+	kv jetstream.KeyValue
+
+	mu sync.Mutex
+	// none are the people known to have no pages left: egress alone
+	// writes them, so a short reply need not clear them.
+	none map[string]bool
+}
+
+// keep stores rest, the pages of u's reply (of job jobID) after what was
+// sent; none left clears those of an earlier reply, if there may be
+// some.
+func (s *pageStore) keep(ctx context.Context, u contract.User, jobID string, rest []string) error {
+	if len(rest) > 0 {
+		s.setNone(u, false)
+		data, _ := json.Marshal(pagesLeft{JobID: jobID, Pages: rest})
+		if _, err := s.kv.Put(ctx, pagesKey(u), data); err != nil {
+			return fmt.Errorf("store pages: %w", err)
+		}
+		return nil
+	}
+	if s.hasNone(u) {
+		return nil
+	}
+	if err := s.kv.Delete(ctx, pagesKey(u)); err != nil {
+		return fmt.Errorf("clear pages: %w", err)
+	}
+	s.setNone(u, true)
+	return nil
+}
+
+// load returns u's pages left and their revision; none: zero.
+func (s *pageStore) load(ctx context.Context, log zerolog.Logger, u contract.User) (pagesLeft, uint64, error) {
 	var left pagesLeft
+	entry, err := s.kv.Get(ctx, pagesKey(u))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return left, 0, nil
 	case err != nil:
-		return fmt.Errorf("load pages: %w", err)
-	default:
-		if err := json.Unmarshal(entry.Value(), &left); err != nil {
-			log.Warn().Err(err).Msg("pages unreadable; dropped")
-		}
+		return left, 0, fmt.Errorf("load pages: %w", err)
 	}
-	if left.MoreSeq == it.seq {
-		return nil // this "more" took its page before a restart
+	if err := json.Unmarshal(entry.Value(), &left); err != nil {
+		log.Warn().Err(err).Msg("pages unreadable; dropped")
 	}
-	if len(left.Pages) == 0 {
-		err := p.sendOnce(ctx, log, ch, it, 0, Message{Body: MsgNoMore})
-		if errors.Is(err, errUndeliverable) || errors.Is(err, errHeld) {
-			return nil
-		}
-		return err
-	}
-	if err := p.sendOnce(ctx, log, ch, it, 0, Message{Body: left.Pages[0]}); err != nil && !errors.Is(err, errUndeliverable) && !errors.Is(err, errHeld) {
-		return err
-	}
-	left.Pages, left.MoreSeq = left.Pages[1:], it.seq
-	p.setNoPages(u, false)
+	return left, entry.Revision(), nil
+}
+
+// took stores left, u's pages after a "more" took one, over revision rev.
+func (s *pageStore) took(ctx context.Context, u contract.User, left pagesLeft, rev uint64) error {
+	s.setNone(u, false)
 	data, _ := json.Marshal(left)
-	if _, err := p.kv.Update(ctx, pagesKey(u), data, entry.Revision()); err != nil {
+	if _, err := s.kv.Update(ctx, pagesKey(u), data, rev); err != nil {
 		return fmt.Errorf("store pages: %w", err)
 	}
 	return nil
 }
 
-func pagesKey(u contract.User) string { return "pages." + u.Key() }
-
-// hasNoPages reports whether u is known to have no pages left.
-func (p *pusher) hasNoPages(u contract.User) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.noPages[u.Key()]
+// hasNone reports whether u is known to have no pages left.
+func (s *pageStore) hasNone(u contract.User) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.none[u.Key()]
 }
 
-// setNoPages notes that u has no pages left (none), or may have some.
-func (p *pusher) setNoPages(u contract.User, none bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// setNone notes that u has no pages left (none), or may have some.
+func (s *pageStore) setNone(u contract.User, none bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	switch {
 	case !none:
-		delete(p.noPages, u.Key())
-	case p.noPages == nil || len(p.noPages) >= 100_000:
-		p.noPages = map[string]bool{u.Key(): true}
+		delete(s.none, u.Key())
+	case s.none == nil || len(s.none) >= 100_000:
+		s.none = map[string]bool{u.Key(): true}
 	default:
-		p.noPages[u.Key()] = true
+		s.none[u.Key()] = true
 	}
+}
+
+// more sends the next page of the user's last long reply (the "more"
+// event it), or says there is none.
+func (o *outbox) more(ctx context.Context, log zerolog.Logger, ch channel, it item) error {
+	u := it.ev.User
+	left, rev, err := o.pages.load(ctx, log, u)
+	if err != nil {
+		return err
+	}
+	if left.MoreSeq == it.seq {
+		return nil // this "more" took its page before a restart
+	}
+	if len(left.Pages) == 0 {
+		return handled(o.parts.sendPart(ctx, log, ch, it, 0, Message{Body: MsgNoMore}))
+	}
+	if err := handled(o.parts.sendPart(ctx, log, ch, it, 0, Message{Body: left.Pages[0]})); err != nil {
+		return err
+	}
+	left.Pages, left.MoreSeq = left.Pages[1:], it.seq
+	return o.pages.took(ctx, u, left, rev)
 }

@@ -139,32 +139,32 @@ func (n *notionMirror) handle(ctx context.Context, msg jetstream.Msg) error {
 		return err
 	}
 	log := zerolog.Ctx(ctx).With().Str("page", page).Str("job_id", ev.JobID).Str("kind", string(ev.Kind)).Logger()
-	st := steps{n: n, ctx: ctx, log: log, page: page, prefix: fmt.Sprintf("notion.%d.", md.Sequence.Stream)}
+	st := steps{n: n, log: log, page: page, prefix: fmt.Sprintf("notion.%d.", md.Sequence.Stream)}
 	switch ev.Kind {
 	case contract.KindNotice:
 		// What textslash told the person about the task: queued behind
 		// their run, or refused because their queue is full (then the
 		// page stays to do, and an edit of it starts it again).
-		st.comment("notice", "ℹ️ "+ev.Text)
+		st.comment(ctx, "notice", "ℹ️ "+ev.Text)
 	case contract.KindStarted:
-		st.status("started", n.cfg.InProgress)
+		st.status(ctx, "started", n.cfg.InProgress)
 	case contract.KindProgress:
 		if !n.progressDue(page) {
 			return nil
 		}
-		st.comment("progress", "⏳ "+ev.Text)
+		st.comment(ctx, "progress", "⏳ "+ev.Text)
 	case contract.KindDone:
 		n.mu.Lock()
 		delete(n.last, page)
 		n.mu.Unlock()
 		for i, img := range ev.Images {
-			st.image(i, img)
+			st.image(ctx, i, img)
 		}
-		st.comment("reply", doneComment(ev))
+		st.comment(ctx, "reply", doneComment(ev))
 		if ev.Status == contract.StatusOK {
-			st.status("ended", n.cfg.Done)
+			st.status(ctx, "ended", n.cfg.Done)
 		} else {
-			st.status("ended", n.cfg.Failed)
+			st.status(ctx, "ended", n.cfg.Failed)
 		}
 	}
 	return st.err
@@ -210,7 +210,6 @@ func (n *notionMirror) progressDue(page string) bool {
 // noted on the page and the event is done with.
 type steps struct {
 	n      *notionMirror
-	ctx    context.Context
 	log    zerolog.Logger
 	page   string
 	prefix string
@@ -219,12 +218,12 @@ type steps struct {
 
 // do carries out step (a key part) once; what says it for the person
 // ("set the status to Done").
-func (s *steps) do(step, what string, f func() error) {
+func (s *steps) do(ctx context.Context, step, what string, f func() error) {
 	if s.err != nil {
 		return
 	}
 	key := s.prefix + step
-	if _, err := s.n.kv.Get(s.ctx, key); err == nil {
+	if _, err := s.n.kv.Get(ctx, key); err == nil {
 		return
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 		s.err = fmt.Errorf("notion step mark: %w", err)
@@ -234,7 +233,7 @@ func (s *steps) do(step, what string, f func() error) {
 	if notion.Permanent(err) || errors.Is(err, errNoStatus) {
 		s.log.Error().Err(err).Str("step", step).Msg("notion refused the update; noted on the page")
 		note := fmt.Sprintf("textslash could not %s: %v", what, err)
-		if cerr := s.n.cfg.Client.Comment(s.ctx, s.page, note); cerr != nil {
+		if cerr := s.n.cfg.Client.Comment(ctx, s.page, note); cerr != nil {
 			s.log.Error().Err(cerr).Msg("notion: the failure could not be noted on the page either")
 		}
 		err = nil
@@ -243,38 +242,38 @@ func (s *steps) do(step, what string, f func() error) {
 		s.err = fmt.Errorf("notion %s: %w", step, err)
 		return
 	}
-	if _, err := s.n.kv.Put(s.ctx, key, []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
+	if _, err := s.n.kv.Put(ctx, key, []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
 		s.log.Warn().Err(err).Str("step", step).Msg("notion step mark not stored; a redelivery would repeat it")
 	}
 	s.log.Info().Str("step", step).Msg("notion updated")
 }
 
 // status sets the page's status to value (step names it in the mark).
-func (s *steps) status(step, value string) {
-	s.do("set-status-"+step, fmt.Sprintf("set %s to %q", s.n.cfg.StatusProperty, value), func() error {
-		prop, typ, err := s.n.statusProperty(s.ctx)
+func (s *steps) status(ctx context.Context, step, value string) {
+	s.do(ctx, "set-status-"+step, fmt.Sprintf("set %s to %q", s.n.cfg.StatusProperty, value), func() error {
+		prop, typ, err := s.n.statusProperty(ctx)
 		if err != nil {
 			return err
 		}
-		return s.n.cfg.Client.SetStatus(s.ctx, s.page, prop, typ, value)
+		return s.n.cfg.Client.SetStatus(ctx, s.page, prop, typ, value)
 	})
 }
 
-func (s *steps) comment(step, text string) {
-	s.do("comment-"+step, "add a comment", func() error { return s.n.cfg.Client.Comment(s.ctx, s.page, text) })
+func (s *steps) comment(ctx context.Context, step, text string) {
+	s.do(ctx, "comment-"+step, "add a comment", func() error { return s.n.cfg.Client.Comment(ctx, s.page, text) })
 }
 
 // image uploads a run's image or file and comments it with its caption.
-func (s *steps) image(i int, img contract.Image) {
-	s.do(fmt.Sprintf("attach-image-%d", i+1), "attach "+imageName(i, img), func() error {
-		data, err := s.n.fetch(s.ctx, img)
+func (s *steps) image(ctx context.Context, i int, img contract.Image) {
+	s.do(ctx, fmt.Sprintf("attach-image-%d", i+1), "attach "+imageName(i, img), func() error {
+		data, err := s.n.fetch(ctx, img)
 		if errors.Is(err, errExpired) {
-			return s.n.cfg.Client.Comment(s.ctx, s.page, fmt.Sprintf("📎 %s expired before it could be attached.", imageName(i, img)))
+			return s.n.cfg.Client.Comment(ctx, s.page, fmt.Sprintf("📎 %s expired before it could be attached.", imageName(i, img)))
 		}
 		if err != nil {
 			return err
 		}
-		id, err := s.n.cfg.Client.Upload(s.ctx, imageName(i, img), img.ContentType, data)
+		id, err := s.n.cfg.Client.Upload(ctx, imageName(i, img), img.ContentType, data)
 		if err != nil {
 			return err
 		}
@@ -282,7 +281,7 @@ func (s *steps) image(i int, img contract.Image) {
 		if text == "" {
 			text = "📎 " + imageName(i, img)
 		}
-		return s.n.cfg.Client.Comment(s.ctx, s.page, text, id)
+		return s.n.cfg.Client.Comment(ctx, s.page, text, id)
 	})
 }
 

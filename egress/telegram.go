@@ -130,11 +130,7 @@ func (e *Egress) addTelegram(t Telegram) error {
 		return err
 	}
 	p := e.pusher(t.Retry)
-	allowed := map[string]bool{}
-	for _, id := range t.Allowed {
-		allowed[id] = true
-	}
-	p.channels[contract.ChannelTelegram] = channel{rules: t.Rules, sender: s, allowed: allowed,
+	p.channels[contract.ChannelTelegram] = channel{rules: t.Rules, sender: s,
 		mediaURL: func(img contract.Image) string { return t.mediaBase() + e.cfg.Signer.URL(img, time.Now()) }}
 	return nil
 }

@@ -168,14 +168,9 @@ func (e *Egress) addTwilio(t Twilio) {
 	api := newTwilioAPI(t)
 	media := func(img contract.Image) string { return t.PublicURL + e.cfg.Signer.URL(img, time.Now()) }
 	p := e.pusher(t.Retry)
-	allowed := map[string]bool{}
-	for _, n := range t.Allowed {
-		u, _ := contract.PhoneUser(contract.ChannelSMS, n) // validated
-		allowed[u.ID] = true
-	}
-	p.channels[contract.ChannelWhatsApp] = channel{rules: t.WhatsApp, sender: &twilioSender{cfg: t, api: api, channel: contract.ChannelWhatsApp}, mediaURL: media, waitSent: t.StatusCallbacks, allowed: allowed,
+	p.channels[contract.ChannelWhatsApp] = channel{rules: t.WhatsApp, sender: &twilioSender{cfg: t, api: api, channel: contract.ChannelWhatsApp}, mediaURL: media, waitSent: t.StatusCallbacks,
 		window: &window{closed: twilioCodeOutOfReply, template: t.WindowContentSID}}
-	p.channels[contract.ChannelSMS] = channel{rules: t.SMS, sender: &twilioSender{cfg: t, api: api, channel: contract.ChannelSMS}, mediaURL: media, waitSent: t.StatusCallbacks, allowed: allowed}
+	p.channels[contract.ChannelSMS] = channel{rules: t.SMS, sender: &twilioSender{cfg: t, api: api, channel: contract.ChannelSMS}, mediaURL: media, waitSent: t.StatusCallbacks}
 	if t.StatusCallbacks {
 		p.status = newSentWaiter(t.SentWait)
 	}

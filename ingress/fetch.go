@@ -41,7 +41,7 @@ func (i *Ingress) serveFetch(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	if err := i.openGate(ctx); err != nil {
+	if err := i.allow.Open(ctx, i.js); err != nil {
 		return err
 	}
 	if (i.cfg.Twilio == nil || i.cfg.Twilio.AccountSID == "") && i.cfg.Telegram == nil {

@@ -121,9 +121,9 @@ type Ingress struct {
 	sessions  *sessionLimiter
 	log       zerolog.Logger
 	validator *client.RequestValidator
-	allow     map[string]struct{} // E.164 numbers
-	chats     map[string]struct{} // Telegram chat ids
-	gate      gate                // and the people paired in
+	// allow is who may talk: the configured numbers and chats, and,
+	// once Run has opened it, the people paired in.
+	allow *contract.Allowlist
 }
 
 // New returns an ingress publishing through js.
@@ -139,23 +139,16 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Ingress, erro
 		return nil, errors.New("ingress: the web chat needs its session key (Config.Sessions)")
 	}
 	i := &Ingress{cfg: cfg, js: js, log: log.With().Str("svc", "ingress").Logger(), sessions: newSessionLimiter(cfg.NewSessions)}
+	var numbers, chats []string
 	if cfg.Twilio != nil {
 		i.validator = newValidator(cfg.Twilio.AuthToken)
-		i.allow = set(cfg.Twilio.Allowed)
+		numbers = cfg.Twilio.Allowed
 	}
 	if cfg.Telegram != nil {
-		i.chats = set(cfg.Telegram.Allowed)
+		chats = cfg.Telegram.Allowed
 	}
+	i.allow = contract.NewAllowlist(numbers, chats)
 	return i, nil
-}
-
-// set holds list's items.
-func set(list []string) map[string]struct{} {
-	m := make(map[string]struct{}, len(list))
-	for _, s := range list {
-		m[s] = struct{}{}
-	}
-	return m
 }
 
 // Handler serves the provider webhooks, which authenticate themselves

@@ -140,7 +140,7 @@ func (i *Ingress) telegramUser(log zerolog.Logger, chat int64) (contract.User, b
 		log.Warn().Int64("chat", chat).Msg("telegram chat id unusable; ignored")
 		return u, false
 	}
-	if _, ok := i.chats[u.ID]; !ok && !i.paired(u) {
+	if !i.allow.Allows(u) {
 		return u, false
 	}
 	return u, true

@@ -149,7 +149,7 @@ func (i *Ingress) twilioWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log = log.With().Str("user", u.Key()).Logger()
-	if !i.allowed(u) && !i.paired(u) {
+	if !i.allow.Allows(u) {
 		if in, ok := i.pairIn(ctx, log, u, sid, form.Get("Body")); ok {
 			if err := i.Publish(ctx, in); err != nil {
 				log.Error().Err(err).Msg("welcome not stored")
@@ -275,12 +275,6 @@ func (i *Ingress) twilioStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	l.Str("user", u.Key()).Str("sid", sid).Str("status", status).Int("code", code).Msg("twilio delivery status")
 	twiml(w)
-}
-
-func (i *Ingress) allowed(u contract.User) bool {
-	n, _ := u.Phone()
-	_, ok := i.allow[n]
-	return ok
 }
 
 func twiml(w http.ResponseWriter) {

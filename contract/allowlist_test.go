@@ -1,0 +1,70 @@
+package contract_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/natstest"
+)
+
+// The allowlist lets in the numbers (on WhatsApp and SMS alike) and chats
+// configured, and, once open, the people paired in; AllowsNow sees them
+// before the watch does.
+func TestAllowlist(t *testing.T) {
+	s := natstest.RunJetStream(t)
+	ctx := t.Context()
+	if err := contract.Provision(ctx, s.JS, contract.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	a := contract.NewAllowlist([]string{"+15551234567", "whatsapp:+15557654321", "nonsense"}, []string{"4242", "-1001234567890"})
+	user := func(ch, id string) contract.User { return contract.User{Channel: ch, ID: id} }
+	bob := user(contract.ChannelTelegram, "777")
+	for _, tt := range []struct {
+		u    contract.User
+		want bool
+	}{
+		{user(contract.ChannelWhatsApp, "15551234567"), true},
+		{user(contract.ChannelSMS, "15551234567"), true},
+		{user(contract.ChannelSMS, "15557654321"), true},
+		{user(contract.ChannelTelegram, "4242"), true},
+		{user(contract.ChannelTelegram, "-1001234567890"), true},
+		{user(contract.ChannelTelegram, "15551234567"), false}, // a number is no chat
+		{user(contract.ChannelWhatsApp, "4242"), false},
+		{bob, false},
+	} {
+		if got := a.Allows(tt.u); got != tt.want {
+			t.Errorf("Allows(%s) = %v; want %v", tt.u, got, tt.want)
+		}
+	}
+	if ok, err := a.Redeem(ctx, bob, "ABCDEF"); ok || err != nil {
+		t.Errorf("a code before Open: %v, %v; want nobody paired", ok, err)
+	}
+	if err := a.Open(ctx, s.JS); err != nil {
+		t.Fatal(err)
+	}
+	p, err := contract.OpenPairing(ctx, s.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := p.NewCode(ctx, "operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := a.Redeem(ctx, bob, code); !ok || err != nil {
+		t.Fatalf("bob's code: %v, %v; want paired", ok, err)
+	}
+	if ok, err := a.AllowsNow(ctx, bob); !ok || err != nil {
+		t.Errorf("AllowsNow(bob) just paired: %v, %v; want true", ok, err)
+	}
+	natstest.CheckFor(t, 2*time.Second, 10*time.Millisecond, func() error {
+		if !a.Allows(bob) {
+			return errors.New("bob not allowed once the watch saw him")
+		}
+		return nil
+	})
+	if ok, _ := a.AllowsNow(ctx, user(contract.ChannelTelegram, "888")); ok {
+		t.Error("a stranger allowed")
+	}
+}
