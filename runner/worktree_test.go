@@ -183,8 +183,11 @@ func TestWorktreeKept(t *testing.T) {
 	// Cancelled once it has written f.txt.
 	w.send(contract.Job{ID: "w2", User: w.u, Project: "app", Text: "echo x > f.txt; sleep 30", Worktree: true})
 	natstest.CheckFor(t, runnerWait, runnerPoll, func() error {
-		_, err := os.Stat(filepath.Join(w.tree, "f.txt"))
-		return err
+		// Written, not only made: the shell makes the file before echo writes.
+		if b, err := os.ReadFile(filepath.Join(w.tree, "f.txt")); err != nil || string(b) != "x\n" {
+			return fmt.Errorf("f.txt = %q, %v", b, err)
+		}
+		return nil
 	})
 	if err := w.js.Conn().Publish(contract.CancelSubject(w.u), []byte("w2")); err != nil {
 		t.Fatal(err)
