@@ -18,26 +18,27 @@ import (
 
 // prepare readies what the agent runs with: its workspace, credentials
 // and worktree, the job's attachments, the run's clocks, the command
-// starting its programs and the agent itself. stop says handle ends
-// here, with err: the run was refused, and the person told why in its
-// done event.
-func (ru *run) prepare() (stop bool, err error) {
-	refusal := ru.workspace()
+// starting its programs and the agent itself. ctx is the job's, runCtx
+// the run's. stop says handle ends here, with err: the run was refused,
+// and the person told why in its done event.
+func (ru *run) prepare(ctx, runCtx context.Context) (stop bool, err error) {
+	tell := ru.teller(ctx)
+	refusal := ru.workspace(ctx, tell)
 	if refusal == "" {
-		refusal = ru.worktree()
+		refusal = ru.worktree(ctx)
 	}
 	if refusal != "" {
-		return true, ru.end(contract.StatusError, refusal)
+		return true, ru.end(ctx, contract.StatusError, refusal)
 	}
-	files, unfetched := ru.attachments()
+	files, unfetched := ru.attachments(runCtx, tell)
 	resume := ""
 	if !ru.job.NewSession && ru.job.Action == "" {
 		resume = session.Read(ru.home, session.FileOf(ru.project))
 	}
-	ru.clocks()
-	command, refusal := ru.command()
+	ru.clocks(ctx)
+	command, refusal := ru.command(ctx)
 	if refusal != "" {
-		return true, ru.end(contract.StatusError, refusal)
+		return true, ru.end(ctx, contract.StatusError, refusal)
 	}
 	ru.spec = &agent.Run{
 		Job:         ru.job,
@@ -52,27 +53,28 @@ func (ru *run) prepare() (stop bool, err error) {
 	ru.pickAgent()
 	if b := ru.job.Budget; b != nil && b.LeftUSD <= 0 && ru.job.Action == "" {
 		ru.log.Info().Str("budget", b.Of).Msg("budget used up; not running")
-		return true, ru.end(contract.StatusBudget, fmt.Sprintf(MsgBudgetUsed, b.Of))
+		return true, ru.end(ctx, contract.StatusBudget, fmt.Sprintf(MsgBudgetUsed, b.Of))
 	}
-	ru.converse()
-	if refusal := ru.r.hear(ru.runCtx, ru.log, ru.spec, ru.voices, command, ru.tell); refusal != "" {
-		return true, ru.end(contract.StatusError, refusal)
+	ru.converse(ctx)
+	if refusal := ru.r.hear(runCtx, ru.log, ru.spec, ru.voices, command, tell); refusal != "" {
+		return true, ru.end(ctx, contract.StatusError, refusal)
 	}
 	return false, nil
 }
 
 // workspace readies the job's project's workspace, the agent's home (the
-// person's, whatever the project) and the person's credentials; refusal,
-// when set, says why the job cannot run.
-func (ru *run) workspace() (refusal string) {
+// person's, whatever the project) and the person's credentials, in ctx
+// (the job's), telling the person with tell; refusal, when set, says why
+// the job cannot run.
+func (ru *run) workspace(ctx context.Context, tell func(key, text string)) (refusal string) {
 	r, u, log := ru.r, ru.job.User, ru.log
 	// Copies this runner kept from an earlier time it held the person go
 	// first: their snapshots are newer.
 	if r.tookOver(u) {
-		r.ws.SetAside(ru.ctx, log, u)
+		r.ws.SetAside(ctx, log, u)
 	}
 	var err error
-	if ru.project, ru.dir, err = r.ws.Pick(ru.ctx, log, ru.job, ru.tell); err != nil {
+	if ru.project, ru.dir, err = r.ws.Pick(ctx, log, ru.job, tell); err != nil {
 		return ru.refusal(err, "workspace")
 	}
 	ru.home = r.ws.Home(u)
@@ -97,10 +99,10 @@ func (ru *run) workspace() (refusal string) {
 // worktree opens the job's worktree, with branches on: a message runs in
 // a worktree of the project, on a branch of its own, and an answer to its
 // approval request acts on it (workspace.Worktree). ru.dir stays the
-// project's checkout; ru.runDir is where the run works.
-func (ru *run) worktree() (refusal string) {
+// project's checkout; ru.runDir is where the run works. ctx is the job's.
+func (ru *run) worktree(ctx context.Context) (refusal string) {
 	var err error
-	ru.wt, ru.wtNote, err = ru.r.ws.OpenWorktree(ru.ctx, ru.log, ru.job, ru.project, ru.dir, ru.home)
+	ru.wt, ru.wtNote, err = ru.r.ws.OpenWorktree(ctx, ru.log, ru.job, ru.project, ru.dir, ru.home)
 	if err != nil {
 		return ru.refusal(err, "worktree")
 	}
@@ -109,8 +111,8 @@ func (ru *run) worktree() (refusal string) {
 		ru.runDir = ru.wt.Dir()
 		ru.later(func() {
 			// A run that ended early (a refusal) leaves no empty branch.
-			if !ru.settled && ru.ctx.Err() == nil {
-				ru.wt.Settle(ru.ctx, ru.log)
+			if !ru.settled && ctx.Err() == nil {
+				ru.wt.Settle(ctx, ru.log)
 			}
 		})
 	}
@@ -130,9 +132,10 @@ func (ru *run) refusal(err error, what string) string {
 
 // attachments fetches the job's attachments into the workspace: the
 // files the agent is given, and how many could not be fetched. A
-// message's voice notes are kept apart, to be heard (voice.go).
-func (ru *run) attachments() (files []string, unfetched int) {
-	attachments, unfetched := ru.r.attach(ru.runCtx, ru.log, ru.job, ru.runDir, ru.tell)
+// message's voice notes are kept apart, to be heard (voice.go). runCtx
+// is the run's; tell tells the person of attachments not fetched.
+func (ru *run) attachments(runCtx context.Context, tell func(key, text string)) (files []string, unfetched int) {
+	attachments, unfetched := ru.r.attach(runCtx, ru.log, ru.job, ru.runDir, tell)
 	for _, a := range attachments {
 		if a.Media.Voice && ru.job.Action == "" {
 			ru.voices = append(ru.voices, a)
@@ -143,13 +146,14 @@ func (ru *run) attachments() (files []string, unfetched int) {
 	return files, unfetched
 }
 
-// clocks starts the run's time limit and its progress heartbeat.
-func (ru *run) clocks() {
+// clocks starts the run's time limit and its progress heartbeat, whose
+// events are published in ctx (the job's).
+func (ru *run) clocks(ctx context.Context) {
 	cfg := ru.r.cfg
 	ru.limit = newDeadline(cfg.Timeout, ru.cancel)
 	ru.later(ru.limit.stop)
 	ru.start = time.Now()
-	ru.prog = newProgress(cfg.Heartbeat, quote(ru.job), ru.start, ru.publishProgress)
+	ru.prog = newProgress(cfg.Heartbeat, quote(ru.job), ru.start, ru.progressPublisher(ctx))
 	ru.later(every(cfg.Heartbeat/4, ru.prog.beat))
 }
 
@@ -160,8 +164,9 @@ const ModeVar = "TEXTSLASH_MODE"
 // command is how the run starts its programs: as the agent user in the
 // run's directory, told its task and mode, the agents' textslash command, its
 // screenshot endpoint and its credentials; in the sandbox, and a cgroup
-// of its own, when runs have them. refusal, when set, ends the run.
-func (ru *run) command() (command func(ctx context.Context, name string, args ...string) *exec.Cmd, refusal string) {
+// of its own, when runs have them. ctx (the job's) gives the endpoint the
+// job's trace. refusal, when set, ends the run.
+func (ru *run) command(ctx context.Context) (command func(ctx context.Context, name string, args ...string) *exec.Cmd, refusal string) {
 	r := ru.r
 	mode := ru.job.Mode
 	if mode == "" {
@@ -173,7 +178,7 @@ func (ru *run) command() (command func(ctx context.Context, name string, args ..
 	}
 	if r.shots != nil {
 		var env []string
-		ru.shotTok, env = r.shots.Begin(ru.job, contract.TraceFrom(ru.ctx), ru.log)
+		ru.shotTok, env = r.shots.Begin(ru.job, contract.TraceFrom(ctx), ru.log)
 		extraEnv = append(extraEnv, env...)
 	}
 	command = sandbox.CommandFunc(ru.runDir, ru.home, r.user, r.cfg.Agent != AgentShell, ru.creds.Env(extraEnv)...)
@@ -230,12 +235,12 @@ func (ru *run) pickAgent() {
 }
 
 // converse lets the person answer Claude Code's questions and add
-// messages while it works.
-func (ru *run) converse() {
+// messages while it works; the conversation is read in ctx (the job's).
+func (ru *run) converse(ctx context.Context) {
 	if _, ok := ru.agent.(*agent.Claude); !ok {
 		return
 	}
-	conv, err := ru.r.converse(ru.ctx, ru.log, ru.job)
+	conv, err := ru.r.converse(ctx, ru.log, ru.job)
 	if err != nil {
 		ru.log.Warn().Err(err).Msg("the person cannot answer questions or add to this run")
 		return

@@ -40,13 +40,13 @@ var runSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
 
 // report makes the done event of what came of the run (how it ended, its
 // images, what the next run needs, an approval request) and publishes it,
-// after the snapshot of its workspace.
-func (ru *run) report() error {
+// after the snapshot of its workspace. ctx is the job's, runCtx the run's.
+func (ru *run) report(ctx, runCtx context.Context) error {
 	r, log, done := ru.r, ru.log, &ru.done
-	ru.outcome()
-	ru.images()
-	kept := ru.aftermath()
-	ru.approval(kept)
+	ru.outcome(ctx, runCtx)
+	ru.images(ctx, runCtx)
+	kept := ru.aftermath(ctx)
+	ru.approval(ctx, runCtx, kept)
 	if r.cfg.ShowCost && (done.CostUSD > 0 || done.InputTokens > 0) {
 		done.Text = joinText(done.Text, costLine(*done))
 	}
@@ -56,13 +56,14 @@ func (ru *run) report() error {
 	// Before the reply: a runner killed once the person has it must have
 	// left the workspace the reply speaks of for the next runner
 	// (TestTwoRunners caught a snapshot taken after the reply lost so).
-	r.ws.Snapshot(context.WithoutCancel(ru.ctx), log, ru.job.User, ru.project, ru.dir)
-	return r.publishDone(context.WithoutCancel(ru.ctx), *done)
+	r.ws.Snapshot(context.WithoutCancel(ctx), log, ru.job.User, ru.project, ru.dir)
+	return r.publishDone(context.WithoutCancel(ctx), *done)
 }
 
 // outcome fills in the done event from the agent's result: its figures,
-// its text and the status, from how the run ended.
-func (ru *run) outcome() {
+// its text and the status, from how the run ended: runCtx's cause (the
+// run's), or ctx's end (the job's: the runner stopped).
+func (ru *run) outcome(ctx, runCtx context.Context) {
 	done, res := &ru.done, ru.res
 	done.DurationMS = time.Since(ru.start).Milliseconds()
 	done.ExitCode, done.CostUSD, done.Truncated = res.ExitCode, res.CostUSD, res.Truncated
@@ -70,7 +71,7 @@ func (ru *run) outcome() {
 	done.Text = strings.TrimSpace(res.Text)
 	var lim *sandbox.LimitError
 	var refused *workspace.Refusal
-	cause := context.Cause(ru.runCtx)
+	cause := context.Cause(runCtx)
 	if !errors.As(cause, &lim) && ru.cg != nil {
 		lim = ru.cg.Exceeded() // reached as the agent ended, before the watch saw it
 	}
@@ -86,7 +87,7 @@ func (ru *run) outcome() {
 		if done.Text != "" {
 			done.Text = joinText(MsgCancelled, done.Text)
 		}
-	case ru.ctx.Err() != nil:
+	case ctx.Err() != nil:
 		done.Status = contract.StatusInterrupted
 		done.Text = joinText(MsgInterrupted, done.Text)
 	case errors.Is(cause, errRunTimeout):
@@ -115,16 +116,17 @@ func (ru *run) outcome() {
 // images adds the run's images to the done event: its screenshots
 // however it ended (partial results: only a runner shutting down leaves
 // them), then, after a message's run, the images it handed over,
-// described only when the run was not cut short.
-func (ru *run) images() {
+// described only when the run was not cut short. The images are
+// collected in ctx (the job's), described in runCtx (the run's).
+func (ru *run) images(ctx, runCtx context.Context) {
 	done := &ru.done
 	done.Images = ru.shots
-	if ru.ctx.Err() != nil || ru.job.Action != "" {
+	if ctx.Err() != nil || ru.job.Action != "" {
 		return
 	}
-	describe := handover.NewDescriptions(ru.r.cfg.DescribeImages && ru.runCtx.Err() == nil, ru.agent, ru.spec, ru.res.CostUSD, ru.log)
-	caption := func(path string) string { return describe.Caption(ru.runCtx, path) }
-	images, notes := ru.r.media.Collect(ru.ctx, ru.log, ru.job, ru.runDir, ru.res.Handovers, len(ru.shots), ru.start, caption)
+	describe := handover.NewDescriptions(ru.r.cfg.DescribeImages && runCtx.Err() == nil, ru.agent, ru.spec, ru.res.CostUSD, ru.log)
+	caption := func(path string) string { return describe.Caption(runCtx, path) }
+	images, notes := ru.r.media.Collect(ctx, ru.log, ru.job, ru.runDir, ru.res.Handovers, len(ru.shots), ru.start, caption)
 	done.Images = append(done.Images, images...)
 	done.Text = joinText(done.Text, strings.Join(notes, "\n"))
 	spent := describe.Spent()
@@ -135,9 +137,10 @@ func (ru *run) images() {
 
 // aftermath keeps what the next run needs: the messages added too late
 // are told, the agent's session kept, the project's branch noted, and a
-// message's worktree without changes removed (kept: it stays).
-func (ru *run) aftermath() (kept bool) {
-	r, job, ctx, log, done := ru.r, ru.job, ru.ctx, ru.log, &ru.done
+// message's worktree without changes removed (kept: it stays), in ctx
+// (the job's).
+func (ru *run) aftermath(ctx context.Context) (kept bool) {
+	r, job, log, done := ru.r, ru.job, ru.log, &ru.done
 	if job.Action == "" && ctx.Err() == nil {
 		done.Text = joinText(done.Text, r.notAdded(ctx, job, ru.conv))
 	}
@@ -165,8 +168,9 @@ func (ru *run) aftermath() (kept bool) {
 // run left (in the checkout, or on the worktree's branch when kept), with
 // the diff drawn as an image when it can be; it notes what the request is
 // about, and the person's request, for the answer. An answer that went
-// through forgets the request.
-func (ru *run) approval(kept bool) {
+// through forgets the request. The changes are looked for in runCtx (the
+// run's), the diff drawn in ctx (the job's).
+func (ru *run) approval(ctx, runCtx context.Context, kept bool) {
 	job, log, done := ru.job, ru.log, &ru.done
 	if done.Status != contract.StatusOK {
 		return
@@ -179,7 +183,7 @@ func (ru *run) approval(kept bool) {
 	if job.Action != "" {
 		return
 	}
-	ch, err := workspace.Pending(ru.runCtx, ru.spec)
+	ch, err := workspace.Pending(runCtx, ru.spec)
 	if err != nil {
 		log.Warn().Err(err).Msg("could not look for changes to approve")
 	}
@@ -191,7 +195,7 @@ func (ru *run) approval(kept bool) {
 	if ch.Diff != "" && ru.r.shots != nil {
 		// The diff as a picture a phone shows well; the text keeps the
 		// summary.
-		if img, err := ru.r.shots.DiffImage(ru.ctx, log, job, ch.Diff); err != nil {
+		if img, err := ru.r.shots.DiffImage(ctx, log, job, ch.Diff); err != nil {
 			log.Warn().Err(err).Msg("diff not drawn; quoted as text")
 		} else {
 			done.Images = append(done.Images, img)

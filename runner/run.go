@@ -16,15 +16,13 @@ import (
 )
 
 // run is one job from its start to its done event: what handle's steps
-// (admit, prepare, execute, report) share.
+// (admit, prepare, execute, report) share. The steps are passed the
+// contexts they need: the job's (ctx: it ends when the runner stops) and
+// the run's own (runCtx, made by admit: it also ends when the person
+// cancels the run, at its time limit or at a limit of its cgroup).
 type run struct {
-	r   *Runner
-	ctx context.Context // the job's: ends when the runner stops
-	// runCtx is the run's own: it also ends when the person cancels the
-	// run, at its time limit or at a limit of its cgroup; cancel ends it
-	// with that cause.
-	runCtx context.Context
-	cancel context.CancelCauseFunc
+	r      *Runner
+	cancel context.CancelCauseFunc // ends the run's context, with a cause
 	job    contract.Job
 	log    zerolog.Logger
 	done   contract.Event // the report, filled in on the way
@@ -69,19 +67,20 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		return err
 	}
 	ru := &run{
-		r: r, ctx: ctx, job: job,
+		r: r, job: job,
 		log:  zerolog.Ctx(ctx).With().Str("user", job.User.Key()).Str("job_id", job.ID).Logger(),
 		done: contract.Event{Kind: contract.KindDone, User: job.User, JobID: job.ID},
 	}
 	defer ru.close()
-	if stop, err := ru.admit(msg); stop {
+	runCtx, stop, err := ru.admit(ctx, msg)
+	if stop {
 		return err
 	}
-	if stop, err := ru.prepare(); stop {
+	if stop, err := ru.prepare(ctx, runCtx); stop {
 		return err
 	}
-	ru.execute()
-	return ru.report()
+	ru.execute(runCtx)
+	return ru.report(ctx, runCtx)
 }
 
 // later undoes f when the run is over.
@@ -94,16 +93,18 @@ func (ru *run) close() {
 	}
 }
 
-// end publishes the done event of a run that ends before its agent runs.
-func (ru *run) end(status, text string) error {
+// end publishes the done event of a run that ends before its agent runs,
+// in ctx (the job's).
+func (ru *run) end(ctx context.Context, status, text string) error {
 	ru.done.Status, ru.done.Text = status, text
-	return ru.r.publishDone(ru.ctx, ru.done)
+	return ru.r.publishDone(ctx, ru.done)
 }
 
 // admit makes the job its user's run in this process and marks it
-// started; stop says handle ends here, with err: a job cancelled is not
-// run, one started before is reported interrupted.
-func (ru *run) admit(msg jetstream.Msg) (stop bool, err error) {
+// started, in ctx (the job's); runCtx is the run's own context, under
+// ctx. stop says handle ends here, with err: a job cancelled is not run,
+// one started before is reported interrupted.
+func (ru *run) admit(ctx context.Context, msg jetstream.Msg) (runCtx context.Context, stop bool, err error) {
 	r, u, log := ru.r, ru.job.User, ru.log
 	// Tell JetStream the job is in hand, so a long run is not redelivered;
 	// a crashed runner stops telling, and the job is redelivered after
@@ -111,11 +112,11 @@ func (ru *run) admit(msg jetstream.Msg) (stop bool, err error) {
 	ru.later(every(contract.JobAckWait/3, func() { _ = msg.InProgress() }))
 	// One run per user in this process, even while a cancelled one is
 	// still being stopped.
-	ru.runCtx, ru.cancel = context.WithCancelCause(ru.ctx)
+	runCtx, ru.cancel = context.WithCancelCause(ctx)
 	ru.later(func() { ru.cancel(nil) })
-	release, err := r.claim(ru.runCtx, u, ru.job.ID, ru.cancel)
+	release, err := r.claim(runCtx, u, ru.job.ID, ru.cancel)
 	if err != nil {
-		return true, err
+		return runCtx, true, err
 	}
 	ru.later(release)
 	// A job the person cancelled (before it was taken, or while it waited
@@ -125,11 +126,11 @@ func (ru *run) admit(msg jetstream.Msg) (stop bool, err error) {
 	// (its write lost, the job's kept), and the dispatcher publishes the
 	// job again only as a duplicate, which would never be delivered. From
 	// here on, a cancel finds this run in r.running.
-	if finished, err := r.finished(ru.ctx, u, ru.job.ID); err != nil {
-		return true, err
+	if finished, err := r.finished(ctx, u, ru.job.ID); err != nil {
+		return runCtx, true, err
 	} else if finished {
 		log.Info().Msg("job already finished or cancelled; not running it")
-		return true, nil
+		return runCtx, true, nil
 	}
 
 	// Mark the job started. The mark is deduplicated by the job's id: a
@@ -142,42 +143,49 @@ func (ru *run) admit(msg jetstream.Msg) (stop bool, err error) {
 	// delivery count cannot tell these apart: a crashed embedded server may
 	// not have stored it.)
 	started := contract.Event{Kind: contract.KindStarted, User: u, JobID: ru.job.ID, Text: quote(ru.job)}
-	if dup, err := r.markStarted(ru.ctx, started, msg); err != nil {
-		return true, err
+	if dup, err := r.markStarted(ctx, started, msg); err != nil {
+		return runCtx, true, err
 	} else if dup {
 		log.Warn().Msg("job was started before and interrupted; not running it again")
-		return true, ru.end(contract.StatusInterrupted, MsgInterrupted)
+		return runCtx, true, ru.end(ctx, contract.StatusInterrupted, MsgInterrupted)
 	}
-	return false, nil
+	return runCtx, false, nil
 }
 
-// execute runs the agent, unless the run ended while it was prepared,
-// and takes back the screenshots it took at the endpoint.
-func (ru *run) execute() {
-	if ru.runCtx.Err() == nil {
+// execute runs the agent in runCtx (the run's), unless the run ended
+// while it was prepared, and takes back the screenshots it took at the
+// endpoint.
+func (ru *run) execute(runCtx context.Context) {
+	if runCtx.Err() == nil {
 		ru.log.Info().Str("agent", ru.name).Str("mode", ru.job.Mode).Msg("run started")
-		ru.res, ru.err = ru.agent.Run(ru.runCtx, ru.spec)
+		ru.res, ru.err = ru.agent.Run(runCtx, ru.spec)
 	}
 	if ru.r.shots != nil {
 		ru.shots = ru.r.shots.End(ru.shotTok)
 	}
 }
 
-// tell publishes a notice of the run's; key tells its notices apart.
-func (ru *run) tell(key, text string) {
-	u := ru.job.User
-	ev := contract.Event{Kind: contract.KindNotice, User: u, JobID: ru.job.ID, Text: text}
-	if err := contract.PublishEvent(ru.ctx, ru.r.js, ev, contract.MsgID(u, ru.job.ID, key)); err != nil {
-		ru.log.Warn().Err(err).Msg("notice")
+// teller returns tell, which publishes a notice of the run's in ctx (the
+// job's); key tells its notices apart.
+func (ru *run) teller(ctx context.Context) (tell func(key, text string)) {
+	return func(key, text string) {
+		u := ru.job.User
+		ev := contract.Event{Kind: contract.KindNotice, User: u, JobID: ru.job.ID, Text: text}
+		if err := contract.PublishEvent(ctx, ru.r.js, ev, contract.MsgID(u, ru.job.ID, key)); err != nil {
+			ru.log.Warn().Err(err).Msg("notice")
+		}
 	}
 }
 
-// publishProgress publishes the run's nth progress event.
-func (ru *run) publishProgress(n int, line string) {
-	u := ru.job.User
-	ev := contract.Event{Kind: contract.KindProgress, User: u, JobID: ru.job.ID, Text: line}
-	if err := contract.PublishEvent(ru.ctx, ru.r.js, ev, contract.MsgID(u, ru.job.ID, "progress", fmt.Sprint(n))); err != nil {
-		ru.log.Warn().Err(err).Msg("progress event")
+// progressPublisher returns publish, which publishes the run's nth
+// progress event in ctx (the job's).
+func (ru *run) progressPublisher(ctx context.Context) (publish func(n int, line string)) {
+	return func(n int, line string) {
+		u := ru.job.User
+		ev := contract.Event{Kind: contract.KindProgress, User: u, JobID: ru.job.ID, Text: line}
+		if err := contract.PublishEvent(ctx, ru.r.js, ev, contract.MsgID(u, ru.job.ID, "progress", fmt.Sprint(n))); err != nil {
+			ru.log.Warn().Err(err).Msg("progress event")
+		}
 	}
 }
 
