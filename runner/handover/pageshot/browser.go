@@ -6,6 +6,7 @@ package pageshot
 import (
 	"context"
 	"errors"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -40,23 +41,29 @@ type Config struct {
 // stops it.
 type Browser struct {
 	cfg Config
-	// life ends with Close; it is the parent of the browser's contexts, so
-	// that Close also ends the shot in progress.
-	life context.Context
-	end  context.CancelFunc
+	// closing is closed by Close: a shot waiting for its turn gives up, and
+	// the running browser stops at once (see launch), which ends the shot
+	// in progress.
+	closing chan struct{}
+	end     func() // closes closing, once
 	// turn holds one token, taken by the shot in progress and by Close; a
 	// channel so that waiting for it respects the caller's ctx.
-	turn   chan struct{}
-	cur    *instance // the running browser or nil; under turn
-	closed bool      // under turn
+	turn chan struct{}
+	cur  *instance // the running browser or nil; under turn
 }
 
 // instance is one Chromium process.
+//
+// Its handle is a context.Context kept for the life of the process, not a
+// request's context: chromedp.NewContext returns the browser as a context
+// (chromedp's handle, what chromedp.Do and the next chromedp.NewContext
+// take), and the process lives as long as it is not cancelled, across
+// every Capture.
 type instance struct {
-	// ctx is the chromedp context of the browser's first tab. chromedp ties
-	// the process to it, and cancels it when the connection to the process
-	// drops, so it is done once the browser has died.
-	ctx context.Context
+	// handle is the chromedp context of the browser's first tab. chromedp
+	// ties the process to it, and cancels it when the connection to the
+	// process drops, so it is done once the browser has died.
+	handle context.Context
 	// stop kills the process and waits until it and its profile directory
 	// are gone; only the first call does anything (chromedp's cancel must
 	// run once).
@@ -70,8 +77,9 @@ func New(cfg Config) *Browser {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	life, end := context.WithCancel(context.Background())
-	return &Browser{cfg: cfg, life: life, end: end, turn: make(chan struct{}, 1)}
+	closing := make(chan struct{})
+	end := sync.OnceFunc(func() { close(closing) })
+	return &Browser{cfg: cfg, closing: closing, end: end, turn: make(chan struct{}, 1)}
 }
 
 // Close ends the shot in progress, if any, and stops Chromium. Later
@@ -80,7 +88,6 @@ func (b *Browser) Close() error {
 	b.end()
 	b.turn <- struct{}{}
 	defer func() { <-b.turn }()
-	b.closed = true
 	if b.cur != nil {
 		b.cur.stop()
 		b.cur = nil
@@ -109,22 +116,22 @@ func (b *Browser) Capture(ctx context.Context, o Options) (Shot, error) {
 	case b.turn <- struct{}{}:
 	case <-ctx.Done():
 		return Shot{}, ctx.Err()
-	case <-b.life.Done():
+	case <-b.closing:
 		return Shot{}, ErrClosed
 	}
 	defer func() { <-b.turn }()
-	if b.closed {
+	if b.isClosed() {
 		return Shot{}, ErrClosed
 	}
 	var err error
 	for range 2 {
 		var inst *instance
-		if inst, err = b.browser(ctx); err != nil {
+		if inst, err = b.running(ctx); err != nil {
 			return Shot{}, err
 		}
 		var s Shot
 		s, err = b.shoot(ctx, inst, o)
-		if err == nil || inst.ctx.Err() == nil || ctx.Err() != nil || b.life.Err() != nil {
+		if err == nil || inst.handle.Err() == nil || ctx.Err() != nil || b.isClosed() {
 			return s, err
 		}
 		// The browser died under this shot: again in a fresh one.
@@ -132,11 +139,11 @@ func (b *Browser) Capture(ctx context.Context, o Options) (Shot, error) {
 	return Shot{}, err
 }
 
-// browser returns the running browser, starting one if there is none or the
-// last one died. The caller has the turn.
-func (b *Browser) browser(ctx context.Context) (*instance, error) {
+// running returns the running browser, starting one if there is none or
+// the last one died. The caller has the turn.
+func (b *Browser) running(ctx context.Context) (*instance, error) {
 	if b.cur != nil {
-		if b.cur.ctx.Err() == nil {
+		if b.cur.handle.Err() == nil {
 			return b.cur, nil
 		}
 		b.cur.stop() // reaps the dead one and removes its profile
@@ -148,4 +155,14 @@ func (b *Browser) browser(ctx context.Context) (*instance, error) {
 	}
 	b.cur = inst
 	return inst, nil
+}
+
+// isClosed reports whether Close was called.
+func (b *Browser) isClosed() bool {
+	select {
+	case <-b.closing:
+		return true
+	default:
+		return false
+	}
 }

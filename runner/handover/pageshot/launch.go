@@ -36,51 +36,34 @@ func (b *Browser) launch(ctx context.Context) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin),
-		chromedp.Headless, // also --hide-scrollbars, --mute-audio
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("no-sandbox", b.cfg.NoSandbox), // chromedp would add it as root
-		// textslash's environment holds its secrets: the browser gets none.
-		chromedp.NoInheritEnv,
-		chromedp.Env("PATH="+os.Getenv("PATH"), "LANG=C.UTF-8"),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		// No windows opened by a page without a gesture: they would
-		// outlive the shot.
-		chromedp.Flag("disable-popup-blocking", false),
-	)
-	profile := ""
-	if u := b.cfg.User; u != nil {
-		// Its own profile directory, which chromedp leaves in place.
-		if profile, err = os.MkdirTemp("", "textslash-chromium-"); err != nil {
-			return nil, err
-		}
-		if err := os.Chown(profile, int(u.Uid), int(u.Gid)); err != nil {
-			os.RemoveAll(profile)
-			return nil, err
-		}
-		opts = append(opts, chromedp.UserDataDir(profile), chromedp.Env("HOME="+profile),
-			chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
-				cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: u}
-			}))
+	opts, profile, err := b.options(bin)
+	if err != nil {
+		return nil, err
 	}
-	// The browser outlives any one Capture: its contexts hang from b.life,
-	// and instance.stop (or Close) ends them.
-	actx, cancelAlloc := chromedp.NewExecAllocator(b.life, opts...)
+	// The browser outlives any one Capture: its contexts hang from
+	// context.Background(), and instance.stop (or Close) ends them.
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	discard := func(string, ...any) {}
 	bctx, cancelBrowser := chromedp.NewContext(actx,
 		chromedp.WithLogf(discard), chromedp.WithErrorf(discard))
-	inst := &instance{ctx: bctx, stop: sync.OnceFunc(func() {
+	inst := &instance{handle: bctx, stop: sync.OnceFunc(func() {
 		cancelBrowser() // kills the process, waits for it, removes the profile
 		cancelAlloc()
 		if profile != "" {
 			os.RemoveAll(profile)
 		}
 	})}
+	// Close ends the allocator's context, as the cancel of a parent would:
+	// every context of the browser ends at once, the shot in progress with
+	// them, and the allocator kills the process (Close then stops the
+	// instance). The watch ends with the browser.
+	go func() {
+		select {
+		case <-b.closing:
+			cancelAlloc()
+		case <-bctx.Done():
+		}
+	}()
 
 	// The first Run starts the process and binds it to bctx, so it cannot
 	// take a ctx with a deadline: wait for it on the side.
@@ -97,12 +80,52 @@ func (b *Browser) launch(ctx context.Context) (*instance, error) {
 	}
 	if err != nil {
 		inst.stop()
-		if b.life.Err() != nil {
+		if b.isClosed() {
 			err = ErrClosed
 		}
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	return inst, nil
+}
+
+// options are Chromium's flags for bin; with Config.User, also the user it
+// runs as and that user's profile directory (made here, removed by
+// instance.stop; "" without a user).
+func (b *Browser) options(bin string) (opts []chromedp.ExecAllocatorOption, profile string, err error) {
+	opts = append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin),
+		chromedp.Headless, // also --hide-scrollbars, --mute-audio
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("no-sandbox", b.cfg.NoSandbox), // chromedp would add it as root
+		// textslash's environment holds its secrets: the browser gets none.
+		chromedp.NoInheritEnv,
+		chromedp.Env("PATH="+os.Getenv("PATH"), "LANG=C.UTF-8"),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		// No windows opened by a page without a gesture: they would
+		// outlive the shot.
+		chromedp.Flag("disable-popup-blocking", false),
+	)
+	u := b.cfg.User
+	if u == nil {
+		return opts, "", nil
+	}
+	// Its own profile directory, which chromedp leaves in place.
+	if profile, err = os.MkdirTemp("", "textslash-chromium-"); err != nil {
+		return nil, "", err
+	}
+	if err := os.Chown(profile, int(u.Uid), int(u.Gid)); err != nil {
+		os.RemoveAll(profile)
+		return nil, "", err
+	}
+	opts = append(opts, chromedp.UserDataDir(profile), chromedp.Env("HOME="+profile),
+		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: u}
+		}))
+	return opts, profile, nil
 }
 
 func (b *Browser) bin() (string, error) {

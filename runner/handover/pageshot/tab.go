@@ -22,8 +22,14 @@ import (
 const blankTimeout = 5 * time.Second
 
 // tab is a browser tab kept open for the shots to come.
+//
+// Its handle is a context.Context kept across Captures, not a request's
+// context: chromedp.NewContext returns the tab as a context (chromedp's
+// handle, what chromedp.Do and chromedp.Call act on), and the tab stays
+// open until it is cancelled. Each shot runs under a context of its own
+// derived from it (see shoot).
 type tab struct {
-	ctx     context.Context // chromedp context of the tab, under the browser's
+	handle  context.Context // chromedp context of the tab, under the browser's
 	close   context.CancelFunc
 	profile string // whose shots it takes (Options.Profile)
 	// shot receives the events of the shot in progress.
@@ -59,18 +65,18 @@ func (t *tab) event(ev any) {
 // profile's pages carries over.
 func (b *Browser) openTab(ctx context.Context, inst *instance, profile string) (*tab, error) {
 	t := &tab{profile: profile}
-	t.ctx, t.close = chromedp.NewContext(inst.ctx, chromedp.WithNewBrowserContext(), chromedp.WithNewWindow(false), chromedp.WithListener(t.event))
+	t.handle, t.close = chromedp.NewContext(inst.handle, chromedp.WithNewBrowserContext(), chromedp.WithNewWindow(false), chromedp.WithListener(t.event))
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
 	defer cancel()
-	defer context.AfterFunc(ctx, t.close)()    // the first Run cannot take ctx
-	if err := chromedp.Do(t.ctx); err != nil { // opens the tab
+	defer context.AfterFunc(ctx, t.close)()       // the first Run cannot take ctx
+	if err := chromedp.Do(t.handle); err != nil { // opens the tab
 		t.close()
 		return nil, err
 	}
 	// The browser tells of a crash even when the tab does not.
-	id := chromedp.FromContext(t.ctx).Target.TargetID
+	id := chromedp.FromContext(t.handle).Target.TargetID
 	crash := &inspector.EventTargetCrashed{}
-	err := chromedp.ListenBrowser(t.ctx, func(ev any) {
+	err := chromedp.ListenBrowser(t.handle, func(ev any) {
 		if ev, ok := ev.(*target.EventTargetCrashed); ok && ev.TargetID == id {
 			t.event(crash)
 		}
@@ -78,10 +84,10 @@ func (b *Browser) openTab(ctx context.Context, inst *instance, profile string) (
 	if err == nil {
 		// The page as it is now: the agent may have changed it since the
 		// last shot, whatever its cache headers or service worker say.
-		_, err = chromedp.Call(t.ctx, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true})
+		_, err = chromedp.Call(t.handle, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true})
 	}
 	if err == nil {
-		_, err = chromedp.Call(t.ctx, network.SetBypassServiceWorker, network.SetBypassServiceWorkerParams{Bypass: true})
+		_, err = chromedp.Call(t.handle, network.SetBypassServiceWorker, network.SetBypassServiceWorkerParams{Bypass: true})
 	}
 	if err != nil {
 		t.close()
@@ -106,7 +112,7 @@ func (b *Browser) shoot(ctx context.Context, inst *instance, o Options) (Shot, e
 	t := inst.tab
 	// The shot ends with its timeout, with the caller's ctx, or when the
 	// tab's renderer crashes.
-	pctx, cancelCause := context.WithCancelCause(t.ctx)
+	pctx, cancelCause := context.WithCancelCause(t.handle)
 	defer cancelCause(nil)
 	defer context.AfterFunc(ctx, func() { cancelCause(context.Cause(ctx)) })()
 	sctx, cancel := context.WithTimeoutCause(pctx, b.cfg.Timeout,
@@ -148,9 +154,9 @@ func (b *Browser) why(ctx context.Context, inst *instance, err error) error {
 	switch {
 	case ctx.Err() == nil:
 		return err
-	case b.life.Err() != nil:
+	case b.isClosed():
 		return fmt.Errorf("%w (%w)", ErrClosed, err)
-	case inst.ctx.Err() != nil:
+	case inst.handle.Err() != nil:
 		return fmt.Errorf("browser died: %w", err)
 	default: // timeout, ctx, crash
 		return context.Cause(ctx)
