@@ -149,13 +149,16 @@ func (b *Browser) shoot(ctx context.Context, inst *instance, o Options) (Shot, e
 }
 
 // why says why an action on a tab failed once its context ended, for
-// chromedp reports only the context's error.
+// chromedp reports only the context's error. After Close it is ErrClosed
+// whether or not ctx ended yet: when Close ends the browser's context,
+// chromedp can see the connection drop (and fail the action) before the
+// cancel reaches the shot's context.
 func (b *Browser) why(ctx context.Context, inst *instance, err error) error {
 	switch {
-	case ctx.Err() == nil:
-		return err
 	case b.isClosed():
 		return fmt.Errorf("%w (%w)", ErrClosed, err)
+	case ctx.Err() == nil:
+		return err
 	case inst.handle.Err() != nil:
 		return fmt.Errorf("browser died: %w", err)
 	default: // timeout, ctx, crash
