@@ -141,12 +141,12 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 	stderr := &sandbox.CappedBuffer{Max: stderrKeep}
 	cmd.Stderr = stderr
 	in := &claudeInput{w: stdin, quit: make(chan struct{})}
-	st := &claudeStream{ctx: ctx, run: r, in: in, dir: r.Dir, progress: r.Progress, cap: r.OutputCap, resumed: session != "",
+	st := &claudeStream{run: r, in: in, dir: r.Dir, progress: r.Progress, cap: r.OutputCap, resumed: session != "",
 		held: map[string]string{}, hold: r.Job.Mode != contract.ModeAuto}
 	if st.cap <= 0 {
 		st.cap = defaultOutputCap
 	}
-	lines := &lineWriter{max: maxStreamLine, line: st.handle}
+	lines := &lineWriter{max: maxStreamLine, line: func(line []byte) { st.handle(ctx, line) }}
 	cmd.Stdout = lines
 
 	if err := cmd.Start(); err != nil {
@@ -259,7 +259,6 @@ func (in *claudeInput) close() {
 // claudeStream folds stream-json lines into a Result, and answers the
 // CLI's permission requests.
 type claudeStream struct {
-	ctx      context.Context
 	run      *Run
 	in       *claudeInput
 	dir      string
@@ -287,7 +286,9 @@ type claudeStream struct {
 	spent   usage // what the model did in this run
 }
 
-func (s *claudeStream) handle(line []byte) {
+// handle folds one line in; ctx is the run's, for the person's answer to
+// a permission request.
+func (s *claudeStream) handle(ctx context.Context, line []byte) {
 	ev, err := parseStreamLine(line)
 	if err != nil {
 		return // not ours to show: stray output, a skipped line
@@ -332,7 +333,7 @@ func (s *claudeStream) handle(line []byte) {
 		s.in.close()
 	case "control_request":
 		if ev.Request != nil && ev.Request.Subtype == "can_use_tool" {
-			s.in.send(s.permission(ev.RequestID, ev.Request))
+			s.in.send(s.permission(ctx, ev.RequestID, ev.Request))
 		}
 	}
 }
@@ -361,7 +362,7 @@ const (
 // permission answers one can_use_tool request: in plan mode by itself,
 // in ask mode with the person's answer (this blocks until they answer,
 // which is what the CLI does too).
-func (s *claudeStream) permission(id string, req *controlRequest) map[string]any {
+func (s *claudeStream) permission(ctx context.Context, id string, req *controlRequest) map[string]any {
 	deny := func(msg string) map[string]any { return map[string]any{"behavior": "deny", "message": msg} }
 	var verdict map[string]any
 	switch {
@@ -375,7 +376,7 @@ func (s *claudeStream) permission(id string, req *controlRequest) map[string]any
 	default:
 		q := Question{Tool: req.Tool, Input: req.Input, Rule: ruleFor(req.Tool, req.Input, req.bashRule()),
 			Text: questionText(req.Tool, req.Input, s.dir), Session: s.sessionID}
-		a := s.run.Ask(s.ctx, q)
+		a := s.run.Ask(ctx, q)
 		if a.Decision == contract.AnswerDeny {
 			verdict = deny(a.Text)
 			break

@@ -121,7 +121,7 @@ func feed(t *testing.T, outputCap int, lines ...string) (Result, bool, []string)
 	t.Helper()
 	var progress []string
 	st := &claudeStream{dir: "/srv/ws/u1", cap: outputCap, progress: func(s string) { progress = append(progress, s) }}
-	w := &lineWriter{max: 4096, line: st.handle}
+	w := &lineWriter{max: 4096, line: func(line []byte) { st.handle(t.Context(), line) }}
 	all := strings.Join(lines, "\n")
 	for len(all) > 0 {
 		n := min(7, len(all))
@@ -285,7 +285,7 @@ func TestStreamCountsTheRunOnce(t *testing.T) {
 	} {
 		st := &claudeStream{cap: 1000, resumed: c.resumed}
 		for _, line := range c.lines {
-			st.handle([]byte(line))
+			st.handle(t.Context(), []byte(line))
 		}
 		res := st.result()
 		got := usage{USD: res.CostUSD, In: res.InputTokens, Out: res.OutputTokens}
@@ -302,12 +302,12 @@ func TestStreamHoldsProgressUntilAllowed(t *testing.T) {
 	var progress []string
 	st := &claudeStream{cap: 1000, dir: "/srv/ws/u1", hold: true, held: map[string]string{},
 		run: &Run{Job: contract.Job{Mode: contract.ModeAsk}}, progress: func(s string) { progress = append(progress, s) }}
-	st.handle([]byte(lineTextAndTool)) // Read toolu_02, Edit toolu_03
+	st.handle(t.Context(), []byte(lineTextAndTool)) // Read toolu_02, Edit toolu_03
 	if len(progress) != 0 {
 		t.Fatalf("progress %q before any call was allowed; want none", progress)
 	}
-	st.handle([]byte(`{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Edit","input":{"file_path":"/etc/hosts"},"tool_use_id":"toolu_03"}}`))
-	st.handle([]byte(`{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_02","type":"tool_result","content":"x"},{"tool_use_id":"toolu_03","type":"tool_result","content":"denied","is_error":true}]}}`))
+	st.handle(t.Context(), []byte(`{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Edit","input":{"file_path":"/etc/hosts"},"tool_use_id":"toolu_03"}}`))
+	st.handle(t.Context(), []byte(`{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_02","type":"tool_result","content":"x"},{"tool_use_id":"toolu_03","type":"tool_result","content":"denied","is_error":true}]}}`))
 	if want := []string{"Reading src/main.go"}; !reflect.DeepEqual(progress, want) {
 		t.Errorf("progress %q; want %q (the read ran without asking; the edit was denied: nobody to ask)", progress, want)
 	}

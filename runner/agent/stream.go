@@ -104,68 +104,98 @@ func parseStreamLine(line []byte) (streamEvent, error) {
 
 	switch ev.Type {
 	case "assistant":
-		var msg map[string]json.RawMessage
-		if json.Unmarshal(top["message"], &msg) != nil {
-			break
-		}
-		var blocks []map[string]json.RawMessage
-		if json.Unmarshal(msg["content"], &blocks) != nil {
-			ev.Text = jsonString(msg["content"]) // content may be a plain string
-			break
-		}
-		var texts []string
-		for _, b := range blocks {
-			switch jsonString(b["type"]) {
-			case "text":
-				if t := jsonString(b["text"]); t != "" {
-					texts = append(texts, t)
-				}
-			case "tool_use":
-				tc := toolCall{ID: jsonString(b["id"]), Name: jsonString(b["name"]), Input: map[string]string{}}
-				var in map[string]json.RawMessage
-				_ = json.Unmarshal(b["input"], &in)
-				for k, v := range in {
-					if s := jsonString(v); s != "" {
-						tc.Input[k] = s
-					}
-				}
-				ev.Tools = append(ev.Tools, tc)
-			}
-		}
-		ev.Text = strings.Join(texts, "\n\n")
+		ev.parseAssistant(top["message"])
 	case "user":
-		var msg struct {
-			Content []struct {
-				Type      string `json:"type"`
-				ToolUseID string `json:"tool_use_id"`
-			} `json:"content"`
-		}
-		_ = json.Unmarshal(top["message"], &msg)
-		for _, b := range msg.Content {
-			if b.Type == "tool_result" && b.ToolUseID != "" {
-				ev.ToolResults = append(ev.ToolResults, b.ToolUseID)
-			}
-		}
+		ev.ToolResults = toolResults(top["message"])
 	case "result":
-		ev.Result = jsonString(top["result"])
-		_ = json.Unmarshal(top["is_error"], &ev.IsError)
-		ev.Total, _ = modelUsage(top["modelUsage"])
-		ev.Total.USD = 0
-		_ = json.Unmarshal(top["total_cost_usd"], &ev.Total.USD)
-		if u, ok := modelUsage(top["model_usage_since_last_result"]); ok {
-			ev.Since = &u
-		}
+		ev.parseResult(top)
 	case "control_request":
-		ev.RequestID = jsonString(top["request_id"])
-		var req controlRequest
-		if json.Unmarshal(top["request"], &req) == nil && ev.RequestID != "" {
-			if req.Input == nil {
-				req.Input = map[string]any{}
-			}
-			ev.Request = &req
-		}
+		ev.parseControlRequest(top)
 	}
 	return ev, nil
+}
+
+// parseAssistant reads an assistant message: its text blocks and its
+// tool_use blocks.
+func (ev *streamEvent) parseAssistant(message json.RawMessage) {
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(message, &msg) != nil {
+		return
+	}
+	var blocks []map[string]json.RawMessage
+	if json.Unmarshal(msg["content"], &blocks) != nil {
+		ev.Text = jsonString(msg["content"]) // content may be a plain string
+		return
+	}
+	var texts []string
+	for _, b := range blocks {
+		switch jsonString(b["type"]) {
+		case "text":
+			if t := jsonString(b["text"]); t != "" {
+				texts = append(texts, t)
+			}
+		case "tool_use":
+			ev.Tools = append(ev.Tools, parseToolUse(b))
+		}
+	}
+	ev.Text = strings.Join(texts, "\n\n")
+}
+
+// parseToolUse reads a tool_use block, keeping its input's string fields.
+func parseToolUse(b map[string]json.RawMessage) toolCall {
+	tc := toolCall{ID: jsonString(b["id"]), Name: jsonString(b["name"]), Input: map[string]string{}}
+	var in map[string]json.RawMessage
+	_ = json.Unmarshal(b["input"], &in)
+	for k, v := range in {
+		if s := jsonString(v); s != "" {
+			tc.Input[k] = s
+		}
+	}
+	return tc
+}
+
+// toolResults are the tool uses a user message's tool_result blocks answer.
+func toolResults(message json.RawMessage) []string {
+	var msg struct {
+		Content []struct {
+			Type      string `json:"type"`
+			ToolUseID string `json:"tool_use_id"`
+		} `json:"content"`
+	}
+	_ = json.Unmarshal(message, &msg)
+	var ids []string
+	for _, b := range msg.Content {
+		if b.Type == "tool_result" && b.ToolUseID != "" {
+			ids = append(ids, b.ToolUseID)
+		}
+	}
+	return ids
+}
+
+// parseResult reads a result line: its text, whether it is an error, and
+// what the model did.
+func (ev *streamEvent) parseResult(top map[string]json.RawMessage) {
+	ev.Result = jsonString(top["result"])
+	_ = json.Unmarshal(top["is_error"], &ev.IsError)
+	ev.Total, _ = modelUsage(top["modelUsage"])
+	ev.Total.USD = 0
+	_ = json.Unmarshal(top["total_cost_usd"], &ev.Total.USD)
+	if u, ok := modelUsage(top["model_usage_since_last_result"]); ok {
+		ev.Since = &u
+	}
+}
+
+// parseControlRequest reads a control_request line; Request stays nil
+// without a request id or a request object.
+func (ev *streamEvent) parseControlRequest(top map[string]json.RawMessage) {
+	ev.RequestID = jsonString(top["request_id"])
+	var req controlRequest
+	if json.Unmarshal(top["request"], &req) == nil && ev.RequestID != "" {
+		if req.Input == nil {
+			req.Input = map[string]any{}
+		}
+		ev.Request = &req
+	}
 }
 
 // usage is what the model did: its cost in USD as Claude Code reckons

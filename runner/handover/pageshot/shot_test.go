@@ -38,7 +38,7 @@ func (b *Browser) pid() int {
 	if b.cur == nil {
 		return 0
 	}
-	if p := chromedp.FromContext(b.cur.ctx).Browser.Process(); p != nil {
+	if p := chromedp.FromContext(b.cur.handle).Browser.Process(); p != nil {
 		return p.Pid
 	}
 	return 0
@@ -262,6 +262,47 @@ func TestCaptureCanceled(t *testing.T) {
 		t.Errorf("got %v; want context.DeadlineExceeded", err)
 	}
 	t.Logf("%v after %v", err, time.Since(start))
+}
+
+// Close ends the shot in progress, which fails with ErrClosed, and so do
+// later Captures.
+func TestCloseDuringCapture(t *testing.T) {
+	b := newBrowser(t, 20*time.Second)
+	arrived, end := make(chan struct{}, 1), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><body><p>loading`)
+		w.(http.Flusher).Flush()
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		select {
+		case <-end:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(end) }) // before srv.Close, which waits for handlers
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Capture(t.Context(), Options{URL: srv.URL})
+		done <- err
+	}()
+	select {
+	case <-arrived:
+	case err := <-done:
+		t.Fatalf("shot ended before the page was asked for: %v", err)
+	}
+	start := time.Now()
+	b.Close()
+	if err := <-done; !errors.Is(err, ErrClosed) {
+		t.Errorf("shot in progress: got %v; want ErrClosed", err)
+	}
+	t.Logf("Close and the shot's end after %v", time.Since(start))
+	if _, err := b.Capture(t.Context(), Options{URL: srv.URL}); !errors.Is(err, ErrClosed) {
+		t.Errorf("after Close: got %v; want ErrClosed", err)
+	}
 }
 
 // A killed browser is replaced by the next Capture.
