@@ -62,8 +62,11 @@ func TestCappedBufferReadsWithoutACopyBuffer(t *testing.T) {
 		if buf.Len() != tc.want || buf.Truncated() != (tc.write > tc.max) {
 			t.Errorf("max %d, %d written: kept %d (truncated %v); want %d", tc.max, tc.write, buf.Len(), buf.Truncated(), tc.want)
 		}
-		if got := after.TotalAlloc - before.TotalAlloc; got >= 8<<10 {
-			t.Errorf("max %d: reading %d bytes allocated %d bytes; want under 8 KB", tc.max, tc.write, got)
+		// A copy buffer is 32 KB. Under 16 KB leaves room for io.Discard's
+		// 8 KB made again when a collection emptied its pool in between
+		// (it failed so once: 9,776 bytes).
+		if got := after.TotalAlloc - before.TotalAlloc; got >= 16<<10 {
+			t.Errorf("max %d: reading %d bytes allocated %d bytes; want under 16 KB (no 32 KB copy buffer)", tc.max, tc.write, got)
 		}
 	}
 }
