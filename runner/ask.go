@@ -210,7 +210,17 @@ func (r *Runner) notAdded(ctx context.Context, job contract.Job, conv *conversat
 
 // steersOf reads, in order, every message the person added to job (btw)
 // from EVENTS: a run whose agent takes none while it works left them all.
+// The person's last one is looked at first (one request): most runs have
+// none, and reading them all makes a consumer.
 func (r *Runner) steersOf(ctx context.Context, job contract.Job) ([]string, error) {
+	last, err := r.events.GetLastMsgForSubject(ctx, contract.EventSubject(job.User, contract.KindSteer))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	var ev contract.Event
+	if err == nil && (contract.Decode(last.Data, &ev) != nil || ev.JobID != job.ID) {
+		return nil, nil // the last one added was to another job: none to this one since
+	}
 	start := job.At.Add(-time.Minute) // clocks of other machines
 	cons, err := r.js.OrderedConsumer(ctx, contract.StreamEvents, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{contract.EventSubject(job.User, contract.KindSteer)},
