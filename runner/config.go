@@ -53,8 +53,8 @@ type Config struct {
 	// Heartbeat: a run with no progress for this long reports that it is
 	// still going ("Still working (4m12s): Running `npm test`"). Default 60s.
 	Heartbeat time.Duration
-	// IdleExit ends Run after this long without a job (seed 003's idle
-	// shutdown of a standalone runner; JetStream keeps what arrives
+	// IdleExit ends Run after this long without a job, so that a
+	// standalone runner with no work exits (JetStream keeps what arrives
 	// meanwhile for the next start). Zero never ends it (the all-in-one).
 	IdleExit time.Duration
 	// Chromium is the browser for screenshots; empty looks for Debian's

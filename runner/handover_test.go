@@ -27,7 +27,8 @@ func pngBytes(t *testing.T) []byte {
 }
 
 // Images a run handed over come with its reply however the run ended:
-// cut by the timeout, cancelled, or failed (seed 000's partial results).
+// cut by the timeout, cancelled, or failed, the person still gets the
+// images it made before it ended.
 func TestRunnerImagesOfCutRuns(t *testing.T) {
 	e := newRunnerEnv(t)
 	e.start(Config{Timeout: 2 * time.Second})

@@ -18,7 +18,8 @@ import (
 	"github.com/textslash/textslash/runner/workspace"
 )
 
-// Friendly texts for runs that did not end well (seed 003's table).
+// Friendly texts for runs that did not end well: the person reads these,
+// never the error behind them, which goes to the log.
 const (
 	MsgTimeout     = "That took too long. Try a simpler request."
 	MsgFailed      = "Something went wrong. Try again in a moment."

@@ -7,8 +7,8 @@ import (
 )
 
 // Marker lines that hand the person something from the workspace (see
-// Command). IMAGE_GENERATED|<path>|<caption> is seed 004's
-// TELEGRAM_IMAGE_GENERATED|<path>|<caption> made channel-neutral: both
+// Command). IMAGE_GENERATED|<path>|<caption> is the channel-neutral name
+// of TELEGRAM_IMAGE_GENERATED|<path>|<caption>, which is still read: both
 // send the image with its caption on every channel.
 const (
 	markerScreenshot    = "SCREENSHOT_CAPTURED:"

@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// The seed's TELEGRAM_IMAGE_GENERATED|<path>|<caption> and the channel-
-// neutral IMAGE_GENERATED|<path>|<caption> are marker lines in Claude's
+// TELEGRAM_IMAGE_GENERATED|<path>|<caption> and its channel-neutral name
+// IMAGE_GENERATED|<path>|<caption> are marker lines in Claude's
 // final answer and in a command agent's output: the caption is the rest of
 // the line (| included), a literal \n in it a line break, and optional.
 func TestImageMarkers(t *testing.T) {

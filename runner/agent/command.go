@@ -26,7 +26,7 @@ const (
 // (HOME is the person's home).
 //
 // Its environment tells it its task id: TEXTSLASH_TASK_ID (and
-// NOTION_TASK_ID, seed 004's name), a Notion page's task id for a job the
+// NOTION_TASK_ID, the same id by another name), a Notion page's task id for a job the
 // page started, else the job id made safe for a file name (handover.TaskID).
 //
 // Its environment also holds TEXTSLASH_MODE (runner.ModeVar), the
@@ -50,7 +50,7 @@ const (
 //	                            at most 1,024 characters), a literal \n in it a line break;
 //	                            optional (IMAGE_GENERATED|<path>)
 //	TELEGRAM_IMAGE_GENERATED|<path>|<caption>
-//	                            the same (seed 004's name), on every channel
+//	                            the same under its Telegram name, on every channel
 //	FILE_CAPTURED:<path>        a file of any kind for the reply (a document), at <path>
 //	                            relative to the workspace, at most 16 MiB
 //

@@ -12,11 +12,10 @@ import (
 	"github.com/textslash/textslash/runner/agent"
 )
 
-// Analysis captions (seed 004's image analysis): with the runner's
-// Config.DescribeImages, each image a run handed over without a caption
-// gets the agent's short description of it as its caption, from a second
-// run of the agent in the same sandbox and workspace that may change
-// nothing.
+// Analysis captions: with the runner's Config.DescribeImages, each image
+// a run handed over without a caption gets the agent's short description
+// of it as its caption, from a second run of the agent in the same sandbox
+// and workspace that may change nothing.
 const (
 	// describeMax is the most images described per run: each is a run of
 	// the agent, which costs time and money.

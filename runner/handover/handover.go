@@ -23,7 +23,8 @@ import (
 )
 
 // DropDir is where, inside a workspace, an agent may drop images for the
-// reply (seed 004's handoff); the runner takes them after each run.
+// reply without naming them in its output; the runner takes them after
+// each run.
 const DropDir = "tmp/ai_screenshots"
 
 const (

@@ -13,17 +13,19 @@ import (
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
-// Screenshots matched to their task (seed 004): every run knows its task
+// Screenshots matched to their task: every run knows its task
 // id, and an agent names the screenshots it drops in DropDir
 // <task id>_<timestamp>.png, so that a run takes its own task's and leaves
 // another task's for that task.
 const (
 	// TaskIDVar holds the run's task id (TaskID) in every agent's
-	// environment; NotionTaskIDVar too, the seed's name for it.
+	// environment; NotionTaskIDVar holds the same id, so that an agent may
+	// read either name.
 	TaskIDVar       = "TEXTSLASH_TASK_ID"
 	NotionTaskIDVar = "NOTION_TASK_ID"
 	// screenshotMaxAge: a screenshot named for a task is stale when older
-	// than this (seed 004's max_age_minutes).
+	// than this, 10 minutes: its own task's when modified this long before
+	// the run started, another task's this long before now (droppedFor).
 	screenshotMaxAge = 10 * time.Minute
 )
 
