@@ -27,3 +27,7 @@ func (e *LimitError) Error() string {
 func (e *LimitError) Message() string {
 	return fmt.Sprintf("This run was stopped: it reached its limit of %s %s (it used %s).", e.Max, e.What, e.Used)
 }
+
+// ErrNoHome means runs cannot have homes here; each run has a sandbox of
+// its own instead.
+var ErrNoHome = errors.New("cannot keep homes")

@@ -59,6 +59,33 @@ type Cgroup struct {
 	cpu    string
 	limits Limits
 	dirFD  *os.File // v2: the directory, for clone3 (CLONE_INTO_CGROUP)
+	// The events counted before the run now in the cgroup (a home's
+	// cgroup outlives its runs): see Begin.
+	oomBefore, pidsBefore int64
+}
+
+// Begin starts a run in the cgroup: Exceeded counts only what happens
+// from now on, and the memory peak is the run's.
+func (cg *Cgroup) Begin() {
+	if cg.memory != "" {
+		cg.oomBefore = counter(cg.memory, cg.oomFile(), "oom_kill")
+		peak := "memory.max_usage_in_bytes"
+		if cg.v2 {
+			peak = "memory.peak"
+		}
+		_ = os.WriteFile(filepath.Join(cg.memory, peak), []byte("0"), 0)
+	}
+	if cg.pids != "" {
+		cg.pidsBefore = counter(cg.pids, "pids.events", "max")
+	}
+}
+
+// oomFile is the memory controller's file counting OOM kills.
+func (cg *Cgroup) oomFile() string {
+	if cg.v2 {
+		return "memory.events"
+	}
+	return "memory.oom_control"
 }
 
 // fd is the v2 cgroup's directory, opened once for every program of the
@@ -198,11 +225,7 @@ func (cg *Cgroup) joinArgs(name string, args []string) (string, []string) {
 // Exceeded reports the limit the run reached, if any.
 func (cg *Cgroup) Exceeded() *LimitError {
 	if cg.memory != "" {
-		events := "memory.oom_control"
-		if cg.v2 {
-			events = "memory.events"
-		}
-		if counter(cg.memory, events, "oom_kill") > 0 {
+		if counter(cg.memory, cg.oomFile(), "oom_kill") > cg.oomBefore {
 			peak := "memory.max_usage_in_bytes"
 			if cg.v2 {
 				peak = "memory.peak"
@@ -210,7 +233,7 @@ func (cg *Cgroup) Exceeded() *LimitError {
 			return &LimitError{What: "memory", Max: BytesText(cg.limits.Memory), Used: BytesText(int64(single(cg.memory, peak)))}
 		}
 	}
-	if cg.pids != "" && counter(cg.pids, "pids.events", "max") > 0 {
+	if cg.pids != "" && counter(cg.pids, "pids.events", "max") > cg.pidsBefore {
 		return &LimitError{What: "processes", Max: strconv.Itoa(cg.limits.Pids), Used: "all " + strconv.Itoa(cg.limits.Pids)}
 	}
 	return nil

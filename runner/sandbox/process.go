@@ -134,7 +134,7 @@ func Confined(next func(ctx context.Context, name string, args ...string) *exec.
 		if cmd.Err != nil {
 			return cmd // not found: nothing to run
 		}
-		path, argv := s.wrap(dir, home, bin, cmd.Path, args...)
+		path, argv := s.wrap(dir, home, bin, wrapping{}, cmd.Path, args...)
 		if cg != nil {
 			if cg.v2 {
 				if fd, err := cg.fd(); err == nil {

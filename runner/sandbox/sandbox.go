@@ -95,7 +95,7 @@ func (s *Sandbox) Probe(u *User) error {
 	if u != nil {
 		_ = os.Chown(dir, int(u.UID), int(u.GID))
 	}
-	name, args := s.wrap(dir, dir, "", "/bin/sh", "-c", "test -w .")
+	name, args := s.wrap(dir, dir, "", wrapping{}, "/bin/sh", "-c", "test -w .")
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	if u != nil {
@@ -107,17 +107,40 @@ func (s *Sandbox) Probe(u *User) error {
 	return nil
 }
 
+// wrapping is how a sandbox differs from a run's own: a home's has a
+// network of its own and tells its namespaces' process (see Home).
+type wrapping struct {
+	// ownNet: a network namespace of its own (else the host's), whose
+	// resolver is named by the file resolv, when set.
+	ownNet bool
+	resolv string
+	// infoFD: bwrap writes its child's pid to fd 3.
+	infoFD bool
+}
+
 // wrap returns the command line running name args inside a sandbox whose
 // workspace is dir and home is home; bin, when set, is the directory of
-// the agents' textslash command, shown read-only.
-func (s *Sandbox) wrap(dir, home, bin, name string, args ...string) (string, []string) {
-	a := []string{
-		"--die-with-parent", "--new-session",
-		"--unshare-all", "--share-net",
+// the agents' textslash command, shown read-only. The cgroup file system
+// is hidden: no run sees another's cgroup, or their names.
+func (s *Sandbox) wrap(dir, home, bin string, w wrapping, name string, args ...string) (string, []string) {
+	a := []string{"--die-with-parent", "--new-session", "--unshare-all"}
+	if !w.ownNet {
+		a = append(a, "--share-net")
+	}
+	if w.infoFD {
+		a = append(a, "--info-fd", "3")
+	}
+	a = append(a,
 		"--ro-bind", "/", "/",
 		"--dev", "/dev",
 		"--proc", "/proc",
 		"--tmpfs", "/tmp",
+	)
+	if fi, err := os.Stat(cgroupRoot); err == nil && fi.IsDir() {
+		a = append(a, "--tmpfs", cgroupRoot)
+	}
+	if w.resolv != "" {
+		a = append(a, "--ro-bind", w.resolv, "/etc/resolv.conf")
 	}
 	// Homes first, then the programs installed in them shown again, then
 	// textslash's own directories hidden whatever the programs' places.

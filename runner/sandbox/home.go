@@ -1,0 +1,372 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Home is a sandbox made once and kept for a person's runs: bubblewrap's
+// namespaces (mount, pid, ipc, uts, user and, when Homes.Network is set,
+// network) held by a process that does nothing (the holder), and a cgroup
+// with the runs' limits named by an opaque id. A run's programs enter the
+// namespaces with nsenter, which costs a fork and an exec where a sandbox
+// of its own costs bubblewrap's mount table, so a run in a warm home starts
+// several times faster; what a program of the run leaves behind is ended
+// with the run (EndRun), wherever it went.
+//
+// Entering namespaces that an unprivileged bubblewrap made takes root
+// (bubblewrap nests its user namespace): textslash without root runs each
+// program in a sandbox of its own, as before homes.
+type Home struct {
+	id      string // opaque: the cgroup's name, the logs'
+	key     string // the sandbox's command line, which the home was made for
+	holder  *exec.Cmd
+	stdin   io.WriteCloser // the holder's; closed, the holder ends
+	pid     int            // bwrap's child: the namespaces' first process
+	own     []int          // the home's own processes: bwrap's two, the holder
+	pidNS   string         // its pid namespace, as /proc names it
+	nsenter string
+	user    *User
+	cg      *Cgroup   // nil: runs are not limited
+	net     io.Closer // the home's network, when it has its own
+	exited  chan struct{}
+	started time.Time
+
+	mu    sync.Mutex
+	users int       // runs in the home now
+	last  time.Time // when the last run left
+	kept  []int     // processes kept between runs (the warm agent)
+}
+
+// homeReady is how long a home's bubblewrap has to say its child's pid.
+const homeReady = 10 * time.Second
+
+// Network gives a home's network namespace its network: outbound
+// connections and nothing of the host's loopback (package netns).
+type Network interface {
+	// ResolvConf is the resolver file homes see at /etc/resolv.conf.
+	ResolvConf() string
+	// Attach gives the network namespace of process pid its network, until
+	// closed.
+	Attach(pid int) (io.Closer, error)
+}
+
+// startHome makes the home whose programs see dir, home and bin as runs
+// of box do; net, when set, gives it a network of its own; limits: the
+// home gets a cgroup with box's limits.
+func startHome(box *Sandbox, dir, home, bin string, u *User, limits bool, net Network) (_ *Home, err error) {
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		return nil, fmt.Errorf("%w: nsenter not found (util-linux)", ErrNoHome)
+	}
+	h := &Home{id: "h" + NewMark(), nsenter: nsenter, user: u, exited: make(chan struct{}), started: time.Now()}
+	h.key = homeKey(box, dir, home, bin, u, net != nil)
+	defer func() {
+		if err != nil {
+			h.Close()
+		}
+	}()
+	if limits && !box.Limits.zero() {
+		uid, gid := -1, -1
+		if u != nil {
+			uid, gid = int(u.UID), int(u.GID)
+		}
+		if h.cg, err = NewCgroup(h.id, box.Limits, uid, gid); err != nil {
+			return nil, fmt.Errorf("home's cgroup: %w", err)
+		}
+	}
+	w := wrapping{infoFD: true}
+	if net != nil {
+		w.ownNet, w.resolv = true, net.ResolvConf()
+	}
+	if err := h.startHolder(box, dir, home, bin, w); err != nil {
+		return nil, err
+	}
+	if net != nil {
+		if h.net, err = net.Attach(h.pid); err != nil {
+			return nil, fmt.Errorf("home's network: %w", err)
+		}
+	}
+	return h, nil
+}
+
+// homeKey is what a home is made for: the same sandbox, the same places,
+// the same user. A run whose sandbox differs (a person's credentials
+// bound, another project) has a home of its own.
+func homeKey(box *Sandbox, dir, home, bin string, u *User, ownNet bool) string {
+	_, args := box.wrap(dir, home, bin, wrapping{ownNet: ownNet}, "")
+	uid := "-"
+	if u != nil {
+		uid = strconv.Itoa(int(u.UID))
+	}
+	return uid + "\x00" + strings.Join(args, "\x00") + fmt.Sprintf("\x00%+v", box.Limits)
+}
+
+// startHolder starts bubblewrap with the holder (a shell waiting for its
+// stdin to close) and reads the pid of its child from bwrap's info fd.
+func (h *Home) startHolder(box *Sandbox, dir, home, bin string, w wrapping) error {
+	// The holder says it runs (bwrap tells the pid before the sandbox's
+	// mounts are made), then waits for its stdin to close.
+	name, args := box.wrap(dir, home, bin, w, "/bin/sh", "-c", "echo; read _")
+	if h.cg != nil && !h.cg.v2 {
+		name, args = h.cg.joinArgs(name, args)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = Env(home, h.user, false)
+	cmd.SysProcAttr = credential(h.user)
+	if h.cg != nil && h.cg.v2 {
+		if fd, err := h.cg.fd(); err == nil {
+			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+		}
+	}
+	info, infoW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer info.Close()
+	cmd.ExtraFiles = []*os.File{infoW}
+	stderr := &CappedBuffer{Max: 4 << 10}
+	cmd.Stderr = stderr
+	if h.stdin, err = cmd.StdinPipe(); err != nil {
+		infoW.Close()
+		return err
+	}
+	ready, err := cmd.StdoutPipe()
+	if err != nil {
+		infoW.Close()
+		return err
+	}
+	err = cmd.Start()
+	infoW.Close()
+	if err != nil {
+		return fmt.Errorf("home: %w", err)
+	}
+	h.holder = cmd
+	go func() { _ = cmd.Wait(); close(h.exited) }()
+	pid, err := readChildPID(info, h.exited)
+	if err != nil {
+		return fmt.Errorf("home: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	h.pid = pid
+	if _, err := ready.Read(make([]byte, 1)); err != nil {
+		return fmt.Errorf("home: the holder did not start: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	// Orphans of runs become pid's children too: the holder is its only
+	// one now.
+	h.own = append([]int{cmd.Process.Pid, pid}, children(pid)...)
+	if h.pidNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); err != nil {
+		return fmt.Errorf("home: %w", err)
+	}
+	return nil
+}
+
+// readChildPID reads bwrap's info (JSON with "child-pid"), or fails when
+// bwrap exits or takes too long.
+func readChildPID(r *os.File, exited <-chan struct{}) (int, error) {
+	type info struct {
+		Pid int `json:"child-pid"`
+	}
+	got := make(chan info, 1)
+	go func() {
+		var i info
+		_ = json.NewDecoder(r).Decode(&i)
+		got <- i
+	}()
+	select {
+	case i := <-got:
+		if i.Pid <= 0 {
+			return 0, errors.New("bubblewrap said no child pid")
+		}
+		return i.Pid, nil
+	case <-exited:
+		return 0, errors.New("bubblewrap ended")
+	case <-time.After(homeReady):
+		return 0, errors.New("bubblewrap did not start in time")
+	}
+}
+
+// Alive reports whether the home's holder still runs.
+func (h *Home) Alive() bool {
+	select {
+	case <-h.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// ID is the home's opaque id.
+func (h *Home) ID() string { return h.id }
+
+// Cgroup is the home's cgroup, nil when runs are not limited.
+func (h *Home) Cgroup() *Cgroup { return h.cg }
+
+// Confined wraps a run's command function so that every program runs in
+// the home: nsenter, as root, enters its namespaces and becomes the agent
+// user there; the program joins the home's cgroup first.
+func (h *Home) Confined(next func(ctx context.Context, name string, args ...string) *exec.Cmd) func(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return func(ctx context.Context, name string, args ...string) *exec.Cmd {
+		cmd := next(ctx, name, args...)
+		if cmd.Err != nil {
+			return cmd
+		}
+		argv := []string{"-t", strconv.Itoa(h.pid), "-U", "-m", "-n", "-p", "-i", "-u", "--wd=" + cmd.Dir}
+		if a := cmd.SysProcAttr; a != nil && a.Credential != nil {
+			argv = append(argv, "-S", strconv.Itoa(int(a.Credential.Uid)), "-G", strconv.Itoa(int(a.Credential.Gid)))
+			a.Credential = nil // nsenter needs root to enter; it drops to the user inside
+		} else {
+			argv = append(argv, "--preserve-credentials")
+		}
+		path := h.nsenter
+		argv = append(append(argv, "--", cmd.Path), args...)
+		if h.cg != nil {
+			if h.cg.v2 {
+				if fd, err := h.cg.fd(); err == nil {
+					cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+				}
+			} else {
+				path, argv = h.cg.joinArgs(path, argv)
+			}
+		}
+		cmd.Path, cmd.Args = path, append([]string{path}, argv...)
+		return cmd
+	}
+}
+
+// Keep marks a program of the home's that outlives runs (the warm agent):
+// EndRun leaves it, and the process nsenter started for it, running.
+func (h *Home) Keep(pid int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.kept = append(h.kept, pid)
+	h.kept = append(h.kept, children(pid)...)
+}
+
+// Unkeep forgets what Keep marked.
+func (h *Home) Unkeep() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.kept = nil
+}
+
+// EndRun ends every process in the home that is not the home's own or
+// kept: all a run started, setsid or double-forked, wherever it went.
+// It looks again while it finds some (one may fork meanwhile).
+func (h *Home) EndRun() {
+	h.mu.Lock()
+	keep := append(slices.Clone(h.kept), h.own...)
+	h.mu.Unlock()
+	for range 5 {
+		var left []int
+		for _, pid := range h.members() {
+			if !slices.Contains(keep, pid) {
+				left = append(left, pid)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// members are the processes in the home's pid namespace (and the home's
+// cgroup's, when it has one: nsenter's own process is outside the
+// namespace).
+func (h *Home) members() []int {
+	var pids []int
+	if h.cg != nil {
+		for _, d := range h.cg.dirs() {
+			data, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+			for _, f := range strings.Fields(string(data)) {
+				if pid, err := strconv.Atoi(f); err == nil && !slices.Contains(pids, pid) {
+					pids = append(pids, pid)
+				}
+			}
+		}
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() || slices.Contains(pids, pid) {
+			continue
+		}
+		if ns, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && ns == h.pidNS {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// children are the child processes of pid.
+func children(pid int) []int {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	var out []int
+	for _, f := range strings.Fields(string(data)) {
+		if c, err := strconv.Atoi(f); err == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Memory is what the home's processes hold in memory: its cgroup's
+// usage, else the resident sets of its processes.
+func (h *Home) Memory() int64 {
+	if h.cg != nil && h.cg.memory != "" {
+		file := "memory.usage_in_bytes"
+		if h.cg.v2 {
+			file = "memory.current"
+		}
+		return int64(single(h.cg.memory, file))
+	}
+	var sum int64
+	for _, pid := range h.members() {
+		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/statm", pid))
+		if f := strings.Fields(string(data)); len(f) > 1 {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			sum += n * int64(os.Getpagesize())
+		}
+	}
+	return sum
+}
+
+// Close takes the home down: every process in it, its network and its
+// cgroup.
+func (h *Home) Close() {
+	if h.stdin != nil {
+		_ = h.stdin.Close()
+	}
+	if h.holder != nil && h.holder.Process != nil {
+		_ = h.holder.Process.Kill()
+		<-h.exited
+	}
+	if h.pidNS != "" {
+		h.mu.Lock()
+		h.kept = nil
+		h.mu.Unlock()
+		h.EndRun()
+	}
+	if h.net != nil {
+		_ = h.net.Close()
+	}
+	if h.cg != nil {
+		h.cg.Kill()
+	}
+}

@@ -1,0 +1,216 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Defaults of Homes.
+const (
+	// DefaultHomeIdle is how long a home is kept after its last run.
+	DefaultHomeIdle = 10 * time.Minute
+	// DefaultHomesMax is how many homes are kept at once: with a warm
+	// Claude Code (about 300 MB) in each, 8 fit a small machine.
+	DefaultHomesMax = 8
+)
+
+// Homes keeps the homes of the people running now and lately: one per
+// sandbox (a person, and their project where the agent's directory
+// differs), made at its first run, let go after Idle without a run or
+// when more than Max are kept (the least recently used first, never
+// one a run is in).
+type Homes struct {
+	// Idle and Max: see DefaultHomeIdle, DefaultHomesMax.
+	Idle time.Duration
+	Max  int
+	// Network, when set, gives each home a network of its own; nil leaves
+	// homes on the host's network.
+	Network Network
+	// Limited: homes get a cgroup with their sandbox's limits.
+	Limited bool
+	// OnClose, when set, is told of each home taken down (its id), so
+	// what the runner keeps for it (the warm agent) goes too.
+	OnClose func(id string)
+
+	mu    sync.Mutex
+	homes map[string]*Home // by key
+
+	starts, reuses atomic.Int64
+}
+
+// Enter is the home for a run of box in dir with home and bin, as u,
+// made when there is none (or the one there ended); leave, called when
+// the run ends, ends what the run left running in it.
+func (hs *Homes) Enter(box *Sandbox, dir, home, bin string, u *User, log zerolog.Logger) (h *Home, leave func(), err error) {
+	key := homeKey(box, dir, home, bin, u, hs.Network != nil)
+	hs.mu.Lock()
+	if hs.homes == nil {
+		hs.homes = map[string]*Home{}
+	}
+	h = hs.homes[key]
+	if h != nil && !h.Alive() {
+		log.Warn().Str("home", h.id).Msg("home ended by itself; making it again")
+		delete(hs.homes, key)
+		go hs.closed(h)
+		h = nil
+	}
+	if h != nil {
+		h.mu.Lock()
+		h.users++
+		h.mu.Unlock()
+		hs.mu.Unlock()
+		hs.reuses.Add(1)
+		return h, func() { hs.leave(h) }, nil
+	}
+	hs.mu.Unlock()
+	t0 := time.Now()
+	if h, err = startHome(box, dir, home, bin, u, hs.Limited, hs.Network); err != nil {
+		return nil, nil, err
+	}
+	hs.starts.Add(1)
+	log.Info().Str("home", h.id).Dur("took", time.Since(t0)).Msg("home made")
+	h.users = 1
+	hs.mu.Lock()
+	if old := hs.homes[key]; old != nil {
+		// Another run of the same sandbox made one meanwhile (runs of one
+		// person are one at a time, so this is rare): keep both apart.
+		key += "\x00" + h.id
+	}
+	hs.homes[key] = h
+	evict := hs.overLocked()
+	hs.mu.Unlock()
+	for _, e := range evict {
+		log.Info().Str("home", e.id).Msg("home let go: too many kept")
+		hs.closed(e)
+	}
+	return h, func() { hs.leave(h) }, nil
+}
+
+// leave ends a run's time in h.
+func (hs *Homes) leave(h *Home) {
+	h.EndRun()
+	h.mu.Lock()
+	h.users--
+	h.last = time.Now()
+	h.mu.Unlock()
+}
+
+// overLocked takes out of the map the least recently used idle homes past
+// Max, for the caller to close.
+func (hs *Homes) overLocked() []*Home {
+	max := hs.Max
+	if max <= 0 {
+		max = DefaultHomesMax
+	}
+	var out []*Home
+	for len(hs.homes) > max {
+		var lru *Home
+		var lruKey string
+		for k, h := range hs.homes {
+			h.mu.Lock()
+			idle, last := h.users == 0, h.last
+			h.mu.Unlock()
+			if idle && (lru == nil || last.Before(lru.last)) {
+				lru, lruKey = h, k
+			}
+		}
+		if lru == nil {
+			break // every home has a run in it
+		}
+		delete(hs.homes, lruKey)
+		out = append(out, lru)
+	}
+	return out
+}
+
+// closed takes h down and tells OnClose.
+func (hs *Homes) closed(h *Home) {
+	if hs.OnClose != nil {
+		hs.OnClose(h.id)
+	}
+	h.Close()
+}
+
+// Sweep lets go of the homes idle for longer than Idle; the runner calls
+// it now and then.
+func (hs *Homes) Sweep(log zerolog.Logger) {
+	idle := hs.Idle
+	if idle <= 0 {
+		idle = DefaultHomeIdle
+	}
+	hs.mu.Lock()
+	var out []*Home
+	for k, h := range hs.homes {
+		h.mu.Lock()
+		gone := (h.users == 0 && time.Since(h.last) > idle) || !h.Alive()
+		h.mu.Unlock()
+		if gone {
+			delete(hs.homes, k)
+			out = append(out, h)
+		}
+	}
+	hs.mu.Unlock()
+	for _, h := range out {
+		log.Info().Str("home", h.id).Msg("home let go: idle")
+		hs.closed(h)
+	}
+}
+
+// Close takes every home down.
+func (hs *Homes) Close() {
+	hs.mu.Lock()
+	all := slices.Collect(func(yield func(*Home) bool) {
+		for _, h := range hs.homes {
+			if !yield(h) {
+				return
+			}
+		}
+	})
+	hs.homes = nil
+	hs.mu.Unlock()
+	for _, h := range all {
+		hs.closed(h)
+	}
+}
+
+// HomeStats are the homes' numbers for /metrics.
+type HomeStats struct {
+	Warm          int   // homes kept now
+	Memory        int64 // bytes their processes hold
+	Starts, Reuse int64 // runs that made a home, runs that found one
+}
+
+// Stats are the homes' numbers now.
+func (hs *Homes) Stats() HomeStats {
+	hs.mu.Lock()
+	all := make([]*Home, 0, len(hs.homes))
+	for _, h := range hs.homes {
+		all = append(all, h)
+	}
+	hs.mu.Unlock()
+	st := HomeStats{Warm: len(all), Starts: hs.starts.Load(), Reuse: hs.reuses.Load()}
+	for _, h := range all {
+		st.Memory += h.Memory()
+	}
+	return st
+}
+
+// ProbeHomes says whether homes can be kept here: nsenter is there, and
+// textslash is root (entering the namespaces of an unprivileged
+// bubblewrap takes it).
+func ProbeHomes() error {
+	if _, err := exec.LookPath("nsenter"); err != nil {
+		return fmt.Errorf("%w: nsenter not found (apt install util-linux)", ErrNoHome)
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w: textslash is not root (entering a home's namespaces takes root)", ErrNoHome)
+	}
+	return nil
+}
