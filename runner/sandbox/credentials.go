@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -264,9 +266,16 @@ func (c *Credentials) Issue(u contract.User, home string, log zerolog.Logger) (*
 		files.knownHosts, files.public = false, nil // of no use without a key
 	}
 	// Made by textslash in its own directory the agent user cannot write:
-	// nothing there can be a link planted to turn the copy elsewhere.
-	dir, err := os.MkdirTemp(c.copies, "run-")
-	if err != nil {
+	// nothing there can be a link planted to turn the copy elsewhere. The
+	// same directory for each of the person's runs (emptied at each run's
+	// end), so that the person's home, which binds it, is kept; named by
+	// an opaque digest, not the person.
+	sum := sha256.Sum256([]byte(key))
+	dir := filepath.Join(c.copies, "p"+hex.EncodeToString(sum[:12]))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("credentials of %s: %w", key, err)
+	}
+	if err := empty(dir); err != nil {
 		return nil, fmt.Errorf("credentials of %s: %w", key, err)
 	}
 	rc := &RunCredentials{dir: dir, files: files, home: home, log: log}
@@ -360,12 +369,27 @@ func sshHome(home string, u *User) error {
 	return own(d, u)
 }
 
-// Remove removes the run's copy.
+// empty removes what directory dir holds, following no link.
+func empty(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Remove removes the run's copy (the directory stays, empty, for the
+// person's next run: their home binds it).
 func (rc *RunCredentials) Remove() {
 	if rc == nil {
 		return
 	}
-	if err := os.RemoveAll(rc.dir); err != nil {
+	if err := empty(rc.dir); err != nil {
 		rc.log.Error().Err(err).Str("dir", rc.dir).Msg("a run's copy of credentials NOT removed")
 	}
 }
