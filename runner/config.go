@@ -109,6 +109,12 @@ type Config struct {
 	// contract.PersonKey; each run of theirs gets a read-only copy at
 	// sandbox.CredentialsPath. Handed out only in the sandbox.
 	Credentials string
+	// HomesMax is the most homes kept at once (sandbox.Homes): 0 is
+	// sandbox.DefaultHomesMax, less than 0 keeps none (each run in a
+	// sandbox of its own). HomeIdle is how long a home is kept after its
+	// last run (default sandbox.DefaultHomeIdle).
+	HomesMax int
+	HomeIdle time.Duration
 	// ID names this runner among those sharing the jobs: each user's jobs
 	// run on the runner holding their workspace (see affinity). It must
 	// stay the same across restarts with the same Workspaces. Default:
@@ -133,6 +139,9 @@ func (c Config) Default() Config {
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = DefaultConcurrency
+	}
+	if c.HomeIdle == 0 {
+		c.HomeIdle = sandbox.DefaultHomeIdle
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
@@ -189,6 +198,9 @@ func (c Config) Validate() error {
 	}
 	if c.Timeout < time.Second || c.Timeout > maxTimeout {
 		errs = append(errs, bad("Timeout", c.Timeout, fmt.Sprintf("must be between 1s and %dm", maxTimeout/time.Minute)))
+	}
+	if c.HomeIdle < time.Second {
+		errs = append(errs, bad("HomeIdle", c.HomeIdle, "must be at least 1s"))
 	}
 	if c.PermissionTimeout < time.Second {
 		errs = append(errs, bad("PermissionTimeout", c.PermissionTimeout, "must be at least 1s"))

@@ -28,6 +28,7 @@ var badConfigs = map[string]struct {
 	"timeout past the dedup":      {Config{Timeout: 10 * time.Minute}, []string{"Timeout"}},
 	"negative stop grace":         {Config{StopGrace: -time.Second}, []string{"StopGrace"}},
 	"negative idle exit":          {Config{IdleExit: -time.Second}, []string{"IdleExit"}},
+	"home idle too short":         {Config{HomeIdle: time.Millisecond}, []string{"HomeIdle"}},
 	"permission timeout under 1s": {Config{PermissionTimeout: 10 * time.Millisecond}, []string{"PermissionTimeout"}},
 	"negative permission timeout": {Config{PermissionTimeout: -time.Minute}, []string{"PermissionTimeout"}},
 	"negative voice max":          {Config{VoiceMax: -time.Second}, []string{"VoiceMax"}},
@@ -173,14 +174,14 @@ func TestDefaultValidates(t *testing.T) {
 	want := Config{Workspaces: "workspaces", Concurrency: DefaultConcurrency, Timeout: DefaultTimeout,
 		PermissionTimeout: contract.PermissionTimeout, OutputCap: 10 << 20, Heartbeat: time.Minute,
 		ShotAddr: "127.0.0.1:0", VoiceMax: DefaultVoiceMax, ProjectMaxBytes: DefaultProjectMaxBytes,
-		SnapshotMax: DefaultSnapshotMax, ID: DefaultID()}
+		SnapshotMax: DefaultSnapshotMax, HomeIdle: sandbox.DefaultHomeIdle, ID: DefaultID()}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Config{}.Default(): got %+v; want %+v", got, want)
 	}
 	set := Config{Agent: "bash", Workspaces: "/srv/ws", Concurrency: 1, Timeout: 9 * time.Minute,
 		PermissionTimeout: time.Second, OutputCap: 1, Heartbeat: 10 * time.Millisecond, ShotAddr: "127.0.0.1:9999",
 		StopGrace: time.Second, IdleExit: time.Second, VoiceMax: time.Second, VoiceGrace: time.Second,
-		ProjectMaxBytes: 1, SnapshotMax: 1, ID: "runner-1_a", Sandbox: &sandbox.Sandbox{Limits: sandbox.Limits{Memory: 1, Pids: 16, CPU: 0.1}}}
+		ProjectMaxBytes: 1, SnapshotMax: 1, HomesMax: 1, HomeIdle: time.Second, ID: "runner-1_a", Sandbox: &sandbox.Sandbox{Limits: sandbox.Limits{Memory: 1, Pids: 16, CPU: 0.1}}}
 	got = set.Default()
 	if got.Sandbox == set.Sandbox || !reflect.DeepEqual(*got.Sandbox, *set.Sandbox) {
 		t.Errorf("Default's sandbox: got %p %+v; want a copy of %p %+v", got.Sandbox, got.Sandbox, set.Sandbox, set.Sandbox)

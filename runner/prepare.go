@@ -186,13 +186,43 @@ func (ru *run) command(ctx context.Context) (command func(ctx context.Context, n
 	if box == nil {
 		return command, ""
 	}
+	box = ru.creds.Sandbox(ru.wt.Sandbox(box))
+	if r.homes != nil && ru.job.Action == "" {
+		// A message's run; a clone or an answer to an approval request
+		// (git, whose directory may not be there yet) has a sandbox of
+		// its own.
+		return ru.enterHome(box, command)
+	}
 	if r.limited {
 		if err := ru.limits(box); err != nil {
 			ru.log.Error().Err(err).Msg("run's cgroup")
 			return nil, MsgFailed
 		}
 	}
-	return sandbox.Confined(command, ru.creds.Sandbox(ru.wt.Sandbox(box)), ru.runDir, ru.home, r.bin, ru.cg), ""
+	return sandbox.Confined(command, box, ru.runDir, ru.home, r.bin, ru.cg), ""
+}
+
+// enterHome runs the run's programs in its person's home (made now when
+// there is none), whose limits apply to the run; what the run leaves
+// running there ends with it.
+func (ru *run) enterHome(box *sandbox.Sandbox, command func(ctx context.Context, name string, args ...string) *exec.Cmd) (func(ctx context.Context, name string, args ...string) *exec.Cmd, string) {
+	h, leave, err := ru.r.homes.Enter(box, ru.runDir, ru.home, ru.r.bin, ru.r.user, ru.log)
+	if err != nil {
+		ru.log.Error().Err(err).Msg("home")
+		return nil, MsgFailed
+	}
+	ru.later(leave)
+	ru.log = ru.log.With().Str("home", h.ID()).Logger()
+	if cg := h.Cgroup(); cg != nil {
+		cg.Begin()
+		ru.cg = cg
+		ru.later(every(250*time.Millisecond, func() {
+			if lim := cg.Exceeded(); lim != nil {
+				ru.cancel(lim)
+			}
+		}))
+	}
+	return h.Confined(command), ""
 }
 
 // limits gives the run a cgroup with the sandbox's limits. A run at its
@@ -202,7 +232,7 @@ func (ru *run) limits(box *sandbox.Sandbox) error {
 	if u := ru.r.user; u != nil {
 		uid, gid = int(u.UID), int(u.GID)
 	}
-	cg, err := sandbox.NewCgroup(ru.job.User.Key()+"-"+sandbox.NewMark(), box.Limits, uid, gid)
+	cg, err := sandbox.NewCgroup("r"+sandbox.NewMark(), box.Limits, uid, gid) // opaque: no person's name in a kernel name
 	if err != nil {
 		return err
 	}

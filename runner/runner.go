@@ -41,6 +41,9 @@ type Runner struct {
 	bin       string             // the directory of the agents' textslash command, or ""
 	// limited: runs get a cgroup with the sandbox's limits.
 	limited bool
+	// homes keeps people's sandboxes between runs; nil: each run has a
+	// sandbox of its own.
+	homes *sandbox.Homes
 	// ws are the people's workspaces: projects, worktrees, snapshots.
 	ws    *workspace.Workspaces
 	creds *sandbox.Credentials // people's git credentials; nil: none handed out
@@ -178,7 +181,30 @@ func (r *Runner) confine() error {
 	}
 	limited, err := r.cfg.Sandbox.Ready(r.user, r.cfg.Workspaces, r.cfg.ClaudeBin, r.log)
 	r.limited = limited
-	return err
+	if err != nil {
+		return err
+	}
+	r.keepHomes()
+	return nil
+}
+
+// keepHomes keeps people's sandboxes between their runs (homes) where
+// this machine allows, unless HomesMax says none.
+func (r *Runner) keepHomes() {
+	if r.cfg.HomesMax < 0 {
+		r.log.Info().Msg("homes off: each run has a sandbox of its own")
+		return
+	}
+	if err := sandbox.ProbeHomes(); err != nil {
+		r.log.Warn().Err(err).Msg("homes off: each run has a sandbox of its own (slower, and on the host's network)")
+		return
+	}
+	m := r.cfg.HomesMax
+	if m == 0 {
+		m = sandbox.DefaultHomesMax
+	}
+	r.homes = &sandbox.Homes{Max: m, Idle: r.cfg.HomeIdle, Limited: r.limited}
+	r.log.Info().Int("max", m).Dur("idle", r.cfg.HomeIdle).Msg("homes kept: a person's sandbox is made once and kept between their runs")
 }
 
 // settingErr is err, from a check of the machine, as the ConfigError of
@@ -191,6 +217,15 @@ func settingErr(setting string, value any, reason string, err error) error {
 	ce := contract.BadSetting(service, setting, value, reason)
 	ce.Err = err
 	return ce
+}
+
+// HomeStats are the numbers of the homes this runner keeps (zero when it
+// keeps none).
+func (r *Runner) HomeStats() sandbox.HomeStats {
+	if r.homes == nil {
+		return sandbox.HomeStats{}
+	}
+	return r.homes.Stats()
 }
 
 // AgentName is the agent in use: "shell", "claude" or the command line.
@@ -235,6 +270,11 @@ func (r *Runner) Run(ctx context.Context) error {
 	beat.Go(func() { aff.beat(beating) })
 	defer func() { stopBeat(); beat.Wait() }()
 	var wg sync.WaitGroup
+	if r.homes != nil {
+		defer r.homes.Close()
+		stopSweep := every(min(r.cfg.HomeIdle/2, time.Minute), func() { r.homes.Sweep(r.log) })
+		defer stopSweep()
+	}
 	r.takeJobs(ctx, runs, cons, aff, &wg)
 	r.finishRuns(&wg, stopRuns)
 	return nil

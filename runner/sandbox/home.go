@@ -111,6 +111,15 @@ func homeKey(box *Sandbox, dir, home, bin string, u *User, ownNet bool) string {
 	if u != nil {
 		uid = strconv.Itoa(int(u.UID))
 	}
+	// A home binds directories, not names: a worktree removed and made
+	// again at the same place is another directory, for another home.
+	for _, d := range []string{dir, home} {
+		if fi, err := os.Stat(d); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				uid += fmt.Sprintf("\x00%d:%d", st.Dev, st.Ino)
+			}
+		}
+	}
 	return uid + "\x00" + strings.Join(args, "\x00") + fmt.Sprintf("\x00%+v", box.Limits)
 }
 

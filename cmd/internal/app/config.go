@@ -17,6 +17,7 @@ import (
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/runner"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // The services a process can run.
@@ -70,6 +71,8 @@ type config struct {
 	RunCPU              float64       `name:"run-cpu" var:"TEXTSLASH_RUN_CPU" sets:"runner.Sandbox.Limits.CPU" default:"2" help:"most CPU one run may use, in cores (0 for no limit)"`
 	Chromium            string        `name:"chromium" var:"TEXTSLASH_CHROMIUM" sets:"runner.Chromium" help:"Chromium binary for screenshots (textslash shot, approval diffs); default Debian's chromium-headless-shell (the lightest), else chromium, chromium-browser or google-chrome from PATH"`
 	ShotAddr            string        `name:"shot-addr" var:"TEXTSLASH_SHOT_ADDR" sets:"runner.ShotAddr" default:"127.0.0.1:0" help:"host:port of the runner's screenshot endpoint, which agents reach with textslash shot or curl ($TEXTSLASH_SHOT_URL); default a free loopback port"`
+	HomesMax            int           `name:"homes-max" var:"TEXTSLASH_HOMES_MAX" sets:"runner.HomesMax" default:"${homes_max}" help:"most people's homes kept warm at once (a home: the person's sandbox, made at their first message and kept between runs, so a follow-up starts at once); past it the least recently used goes; -1 keeps none (each run in a sandbox of its own). Needs root"`
+	HomeIdle            time.Duration `name:"home-idle" var:"TEXTSLASH_HOME_IDLE" sets:"runner.HomeIdle" default:"${home_idle}" help:"a home is taken down this long after its person's last run"`
 	Concurrency         int           `name:"concurrency" var:"TEXTSLASH_CONCURRENCY" sets:"runner.Concurrency" default:"${concurrency}" help:"how many users' messages run at once"`
 	RunnerID            string        `name:"runner-id" var:"TEXTSLASH_RUNNER_ID" sets:"runner.ID" default:"${runner_id}" help:"this runner's name among runners sharing the jobs (letters, digits, - and _): each user's messages run on the runner holding their workspace while it is alive; keep it the same across restarts with the same workspaces"`
 	Timeout             time.Duration `name:"timeout" var:"TEXTSLASH_TIMEOUT" sets:"runner.Timeout" default:"${timeout}" help:"longest a single run may take"`
@@ -191,6 +194,7 @@ func defaults() kong.Vars {
 		"approval_timeout": contract.ApprovalTimeout.String(), "permission_timeout": contract.PermissionTimeout.String(),
 		"progress_every": egress.DefaultProgressEvery.String(),
 		"concurrency":    strconv.Itoa(runner.DefaultConcurrency), "timeout": runner.DefaultTimeout.String(),
+		"homes_max": strconv.Itoa(sandbox.DefaultHomesMax), "home_idle": sandbox.DefaultHomeIdle.String(),
 		"voice_max": runner.DefaultVoiceMax.String(),
 	}
 }

@@ -74,6 +74,7 @@ var makeParts = map[string]func(context.Context, *config, partEnv) (part, error)
 			return part{}, err
 		}
 		env.log.Info().Str("agent", run.AgentName()).Msg(agentLine(cfg.Agent, run.AgentName(), run.ClaudeBin(), cfg.AgentUser))
+		registerHomeGauges(run)
 		return part{run: run.Run, endsProcess: true, agent: run.AgentName()}, nil
 	},
 	Media: func(ctx context.Context, cfg *config, env partEnv) (part, error) {

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,6 +29,8 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/ingress"
+	"github.com/textslash/textslash/runner"
+	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // Serve runs the given services (ingress, dispatcher, runner, media,
@@ -400,4 +404,33 @@ func registerQueueGauge(js jetstream.JetStream) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "textslash_inbound_messages",
 			Help: "Messages in IN not yet routed and acknowledged by the dispatcher."}, count(contract.StreamIn)),
 	)
+}
+
+// homeStats is the runner whose homes /metrics reports: the last made in
+// this process (one, but in tests).
+var (
+	homeStats     atomic.Pointer[runner.Runner]
+	homeGaugesSet sync.Once
+)
+
+// registerHomeGauges reports, at each scrape, the runner's homes: how
+// many are warm, the memory they hold, and how many runs made a home
+// (cold) or found one (warm).
+func registerHomeGauges(r *runner.Runner) {
+	homeStats.Store(r)
+	stat := func(f func(sandbox.HomeStats) float64) func() float64 {
+		return func() float64 { return f(homeStats.Load().HomeStats()) }
+	}
+	homeGaugesSet.Do(func() {
+		prometheus.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "textslash_homes_warm",
+				Help: "People's homes (sandboxes kept between runs) kept now."}, stat(func(s sandbox.HomeStats) float64 { return float64(s.Warm) })),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "textslash_homes_memory_bytes",
+				Help: "Memory the processes of the warm homes hold."}, stat(func(s sandbox.HomeStats) float64 { return float64(s.Memory) })),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "textslash_home_starts_total",
+				Help: "Runs that made their person's home (cold)."}, stat(func(s sandbox.HomeStats) float64 { return float64(s.Starts) })),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "textslash_home_reuses_total",
+				Help: "Runs that found their person's home kept (warm)."}, stat(func(s sandbox.HomeStats) float64 { return float64(s.Reuse) })),
+		)
+	})
 }
