@@ -39,9 +39,20 @@ func needRoot(tb testing.TB) {
 // extra are more bwrap arguments before the command. It ends with the test.
 func startHome(tb testing.TB, extra ...string) int {
 	tb.Helper()
-	r, w, err := os.Pipe()
+	pid, stop, err := newHome(extra...)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	tb.Cleanup(stop)
+	return pid
+}
+
+// newHome starts a home's sandbox and returns its child's pid and how to
+// end it.
+func newHome(extra ...string) (int, func(), error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, nil, err
 	}
 	defer r.Close()
 	args := append([]string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"}, extra...)
@@ -49,22 +60,23 @@ func startHome(tb testing.TB, extra ...string) int {
 	cmd := exec.Command("bwrap", args...)
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		w.Close()
-		tb.Fatal(err)
-	}
+	err = cmd.Start()
 	w.Close()
-	tb.Cleanup(func() {
+	if err != nil {
+		return 0, nil, err
+	}
+	stop := func() {
 		cmd.Process.Kill()
 		cmd.Wait()
-	})
+	}
 	var info struct {
 		ChildPid int `json:"child-pid"`
 	}
 	if err := json.NewDecoder(r).Decode(&info); err != nil || info.ChildPid == 0 {
-		tb.Fatalf("bwrap --info-fd: %v (child pid %d)", err, info.ChildPid)
+		stop()
+		return 0, nil, fmt.Errorf("bwrap --info-fd: %v (child pid %d)", err, info.ChildPid)
 	}
-	return info.ChildPid
+	return info.ChildPid, stop, nil
 }
 
 // attach networks pid's namespace for the test.

@@ -133,6 +133,7 @@ func Attach(ctx context.Context, pid int, o Options, log zerolog.Logger) (*Net, 
 	}
 	log.Info().Str("slirp_bin", bin).Int("slirp_pid", n.slirp.cmd.Process.Pid).
 		Strs("forward", o.Forward).Int64("duration_ms", time.Since(start).Milliseconds()).
+		Int64("slirp_ready_ms", n.slirp.startup.Milliseconds()).
 		Msg("netns: namespace networked")
 	return n, nil
 }

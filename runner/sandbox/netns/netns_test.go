@@ -53,6 +53,46 @@ func TestOutboundToHostAddress(t *testing.T) {
 	}
 }
 
+// UDP goes out too: a datagram to an echo server on the machine's own
+// address comes back.
+func TestOutboundUDP(t *testing.T) {
+	needRoot(t)
+	ip := hostAddress()
+	if ip == "" {
+		t.Skip("no non-loopback IPv4 address on this machine")
+	}
+	pc, err := net.ListenPacket("udp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			k, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			pc.WriteTo(buf[:k], from)
+		}
+	}()
+	n := attach(t, startHome(t), Options{})
+	c, err := n.Dial(context.Background(), "udp", pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	k, err := c.Read(buf)
+	if err != nil || string(buf[:k]) != "ping" {
+		t.Errorf("UDP echo from the home: %q, %v; want ping", buf[:k], err)
+	}
+}
+
 // A forwarded host loopback address answers inside the home at the same
 // address; another port of the host's loopback does not.
 func TestForward(t *testing.T) {

@@ -25,6 +25,8 @@ type slirp struct {
 	done   chan struct{} // closed once it has exited; err is then set
 	err    error
 	stderr *tail
+	// startup is the time from its start to its ready byte.
+	startup time.Duration
 }
 
 // startSlirp starts slirp4netns on pid's namespace and waits for its ready
@@ -49,6 +51,7 @@ func startSlirp(ctx context.Context, bin string, pid int, log zerolog.Logger) (*
 	s.cmd.ExtraFiles = []*os.File{readyW, exitR}
 	s.cmd.Stderr = s.stderr
 	s.cmd.Stdout = s.stderr
+	start := time.Now()
 	err = s.cmd.Start()
 	readyW.Close()
 	exitR.Close()
@@ -69,6 +72,7 @@ func startSlirp(ctx context.Context, bin string, pid int, log zerolog.Logger) (*
 	select {
 	case err = <-ready:
 		if err == nil {
+			s.startup = time.Since(start)
 			return s, nil
 		}
 		<-s.done // no ready byte: it exited
