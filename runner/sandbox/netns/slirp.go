@@ -1,0 +1,129 @@
+package netns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// stopWait is how long Close lets slirp4netns end by its exit pipe before
+// killing it.
+const stopWait = 3 * time.Second
+
+// slirp is one slirp4netns process serving a namespace.
+type slirp struct {
+	cmd    *exec.Cmd
+	exit   *os.File      // write end of --exit-fd: closing it ends slirp4netns
+	done   chan struct{} // closed once it has exited; err is then set
+	err    error
+	stderr *tail
+	// startup is the time from its start to its ready byte.
+	startup time.Duration
+}
+
+// startSlirp starts slirp4netns on pid's namespace and waits for its ready
+// byte (written once the interface, route and DNS are configured), its exit,
+// or ctx.
+func startSlirp(ctx context.Context, bin string, pid int, log zerolog.Logger) (*slirp, error) {
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("slirp4netns ready pipe: %w", err)
+	}
+	defer readyR.Close()
+	exitR, exitW, err := os.Pipe()
+	if err != nil {
+		readyW.Close()
+		return nil, fmt.Errorf("slirp4netns exit pipe: %w", err)
+	}
+	s := &slirp{exit: exitW, done: make(chan struct{}), stderr: &tail{max: 4096}}
+	// fd 3 and 4 in the child: ExtraFiles[0] and [1].
+	s.cmd = exec.Command(bin, "--configure", "--mtu="+strconv.Itoa(mtu), "--disable-host-loopback",
+		"--enable-sandbox", "--enable-seccomp", "--ready-fd=3", "--exit-fd=4",
+		strconv.Itoa(pid), Interface)
+	s.cmd.ExtraFiles = []*os.File{readyW, exitR}
+	s.cmd.Stderr = s.stderr
+	s.cmd.Stdout = s.stderr
+	start := time.Now()
+	err = s.cmd.Start()
+	readyW.Close()
+	exitR.Close()
+	if err != nil {
+		exitW.Close()
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	go func() {
+		s.err = s.cmd.Wait()
+		close(s.done)
+	}()
+	ready := make(chan error, 1)
+	go func() {
+		var b [1]byte
+		_, err := readyR.Read(b[:])
+		ready <- err
+	}()
+	select {
+	case err = <-ready:
+		if err == nil {
+			s.startup = time.Since(start)
+			return s, nil
+		}
+		<-s.done // no ready byte: it exited
+		err = fmt.Errorf("slirp4netns on pid %d ended before ready: %v: %s", pid, s.err, s.stderr)
+	case <-ctx.Done():
+		err = fmt.Errorf("slirp4netns on pid %d not ready: %w (stderr: %s)", pid, ctx.Err(), s.stderr)
+	}
+	s.stop(log)
+	return nil, err
+}
+
+// stop closes the exit pipe, which ends slirp4netns, and kills it if it has
+// not ended within stopWait.
+func (s *slirp) stop(log zerolog.Logger) error {
+	s.exit.Close()
+	select {
+	case <-s.done:
+	case <-time.After(stopWait):
+		log.Warn().Int("slirp_pid", s.cmd.Process.Pid).Msg("netns: slirp4netns ignored its exit pipe; killing it")
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+	var exit *exec.ExitError
+	if s.err != nil && !errors.As(s.err, &exit) {
+		return fmt.Errorf("wait slirp4netns: %w", s.err)
+	}
+	log.Debug().Int("slirp_pid", s.cmd.Process.Pid).Str("state", s.cmd.ProcessState.String()).
+		Str("stderr", s.stderr.String()).Msg("netns: slirp4netns ended")
+	return nil
+}
+
+// tail keeps the last max bytes written to it: slirp4netns's messages, for
+// errors and logs.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = t.b[over:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b))
+}
