@@ -7,9 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +26,7 @@ import (
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/handover"
 	"github.com/textslash/textslash/runner/sandbox"
+	"github.com/textslash/textslash/runner/sandbox/netns"
 	"github.com/textslash/textslash/runner/workspace"
 )
 
@@ -203,7 +208,14 @@ func (r *Runner) keepHomes() {
 	if m == 0 {
 		m = sandbox.DefaultHomesMax
 	}
-	r.homes = &sandbox.Homes{Max: m, Idle: r.cfg.HomeIdle, Limited: r.limited}
+	r.homes = &sandbox.Homes{Max: m, Idle: r.cfg.HomeIdle, Limited: r.limited, Dir: filepath.Join(r.cfg.Workspaces, homesDir)}
+	if err := netns.Probe(netns.Options{}); err != nil {
+		r.log.Error().Err(err).Msg("homes share the host's network: a person's agent can reach the web chat, NATS and other people's servers on this machine's loopback")
+	} else if err := os.MkdirAll(r.homes.Dir, 0o755); err != nil {
+		r.log.Error().Err(err).Msg("homes share the host's network: their directory cannot be made")
+	} else {
+		r.homes.Network = &netns.Options{Refuse: netns.HostAddrs()}
+	}
 	r.log.Info().Int("max", m).Dur("idle", r.cfg.HomeIdle).Msg("homes kept: a person's sandbox is made once and kept between their runs")
 }
 
@@ -217,6 +229,52 @@ func settingErr(setting string, value any, reason string, err error) error {
 	ce := contract.BadSetting(service, setting, value, reason)
 	ce.Err = err
 	return ce
+}
+
+// homesDir is where, under Workspaces, the homes keep their files (the
+// resolver file of their network).
+const homesDir = ".homes"
+
+// forwardIntoHomes lets homes, which have a network of their own, reach
+// the host's loopback addresses runs use: the screenshot endpoint, and the
+// model API or an HTTP proxy when the operator runs them on loopback
+// (ANTHROPIC_BASE_URL, HTTPS_PROXY, HTTP_PROXY). Nothing else there.
+func (r *Runner) forwardIntoHomes() {
+	if r.homes == nil || r.homes.Network == nil {
+		return
+	}
+	addrs := []string{r.shots.Addr()}
+	for _, v := range []string{"ANTHROPIC_BASE_URL", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
+		if a := loopbackAddr(os.Getenv(v)); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	for _, a := range addrs {
+		if ap, err := netip.ParseAddrPort(a); err == nil && ap.Addr().IsLoopback() && !slices.Contains(r.homes.Network.Forward, a) {
+			r.homes.Network.Forward = append(r.homes.Network.Forward, a)
+		}
+	}
+	r.log.Info().Strs("forward", r.homes.Network.Forward).Msg("homes have a network of their own; these host loopback addresses are reachable from them")
+}
+
+// loopbackAddr is the ip:port of URL raw when its host is a loopback
+// address or localhost, else "".
+func loopbackAddr(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	if ip, err := netip.ParseAddr(host); err != nil || !ip.IsLoopback() || port == "" {
+		return ""
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // HomeStats are the numbers of the homes this runner keeps (zero when it
@@ -257,6 +315,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		return err
 	}
 	defer r.shots.Close()
+	r.forwardIntoHomes()
 	if os.Geteuid() == 0 && r.user == nil {
 		r.log.Warn().Str("agent", r.cfg.Agent).Msg("agents run as root: set TEXTSLASH_AGENT_USER to run them as an unprivileged user")
 	}

@@ -109,6 +109,11 @@ func Listen(cfg EndpointConfig, store *Store) (*Endpoint, error) {
 	return s, nil
 }
 
+// Addr is the host:port the endpoint listens on.
+func (s *Endpoint) Addr() string {
+	return strings.TrimSuffix(strings.TrimPrefix(s.url, "http://"), "/shot")
+}
+
 // Close closes the endpoint and the browser.
 func (s *Endpoint) Close() {
 	_ = s.srv.Close()

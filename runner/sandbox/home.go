@@ -15,6 +15,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/textslash/textslash/runner/sandbox/netns"
 )
 
 // Home is a sandbox made once and kept for a person's runs: bubblewrap's
@@ -39,8 +42,8 @@ type Home struct {
 	pidNS   string         // its pid namespace, as /proc names it
 	nsenter string
 	user    *User
-	cg      *Cgroup   // nil: runs are not limited
-	net     io.Closer // the home's network, when it has its own
+	cg      *Cgroup    // nil: runs are not limited
+	net     *netns.Net // the home's network, when it has its own
 	exited  chan struct{}
 	started time.Time
 
@@ -53,20 +56,17 @@ type Home struct {
 // homeReady is how long a home's bubblewrap has to say its child's pid.
 const homeReady = 10 * time.Second
 
-// Network gives a home's network namespace its network: outbound
-// connections and nothing of the host's loopback (package netns).
-type Network interface {
-	// ResolvConf is the resolver file homes see at /etc/resolv.conf.
-	ResolvConf() string
-	// Attach gives the network namespace of process pid its network, until
-	// closed.
-	Attach(pid int) (io.Closer, error)
+// homeNet is how homes are networked: slirp4netns with o, the resolver
+// file resolv bound at /etc/resolv.conf.
+type homeNet struct {
+	o      netns.Options
+	resolv string
 }
 
 // startHome makes the home whose programs see dir, home and bin as runs
 // of box do; net, when set, gives it a network of its own; limits: the
 // home gets a cgroup with box's limits.
-func startHome(box *Sandbox, dir, home, bin string, u *User, limits bool, net Network) (_ *Home, err error) {
+func startHome(box *Sandbox, dir, home, bin string, u *User, limits bool, net *homeNet, log zerolog.Logger) (_ *Home, err error) {
 	nsenter, err := exec.LookPath("nsenter")
 	if err != nil {
 		return nil, fmt.Errorf("%w: nsenter not found (util-linux)", ErrNoHome)
@@ -89,13 +89,15 @@ func startHome(box *Sandbox, dir, home, bin string, u *User, limits bool, net Ne
 	}
 	w := wrapping{infoFD: true}
 	if net != nil {
-		w.ownNet, w.resolv = true, net.ResolvConf()
+		w.ownNet, w.resolv = true, net.resolv
 	}
 	if err := h.startHolder(box, dir, home, bin, w); err != nil {
 		return nil, err
 	}
 	if net != nil {
-		if h.net, err = net.Attach(h.pid); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), homeReady)
+		defer cancel()
+		if h.net, err = netns.Attach(ctx, h.pid, net.o, log.With().Str("home", h.id).Logger()); err != nil {
 			return nil, fmt.Errorf("home's network: %w", err)
 		}
 	}
@@ -219,6 +221,9 @@ func (h *Home) Alive() bool {
 
 // ID is the home's opaque id.
 func (h *Home) ID() string { return h.id }
+
+// Net is the home's network, nil when it is the host's.
+func (h *Home) Net() *netns.Net { return h.net }
 
 // Cgroup is the home's cgroup, nil when runs are not limited.
 func (h *Home) Cgroup() *Cgroup { return h.cg }

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/runner/sandbox/netns"
 )
 
 // homeBox is a sandbox for home tests, or the test is skipped where homes
@@ -199,3 +202,52 @@ func running(pid int) bool {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// A home has a network of its own: a server on the host's loopback (the
+// web chat, NATS, another person's dev server) is out of reach, but for
+// the addresses forwarded; a server the run starts on its own loopback is
+// not the host's.
+func TestHomeOwnNetwork(t *testing.T) {
+	box := homeBox(t)
+	if err := netns.Probe(netns.Options{}); err != nil {
+		t.Skip(err)
+	}
+	serve := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				_, _ = c.Write([]byte("host\n"))
+				c.Close()
+			}
+		}()
+		return l.Addr().String()
+	}
+	private, forwarded := serve(), serve()
+	hs := &Homes{Network: &netns.Options{Forward: []string{forwarded}, Refuse: netns.HostAddrs()}, Dir: t.TempDir()}
+	defer hs.Close()
+	ws, home := t.TempDir(), t.TempDir()
+	h, leave, err := hs.Enter(box, ws, home, "", nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leave()
+	tcp := func(addr string) string {
+		host, port, _ := net.SplitHostPort(addr)
+		return fmt.Sprintf("(timeout 2 cat < /dev/tcp/%s/%s) 2>/dev/null || echo refused", host, port)
+	}
+	got := output(t, h.Confined(CommandFunc(ws, home, nil, false)), "bash -c '"+tcp(private)+"; "+tcp(forwarded)+"'")
+	if want := "refused\nhost"; got != want {
+		t.Errorf("from the home, the host's private and forwarded servers: %q; want %q", got, want)
+	}
+	if h.Net() == nil {
+		t.Error("the home has no network of its own")
+	}
+}

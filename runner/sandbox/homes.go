@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/textslash/textslash/runner/sandbox/netns"
 )
 
 // Defaults of Homes.
@@ -30,17 +31,22 @@ type Homes struct {
 	// Idle and Max: see DefaultHomeIdle, DefaultHomesMax.
 	Idle time.Duration
 	Max  int
-	// Network, when set, gives each home a network of its own; nil leaves
-	// homes on the host's network.
-	Network Network
+	// Network, when set, gives each home a network of its own
+	// (slirp4netns: outbound connections, nothing of the host's loopback
+	// but Network.Forward, none of the host's own addresses); nil leaves
+	// homes on the host's network. Needs Dir, where the homes' resolver
+	// file is written.
+	Network *netns.Options
+	Dir     string
 	// Limited: homes get a cgroup with their sandbox's limits.
 	Limited bool
 	// OnClose, when set, is told of each home taken down (its id), so
 	// what the runner keeps for it (the warm agent) goes too.
 	OnClose func(id string)
 
-	mu    sync.Mutex
-	homes map[string]*Home // by key
+	mu     sync.Mutex
+	homes  map[string]*Home // by key
+	netCfg *homeNet
 
 	starts, reuses atomic.Int64
 }
@@ -69,9 +75,13 @@ func (hs *Homes) Enter(box *Sandbox, dir, home, bin string, u *User, log zerolog
 		hs.reuses.Add(1)
 		return h, func() { hs.leave(h) }, nil
 	}
+	net, err := hs.net()
 	hs.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
 	t0 := time.Now()
-	if h, err = startHome(box, dir, home, bin, u, hs.Limited, hs.Network); err != nil {
+	if h, err = startHome(box, dir, home, bin, u, hs.Limited, net, log); err != nil {
 		return nil, nil, err
 	}
 	hs.starts.Add(1)
@@ -91,6 +101,22 @@ func (hs *Homes) Enter(box *Sandbox, dir, home, bin string, u *User, log zerolog
 		hs.closed(e)
 	}
 	return h, func() { hs.leave(h) }, nil
+}
+
+// net is how homes are networked, nil on the host's network; the
+// resolver file is written at first use. hs.mu is held.
+func (hs *Homes) net() (*homeNet, error) {
+	if hs.Network == nil {
+		return nil, nil
+	}
+	if hs.netCfg == nil {
+		resolv, err := netns.ResolvConf(hs.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("homes' resolver: %w", err)
+		}
+		hs.netCfg = &homeNet{o: *hs.Network, resolv: resolv}
+	}
+	return hs.netCfg, nil
 }
 
 // leave ends a run's time in h.

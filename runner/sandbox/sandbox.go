@@ -140,7 +140,11 @@ func (s *Sandbox) wrap(dir, home, bin string, w wrapping, name string, args ...s
 		a = append(a, "--tmpfs", cgroupRoot)
 	}
 	if w.resolv != "" {
-		a = append(a, "--ro-bind", w.resolv, "/etc/resolv.conf")
+		dst := "/etc/resolv.conf"
+		if real, err := filepath.EvalSymlinks(dst); err == nil {
+			dst = real // bwrap binds onto a file, not through a link
+		}
+		a = append(a, "--ro-bind", w.resolv, dst)
 	}
 	// Homes first, then the programs installed in them shown again, then
 	// textslash's own directories hidden whatever the programs' places.

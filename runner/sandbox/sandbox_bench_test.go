@@ -2,14 +2,18 @@ package sandbox
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // What a sandbox adds to each program a run starts: `true` run bare (as
-// textslash ran agents before), in a bubblewrap sandbox, and in one with
-// a cgroup of limits. Reports wall time (ns/op) and the CPU the program
-// and its sandbox took (cpu-ms/op).
+// textslash ran agents before), in a bubblewrap sandbox, in one with a
+// cgroup of limits, and in a warm home (with and without its cgroup),
+// ending the run there each time. Reports wall time (ns/op) and the CPU
+// the program and its sandbox took (cpu-ms/op).
 func BenchmarkSandboxedTrue(b *testing.B) {
 	ws, home := b.TempDir(), b.TempDir()
 	box := &Sandbox{Limits: Limits{Memory: 256 << 20, Pids: 64, CPU: 1}}
@@ -21,12 +25,17 @@ func BenchmarkSandboxedTrue(b *testing.B) {
 		name string
 		box  *Sandbox
 		cg   bool
-	}{{"bare", nil, false}, {"sandbox", box, false}, {"sandbox+cgroup", box, true}} {
+	}{{"bare", nil, false}, {"sandbox", box, false}, {"sandbox+cgroup", box, true}, {"home", box, false}, {"home+cgroup", box, true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			if tc.cg && !limited {
 				b.Skip("cgroups not writable")
 			}
 			var cpu time.Duration
+			if strings.HasPrefix(tc.name, "home") {
+				cpu = benchHome(b, tc.box, ws, home, tc.cg)
+				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
+				return
+			}
 			for b.Loop() {
 				command := CommandFunc(ws, home, nil, false)
 				var cg *Cgroup
@@ -51,4 +60,36 @@ func BenchmarkSandboxedTrue(b *testing.B) {
 			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		})
 	}
+}
+
+// benchHome runs `true` in a warm home b.N times, ending the run each
+// time, and returns the CPU the programs took.
+func benchHome(b *testing.B, box *Sandbox, ws, home string, limited bool) time.Duration {
+	if ProbeHomes() != nil {
+		b.Skip("homes need root")
+	}
+	hs := &Homes{Limited: limited}
+	defer hs.Close()
+	h, leave, err := hs.Enter(box, ws, home, "", nil, zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	leave()
+	command := h.Confined(CommandFunc(ws, home, nil, false))
+	var cpu time.Duration
+	for b.Loop() {
+		h, leave, err := hs.Enter(box, ws, home, "", nil, zerolog.Nop())
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd := command(b.Context(), "true")
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+		EndGroup(cmd)
+		cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		leave()
+		_ = h
+	}
+	return cpu
 }

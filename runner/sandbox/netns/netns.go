@@ -42,6 +42,10 @@ type Options struct {
 	// inside the namespace at the same address: the model API behind a
 	// loopback gateway, textslash's screenshot endpoint.
 	Forward []string
+	// Refuse are addresses nothing in the namespace may reach: the host's
+	// own (HostAddrs), which slirp4netns would otherwise carry to as to
+	// any machine.
+	Refuse []netip.Prefix
 }
 
 func (o Options) binary() (string, error) {
@@ -130,6 +134,10 @@ func Attach(ctx context.Context, pid int, o Options, log zerolog.Logger) (*Net, 
 			n.Close()
 			return nil, err
 		}
+	}
+	if err := n.refuse(o.Refuse); err != nil {
+		n.Close()
+		return nil, err
 	}
 	log.Info().Str("slirp_bin", bin).Int("slirp_pid", n.slirp.cmd.Process.Pid).
 		Strs("forward", o.Forward).Int64("duration_ms", time.Since(start).Milliseconds()).

@@ -8,10 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +52,27 @@ func TestOutboundToHostAddress(t *testing.T) {
 	attach(t, pid, Options{})
 	if !reaches(t, pid, addr) {
 		t.Errorf("from the home, %s did not answer; want reached through slirp4netns", addr)
+	}
+}
+
+// With the host's own addresses refused, a server the host runs beyond
+// loopback (the web chat or NATS bound to 0.0.0.0) is out of reach too,
+// while other machines stay reachable.
+func TestRefuseHostAddresses(t *testing.T) {
+	needRoot(t)
+	ip := hostAddress()
+	if ip == "" {
+		t.Skip("no non-loopback IPv4 address on this machine")
+	}
+	addr := serve(t, net.JoinHostPort(ip, "0"), "out")
+	refuse := HostAddrs()
+	if !slices.ContainsFunc(refuse, func(p netip.Prefix) bool { return p.Addr().String() == ip }) {
+		t.Fatalf("HostAddrs() = %v; want %s among them", refuse, ip)
+	}
+	pid := startHome(t)
+	attach(t, pid, Options{Refuse: refuse})
+	if reaches(t, pid, addr) {
+		t.Errorf("from the home, the host's %s answered; want it refused", addr)
 	}
 }
 
