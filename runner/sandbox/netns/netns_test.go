@@ -325,7 +325,7 @@ func slirpsFor(t *testing.T, pid int) []string {
 			continue
 		}
 		for _, a := range args[1:] {
-			if a == fmt.Sprint(pid) {
+			if a == fmt.Sprintf("/proc/%d/ns/net", pid) {
 				found = append(found, p)
 			}
 		}

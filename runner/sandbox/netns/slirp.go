@@ -44,10 +44,13 @@ func startSlirp(ctx context.Context, bin string, pid int, log zerolog.Logger) (*
 		return nil, fmt.Errorf("slirp4netns exit pipe: %w", err)
 	}
 	s := &slirp{exit: exitW, done: make(chan struct{}), stderr: &tail{max: 4096}}
-	// fd 3 and 4 in the child: ExtraFiles[0] and [1].
+	// fd 3 and 4 in the child: ExtraFiles[0] and [1]. The namespace by
+	// path, not pid: given a pid, slirp4netns also joins that process's
+	// user namespace, which for an unprivileged bubblewrap is a nested one
+	// without power over the network namespace (setns: EPERM).
 	s.cmd = exec.Command(bin, "--configure", "--mtu="+strconv.Itoa(mtu), "--disable-host-loopback",
 		"--enable-sandbox", "--enable-seccomp", "--ready-fd=3", "--exit-fd=4",
-		strconv.Itoa(pid), Interface)
+		"--netns-type=path", fmt.Sprintf("/proc/%d/ns/net", pid), Interface)
 	s.cmd.ExtraFiles = []*os.File{readyW, exitR}
 	s.cmd.Stderr = s.stderr
 	s.cmd.Stdout = s.stderr

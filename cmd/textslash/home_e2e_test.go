@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// srvPy serves the workspace on 127.0.0.1:<argv[1]> and logs the Cookie
+// header of every request to cookies.log: a person's agent running a dev
+// server, or an attacker's waiting for the operator's browser.
+const srvPy = `cat > srv.py <<'EOF'
+import http.server, sys
+class H(http.server.SimpleHTTPRequestHandler):
+    def do_GET(self):
+        open('cookies.log', 'a').write('cookie=%s\n' % self.headers.get('Cookie'))
+        super().do_GET()
+http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
+EOF
+echo ok`
+
+// A person's home has a network of its own. Each of these worked before
+// homes: A's server on 127.0.0.1 answered B's agent with A's files; the
+// operator's browser, opening a page an agent served on 127.0.0.1, sent it
+// the web chat's cookies (scoped by host, not port); an agent reached the
+// web chat itself (and opened sessions on it until the operator was locked
+// out).
+func TestHomeNetworkAttacks(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("homes need root")
+	}
+	tab := browser(t, 120*time.Second) // first: skips without Chromium
+	inst := startServe(t, "TEXTSLASH_AGENT=shell")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := inst.newChat(t), inst.newChat(t)
+	aEvents, bEvents := a.events(ctx), b.events(ctx)
+	port := freePort(t)
+	if got := a.reply(aEvents, srvPy+" && echo secret-of-a > secretA.txt", 30*time.Second); got != "ok" {
+		t.Fatalf("A's setup: %q", got)
+	}
+	aID := a.send(fmt.Sprintf("python3 srv.py %s >/dev/null 2>&1 & sleep 12; cat cookies.log 2>/dev/null; echo served", port))
+	waitFor(t, aEvents, 10*time.Second, func(ev sseEvent) bool { return ev.Kind == "started" && ev.Event.JobID == aID })
+	time.Sleep(time.Second) // the server starts
+
+	fetch := fmt.Sprintf("curl -s --max-time 3 http://127.0.0.1:%s/secretA.txt || echo unreachable", port)
+	if got := b.reply(bEvents, fetch, 30*time.Second); strings.Contains(got, "secret-of-a") || !strings.Contains(got, "unreachable") {
+		t.Errorf("B's agent fetched A's server on 127.0.0.1:%s: %q; want it unreachable", port, got)
+	}
+
+	// The operator's browser has the web chat's cookies, then opens the
+	// agent's page.
+	if err := chromedp.Do(tab, chromedp.Navigate(inst.URL+"/"), chromedp.WaitVisible(chromedp.ID("input"))); err != nil {
+		t.Fatalf("open the web chat: %v", err)
+	}
+	err := chromedp.Do(tab, chromedp.Navigate("http://127.0.0.1:"+port+"/secretA.txt"))
+	body, _ := chromedp.Run(tab, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+	if err == nil && strings.Contains(body, "secret-of-a") {
+		t.Errorf("the operator's browser reached A's server on the host's 127.0.0.1:%s", port)
+	}
+	served := waitFor(t, aEvents, 30*time.Second, func(ev sseEvent) bool { return ev.Kind == "done" && ev.Event.JobID == aID }).Event.Text
+	if strings.Contains(served, "ts_") {
+		t.Errorf("A's server got the web chat's cookies:\n%s", served)
+	}
+
+	// The web chat, from inside a home: no page, no session.
+	flood := fmt.Sprintf(`for i in $(seq 25); do curl -s -o /dev/null -w '%%{http_code} ' --max-time 2 %s/; done; echo`, inst.URL)
+	if got := b.reply(bEvents, flood, 90*time.Second); strings.Trim(strings.ReplaceAll(got, "000", ""), " \n") != "" {
+		t.Errorf("B's agent reached the web chat at %s: %q; want every request refused (000)", inst.URL, got)
+	}
+	op := inst.newChat(t) // fails the test when the operator is locked out
+	if got := op.reply(op.events(ctx), "echo operator-in", 30*time.Second); got != "operator-in" {
+		t.Errorf("the operator after the flood: %q", got)
+	}
+}
