@@ -235,3 +235,37 @@ func BenchmarkFirstMount(b *testing.B) {
 		}
 	}
 }
+
+// What a person had that does not fit on their disk stays where it was.
+func TestDiskTooFull(t *testing.T) {
+	needLoop(t)
+	root := t.TempDir()
+	key := "web.big"
+	big := filepath.Join(root, ".home", key, "big")
+	if err := os.MkdirAll(filepath.Dir(big), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := dd(big, 100); err != nil {
+		t.Fatalf("dd: %v %s", err, out)
+	}
+	d := openDisks(t, root, testQuota)
+	for try := range 2 {
+		if _, err := d.Mount(t.Context(), key, bindsOf(root, key)); !errors.Is(err, ErrTooFull) {
+			t.Errorf("Mount %d of 100 MB into 64 MB: got %v; want ErrTooFull", try, err)
+		}
+	}
+	if fi, err := os.Stat(big); err != nil || fi.Size() != 100<<20 {
+		t.Errorf("the file that did not fit: got %v, %v; want it where it was, whole", fi, err)
+	}
+	if root, _, err := mountRoot(filepath.Join(root, ".home", key)); err != nil || root {
+		t.Errorf("the home: mounted %v, %v; want not bound", root, err)
+	}
+}
+
+// Without e2fsprogs, Open says disks cannot be bounded here.
+func TestDiskUnsupported(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	if _, err := Open(t.Context(), filepath.Join(t.TempDir(), ".disks"), testQuota, zerolog.Nop()); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("Open without mkfs.ext4: got %v; want ErrUnsupported", err)
+	}
+}

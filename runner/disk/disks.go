@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,9 +22,13 @@ import (
 // tables) take a few megabytes of each disk.
 const MinQuota = 32 << 20
 
-// readyFile, at the root of a disk, says what was there before the disk
-// has been moved in.
-const readyFile = ".ready"
+// Files at the root of a disk: readyFile says what was there before the
+// disk has been moved in; freshFile that nothing was, and nothing has
+// been put on it since (Fresh, Used).
+const (
+	readyFile = ".ready"
+	freshFile = ".fresh"
+)
 
 // Bind is one of a person's directories held on their disk: Name is its
 // directory on the disk, Target the place the runner uses it at.
@@ -38,6 +43,8 @@ type Disks struct {
 	mu    sync.Mutex
 	disks map[string]*Disk       // by person key: mounted, by this process or found so
 	locks map[string]*sync.Mutex // by person key: one Mount at a time
+	// tooFull are the people whose files did not fit on their disk.
+	tooFull map[string]bool
 }
 
 // Disk is one person's disk, mounted.
@@ -70,7 +77,7 @@ func Open(ctx context.Context, dir string, quota int64, log zerolog.Logger) (*Di
 	if err := probe(ctx, dir); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
-	return &Disks{dir: dir, quota: quota, log: log, disks: map[string]*Disk{}, locks: map[string]*sync.Mutex{}}, nil
+	return &Disks{dir: dir, quota: quota, log: log, disks: map[string]*Disk{}, locks: map[string]*sync.Mutex{}, tooFull: map[string]bool{}}, nil
 }
 
 // probe makes, mounts and unmounts a disk of MinQuota in dir.
@@ -116,8 +123,12 @@ func (d *Disks) Mount(ctx context.Context, key string, binds []Bind) (*Disk, err
 	lock.Lock()
 	defer lock.Unlock()
 	d.mu.Lock()
-	k := d.disks[key]
+	k, tooFull := d.disks[key], d.tooFull[key]
 	d.mu.Unlock()
+	if tooFull {
+		// Not copied again at each job: a start of the runner tries again.
+		return nil, fmt.Errorf("%w (found before; tried again when the runner starts again)", ErrTooFull)
+	}
 	if k == nil {
 		var err error
 		k, err = d.mountImage(ctx, key)
@@ -132,7 +143,15 @@ func (d *Disks) Mount(ctx context.Context, key string, binds []Bind) (*Disk, err
 			return nil, err
 		}
 	}
-	return k, k.bind(ctx, binds, d.log)
+	if err := k.bind(ctx, binds, d.log); err != nil {
+		if errors.Is(err, ErrTooFull) {
+			d.mu.Lock()
+			d.tooFull[key] = true
+			d.mu.Unlock()
+		}
+		return nil, err
+	}
+	return k, nil
 }
 
 // lockOf is the person key's lock.
@@ -248,12 +267,9 @@ func (k *Disk) bind(ctx context.Context, binds []Bind, log zerolog.Logger) error
 	if err != nil {
 		return err
 	}
-	ready := filepath.Join(k.dir, readyFile)
-	_, err = os.Stat(ready)
-	moved := err == nil
+	var todo []Bind // not bound yet
 	for _, b := range binds {
-		on := filepath.Join(k.dir, b.Name)
-		if err := os.MkdirAll(on, 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(k.dir, b.Name), 0o755); err != nil {
 			return err
 		}
 		if err := os.MkdirAll(b.Target, 0o755); err != nil {
@@ -264,26 +280,84 @@ func (k *Disk) bind(ctx context.Context, binds []Bind, log zerolog.Logger) error
 		case err != nil:
 			return err
 		case bound && bdev == dev:
-			continue
+			k.note(b)
 		case bound:
 			return fmt.Errorf("%s is another mount already (device %d:%d)", b.Target, unix.Major(bdev), unix.Minor(bdev))
+		default:
+			todo = append(todo, b)
 		}
-		if !moved {
-			if err := moveIn(ctx, b.Target, on); err != nil {
-				return fmt.Errorf("move %s onto disk %s: %w", b.Target, k.id, err)
+	}
+	if _, err := os.Stat(filepath.Join(k.dir, readyFile)); errors.Is(err, os.ErrNotExist) {
+		if err := k.moveIn(ctx, todo); err != nil {
+			return err
+		}
+	} else {
+		for _, b := range todo {
+			if entries, _ := os.ReadDir(b.Target); len(entries) > 0 {
+				log.Warn().Str("dir", b.Target).Int("entries", len(entries)).Msg("files written beside the disk, while it was not mounted, are hidden under it")
 			}
-		} else if entries, _ := os.ReadDir(b.Target); len(entries) > 0 {
-			log.Warn().Str("dir", b.Target).Int("entries", len(entries)).Msg("files written beside the disk, while it was not mounted, are hidden under it")
 		}
-		if err := bindMount(on, b.Target); err != nil {
+	}
+	for _, b := range todo {
+		if err := bindMount(filepath.Join(k.dir, b.Name), b.Target); err != nil {
+			return err
+		}
+		k.note(b)
+	}
+	return nil
+}
+
+// note notes b bound, for Close.
+func (k *Disk) note(b Bind) {
+	if !slices.Contains(k.binds, b) {
+		k.binds = append(k.binds, b)
+	}
+}
+
+// moveIn moves what binds' targets hold onto the new disk, all or none:
+// everything copied first, then removed from the targets. It marks the
+// disk ready, and Fresh when there was nothing.
+func (k *Disk) moveIn(ctx context.Context, binds []Bind) error {
+	empty := true
+	for i, b := range binds {
+		copied, err := copyIn(ctx, b.Target, filepath.Join(k.dir, b.Name))
+		empty = empty && !copied
+		if err != nil {
+			var errs []error
+			for _, c := range binds[:i+1] {
+				errs = append(errs, emptyDir(filepath.Join(k.dir, c.Name)))
+			}
+			return fmt.Errorf("move %s onto disk %s: %w", b.Target, k.id, errors.Join(append([]error{err}, errs...)...))
+		}
+	}
+	for _, b := range binds {
+		if err := emptyDir(b.Target); err != nil {
 			return err
 		}
 	}
-	k.binds = binds
-	if !moved {
-		return os.WriteFile(ready, nil, 0o600)
+	if empty {
+		if err := os.WriteFile(filepath.Join(k.dir, freshFile), nil, 0o600); err != nil {
+			return err
+		}
 	}
-	return nil
+	return os.WriteFile(filepath.Join(k.dir, readyFile), nil, 0o600)
+}
+
+// Fresh tells whether the disk was made empty, nothing of the person's
+// moved onto it, and not marked Used since: what its directories hold is
+// not yet the person's (a runner restoring their snapshot looks at it).
+func (k *Disk) Fresh() bool {
+	_, err := os.Stat(filepath.Join(k.dir, freshFile))
+	return err == nil
+}
+
+// Used marks the disk as no longer Fresh.
+func (k *Disk) Used() error {
+	err := os.Remove(filepath.Join(k.dir, freshFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // bindMount binds dir onto target, nosuid and nodev.

@@ -105,28 +105,24 @@ func tool(ctx context.Context, name string, args ...string) error {
 	return nil
 }
 
-// moveIn moves what from holds into to, on the disk: copied with
-// everything (owners, modes, links, times), then removed from from. A
-// copy that does not fit is removed from the disk again and from is
-// left as it was (ErrTooFull).
-func moveIn(ctx context.Context, from, to string) error {
+// copyIn copies what from holds into to, on the disk, with everything
+// (owners, modes, links, times); copied says there was something. A copy
+// that does not fit is ErrTooFull.
+func copyIn(ctx context.Context, from, to string) (copied bool, err error) {
 	entries, err := os.ReadDir(from)
 	if errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := tool(ctx, "cp", "-a", "--", from+"/.", to+"/"); err != nil {
-		if rerr := emptyDir(to); rerr != nil {
-			return errors.Join(err, rerr)
-		}
 		if strings.Contains(err.Error(), "No space left") {
-			return fmt.Errorf("%w: %s", ErrTooFull, from)
+			return true, fmt.Errorf("%w: %s", ErrTooFull, from)
 		}
-		return err
+		return true, err
 	}
-	return emptyDir(from)
+	return true, nil
 }
 
 // emptyDir removes what dir holds, leaving dir.
