@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/disk"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/snapshot"
 	"github.com/textslash/textslash/runner/workspace"
@@ -104,6 +105,13 @@ type Config struct {
 	// restored.
 	Snapshots   bool
 	SnapshotMax int64
+	// DiskQuota bounds what each person keeps on this runner (their
+	// workspace, projects, worktrees and agent's home together) on a disk
+	// of their own (package disk); a write past it fails inside the run,
+	// and the person is told their workspace is full. Zero: no bound;
+	// textslash's default is 5 GiB. Where disks cannot be made (not root,
+	// no loop devices) the runner runs without bounds and says so.
+	DiskQuota int64
 	// Credentials is the directory of people's git credentials (see
 	// sandbox.Credentials): one subdirectory per person, named by
 	// contract.PersonKey; each run of theirs gets a read-only copy at
@@ -219,6 +227,9 @@ func (c Config) Validate() error {
 	}
 	if c.SnapshotMax <= 0 {
 		errs = append(errs, bad("SnapshotMax", c.SnapshotMax, "must be positive"))
+	}
+	if c.DiskQuota != 0 && c.DiskQuota < disk.MinQuota {
+		errs = append(errs, bad("DiskQuota", c.DiskQuota, fmt.Sprintf("must be 0 (no bound) or at least %dM", disk.MinQuota>>20)))
 	}
 	for _, d := range []struct {
 		setting string

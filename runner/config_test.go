@@ -45,6 +45,8 @@ var badConfigs = map[string]struct {
 	"cpu under a tenth":           {Config{Sandbox: &sandbox.Sandbox{Limits: sandbox.Limits{CPU: 0.05}}}, []string{"Sandbox.Limits.CPU"}},
 	"negative cpu":                {Config{Sandbox: &sandbox.Sandbox{Limits: sandbox.Limits{CPU: -1}}}, []string{"Sandbox.Limits.CPU"}},
 	"negative memory":             {Config{Sandbox: &sandbox.Sandbox{Limits: sandbox.Limits{Memory: -1}}}, []string{"Sandbox.Limits.Memory"}},
+	"disk quota under 32M":        {Config{DiskQuota: 1 << 20}, []string{"DiskQuota"}},
+	"negative disk quota":         {Config{DiskQuota: -1}, []string{"DiskQuota"}},
 	"several at once": {Config{Concurrency: -2, Timeout: time.Hour, Sandbox: &sandbox.Sandbox{Limits: sandbox.Limits{Pids: 1, CPU: -1}}},
 		[]string{"Concurrency", "Sandbox.Limits.CPU", "Sandbox.Limits.Pids", "Timeout"}},
 }

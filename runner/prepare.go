@@ -10,6 +10,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
+	"github.com/textslash/textslash/runner/disk"
 	"github.com/textslash/textslash/runner/handover"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/session"
@@ -68,14 +69,25 @@ func (ru *run) prepare(ctx, runCtx context.Context) (stop bool, err error) {
 // the job cannot run.
 func (ru *run) workspace(ctx context.Context, tell func(key, text string)) (refusal string) {
 	r, u, log := ru.r, ru.job.User, ru.log
+	if refusal := ru.mountDisk(ctx); refusal != "" {
+		return refusal
+	}
 	// Copies this runner kept from an earlier time it held the person go
 	// first: their snapshots are newer.
 	if r.tookOver(u) {
 		r.ws.SetAside(ctx, log, u)
 	}
+	// A new disk's empty workspace is not the person's: theirs, if they
+	// have one, is in its snapshot.
+	fresh := ru.disk != nil && ru.disk.Fresh()
 	var err error
-	if ru.project, ru.dir, err = r.ws.Pick(ctx, log, ru.job, tell); err != nil {
+	if ru.project, ru.dir, err = r.ws.Pick(ctx, log, ru.job, fresh, tell); err != nil {
 		return ru.refusal(err, "workspace")
+	}
+	if fresh {
+		if err := ru.disk.Used(); err != nil {
+			log.Warn().Err(err).Msg("person's disk not marked used; the next job looks for a snapshot again")
+		}
 	}
 	ru.home = r.ws.Home(u)
 	made := ru.dir
@@ -93,6 +105,32 @@ func (ru *run) workspace(ctx context.Context, tell func(key, text string)) (refu
 	}
 	ru.creds = creds
 	ru.later(creds.Remove)
+	return ""
+}
+
+// mountDisk mounts the person's disk, when disks are bounded, before
+// anything reads or writes their directories, in ctx (the job's). What
+// they had that does not fit in it stays where it was, unbounded (logged);
+// any other failure keeps the job from running.
+func (ru *run) mountDisk(ctx context.Context) (refusal string) {
+	r, u := ru.r, ru.job.User
+	if r.disks == nil {
+		return ""
+	}
+	ws, projects, worktrees, home := r.ws.PersonDirs(u)
+	d, err := r.disks.Mount(ctx, u.Key(), []disk.Bind{
+		{Name: "workspace", Target: ws}, {Name: "projects", Target: projects},
+		{Name: "worktrees", Target: worktrees}, {Name: "home", Target: home},
+	})
+	switch {
+	case errors.Is(err, disk.ErrTooFull):
+		ru.log.Error().Err(err).Msg("this person's disk is NOT bounded: what they had does not fit in TEXTSLASH_DISK_QUOTA, and stays where it was")
+		return ""
+	case err != nil:
+		ru.log.Error().Err(err).Msg("person's disk")
+		return MsgFailed
+	}
+	ru.disk = d
 	return ""
 }
 

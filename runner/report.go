@@ -30,6 +30,8 @@ const (
 	// With the budget's name ("your daily budget of $5.00").
 	MsgBudgetUsed    = "Not run: %s is used up. Reply cost to see what was spent."
 	MsgBudgetStopped = "This run was stopped: it reached %s. Here is what it had done so far."
+	// With what the person's disk holds and its size ("5.0 GB").
+	MsgDiskFull = "Your workspace is full: %s of %s. Delete files to make room."
 )
 
 // runSeconds times runs, by how they ended.
@@ -112,6 +114,32 @@ func (ru *run) outcome(ctx, runCtx context.Context) {
 			done.Text = MsgNoOutput
 		}
 	}
+	ru.diskFull()
+}
+
+// diskFull tells the person their disk is full when the run left it so:
+// in place of MsgFailed (a write that failed is the likeliest cause),
+// else before what the run said.
+func (ru *run) diskFull() {
+	if ru.disk == nil {
+		return
+	}
+	used, size, full, err := ru.disk.Usage()
+	if err != nil {
+		ru.log.Warn().Err(err).Msg("person's disk usage")
+		return
+	}
+	if !full {
+		return
+	}
+	ru.log.Warn().Int64("used", used).Int64("size", size).Msg("person's disk full")
+	// Full is less than 1% left: said as all of it.
+	text := fmt.Sprintf(MsgDiskFull, sandbox.BytesText(size), sandbox.BytesText(size))
+	if ru.done.Text == MsgFailed {
+		ru.done.Text = text
+		return
+	}
+	ru.done.Text = joinText(text, ru.done.Text)
 }
 
 // images adds the run's images to the done event: its screenshots

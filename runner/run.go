@@ -11,6 +11,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
+	"github.com/textslash/textslash/runner/disk"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/workspace"
 )
@@ -44,6 +45,7 @@ type run struct {
 	prog    *progress
 	shotTok string          // the run's token at the screenshot endpoint
 	cg      *sandbox.Cgroup // the run's cgroup, or nil
+	disk    *disk.Disk      // the person's disk, or nil: not bounded
 	spec    *agent.Run      // what the agent is given
 	agent   agent.Agent
 	name    string // the agent, for the log

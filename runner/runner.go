@@ -24,6 +24,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
+	"github.com/textslash/textslash/runner/disk"
 	"github.com/textslash/textslash/runner/handover"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/sandbox/netns"
@@ -52,6 +53,8 @@ type Runner struct {
 	// ws are the people's workspaces: projects, worktrees, snapshots.
 	ws    *workspace.Workspaces
 	creds *sandbox.Credentials // people's git credentials; nil: none handed out
+	// disks bound each person's disk; nil: not bounded.
+	disks *disk.Disks
 
 	mu      sync.Mutex
 	running map[string]*running // by user key
@@ -119,7 +122,37 @@ func (r *Runner) setUp() error {
 		Root: ws, User: r.user, Sandbox: cfg.Sandbox, Bin: r.bin,
 		ProjectMax: cfg.ProjectMaxBytes, SnapshotMax: cfg.SnapshotMax,
 	}
+	r.openDisks()
 	return nil
+}
+
+// disksDir, under the workspaces, holds the people's disks.
+const disksDir = ".disks"
+
+// openDisks readies each person's disk of DiskQuota bytes, or says loudly
+// why disks are not bounded here.
+func (r *Runner) openDisks() {
+	q := r.cfg.DiskQuota
+	if q == 0 {
+		return
+	}
+	d, err := disk.Open(context.Background(), filepath.Join(r.cfg.Workspaces, disksDir), q, r.log)
+	if err != nil {
+		r.log.Error().Err(err).Int64("quota", q).Msg("disks are NOT bounded (TEXTSLASH_DISK_QUOTA): textslash cannot mount a disk per person here; run it as root (or with CAP_SYS_ADMIN) with the loop devices (/dev/loop-control) and e2fsprogs")
+		return
+	}
+	r.disks = d
+	r.log.Info().Int64("quota", q).Str("size", sandbox.BytesText(q)).Msg("each person's disk bounded: workspace, projects, worktrees and home together, on an ext4 image of their own")
+}
+
+// closeDisks unmounts the people's disks, at the runner's end.
+func (r *Runner) closeDisks() {
+	if r.disks == nil {
+		return
+	}
+	if err := r.disks.Close(); err != nil {
+		r.log.Error().Err(err).Msg("people's disks not all unmounted")
+	}
 }
 
 // AgentOf is the agent a runner of cfg on this machine runs: cfg.Agent,
@@ -297,6 +330,7 @@ func (r *Runner) ClaudeBin() string { return r.claudeBin }
 // finish; those that do not are stopped and reported as interrupted before
 // Run returns.
 func (r *Runner) Run(ctx context.Context) error {
+	defer r.closeDisks()
 	cons, err := r.open(ctx)
 	if err != nil {
 		return err

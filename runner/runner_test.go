@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,12 +44,13 @@ func newRunnerEnv(t *testing.T) *runnerEnv {
 	return &runnerEnv{t: t, js: s.JS, workspaces: t.TempDir()}
 }
 
-// start runs a shell Runner with cfg (Agent and Workspaces filled in) until
-// the returned stop is called or the test ends. stop cancels Run and returns
-// its error once it has returned.
+// start runs a Runner with cfg (Workspaces filled in; Agent, when empty,
+// the shell) until the returned stop is called or the test ends. stop
+// cancels Run and returns its error once it has returned.
 func (e *runnerEnv) start(cfg Config) (stop func() error) {
 	e.t.Helper()
-	cfg.Agent, cfg.Workspaces = AgentShell, e.workspaces
+	cfg.Agent = cmp.Or(cfg.Agent, AgentShell)
+	cfg.Workspaces = e.workspaces
 	log := zerolog.New(zerolog.NewTestWriter(e.t)).Level(zerolog.ErrorLevel)
 	if e.logs != nil {
 		log = zerolog.New(e.logs)
@@ -57,8 +59,8 @@ func (e *runnerEnv) start(cfg Config) (stop func() error) {
 	if err != nil {
 		e.t.Fatalf("New: %v", err)
 	}
-	if r.AgentName() != AgentShell {
-		e.t.Fatalf("AgentName: got %q; want %q", r.AgentName(), AgentShell)
+	if r.AgentName() != cfg.Agent {
+		e.t.Fatalf("AgentName: got %q; want %q", r.AgentName(), cfg.Agent)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ended := make(chan error, 1)

@@ -107,6 +107,10 @@ func startProgramOn(t testing.TB, argv []string, env func(port string) []string)
 				// process (runner's TestRunnerShutdownLetsRunFinish tests
 				// the grace).
 				"TEXTSLASH_STOP_GRACE=0s",
+				// A process killed leaves people's disks mounted under
+				// data, which t.TempDir cannot remove: disks are tested in
+				// runner/disk and runner (TestDiskQuotaBoundsAPerson).
+				"TEXTSLASH_DISK_QUOTA=0",
 			}, env(port)...),
 		}
 		err := inst.launch(t)

@@ -41,7 +41,9 @@ const DefaultProjectMax = 2 << 30
 // workspace is not on this runner is restored from its snapshot when
 // there is one, and the person told with tell (its key "restored"). A
 // *Refusal says why the job cannot run; another error is the runner's.
-func (w *Workspaces) Pick(ctx context.Context, log zerolog.Logger, job contract.Job, tell func(key, text string)) (project, dir string, err error) {
+// fresh says the person's default workspace is there but was only just
+// made, empty (their new disk's): it is taken as not on this runner.
+func (w *Workspaces) Pick(ctx context.Context, log zerolog.Logger, job contract.Job, fresh bool, tell func(key, text string)) (project, dir string, err error) {
 	if job.Action == contract.ActionClone {
 		project = contract.DefaultProject // until the text names a valid one
 		if _, name, err := cloneArgs(job.Text); err == nil {
@@ -59,12 +61,12 @@ func (w *Workspaces) Pick(ctx context.Context, log zerolog.Logger, job contract.
 	}
 	dir = w.dir(job.User, project)
 	switch _, err := os.Lstat(dir); {
-	case err == nil:
+	case err == nil && (project != "" || !fresh):
 		return project, dir, nil
-	case !errors.Is(err, fs.ErrNotExist):
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return project, dir, fmt.Errorf("workspace: %w", err)
 	}
-	// Not on this runner: its last snapshot, if there is one (follow.go).
+	// Not on this runner (or fresh): its last snapshot, if there is one (follow.go).
 	if w.restore(ctx, log, job, project, dir, tell) {
 		return project, dir, nil
 	}

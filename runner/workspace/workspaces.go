@@ -82,6 +82,14 @@ func (w *Workspaces) Home(u contract.User) string {
 	return filepath.Join(w.Root, homesDir, u.Key())
 }
 
+// PersonDirs are the directories holding what u keeps on this runner:
+// the default workspace, the named projects, the worktrees and the
+// agent's home (a person's disk holds these four).
+func (w *Workspaces) PersonDirs(u contract.User) (workspace, projects, worktrees, home string) {
+	k := u.Key()
+	return filepath.Join(w.Root, k), filepath.Join(w.Root, projectsDir, k), filepath.Join(w.Root, worktreesDir, k), w.Home(u)
+}
+
 // dir is the workspace of u's project ("" or DefaultProject: the
 // default one); project must be a checked name.
 func (w *Workspaces) dir(u contract.User, project string) string {

@@ -1,0 +1,416 @@
+package disk
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+)
+
+// MinQuota is the smallest quota: ext4's own needs (its journal, its
+// tables) take a few megabytes of each disk.
+const MinQuota = 32 << 20
+
+// Files at the root of a disk: readyFile says what was there before the
+// disk has been moved in; freshFile that nothing was, and nothing has
+// been put on it since (Fresh, Used).
+const (
+	readyFile = ".ready"
+	freshFile = ".fresh"
+)
+
+// Bind is one of a person's directories held on their disk: Name is its
+// directory on the disk, Target the place the runner uses it at.
+type Bind struct{ Name, Target string }
+
+// Disks are the people's disks on a runner.
+type Disks struct {
+	dir   string // the images, their mount points and people/
+	quota int64
+	log   zerolog.Logger
+
+	mu    sync.Mutex
+	disks map[string]*Disk       // by person key: mounted, by this process or found so
+	locks map[string]*sync.Mutex // by person key: one Mount at a time
+	// tooFull are the people whose files did not fit on their disk.
+	tooFull map[string]bool
+}
+
+// Disk is one person's disk, mounted.
+type Disk struct {
+	id    string
+	image string
+	dir   string // where the image is mounted
+	size  int64  // the image's size: the quota, or more when the quota shrank
+	binds []Bind
+}
+
+// Open readies people's disks of quota bytes each, kept in dir, after
+// checking that this machine can make one: a disk made, mounted and
+// unmounted. ErrUnsupported says why not.
+func Open(ctx context.Context, dir string, quota int64, log zerolog.Logger) (*Disks, error) {
+	if quota < MinQuota {
+		return nil, fmt.Errorf("quota %d: at least %d bytes", quota, MinQuota)
+	}
+	for _, p := range []string{"mkfs.ext4", "e2fsck", "resize2fs", "cp"} {
+		if _, err := exec.LookPath(p); err != nil {
+			return nil, fmt.Errorf("%w: %s not installed (Debian: e2fsprogs)", ErrUnsupported, p)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "people"), 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := probe(ctx, dir); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	return &Disks{dir: dir, quota: quota, log: log, disks: map[string]*Disk{}, locks: map[string]*sync.Mutex{}, tooFull: map[string]bool{}}, nil
+}
+
+// probe makes, mounts and unmounts a disk of MinQuota in dir.
+func probe(ctx context.Context, dir string) error {
+	image, mnt := filepath.Join(dir, "probe.img"), filepath.Join(dir, "probe")
+	if root, _, err := mountRoot(mnt); err == nil && root {
+		_, _ = unmount(mnt) // a probe of a runner killed as it probed
+	}
+	os.Remove(image)
+	defer os.Remove(image)
+	if err := os.MkdirAll(mnt, 0o700); err != nil {
+		return err
+	}
+	defer os.Remove(mnt)
+	if err := makeImage(ctx, image, MinQuota); err != nil {
+		return err
+	}
+	if err := mountLoop(image, mnt); err != nil {
+		return err
+	}
+	if root, _, err := mountRoot(mnt); err != nil || !root {
+		_, _ = unmount(mnt)
+		return fmt.Errorf("probe not seen mounted: %v", err)
+	}
+	_, err := unmount(mnt)
+	return err
+}
+
+// Quota is the bound of each disk, in bytes.
+func (d *Disks) Quota() int64 { return d.quota }
+
+// Mount readies the disk of the person key: made the first time (what
+// binds' targets held moved in), mounted unless it is already (a runner
+// killed left it so), grown when the quota grew, and its directories
+// bound onto the binds' targets. Mounting a disk already mounted by this
+// process only checks its binds. ErrTooFull: what the person had does not
+// fit; it is left where it was, on the host's disk.
+func (d *Disks) Mount(ctx context.Context, key string, binds []Bind) (*Disk, error) {
+	if key == "" || strings.ContainsAny(key, "/\x00") || strings.HasPrefix(key, ".") {
+		return nil, fmt.Errorf("disk of %q: not a person's key", key)
+	}
+	lock := d.lockOf(key)
+	lock.Lock()
+	defer lock.Unlock()
+	d.mu.Lock()
+	k, tooFull := d.disks[key], d.tooFull[key]
+	d.mu.Unlock()
+	if tooFull {
+		// Not copied again at each job: a start of the runner tries again.
+		return nil, fmt.Errorf("%w (found before; tried again when the runner starts again)", ErrTooFull)
+	}
+	if k == nil {
+		var err error
+		k, err = d.mountImage(ctx, key)
+		if k != nil && k.dir != "" {
+			if root, _, _ := mountRoot(k.dir); root {
+				d.mu.Lock()
+				d.disks[key] = k // Close unmounts it, whatever comes next
+				d.mu.Unlock()
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := k.bind(ctx, binds, d.log); err != nil {
+		if errors.Is(err, ErrTooFull) {
+			d.mu.Lock()
+			d.tooFull[key] = true
+			d.mu.Unlock()
+		}
+		return nil, err
+	}
+	return k, nil
+}
+
+// lockOf is the person key's lock.
+func (d *Disks) lockOf(key string) *sync.Mutex {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.locks[key]
+	if l == nil {
+		l = &sync.Mutex{}
+		d.locks[key] = l
+	}
+	return l
+}
+
+// mountImage mounts key's image, made first when it has none, and grows
+// it to the quota.
+func (d *Disks) mountImage(ctx context.Context, key string) (*Disk, error) {
+	id, err := d.idOf(key)
+	if err != nil {
+		return nil, err
+	}
+	k := &Disk{id: id, image: filepath.Join(d.dir, id+".img"), dir: filepath.Join(d.dir, id)}
+	log := d.log.With().Str("disk", id).Str("image", k.image).Logger()
+	if err := os.MkdirAll(k.dir, 0o700); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	mounted, _, err := mountRoot(k.dir)
+	switch {
+	case err != nil:
+		return nil, err
+	case mounted:
+		log.Info().Msg("disk found mounted (left by a runner before this one); used as it is")
+	default:
+		if err := d.attachImage(ctx, k, log); err != nil {
+			return nil, err
+		}
+		log.Info().Dur("took", time.Since(start)).Msg("disk mounted")
+	}
+	info, err := os.Stat(k.image)
+	if err != nil {
+		return k, err
+	}
+	k.size = info.Size()
+	if mounted && d.quota > k.size {
+		// Online growth needs CAP_SYS_RESOURCE, which a container (and
+		// this machine's root) may lack; else it grows when next mounted.
+		if err := grow(ctx, k.image, k.dir, d.quota); err != nil {
+			log.Warn().Err(err).Int64("size", k.size).Int64("quota", d.quota).Msg("the quota grew, the disk not yet: it grows when next mounted (after a clean stop)")
+		} else {
+			k.size = d.quota
+		}
+	}
+	return k, nil
+}
+
+// attachImage mounts k's image on k.dir: made first when there is none,
+// grown when the quota grew (the filesystem checked and resized while
+// unmounted: growing it mounted needs CAP_SYS_RESOURCE). A loop device
+// left attached to it without a mount is released first: two devices on
+// one image would corrupt it.
+func (d *Disks) attachImage(ctx context.Context, k *Disk, log zerolog.Logger) error {
+	info, err := os.Stat(k.image)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := makeImage(ctx, k.image, d.quota); err != nil {
+			return err
+		}
+		log.Info().Int64("quota", d.quota).Msg("disk made")
+	case err != nil:
+		return err
+	case d.quota > info.Size():
+		if err := growOffline(ctx, k.image, d.quota); err != nil {
+			log.Error().Err(err).Int64("size", info.Size()).Int64("quota", d.quota).Msg("disk not grown to the quota; it keeps its size")
+		} else {
+			log.Info().Int64("from", info.Size()).Int64("to", d.quota).Msg("disk grown to the quota")
+		}
+	case d.quota < info.Size():
+		log.Warn().Int64("size", info.Size()).Int64("quota", d.quota).Msg("the quota is below this disk's size: disks are not shrunk, it keeps its size")
+	}
+	for _, dev := range loopsBacking(k.image) {
+		if err := detach(dev); err != nil {
+			return fmt.Errorf("stale loop device on %s: %w", k.image, err)
+		}
+		log.Warn().Str("device", dev).Msg("stale loop device on the disk released")
+	}
+	return mountLoop(k.image, k.dir)
+}
+
+// idOf is the opaque id of key's disk, made the first time.
+func (d *Disks) idOf(key string) (string, error) {
+	name := filepath.Join(d.dir, "people", key)
+	if b, err := os.ReadFile(name); err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	if err := os.WriteFile(name+".new", []byte(id+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return id, os.Rename(name+".new", name)
+}
+
+// bind moves what binds' targets hold onto the disk, once, and binds
+// the disk's directories onto them; binds already there are left.
+func (k *Disk) bind(ctx context.Context, binds []Bind, log zerolog.Logger) error {
+	_, dev, err := mountRoot(k.dir)
+	if err != nil {
+		return err
+	}
+	var todo []Bind // not bound yet
+	for _, b := range binds {
+		if err := os.MkdirAll(filepath.Join(k.dir, b.Name), 0o755); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(b.Target, 0o755); err != nil {
+			return err
+		}
+		bound, bdev, err := mountRoot(b.Target)
+		switch {
+		case err != nil:
+			return err
+		case bound && bdev == dev:
+			k.note(b)
+		case bound:
+			return fmt.Errorf("%s is another mount already (device %d:%d)", b.Target, unix.Major(bdev), unix.Minor(bdev))
+		default:
+			todo = append(todo, b)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(k.dir, readyFile)); errors.Is(err, os.ErrNotExist) {
+		if err := k.moveIn(ctx, todo); err != nil {
+			return err
+		}
+	} else {
+		for _, b := range todo {
+			if entries, _ := os.ReadDir(b.Target); len(entries) > 0 {
+				log.Warn().Str("dir", b.Target).Int("entries", len(entries)).Msg("files written beside the disk, while it was not mounted, are hidden under it")
+			}
+		}
+	}
+	for _, b := range todo {
+		if err := bindMount(filepath.Join(k.dir, b.Name), b.Target); err != nil {
+			return err
+		}
+		k.note(b)
+	}
+	return nil
+}
+
+// note notes b bound, for Close.
+func (k *Disk) note(b Bind) {
+	if !slices.Contains(k.binds, b) {
+		k.binds = append(k.binds, b)
+	}
+}
+
+// moveIn moves what binds' targets hold onto the new disk, all or none:
+// everything copied first, then removed from the targets. It marks the
+// disk ready, and Fresh when there was nothing.
+func (k *Disk) moveIn(ctx context.Context, binds []Bind) error {
+	empty := true
+	for i, b := range binds {
+		copied, err := copyIn(ctx, b.Target, filepath.Join(k.dir, b.Name))
+		empty = empty && !copied
+		if err != nil {
+			var errs []error
+			for _, c := range binds[:i+1] {
+				errs = append(errs, emptyDir(filepath.Join(k.dir, c.Name)))
+			}
+			return fmt.Errorf("move %s onto disk %s: %w", b.Target, k.id, errors.Join(append([]error{err}, errs...)...))
+		}
+	}
+	for _, b := range binds {
+		if err := emptyDir(b.Target); err != nil {
+			return err
+		}
+	}
+	if empty {
+		if err := os.WriteFile(filepath.Join(k.dir, freshFile), nil, 0o600); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(k.dir, readyFile), nil, 0o600)
+}
+
+// Fresh tells whether the disk was made empty, nothing of the person's
+// moved onto it, and not marked Used since: what its directories hold is
+// not yet the person's (a runner restoring their snapshot looks at it).
+func (k *Disk) Fresh() bool {
+	_, err := os.Stat(filepath.Join(k.dir, freshFile))
+	return err == nil
+}
+
+// Used marks the disk as no longer Fresh.
+func (k *Disk) Used() error {
+	err := os.Remove(filepath.Join(k.dir, freshFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// bindMount binds dir onto target, nosuid and nodev.
+func bindMount(dir, target string) error {
+	if err := unix.Mount(dir, target, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind %s on %s: %w", dir, target, err)
+	}
+	if err := unix.Mount("", target, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("remount %s nosuid,nodev: %w", target, err)
+	}
+	return nil
+}
+
+// Usage is what the disk holds (its size less what is free: ext4's own
+// share counts as used) and its size, in bytes; full when less than 1%
+// (at least 1 MiB) is left.
+func (k *Disk) Usage() (used, size int64, full bool, err error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(k.dir, &st); err != nil {
+		return 0, k.size, false, err
+	}
+	free := int64(st.Bavail) * st.Bsize
+	return max(k.size-free, 0), k.size, free < max(k.size/100, 1<<20), nil
+}
+
+// Close unmounts every disk this process mounted or found mounted, their
+// binds first. A mount still in use is detached lazily (gone once
+// left).
+func (d *Disks) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	for key, k := range d.disks {
+		for _, p := range append(targets(k.binds), k.dir) {
+			lazy, err := unmount(p)
+			if err != nil && !errors.Is(err, unix.EINVAL) { // EINVAL: not mounted
+				errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
+			}
+			if lazy {
+				d.log.Warn().Str("dir", p).Msg("disk busy at unmount: detached, released once left")
+			}
+		}
+		delete(d.disks, key)
+		d.log.Info().Str("disk", k.id).Msg("disk unmounted")
+	}
+	return errors.Join(errs...)
+}
+
+// targets are binds' targets, in reverse.
+func targets(binds []Bind) []string {
+	var ts []string
+	for i := len(binds) - 1; i >= 0; i-- {
+		ts = append(ts, binds[i].Target)
+	}
+	return ts
+}
