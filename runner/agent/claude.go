@@ -30,7 +30,8 @@ const (
 //
 // The message goes in on stdin, and so do the person's answers to its
 // permission questions (control_response) and the messages they add to
-// the run (btw); stdin stays open until the first result. Its tool calls
+// the run (btw); stdin stays open until the first result, or, on a CLI
+// kept between runs (Run.Warm), for the next run's message. Its tool calls
 // become progress lines (where a call may need permission, once it is
 // allowed) and its final result the reply. The mode is the
 // job's: auto skips permissions (Claude Code refuses that as root, so

@@ -142,6 +142,10 @@ func (p *claudeProc) turn(ctx context.Context, r *Run) (*claudeStream, turnOutco
 		out.heard = true
 		st.handle(ctx, line)
 	})
+	// Steers stop at the turn's result. One written as the CLI writes its
+	// result starts another turn, whose lines go to no run (or to the next
+	// run's, if it starts first): the same race a cold CLI has with the
+	// close of its stdin, which it answers with one more turn too.
 	steering := make(chan struct{})
 	go func() { defer close(steering); p.in.steer(r.Steers, done) }()
 	defer func() {
