@@ -46,6 +46,10 @@ type Run struct {
 	// Steers are messages the person adds to the run while it works
 	// ("btw …"); agents that cannot take them leave them there.
 	Steers <-chan string
+	// Warm, when set, is a live agent process kept between runs (Claude
+	// Code's): the run goes to it when it fits the run, and it is left
+	// running for the next one. Nil starts a process for the run alone.
+	Warm *Warm
 }
 
 // Result is what an agent produced.
@@ -64,4 +68,7 @@ type Result struct {
 	// (handoverLine), in order: images, with their captions, and files;
 	// the runner checks them.
 	Handovers []Handover
+	// Warm: the run was served by a live process kept from an earlier run
+	// (Run.Warm), not by one started for it.
+	Warm bool
 }

@@ -2,12 +2,9 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/sandbox"
@@ -33,7 +30,8 @@ const (
 //
 // The message goes in on stdin, and so do the person's answers to its
 // permission questions (control_response) and the messages they add to
-// the run (btw); stdin stays open until the first result. Its tool calls
+// the run (btw); stdin stays open until the first result, or, on a CLI
+// kept between runs (Run.Warm), for the next run's message. Its tool calls
 // become progress lines (where a call may need permission, once it is
 // allowed) and its final result the reply. The mode is the
 // job's: auto skips permissions (Claude Code refuses that as root, so
@@ -52,11 +50,11 @@ type Claude struct {
 // A failed run returns an error wrapping ErrFailed (and ctx's error
 // when ctx ended it) together with that raw text.
 func (c *Claude) Run(ctx context.Context, r *Run) (Result, error) {
-	res, err := c.run(ctx, r, c.bin(), r.SessionID)
+	res, err := c.start(ctx, r, r.SessionID)
 	if err != nil && r.SessionID != "" && !res.started && ctx.Err() == nil {
 		// The session is gone (another machine, a wiped home): start anew
 		// rather than fail the person's message.
-		res, err = c.run(ctx, r, c.bin(), "")
+		res, err = c.start(ctx, r, "")
 	}
 	res.Text, res.Approval, res.Handovers = markerLines(res.Text)
 	return res.Result, err
@@ -70,10 +68,19 @@ func (c *Claude) Describe(ctx context.Context, r *Run, prompt string) (Result, e
 	d := *r
 	d.Job.Text, d.Job.Mode, d.Job.Action = prompt, contract.ModePlan, ""
 	d.SessionID, d.Attachments, d.Unfetched, d.Spoken = "", nil, 0, false
-	d.Ask, d.Steers, d.Progress = nil, nil, nil
+	d.Ask, d.Steers, d.Progress, d.Warm = nil, nil, nil, nil
 	res, err := c.run(ctx, &d, c.bin(), "")
 	res.Text = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(res.Text), msgPlanGo))
 	return res.Result, err
+}
+
+// start runs r continuing session: on r.Warm when set, else on a CLI of
+// its own.
+func (c *Claude) start(ctx context.Context, r *Run, session string) (claudeResult, error) {
+	if r.Warm != nil {
+		return r.Warm.run(ctx, c, r, session)
+	}
+	return c.run(ctx, r, c.bin(), session)
 }
 
 // bin is the CLI to run: Bin, else claude in PATH.
@@ -111,6 +118,43 @@ type claudeResult struct {
 }
 
 func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeResult, error) {
+	cap := 0.0
+	if b := r.Job.Budget; b != nil {
+		cap = b.LeftUSD
+	}
+	cmd := r.Command(ctx, bin, c.args(r, session, cap)...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return claudeResult{Result: Result{ExitCode: -1}}, fmt.Errorf("claude: %w", err)
+	}
+	stderr := &sandbox.CappedBuffer{Max: stderrKeep}
+	cmd.Stderr = stderr
+	in := &claudeInput{w: stdin, quit: make(chan struct{})}
+	st := newStream(r, in, session != "")
+	lines := &lineWriter{max: maxStreamLine, line: func(line []byte) { st.handle(ctx, line) }}
+	cmd.Stdout = lines
+
+	if err := cmd.Start(); err != nil {
+		return claudeResult{Result: Result{ExitCode: -1}}, fmt.Errorf("claude: %w", err)
+	}
+	in.initialize()
+	in.user(prompt(r))
+	steering := make(chan struct{})
+	go func() { defer close(steering); in.steer(r.Steers, in.quit) }()
+	_ = cmd.Wait() // the exit code is read from cmd.ProcessState
+	in.close()
+	<-steering
+	sandbox.EndGroup(cmd)
+	lines.flush()
+	// The exit code from ProcessState: also right when something it
+	// started kept the output open.
+	return finish(ctx, r, st, sandbox.ExitCode(cmd), stderr.Bytes)
+}
+
+// args is the CLI's command line for r: in r's mode, continuing session
+// when it is not empty, and when r has a budget, stopping once the
+// process has spent capUSD.
+func (c *Claude) args(r *Run, session string, capUSD float64) []string {
 	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"}
 	switch r.Job.Mode {
 	case contract.ModeAuto:
@@ -127,41 +171,30 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 	if c.AppendSystemPrompt != "" {
 		args = append(args, "--append-system-prompt", c.AppendSystemPrompt)
 	}
-	if b := r.Job.Budget; b != nil {
-		args = append(args, "--max-budget-usd", strconv.FormatFloat(b.LeftUSD, 'f', -1, 64))
+	if r.Job.Budget != nil {
+		args = append(args, "--max-budget-usd", strconv.FormatFloat(capUSD, 'f', -1, 64))
 	}
 	if session != "" {
 		args = append(args, "--resume", session)
 	}
-	cmd := r.Command(ctx, bin, args...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return claudeResult{Result: Result{ExitCode: -1}}, fmt.Errorf("claude: %w", err)
-	}
-	stderr := &sandbox.CappedBuffer{Max: stderrKeep}
-	cmd.Stderr = stderr
-	in := &claudeInput{w: stdin, quit: make(chan struct{})}
-	st := &claudeStream{run: r, in: in, dir: r.Dir, progress: r.Progress, cap: r.OutputCap, resumed: session != "",
+	return args
+}
+
+// newStream is a stream for run r on a CLI whose stdin is in; resumed
+// says the CLI continues a session.
+func newStream(r *Run, in *claudeInput, resumed bool) *claudeStream {
+	st := &claudeStream{run: r, in: in, dir: r.Dir, progress: r.Progress, cap: r.OutputCap, resumed: resumed,
 		held: map[string]string{}, hold: r.Job.Mode != contract.ModeAuto}
 	if st.cap <= 0 {
 		st.cap = defaultOutputCap
 	}
-	lines := &lineWriter{max: maxStreamLine, line: func(line []byte) { st.handle(ctx, line) }}
-	cmd.Stdout = lines
+	return st
+}
 
-	if err := cmd.Start(); err != nil {
-		return claudeResult{Result: Result{ExitCode: -1}}, fmt.Errorf("claude: %w", err)
-	}
-	in.send(map[string]any{"type": "control_request", "request_id": "init", "request": map[string]any{"subtype": "initialize"}})
-	in.user(prompt(r))
-	steering := make(chan struct{})
-	go func() { defer close(steering); in.steer(r.Steers) }()
-	_ = cmd.Wait() // the exit code is read from cmd.ProcessState
-	in.close()
-	<-steering
-	sandbox.EndGroup(cmd)
-	lines.flush()
-
+// finish makes a run's result of its stream once the stream is done
+// with: the CLI exited with exitCode (0 for a warm CLI still running),
+// and stderr is what it wrote there, read only when quoted.
+func finish(ctx context.Context, r *Run, st *claudeStream, exitCode int, stderr func() []byte) (claudeResult, error) {
 	res := claudeResult{Result: st.result(), started: st.started}
 	if r.Job.Mode == contract.ModePlan && st.done && !st.isError {
 		// The plan is the reply: the one Claude presented, or its answer.
@@ -170,12 +203,12 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 		}
 		res.Text = strings.TrimSpace(res.Text) + "\n\n" + msgPlanGo
 	}
-	res.ExitCode = sandbox.ExitCode(cmd) // also right when something it started kept the output open
+	res.ExitCode = exitCode
 	switch {
 	case ctx.Err() != nil:
 		return res, fmt.Errorf("claude: %w: %w", ErrFailed, ctx.Err())
 	case !st.done:
-		return res, fmt.Errorf("claude: %w: exit code %d without a result: %s", ErrFailed, res.ExitCode, stderrEnd(stderr.Bytes()))
+		return res, fmt.Errorf("claude: %w: exit code %d without a result: %s", ErrFailed, res.ExitCode, stderrEnd(stderr()))
 	case st.subtype == "error_max_budget_usd":
 		return res, fmt.Errorf("claude: %w", ErrBudget)
 	case st.isError:
@@ -188,73 +221,6 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 
 // msgPlanGo ends a plan.
 const msgPlanGo = "Reply go to carry out this plan, or tell me what to change."
-
-// claudeInput is the CLI's stdin: one JSON object per line, written one at
-// a time, until the run's first result closes it.
-type claudeInput struct {
-	w      io.WriteCloser
-	mu     sync.Mutex
-	closed bool
-	quit   chan struct{} // closed with stdin
-}
-
-// send writes v as a line; it reports false once stdin is closed.
-func (in *claudeInput) send(v any) bool {
-	b, err := json.Marshal(v)
-	if err != nil || in == nil {
-		return false
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.closed {
-		return false
-	}
-	_, err = in.w.Write(append(b, '\n'))
-	return err == nil
-}
-
-// user sends the person's text as a user message.
-func (in *claudeInput) user(text string) bool {
-	return in.send(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": text}})
-}
-
-// steer hands the messages the person adds to the run to Claude, which
-// sees them at its next step, until stdin closes; later ones stay in the
-// channel for the runner to report.
-func (in *claudeInput) steer(steers <-chan string) {
-	if steers == nil {
-		return
-	}
-	for {
-		select {
-		case <-in.quit:
-			return
-		default:
-		}
-		select {
-		case text := <-steers:
-			if !in.user(text) {
-				return // lost the race with the end of the run
-			}
-		case <-in.quit:
-			return
-		}
-	}
-}
-
-// close ends stdin: the CLI finishes what it was given and exits.
-func (in *claudeInput) close() {
-	if in == nil {
-		return
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if !in.closed {
-		in.closed = true
-		_ = in.w.Close()
-		close(in.quit)
-	}
-}
 
 // claudeStream folds stream-json lines into a Result, and answers the
 // CLI's permission requests.
@@ -270,6 +236,8 @@ type claudeStream struct {
 	// until they ran without asking; a denied call's is dropped.
 	hold bool
 	held map[string]string
+	// turnEnd, when set, is called at a result instead of closing stdin.
+	turnEnd func()
 
 	text      strings.Builder // assistant text, for a run without a result
 	done      bool            // a result line came
@@ -330,7 +298,11 @@ func (s *claudeStream) handle(ctx context.Context, line []byte) {
 		// The last one counts: background work can start another turn.
 		s.done, s.isError, s.final, s.subtype = true, ev.IsError, ev.Result, ev.Subtype
 		s.count(ev)
-		s.in.close()
+		if s.turnEnd != nil {
+			s.turnEnd() // a warm CLI: its stdin stays open for the next run
+		} else {
+			s.in.close()
+		}
 	case "control_request":
 		if ev.Request != nil && ev.Request.Subtype == "can_use_tool" {
 			s.in.send(s.permission(ctx, ev.RequestID, ev.Request))

@@ -25,7 +25,7 @@ const claudeTimeout = 90 * time.Second
 // claudeRun prepares a fresh workspace and a Run of text in it, as the
 // agent user when the test runs as root. Set the CLI's environment
 // (claudetest.Setenv) before calling it: the Run's environment is taken now.
-func claudeRun(t *testing.T, text string) (r *Run, progress func() []string) {
+func claudeRun(t testing.TB, text string) (r *Run, progress func() []string) {
 	t.Helper()
 	u, err := sandbox.LookupUser(claudetest.AgentUser(t))
 	if err != nil {

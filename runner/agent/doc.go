@@ -3,7 +3,8 @@
 // and returns: Run, Result). Claude runs Claude Code headless and speaks
 // its stream-json protocol both ways (its tool calls as progress lines,
 // its permission requests as Questions, the messages the person adds to
-// the run); Command runs any program by a small contract of stdin,
+// the run), on a CLI of the run's own or on one kept running between runs
+// (Warm); Command runs any program by a small contract of stdin,
 // stdout and marker lines; Shell runs the person's words as a bash
 // script. Every agent's output may hand over images and files by marker
 // lines (Handover, with captions), and Claude's permission rules say

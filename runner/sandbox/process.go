@@ -228,12 +228,25 @@ func EndGroup(cmd *exec.Cmd) {
 		return
 	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	var mark string
-	for _, kv := range cmd.Env {
-		if v, ok := strings.CutPrefix(kv, runMarkVar+"="); ok {
-			mark = v
-		}
+	endMarked(cmd, nil)
+}
+
+// EndMarked ends every process carrying cmd's run mark but cmd's own
+// process and those in keep (and the process groups they lead): what a
+// program kept running between runs (a warm agent) started during one,
+// wherever it went, while the program itself and the processes it runs
+// in (keep: bubblewrap's, the agent's) go on.
+func EndMarked(cmd *exec.Cmd, keep ...int) {
+	if cmd.Process == nil {
+		return
 	}
+	endMarked(cmd, append([]int{cmd.Process.Pid}, keep...))
+}
+
+// endMarked kills the processes carrying cmd's run mark, and the groups
+// they lead, but those in keep.
+func endMarked(cmd *exec.Cmd, keep []int) {
+	mark := RunMark(cmd)
 	if mark == "" {
 		return
 	}
@@ -241,15 +254,37 @@ func EndGroup(cmd *exec.Cmd) {
 	// scan and the kill. The usual run, which left nothing behind, pays
 	// for one scan.
 	for range 3 {
-		pids := markedProcesses(runMarkVar+"="+mark, owner(cmd), cmd.Process.Pid)
-		for _, pid := range pids {
+		killed := 0
+		for _, pid := range markedProcesses(runMarkVar+"="+mark, owner(cmd), cmd.Process.Pid) {
+			if slices.Contains(keep, pid) {
+				continue
+			}
 			_ = syscall.Kill(-pid, syscall.SIGKILL) // its group, if it leads one
 			_ = syscall.Kill(pid, syscall.SIGKILL)
+			killed++
 		}
-		if len(pids) == 0 {
+		if killed == 0 {
 			return
 		}
 	}
+}
+
+// RunMark is the run mark cmd's processes carry ("" for none): the value
+// of TEXTSLASH_RUN in its environment.
+func RunMark(cmd *exec.Cmd) string {
+	var mark string
+	for _, kv := range cmd.Env {
+		if v, ok := strings.CutPrefix(kv, runMarkVar+"="); ok {
+			mark = v
+		}
+	}
+	return mark
+}
+
+// WithoutMark is env without its run mark: what two programs' environments
+// are compared by, since each program gets a mark of its own.
+func WithoutMark(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, runMarkVar+"=") })
 }
 
 // runMarkVar names the environment variable carrying a program's run mark.
@@ -269,7 +304,7 @@ func owner(cmd *exec.Cmd) uint32 {
 	return uint32(os.Geteuid())
 }
 
-// markedProcesses lists the processes of user uid whose environment holds
+// markedProcesses lists the processes (not threads) of user uid whose environment holds
 // mark ("NAME=value"), read from /proc (readable for the agent user's
 // processes when textslash runs as root or as that user). Only processes
 // started since first (the program the mark was given to) can carry it:
@@ -321,14 +356,24 @@ func markedProcesses(mark string, uid uint32, first int) []int {
 		if err != nil {
 			continue
 		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if bytes.Equal(kv, want) {
-				pids = append(pids, pid)
-				break
-			}
+		if slices.ContainsFunc(bytes.Split(env, []byte{0}), func(kv []byte) bool { return bytes.Equal(kv, want) }) && leader(name) {
+			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// leader reports whether /proc/<pid> is a process and not one of its
+// threads, which /proc answers for too (unlisted): pid is its thread
+// group's id.
+func leader(pid string) bool {
+	status, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return false
+	}
+	_, rest, ok := bytes.Cut(status, []byte("\nTgid:"))
+	tgid, _, _ := bytes.Cut(rest, []byte("\n"))
+	return ok && string(bytes.TrimSpace(tgid)) == pid
 }
 
 // ExitCode is a finished program's exit code: 128+signal when a signal

@@ -1,0 +1,194 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os/exec"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/runner/sandbox"
+)
+
+const (
+	// interruptWait is how long a cancelled warm run waits for the CLI to
+	// end its turn after an interrupt; past it the CLI is ended.
+	interruptWait = 5 * time.Second
+	// endGrace is how long a warm CLI has to exit once its stdin is
+	// closed, before it is killed.
+	endGrace = 2 * time.Second
+	// budgetSlack is how far the budget a run has left may be from what a
+	// warm CLI has left of its --max-budget-usd and still count as equal.
+	budgetSlack = 1e-9
+)
+
+// Warm is one live Claude Code process kept between runs: a follow-up is
+// one more user message on its stream-json stdin, not a new CLI resuming
+// the session. The zero value holds no process and is ready to use.
+//
+// A run given a Warm (Run.Warm) goes to its process when the process is
+// alive and fits the run exactly: the command line and environment the
+// run would start the CLI with (but for the run mark), and the session the
+// run continues. Otherwise the Warm ends that process and starts another
+// for the run (with --resume, as a cold run does), which it keeps. Budgets
+// stay per run although --max-budget-usd counts per process: a process
+// serves a run only while what it has spent plus what the run may spend
+// is the cap it was started with.
+//
+// A Warm serves one run at a time (later runs wait). Nothing ends its
+// process but Close, a restart, a cancelled run whose turn the CLI would
+// not interrupt, or the process dying, which the next run notices.
+type Warm struct {
+	busy sync.Mutex // held for a whole run
+
+	mu sync.Mutex // guards p
+	p  *claudeProc
+}
+
+// Close ends the live process, if any: it closes the CLI's stdin, and
+// kills its process group and every process carrying its run mark (as
+// sandbox.EndGroup does). The Warm stays usable: the next run starts a
+// new process.
+func (w *Warm) Close() {
+	w.mu.Lock()
+	p := w.p
+	w.p = nil
+	w.mu.Unlock()
+	if p != nil {
+		p.end()
+	}
+}
+
+// pid is the live process's id, 0 when there is none.
+func (w *Warm) pid() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.p == nil || !w.p.alive() {
+		return 0
+	}
+	return w.p.cmd.Process.Pid
+}
+
+// drop ends p if it is still w's process.
+func (w *Warm) drop(p *claudeProc) {
+	w.mu.Lock()
+	if w.p == p {
+		w.p = nil
+	}
+	w.mu.Unlock()
+	p.end()
+}
+
+// run is Claude.run on w: r's message as one turn of the live process, or
+// of one started for it (continuing session).
+func (w *Warm) run(ctx context.Context, c *Claude, r *Run, session string) (claudeResult, error) {
+	w.busy.Lock()
+	defer w.busy.Unlock()
+	p := w.take(ctx, c, r, session)
+	reused := p != nil
+	st, out, err := w.turn(ctx, c, r, session, p)
+	if err != nil {
+		return claudeResult{Result: Result{ExitCode: -1}}, err
+	}
+	if reused && out.died && !out.heard && ctx.Err() == nil {
+		// It died between runs and the message was lost with it: start
+		// anew, as if it had been noticed before.
+		zerolog.Ctx(ctx).Info().Int("pid", out.p.cmd.Process.Pid).Msg("claude: the warm CLI died before the run's message; starting another")
+		reused = false
+		if st, out, err = w.turn(ctx, c, r, session, nil); err != nil {
+			return claudeResult{Result: Result{ExitCode: -1}}, err
+		}
+	}
+	res, err := finish(ctx, r, st, out.exitCode(), out.stderr)
+	res.Warm = reused
+	res.started = res.started || reused // a session the CLI holds is there
+	return res, err
+}
+
+// turn runs r's turn on p, or on a process started for it when p is nil,
+// and keeps the process or ends it after.
+func (w *Warm) turn(ctx context.Context, c *Claude, r *Run, session string, p *claudeProc) (*claudeStream, turnOutcome, error) {
+	if p == nil {
+		var err error
+		if p, err = startProc(ctx, c, r, session); err != nil {
+			return nil, turnOutcome{}, fmt.Errorf("claude: %w", err)
+		}
+		w.mu.Lock()
+		w.p = p
+		w.mu.Unlock()
+	}
+	st, out := p.turn(ctx, r)
+	if out.died || out.stuck {
+		w.drop(p)
+		return st, out, nil
+	}
+	p.keep(st)
+	if err := p.endTools(); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Int("pid", p.cmd.Process.Pid).Msg("claude: ending the warm CLI, whose tools cannot be told from it")
+		w.drop(p)
+	}
+	return st, out, nil
+}
+
+// take returns w's process if it is alive and fits r continuing session;
+// else it ends it, if any, and returns nil.
+func (w *Warm) take(ctx context.Context, c *Claude, r *Run, session string) *claudeProc {
+	w.mu.Lock()
+	p := w.p
+	w.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	why := p.misfit(ctx, c, r, session)
+	if why == "" {
+		return p
+	}
+	zerolog.Ctx(ctx).Info().Int("pid", p.cmd.Process.Pid).Str("why", why).Str("session", session).
+		Str("warm_session", p.session).Msg("claude: the warm CLI does not fit the run; restarting it")
+	w.drop(p)
+	return nil
+}
+
+// misfit says why p cannot serve r continuing session, "" when it can.
+func (p *claudeProc) misfit(ctx context.Context, c *Claude, r *Run, session string) string {
+	switch {
+	case !p.alive():
+		return "it exited"
+	case session == "":
+		return "a new session"
+	case session != p.session:
+		return "another session"
+	}
+	// What the process may still spend is what the run may: its cap less
+	// what it spent.
+	if b := r.Job.Budget; (b != nil) != p.budget || (b != nil && math.Abs(p.spent+b.LeftUSD-p.capUSD) > budgetSlack) {
+		return "the budget"
+	}
+	// The command line the process was started with, if it were started
+	// for r: the session and cap it was started with.
+	cmd := r.Command(context.WithoutCancel(ctx), c.bin(), c.args(r, p.resumed, p.capUSD)...)
+	switch {
+	case cmd.Err != nil:
+		return "its command: " + cmd.Err.Error()
+	case cmd.Path != p.cmd.Path || !slices.Equal(cmd.Args, p.cmd.Args):
+		return "its command line"
+	case cmd.Dir != p.cmd.Dir:
+		return "its directory"
+	case !slices.Equal(sandbox.WithoutMark(cmd.Env), sandbox.WithoutMark(p.cmd.Env)):
+		return "its environment"
+	}
+	return ""
+}
+
+// warmBin is the Claude Code binary that bin names, for finding the CLI
+// among the processes of a sandboxed run.
+func warmBin(bin string) string {
+	if path, err := exec.LookPath(bin); err == nil {
+		return path
+	}
+	return bin
+}
