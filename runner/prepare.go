@@ -52,6 +52,9 @@ func (ru *run) prepare(ctx, runCtx context.Context) (stop bool, err error) {
 		Progress:    ru.prog.report,
 	}
 	ru.pickAgent()
+	if _, claude := ru.agent.(*agent.Claude); claude && ru.kept != nil && ru.job.Action == "" {
+		ru.spec.Warm = ru.kept.warm
+	}
 	if b := ru.job.Budget; b != nil && b.LeftUSD <= 0 && ru.job.Action == "" {
 		ru.log.Info().Str("budget", b.Of).Msg("budget used up; not running")
 		return true, ru.end(ctx, contract.StatusBudget, fmt.Sprintf(MsgBudgetUsed, b.Of))
@@ -201,35 +204,31 @@ const ModeVar = "TEXTSLASH_MODE"
 
 // command is how the run starts its programs: as the agent user in the
 // run's directory, told its task and mode, the agents' textslash command, its
-// screenshot endpoint and its credentials; in the sandbox, and a cgroup
-// of its own, when runs have them. ctx (the job's) gives the endpoint the
-// job's trace. refusal, when set, ends the run.
+// screenshot endpoint and its credentials; in the person's home when the
+// runner keeps homes, else in a sandbox and a cgroup of its own when runs
+// have them. ctx (the job's) gives the endpoint the job's trace. refusal,
+// when set, ends the run.
 func (ru *run) command(ctx context.Context) (command func(ctx context.Context, name string, args ...string) *exec.Cmd, refusal string) {
 	r := ru.r
-	mode := ru.job.Mode
-	if mode == "" {
-		mode = contract.ModeAsk
-	}
-	extraEnv := append(handover.TaskEnv(ru.job.ID), ModeVar+"="+mode)
-	if r.bin != "" {
-		extraEnv = append(extraEnv, "PATH="+r.bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	}
-	if r.shots != nil {
-		var env []string
-		ru.shotTok, env = r.shots.Begin(ru.job, contract.TraceFrom(ctx), ru.log)
-		extraEnv = append(extraEnv, env...)
-	}
-	command = sandbox.CommandFunc(ru.runDir, ru.home, r.user, r.cfg.Agent != AgentShell, ru.creds.Env(extraEnv)...)
 	box := r.cfg.Sandbox
-	if box == nil {
-		return command, ""
+	var h *sandbox.Home
+	if box != nil {
+		box = ru.creds.Sandbox(ru.wt.Sandbox(box))
+		if r.homes != nil && ru.job.Action == "" {
+			// A message's run; a clone or an answer to an approval request
+			// (git, whose directory may not be there yet) has a sandbox of
+			// its own.
+			if h, refusal = ru.enterHome(box); refusal != "" {
+				return nil, refusal
+			}
+		}
 	}
-	box = ru.creds.Sandbox(ru.wt.Sandbox(box))
-	if r.homes != nil && ru.job.Action == "" {
-		// A message's run; a clone or an answer to an approval request
-		// (git, whose directory may not be there yet) has a sandbox of
-		// its own.
-		return ru.enterHome(box, command)
+	command = sandbox.CommandFunc(ru.runDir, ru.home, r.user, r.cfg.Agent != AgentShell, ru.creds.Env(ru.env(ctx))...)
+	switch {
+	case box == nil:
+		return command, ""
+	case h != nil:
+		return h.Confined(command), ""
 	}
 	if r.limited {
 		if err := ru.limits(box); err != nil {
@@ -240,16 +239,51 @@ func (ru *run) command(ctx context.Context) (command func(ctx context.Context, n
 	return sandbox.Confined(command, box, ru.runDir, ru.home, r.bin, ru.cg), ""
 }
 
-// enterHome runs the run's programs in its person's home (made now when
-// there is none), whose limits apply to the run; what the run leaves
-// running there ends with it.
-func (ru *run) enterHome(box *sandbox.Sandbox, command func(ctx context.Context, name string, args ...string) *exec.Cmd) (func(ctx context.Context, name string, args ...string) *exec.Cmd, string) {
+// env is what the run's programs are told: the task, the mode, where the
+// agents' textslash command is, the screenshot endpoint. In a home, the
+// task (but a Notion task's) and the endpoint's token are the home's, the
+// same for each of its runs: the agent kept warm there keeps the
+// environment it was started with.
+func (ru *run) env(ctx context.Context) []string {
+	r := ru.r
+	mode := ru.job.Mode
+	if mode == "" {
+		mode = contract.ModeAsk
+	}
+	ru.task = handover.TaskID(ru.job.ID)
+	token := handover.NewToken()
+	if hs := ru.kept; hs != nil {
+		token = hs.token
+		if _, notion := contract.NotionPage(ru.job.ID); !notion {
+			ru.task = hs.task
+		}
+	}
+	env := append(handover.TaskEnv(ru.task), ModeVar+"="+mode)
+	if r.bin != "" {
+		env = append(env, "PATH="+r.bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	if r.shots != nil {
+		var shot []string
+		ru.shotTok, shot = r.shots.BeginWith(token, ru.job, contract.TraceFrom(ctx), ru.log)
+		env = append(env, shot...)
+	}
+	return env
+}
+
+// enterHome puts the run in its person's home (made now when there is
+// none), whose limits apply to the run; what the run leaves running there
+// ends with it, but the agent kept warm.
+func (ru *run) enterHome(box *sandbox.Sandbox) (*sandbox.Home, string) {
 	h, leave, err := ru.r.homes.Enter(box, ru.runDir, ru.home, ru.r.bin, ru.r.user, ru.log)
 	if err != nil {
 		ru.log.Error().Err(err).Msg("home")
 		return nil, MsgFailed
 	}
-	ru.later(leave)
+	ru.kept = ru.r.keptFor(h.ID())
+	ru.later(func() {
+		h.Keep(ru.kept.warm.Pids()...)
+		leave()
+	})
 	ru.log = ru.log.With().Str("home", h.ID()).Logger()
 	if cg := h.Cgroup(); cg != nil {
 		cg.Begin()
@@ -260,7 +294,7 @@ func (ru *run) enterHome(box *sandbox.Sandbox, command func(ctx context.Context,
 			}
 		}))
 	}
-	return h.Confined(command), ""
+	return h, ""
 }
 
 // limits gives the run a cgroup with the sandbox's limits. A run at its

@@ -155,7 +155,7 @@ func (ru *run) images(ctx, runCtx context.Context) {
 	}
 	describe := handover.NewDescriptions(ru.r.cfg.DescribeImages && runCtx.Err() == nil, ru.agent, ru.spec, ru.res.CostUSD, ru.log)
 	caption := func(path string) string { return describe.Caption(runCtx, path) }
-	images, notes := ru.r.media.Collect(ctx, ru.log, ru.job, ru.runDir, ru.res.Handovers, len(ru.shots), ru.start, caption)
+	images, notes := ru.r.media.Collect(ctx, ru.log, ru.job, ru.task, ru.runDir, ru.res.Handovers, len(ru.shots), ru.start, caption)
 	done.Images = append(done.Images, images...)
 	done.Text = joinText(done.Text, strings.Join(notes, "\n"))
 	spent := describe.Spent()

@@ -44,6 +44,8 @@ type run struct {
 	start   time.Time
 	prog    *progress
 	shotTok string          // the run's token at the screenshot endpoint
+	task    string          // the run's task id (handover.TaskID, or its home's)
+	kept    *homeState      // what the runner keeps with the run's home, or nil
 	cg      *sandbox.Cgroup // the run's cgroup, or nil
 	disk    *disk.Disk      // the person's disk, or nil: not bounded
 	spec    *agent.Run      // what the agent is given

@@ -57,7 +57,8 @@ type Runner struct {
 	disks *disk.Disks
 
 	mu      sync.Mutex
-	running map[string]*running // by user key
+	running map[string]*running   // by user key
+	kept    map[string]*homeState // by home id
 	// takenOver are the users this runner took over from a runner gone,
 	// whose next job has not started yet.
 	takenOver map[string]bool
@@ -241,7 +242,8 @@ func (r *Runner) keepHomes() {
 	if m == 0 {
 		m = sandbox.DefaultHomesMax
 	}
-	r.homes = &sandbox.Homes{Max: m, Idle: r.cfg.HomeIdle, Limited: r.limited, Dir: filepath.Join(r.cfg.Workspaces, homesDir)}
+	r.homes = &sandbox.Homes{Max: m, Idle: r.cfg.HomeIdle, Limited: r.limited, Dir: filepath.Join(r.cfg.Workspaces, homesDir), OnClose: r.homeClosed}
+	r.kept = map[string]*homeState{}
 	if err := netns.Probe(netns.Options{}); err != nil {
 		r.log.Error().Err(err).Msg("homes share the host's network: a person's agent can reach the web chat, NATS and other people's servers on this machine's loopback")
 	} else if err := os.MkdirAll(r.homes.Dir, 0o755); err != nil {
@@ -262,6 +264,38 @@ func settingErr(setting string, value any, reason string, err error) error {
 	ce := contract.BadSetting(service, setting, value, reason)
 	ce.Err = err
 	return ce
+}
+
+// homeState is what the runner keeps with a home: its warm agent, and
+// the endpoint's token and the task id its runs share (the agent kept
+// warm there keeps the environment it was started with).
+type homeState struct {
+	warm        *agent.Warm
+	token, task string
+}
+
+// keptFor is what the runner keeps with home id, made at its first run.
+func (r *Runner) keptFor(id string) *homeState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hs := r.kept[id]
+	if hs == nil {
+		hs = &homeState{warm: &agent.Warm{}, token: handover.NewToken(), task: "home-" + id}
+		r.kept[id] = hs
+	}
+	return hs
+}
+
+// homeClosed lets go of what the runner kept with home id: its warm agent
+// ends before the home is taken down.
+func (r *Runner) homeClosed(id string) {
+	r.mu.Lock()
+	hs := r.kept[id]
+	delete(r.kept, id)
+	r.mu.Unlock()
+	if hs != nil {
+		hs.warm.Close()
+	}
 }
 
 // homesDir is where, under Workspaces, the homes keep their files (the

@@ -73,6 +73,19 @@ func (w *Warm) pid() int {
 	return w.p.cmd.Process.Pid
 }
 
+// Pids are the live CLI's process and those it runs in (nsenter or
+// bubblewrap, the first being the one started), for a home to leave
+// running between runs; nil when there is no live CLI.
+func (w *Warm) Pids() []int {
+	w.mu.Lock()
+	p := w.p
+	w.mu.Unlock()
+	if p == nil || !p.alive() {
+		return nil
+	}
+	return cliChain(p.cmd.Process.Pid, p.bin)
+}
+
 // drop ends p if it is still w's process.
 func (w *Warm) drop(p *claudeProc) {
 	w.mu.Lock()

@@ -123,9 +123,20 @@ func (s *Endpoint) Close() {
 // Begin gives job's run its token and the environment that carries it;
 // trace is the job's, for the image events.
 func (s *Endpoint) Begin(job contract.Job, trace string, log zerolog.Logger) (token string, env []string) {
+	return s.BeginWith(NewToken(), job, trace, log)
+}
+
+// NewToken is a token for BeginWith: unguessable.
+func NewToken() string {
 	var b [24]byte
 	_, _ = rand.Read(b[:])
-	token = hex.EncodeToString(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// BeginWith is Begin with the token given: a home's, the same for each of
+// its runs (one at a time), so that the agent kept warm there, whose
+// environment cannot change, still reaches the run it serves now.
+func (s *Endpoint) BeginWith(token string, job contract.Job, trace string, log zerolog.Logger) (string, []string) {
 	s.mu.Lock()
 	s.runs[token] = &shotRun{job: job, trace: trace, log: log}
 	s.mu.Unlock()

@@ -139,7 +139,7 @@ func handoverKey(dir string, h agent.Handover) agent.Handover {
 	return k
 }
 
-// Collect stores the images job's run handed over (handedOver: its
+// Collect stores the images job's run (whose task id is task) handed over (handedOver: its
 // marker lines, then its files in DropDir, which are removed) as
 // compressed JPEGs, as many as the reply has room for besides the taken
 // it holds already, each with its caption (or, when it has none, the
@@ -151,11 +151,11 @@ func handoverKey(dir string, h agent.Handover) agent.Handover {
 // is refused with a note too. The files the run reported (FILE_CAPTURED)
 // are stored as they are (collectFile) and returned after the images;
 // each one that cannot be sent has a note.
-func (s *Store) Collect(ctx context.Context, log zerolog.Logger, job contract.Job, dir string, reported []agent.Handover, taken int,
+func (s *Store) Collect(ctx context.Context, log zerolog.Logger, job contract.Job, task, dir string, reported []agent.Handover, taken int,
 	started time.Time, caption func(path string) string) (images []contract.Image, notes []string) {
 	var files []contract.Image
 	tried, room := 0, screenshotsPerRun-taken
-	for _, h := range handedOver(log, dir, reported, TaskID(job.ID), started) {
+	for _, h := range handedOver(log, dir, reported, task, started) {
 		if h.File {
 			f, note := s.collectFile(ctx, log, dir, h.Path, tried)
 			tried++

@@ -39,9 +39,8 @@ func TaskID(jobID string) string {
 	return contract.SafeName(jobID)
 }
 
-// TaskEnv is the environment that tells a run its task id.
-func TaskEnv(jobID string) []string {
-	task := TaskID(jobID)
+// TaskEnv is the environment that tells a run its task id (TaskID).
+func TaskEnv(task string) []string {
 	return []string{TaskIDVar + "=" + task, NotionTaskIDVar + "=" + task}
 }
 

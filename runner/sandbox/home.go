@@ -260,20 +260,13 @@ func (h *Home) Confined(next func(ctx context.Context, name string, args ...stri
 	}
 }
 
-// Keep marks a program of the home's that outlives runs (the warm agent):
-// EndRun leaves it, and the process nsenter started for it, running.
-func (h *Home) Keep(pid int) {
+// Keep names the processes that outlive runs (the warm agent, and the
+// nsenter it runs under): EndRun leaves them running. Each call replaces
+// the last; none keeps nothing.
+func (h *Home) Keep(pids ...int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.kept = append(h.kept, pid)
-	h.kept = append(h.kept, children(pid)...)
-}
-
-// Unkeep forgets what Keep marked.
-func (h *Home) Unkeep() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.kept = nil
+	h.kept = pids
 }
 
 // EndRun ends every process in the home that is not the home's own or
