@@ -237,7 +237,7 @@ func (h *Home) Confined(next func(ctx context.Context, name string, args ...stri
 		if cmd.Err != nil {
 			return cmd
 		}
-		argv := []string{"-t", strconv.Itoa(h.pid), "-U", "-m", "-n", "-p", "-i", "-u", "--wd=" + cmd.Dir}
+		argv := []string{"-t", strconv.Itoa(h.pid), "-U", "-m", "-n", "-p", "-i", "-u", "--wdns=" + cmd.Dir}
 		if a := cmd.SysProcAttr; a != nil && a.Credential != nil {
 			argv = append(argv, "-S", strconv.Itoa(int(a.Credential.Uid)), "-G", strconv.Itoa(int(a.Credential.Gid)))
 			a.Credential = nil // nsenter needs root to enter; it drops to the user inside
