@@ -32,17 +32,7 @@ func newBrowser(t testing.TB, timeout time.Duration) *Browser {
 }
 
 // pid is the process id of the running browser, or 0.
-func (b *Browser) pid() int {
-	b.turn <- struct{}{}
-	defer func() { <-b.turn }()
-	if b.cur == nil {
-		return 0
-	}
-	if p := chromedp.FromContext(b.cur.handle).Browser.Process(); p != nil {
-		return p.Pid
-	}
-	return 0
-}
+func (b *Browser) pid() int { return int(b.pidNow.Load()) }
 
 const simplePage = `<!doctype html><meta name=viewport content="width=device-width">
 <title>t</title><body style="margin:0;font:16px sans-serif">
@@ -430,7 +420,7 @@ func TestCaptureRendererKilled(t *testing.T) {
 	t.Cleanup(slow.Close)
 	t.Cleanup(func() { close(end) })
 
-	root := b.pid() // not during Capture: pid waits for its turn
+	root := b.pid()
 	go func() {
 		<-hit
 		time.Sleep(200 * time.Millisecond) // the renderer parses what came
