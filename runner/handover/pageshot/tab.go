@@ -57,13 +57,25 @@ func (t *tab) event(ev any) {
 }
 
 // sameTab reports whether the shots of a and b may share a tab: the same
-// profile's.
-func sameTab(a, b Options) bool { return a.Profile == b.Profile }
+// profile's, through the same proxy or none.
+func sameTab(a, b Options) bool { return a.Profile == b.Profile && a.Proxy == b.Proxy }
+
+// throughProxy sets o's proxy, if any, on a new browser context. Loopback
+// addresses, which Chromium sends around a proxy by default, go through it
+// too ("<-loopback>"): a page on localhost is the proxy's localhost.
+func throughProxy(o Options) chromedp.CreateBrowserContextOption {
+	return func(p *target.CreateBrowserContextParams) {
+		if o.Proxy != "" {
+			p.ProxyServer, p.ProxyBypassList = o.Proxy, "<-loopback>"
+		}
+	}
+}
 
 // tabSession opens a tab in the browser of bctx for req's profile and
-// takes req's shot in it, then the next shots that may share it, until a
-// shot fails (the tab is closed: a tab left mid-load, crashed or stuck in
-// a dialog is no base for the next shot) or another's shot comes. It
+// takes req's shot in it, then the next shots that may share it (same
+// profile, same proxy), until a shot fails (the tab is closed: a tab left
+// mid-load, crashed or stuck in a dialog is no base for the next shot) or
+// another's shot comes. It
 // returns that next shot, to take in a tab of its own; or nil when the
 // browser ended (Close, or it died), again being then a shot to take in a
 // fresh browser or nil.
@@ -101,11 +113,12 @@ func (b *Browser) failed(bctx context.Context, req request, err error) (next, ag
 }
 
 // openTab opens a tab in the browser of bctx for o's shots, in a browser
-// context of its own (disposed with the tab): nothing of another
-// profile's pages carries over. It returns the tab's chromedp context.
+// context of its own (disposed with the tab), with o's proxy: nothing of
+// another profile's pages carries over. It returns the tab's chromedp
+// context.
 func (b *Browser) openTab(ctx, bctx context.Context, o Options) (context.Context, *tab, error) {
 	t := &tab{}
-	tctx, closeTab := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext(), chromedp.WithNewWindow(false), chromedp.WithListener(t.event))
+	tctx, closeTab := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext(throughProxy(o)), chromedp.WithNewWindow(false), chromedp.WithListener(t.event))
 	t.close = closeTab
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
 	defer cancel()
