@@ -441,35 +441,18 @@ func TestCaptureRendererKilled(t *testing.T) {
 
 // renderers are the pids of the page renderers under the browser root.
 func renderers(root int) []int {
-	entries, _ := os.ReadDir("/proc")
-	parent := map[int]int{}
+	ps := procs()
 	var found []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+	for pid := range ps {
+		if pid == root || !under(ps, pid, root) {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		parent[pid], _ = strconv.Atoi(f[1])
-		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 		if bytes.Contains(cmd, []byte("--type=renderer")) && !bytes.Contains(cmd, []byte("--top-chrome-webui")) {
 			found = append(found, pid)
 		}
 	}
-	var under []int
-	for _, pid := range found {
-		for p := parent[pid]; p > 1; p = parent[p] {
-			if p == root {
-				under = append(under, pid)
-				break
-			}
-		}
-	}
-	return under
+	return found
 }
 
 // A shot shows the page as it is now: a stylesheet that changed since the
