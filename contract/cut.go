@@ -1,3 +1,9 @@
+// Cutting text short, the one home of it: an event's text to what NATS
+// carries (CutText), an output to a size in bytes (CutBytes), a line to a
+// number of characters (CutRunes), a text to its first line (FirstLine).
+// A reply cut to a channel's limit, counted in UTF-16 code units and cut
+// between grapheme clusters, is contract/pages (Split, Truncate).
+
 package contract
 
 import (

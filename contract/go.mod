@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/rivo/uniseg v0.4.7
 	github.com/rs/zerolog v1.35.1
 )
 

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/egress/internal/pages"
+	"github.com/textslash/textslash/contract/pages"
 )
 
 // Rules are what a channel allows in one message and how replies are cut.

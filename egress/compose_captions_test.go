@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/egress/internal/pages"
+	"github.com/textslash/textslash/contract/pages"
 )
 
 // captioned is img with caption.

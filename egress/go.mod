@@ -30,7 +30,7 @@ require (
 	github.com/minio/highwayhash v1.0.4 // indirect
 	github.com/nats-io/jwt/v2 v2.8.2 // indirect
 	github.com/nats-io/nats-server/v2 v2.15.2 // indirect
-	github.com/rivo/uniseg v0.4.7
+	github.com/rivo/uniseg v0.4.7 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )
 

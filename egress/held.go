@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/egress/internal/pages"
+	"github.com/textslash/textslash/contract/pages"
 )
 
 // held is what the egress bucket keeps at contract.HeldKey: the person's

@@ -9,7 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/egress/internal/pages"
+	"github.com/textslash/textslash/contract/pages"
 )
 
 // outbox sends events to people: an event composed into its channel's

@@ -12,7 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	content "github.com/twilio/twilio-go/rest/content/v1"
 
-	"github.com/textslash/textslash/egress/internal/pages"
+	"github.com/textslash/textslash/contract/pages"
 )
 
 // WhatsApp quick replies: a message's choices as buttons, whose press

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/textslash/textslash/egress/internal/pages"
+	"github.com/textslash/textslash/contract/pages"
 )
 
 // A held message's images whose links expired while it waited are left

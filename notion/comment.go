@@ -68,6 +68,13 @@ func (c *Client) Comment(ctx context.Context, pageID, text string, uploads ...st
 // maxRichText pieces of at most maxTextLen UTF-16 code units, never
 // splitting a character. Text that does not fit ends in an ellipsis. An
 // empty text is one empty piece.
+//
+// It is not contract/pages, textslash's other cut by UTF-16 code units:
+// Notion shows the pieces joined again, so a cut must keep every space and
+// may fall anywhere between characters (where pages drops the whitespace
+// at a cut and looks for a break), and importing contract would bring its
+// module's requirements (nats.go, nats-server) into this one, which needs
+// none of them.
 func splitText(text string) []string {
 	var pieces []string
 	var b strings.Builder

@@ -11,27 +11,10 @@ import (
 	"testing"
 
 	"github.com/textslash/textslash/runner/handover/pageshot"
+	"github.com/textslash/textslash/runner/internal/testkit"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/session"
 )
-
-// victimDir is a directory only root may enter, holding a file: what a
-// workspace's links point at in the attacks below.
-func victimDir(t *testing.T) (dir, file string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("the attacks need textslash running as root")
-	}
-	dir = t.TempDir()
-	if err := os.Chmod(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	file = filepath.Join(dir, "precious")
-	if err := os.WriteFile(file, []byte("root's own\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dir, file
-}
 
 func fileOwner(t *testing.T, path string) uint32 {
 	t.Helper()
@@ -60,7 +43,7 @@ func testAgentUser(t *testing.T) *sandbox.User {
 // `ln -s /root-only inbox`: the next attachment neither gives the target
 // to the agent nor writes into it.
 func TestInboxLinkOutside(t *testing.T) {
-	victim, file := victimDir(t)
+	victim, file := testkit.VictimDir(t)
 	u := testAgentUser(t)
 	ws := t.TempDir()
 	if err := os.Symlink(victim, filepath.Join(ws, inboxDir)); err != nil {
@@ -94,7 +77,7 @@ func TestInboxLinkOutside(t *testing.T) {
 // `ln -s /root-only/file .textslash-session`: the runner neither reads it
 // (as the session to resume) nor writes it.
 func TestSessionFileLinkOutside(t *testing.T) {
-	_, file := victimDir(t)
+	_, file := testkit.VictimDir(t)
 	if err := os.WriteFile(file, []byte("stolen-session-id\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

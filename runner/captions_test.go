@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
+	"github.com/textslash/textslash/runner/internal/testkit"
 )
 
 // claudeTimeout bounds one CLI run so a hung CLI can't hang the suite.
@@ -53,28 +53,13 @@ func (e *runnerEnv) startAgent(cfg Config, logs *natstest.Logs) *Runner {
 // imageEvents are the image events of job id, in order.
 func (e *runnerEnv) imageEvents(u contract.User, id string) []contract.Event {
 	e.t.Helper()
-	st, err := e.js.Stream(e.t.Context(), contract.StreamEvents)
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	var out []contract.Event
-	for seq := uint64(1); ; {
-		m, err := st.GetMsg(e.t.Context(), seq, jetstream.WithGetMsgSubject(contract.EventSubject(u, contract.KindImage)))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return out
-		}
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		seq = m.Sequence + 1
-		var ev contract.Event
-		if err := contract.Decode(m.Data, &ev); err != nil {
-			e.t.Fatal(err)
-		}
+	for _, ev := range e.events(u, contract.KindImage) {
 		if ev.JobID == id {
 			out = append(out, ev)
 		}
 	}
+	return out
 }
 
 // captions lists the images' captions.
@@ -88,7 +73,7 @@ func captions(images []contract.Image) []string {
 
 // pngScript writes the test PNG at path in a command agent's workspace.
 func pngScript(t *testing.T, path string) string {
-	return "mkdir -p \"$(dirname " + path + ")\" && echo " + base64.StdEncoding.EncodeToString(pngBytes(t)) + " | base64 -d > " + path
+	return "mkdir -p \"$(dirname " + path + ")\" && echo " + base64.StdEncoding.EncodeToString(testkit.PNG(t)) + " | base64 -d > " + path
 }
 
 // Every agent's captioned images come with the reply, each with its

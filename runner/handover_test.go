@@ -1,11 +1,8 @@
 package runner
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
-	"image"
-	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,16 +12,8 @@ import (
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/handover"
+	"github.com/textslash/textslash/runner/internal/testkit"
 )
-
-func pngBytes(t *testing.T) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 4, 3))); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
 
 // Images a run handed over come with its reply however the run ended:
 // cut by the timeout, cancelled, or failed, the person still gets the
@@ -34,7 +23,7 @@ func TestRunnerImagesOfCutRuns(t *testing.T) {
 	e.start(Config{Timeout: 2 * time.Second})
 	// The output first: once the image is in place (when the cancel comes),
 	// the output is already written.
-	drop := "echo shot taken && mkdir -p " + handover.DropDir + " && echo " + base64.StdEncoding.EncodeToString(pngBytes(t)) +
+	drop := "echo shot taken && mkdir -p " + handover.DropDir + " && echo " + base64.StdEncoding.EncodeToString(testkit.PNG(t)) +
 		" | base64 -d > " + handover.DropDir + "/app.tmp && mv " + handover.DropDir + "/app.tmp " + handover.DropDir + "/app.png && "
 	tests := []struct {
 		name, text string
@@ -53,7 +42,7 @@ func TestRunnerImagesOfCutRuns(t *testing.T) {
 				// Cancel once the image is in place.
 				png := filepath.Join(e.workspaces, u.Key(), handover.DropDir, "app.png")
 				natstest.CheckFor(t, runnerWait, runnerPoll, func() error {
-					if fi, err := os.Stat(png); err != nil || fi.Size() != int64(len(pngBytes(t))) {
+					if fi, err := os.Stat(png); err != nil || fi.Size() != int64(len(testkit.PNG(t))) {
 						return fmt.Errorf("no image dropped yet (%v)", err)
 					}
 					return nil
@@ -83,7 +72,7 @@ func TestRunnerDropDirLinkSaid(t *testing.T) {
 	e := newRunnerEnv(t)
 	e.start(Config{})
 	u := e.user(contract.ChannelWhatsApp, "15550001234")
-	e.job(u, "m1", "mkdir -p "+handover.DropDir+" && echo "+base64.StdEncoding.EncodeToString(pngBytes(t))+" | base64 -d > shot.png && "+
+	e.job(u, "m1", "mkdir -p "+handover.DropDir+" && echo "+base64.StdEncoding.EncodeToString(testkit.PNG(t))+" | base64 -d > shot.png && "+
 		"ln -s /etc/passwd "+handover.DropDir+"/leak.png && ln -s ../../shot.png "+handover.DropDir+"/mine.png && echo dropped")
 	ev := e.waitDone(u, "m1", runnerWait)
 	if !strings.Contains(ev.Text, "dropped") {

@@ -11,6 +11,7 @@ import (
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/handover"
+	"github.com/textslash/textslash/runner/internal/testkit"
 )
 
 // notionPage is a Notion page id as its API gives it, with dashes.
@@ -41,7 +42,7 @@ func TestRunnerTaskScreenshots(t *testing.T) {
 	}
 	for name, at := range files {
 		p := filepath.Join(drop, name)
-		if err := os.WriteFile(p, pngBytes(t), 0o644); err != nil {
+		if err := os.WriteFile(p, testkit.PNG(t), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Chtimes(p, at, at); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/handover"
 	"github.com/textslash/textslash/runner/handover/pageshot/shottest"
+	"github.com/textslash/textslash/runner/internal/testkit"
 )
 
 // Every event the runner publishes for a job (started, progress, image,
@@ -43,7 +44,7 @@ func TestRunnerCarriesTrace(t *testing.T) {
 
 	job := contract.Job{ID: "m1", User: u, At: time.Now().UTC(),
 		Media: []contract.Media{{URL: "https://api.twilio.com/media/1", ContentType: "image/png"}},
-		Text: "mkdir -p " + handover.DropDir + " && echo " + base64.StdEncoding.EncodeToString(pngBytes(t)) +
+		Text: "mkdir -p " + handover.DropDir + " && echo " + base64.StdEncoding.EncodeToString(testkit.PNG(t)) +
 			" | base64 -d > " + handover.DropDir + "/app.png && sleep 0.7 && echo hi"}
 	trace := e.tracedJob(job)
 	e.waitDone(u, job.ID, runnerWait)

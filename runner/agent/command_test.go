@@ -133,7 +133,6 @@ func TestCommandFailure(t *testing.T) {
 }
 
 func TestCommandOutputCap(t *testing.T) {
-	const suffix = "\n[output truncated]"
 	tests := []struct {
 		line          string
 		wantTruncated bool
@@ -151,19 +150,7 @@ func TestCommandOutputCap(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", tt.line, err)
 		}
-		if res.Truncated != tt.wantTruncated {
-			t.Errorf("%q: got Truncated %v; want %v", tt.line, res.Truncated, tt.wantTruncated)
-		}
-		text := res.Text
-		if tt.wantTruncated {
-			if !strings.HasSuffix(text, suffix) {
-				t.Errorf("%q: got text ending %q; want %q", tt.line, text[max(0, len(text)-30):], suffix)
-			}
-			text = strings.TrimSuffix(text, suffix)
-		}
-		if len(text) != tt.wantLen {
-			t.Errorf("%q: got %d bytes; want %d", tt.line, len(text), tt.wantLen)
-		}
+		checkCapped(t, fmt.Sprintf("%q", tt.line), res, r.OutputCap, tt.wantTruncated, tt.wantLen)
 	}
 }
 

@@ -101,7 +101,6 @@ func TestShellRunsInWorkspace(t *testing.T) {
 }
 
 func TestShellOutputCap(t *testing.T) {
-	const suffix = "\n[output truncated]"
 	tests := []struct {
 		script        string
 		cap           int
@@ -119,25 +118,34 @@ func TestShellOutputCap(t *testing.T) {
 		r, _ := shellRun(t, tt.script, nil)
 		r.OutputCap = tt.cap
 		res := runShell(t, t.Context(), r)
-		if res.Truncated != tt.wantTruncated {
-			t.Errorf("%q cap %d: got Truncated %v; want %v", tt.script, tt.cap, res.Truncated, tt.wantTruncated)
-		}
 		if res.ExitCode != 0 {
 			t.Errorf("%q: got exit %d; want 0", tt.script, res.ExitCode)
 		}
-		text := res.Text
-		if tt.wantTruncated {
-			if !strings.HasSuffix(text, suffix) {
-				t.Errorf("%q: got text ending %q; want %q", tt.script, text[max(0, len(text)-30):], suffix)
-			}
-			text = strings.TrimSuffix(text, suffix)
+		checkCapped(t, fmt.Sprintf("%q cap %d", tt.script, tt.cap), res, tt.cap, tt.wantTruncated, tt.wantLen)
+	}
+}
+
+// checkCapped checks the output of a run capped at limit bytes: cut or
+// not as wantTruncated says, wantLen bytes of it kept, and a cut one
+// ending in the note that says so.
+func checkCapped(t *testing.T, name string, res Result, limit int, wantTruncated bool, wantLen int) {
+	t.Helper()
+	const suffix = "\n[output truncated]"
+	if res.Truncated != wantTruncated {
+		t.Errorf("%s: got Truncated %v; want %v", name, res.Truncated, wantTruncated)
+	}
+	text := res.Text
+	if wantTruncated {
+		if !strings.HasSuffix(text, suffix) {
+			t.Errorf("%s: got text ending %q; want %q", name, text[max(0, len(text)-30):], suffix)
 		}
-		if len(text) != tt.wantLen {
-			t.Errorf("%q cap %d: got %d bytes of output; want %d", tt.script, tt.cap, len(text), tt.wantLen)
-		}
-		if len(res.Text) > tt.cap+len(suffix) {
-			t.Errorf("%q cap %d: got %d bytes; want at most %d", tt.script, tt.cap, len(res.Text), tt.cap+len(suffix))
-		}
+		text = strings.TrimSuffix(text, suffix)
+	}
+	if len(text) != wantLen {
+		t.Errorf("%s: got %d bytes of output; want %d", name, len(text), wantLen)
+	}
+	if len(res.Text) > limit+len(suffix) {
+		t.Errorf("%s: got %d bytes; want at most %d", name, len(res.Text), limit+len(suffix))
 	}
 }
 

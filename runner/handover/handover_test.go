@@ -2,24 +2,15 @@ package handover
 
 import (
 	"bytes"
-	"image"
-	"image/png"
 	"os"
 	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
 	"time"
-)
 
-func pngBytes(t *testing.T) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 4, 3))); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
+	"github.com/textslash/textslash/runner/internal/testkit"
+)
 
 // Only a PNG or JPEG file inside the user's own workspace, symlinks
 // followed, is taken as a screenshot.
@@ -31,7 +22,7 @@ func TestReadScreenshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	img := pngBytes(t)
+	img := testkit.PNG(t)
 	write := func(path string, data []byte) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)

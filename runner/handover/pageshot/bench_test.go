@@ -29,14 +29,20 @@ import (
 // clockTicks is USER_HZ, 100 on every Linux that Go runs on.
 const clockTicks = 100
 
-// treeCPU is the CPU time, in seconds, of root and every live process under it.
-func treeCPU(root int) float64 {
+// proc is a live process as /proc/<pid>/stat tells of it.
+type proc struct {
+	ppid int
+	// ticks is utime+stime+cutime+cstime, in clock ticks.
+	ticks float64
+}
+
+// procs are the live processes by pid.
+func procs() map[int]proc {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return nil
 	}
-	parent := map[int]int{}
-	ticks := map[int]float64{}
+	ps := map[int]proc{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -51,20 +57,34 @@ func treeCPU(root int) float64 {
 		if len(f) < 15 {
 			continue
 		}
-		ppid, _ := strconv.Atoi(f[1])
-		parent[pid] = ppid
+		p := proc{}
+		p.ppid, _ = strconv.Atoi(f[1])
 		for _, v := range f[11:15] {
 			n, _ := strconv.ParseFloat(v, 64)
-			ticks[pid] += n
+			p.ticks += n
+		}
+		ps[pid] = p
+	}
+	return ps
+}
+
+// under reports whether pid is root or runs under it.
+func under(ps map[int]proc, pid, root int) bool {
+	for p := pid; p > 1; p = ps[p].ppid {
+		if p == root {
+			return true
 		}
 	}
+	return false
+}
+
+// treeCPU is the CPU time, in seconds, of root and every live process under it.
+func treeCPU(root int) float64 {
+	ps := procs()
 	var sum float64
-	for pid, t := range ticks {
-		for p := pid; p > 1; p = parent[p] {
-			if p == root {
-				sum += t
-				break
-			}
+	for pid, p := range ps {
+		if under(ps, pid, root) {
+			sum += p.ticks
 		}
 	}
 	return sum / clockTicks

@@ -1,5 +1,8 @@
-// The browser's life: one warm Chromium, started by the first shot,
-// replaced when it dies, shared by the shots in turn, stopped by Close.
+// The browser's life: one goroutine owns a warm Chromium and its tab; it
+// takes the shots asked for over a channel one at a time, starts Chromium
+// for the first, replaces it when it dies and stops it at Close. The
+// browser's and the tab's chromedp contexts are local variables of that
+// goroutine (session, tabSession), never fields.
 
 package pageshot
 
@@ -7,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -39,72 +43,76 @@ type Config struct {
 // in a fresh one. One tab at a time also keeps it the front one: a tab
 // behind another is hidden and its page gets no animation frames. Close
 // stops it.
+//
+// One goroutine (serve, started by New, ended by Close) owns the browser
+// and its tab; Capture hands it a request and waits for the reply.
 type Browser struct {
 	cfg Config
+	// requests carries the shots to the owner. Unbuffered: a shot waits
+	// for its turn in the send, where the caller's ctx can end the wait.
+	requests chan request
 	// closing is closed by Close: a shot waiting for its turn gives up, and
 	// the running browser stops at once (see launch), which ends the shot
 	// in progress.
 	closing chan struct{}
 	end     func() // closes closing, once
-	// turn holds one token, taken by the shot in progress and by Close; a
-	// channel so that waiting for it respects the caller's ctx.
-	turn chan struct{}
-	cur  *instance // the running browser or nil; under turn
+	// done is closed when the owner has stopped Chromium and returned.
+	done chan struct{}
+	// pidNow is the running browser's process id, 0 while none runs;
+	// written by the owner, read by tests and benchmarks.
+	pidNow atomic.Int64
 }
 
-// instance is one Chromium process.
-//
-// Its handle is a context.Context kept for the life of the process, not a
-// request's context: chromedp.NewContext returns the browser as a context
-// (chromedp's handle, what chromedp.Do and the next chromedp.NewContext
-// take), and the process lives as long as it is not cancelled, across
-// every Capture.
-type instance struct {
-	// handle is the chromedp context of the browser's first tab. chromedp
-	// ties the process to it, and cancels it when the connection to the
-	// process drops, so it is done once the browser has died.
-	handle context.Context
-	// stop kills the process and waits until it and its profile directory
-	// are gone; only the first call does anything (chromedp's cancel must
-	// run once).
-	stop func()
-	// tab is the warm tab, or nil until the next shot opens one.
-	tab *tab
+// request is one shot handed to the owner. It is a message on a channel
+// and lives as long as the Capture that sent it, whose ctx it carries (the
+// one case where the Go team's "Contexts and structs" lets a struct hold a
+// context).
+type request struct {
+	ctx   context.Context
+	o     Options
+	reply chan<- result // buffered: the owner never waits on it
+	// retried: the browser died under this shot once, and a fresh one
+	// takes it; it does not get a third.
+	retried bool
 }
 
-// New returns a Browser; Chromium starts on the first Capture.
+// result is the owner's answer to a request.
+type result struct {
+	shot Shot
+	err  error
+}
+
+// New returns a Browser and starts the goroutine that owns it; Chromium
+// starts on the first Capture. Close ends both.
 func New(cfg Config) *Browser {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
 	closing := make(chan struct{})
-	end := sync.OnceFunc(func() { close(closing) })
-	return &Browser{cfg: cfg, closing: closing, end: end, turn: make(chan struct{}, 1)}
+	b := &Browser{cfg: cfg, requests: make(chan request), closing: closing,
+		end: sync.OnceFunc(func() { close(closing) }), done: make(chan struct{})}
+	go b.serve()
+	return b
 }
 
-// Close ends the shot in progress, if any, and stops Chromium. Later
-// Captures fail with ErrClosed.
+// Close ends the shot in progress, if any, stops Chromium and waits until
+// it is gone. Later Captures fail with ErrClosed.
 func (b *Browser) Close() error {
 	b.end()
-	b.turn <- struct{}{}
-	defer func() { <-b.turn }()
-	if b.cur != nil {
-		b.cur.stop()
-		b.cur = nil
-	}
+	<-b.done
 	return nil
 }
 
-// Capture loads o.URL in the browser's tab (kept between shots, replaced
-// after a failed one), waits for the load event and returns a
-// JPEG of the viewport (or the full page) under o.MaxBytes. It waits for its
-// turn while another shot runs (bounded by ctx only); then Config.Timeout
-// bounds the shot. It fails when the page does not load in time (the error
-// wraps context.DeadlineExceeded), when loading fails (it wraps
-// chromedp.ErrPageLoad, e.g. connection refused), when the tab crashes
-// (ErrPageCrashed) or when ctx ends; the browser stays usable. If the
-// browser died before or during the shot, a fresh one takes the shot once
-// more.
+// Capture loads o.URL in the browser's tab (kept between shots of the same
+// profile and proxy, replaced after a failed one), waits for the load event
+// and returns a JPEG of the viewport (or the full page) under o.MaxBytes. It
+// waits for its turn while another shot runs (bounded by ctx only); then
+// Config.Timeout bounds the shot. It fails when the page does not load in
+// time (the error wraps context.DeadlineExceeded), when loading fails (it
+// wraps chromedp.ErrPageLoad, e.g. connection refused), when the tab
+// crashes (ErrPageCrashed) or when ctx ends; the browser stays usable. If
+// the browser died before or during the shot, a fresh one takes the shot
+// once more.
 func (b *Browser) Capture(ctx context.Context, o Options) (Shot, error) {
 	if o.URL == "" {
 		return Shot{}, errors.New("shot: no URL")
@@ -112,49 +120,80 @@ func (b *Browser) Capture(ctx context.Context, o Options) (Shot, error) {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultMaxBytes
 	}
+	if b.isClosed() {
+		return Shot{}, ErrClosed
+	}
+	reply := make(chan result, 1)
 	select {
-	case b.turn <- struct{}{}:
+	case b.requests <- request{ctx: ctx, o: o, reply: reply}:
 	case <-ctx.Done():
 		return Shot{}, ctx.Err()
 	case <-b.closing:
 		return Shot{}, ErrClosed
 	}
-	defer func() { <-b.turn }()
-	if b.isClosed() {
-		return Shot{}, ErrClosed
-	}
-	var err error
-	for range 2 {
-		var inst *instance
-		if inst, err = b.running(ctx); err != nil {
-			return Shot{}, err
-		}
-		var s Shot
-		s, err = b.shoot(ctx, inst, o)
-		if err == nil || inst.handle.Err() == nil || ctx.Err() != nil || b.isClosed() {
-			return s, err
-		}
-		// The browser died under this shot: again in a fresh one.
-	}
-	return Shot{}, err
+	r := <-reply // every request taken is answered
+	return r.shot, r.err
 }
 
-// running returns the running browser, starting one if there is none or
-// the last one died. The caller has the turn.
-func (b *Browser) running(ctx context.Context) (*instance, error) {
-	if b.cur != nil {
-		if b.cur.handle.Err() == nil {
-			return b.cur, nil
+// serve is the owner: it waits for a shot, and serves it and the next ones
+// in a browser started for it (session); a shot the browser died under is
+// taken again in the next. It returns, the browser stopped, once Close is
+// called.
+func (b *Browser) serve() {
+	defer close(b.done)
+	var again *request
+	for {
+		req := again
+		if req == nil {
+			if req = b.receive(nil); req == nil {
+				return
+			}
 		}
-		b.cur.stop() // reaps the dead one and removes its profile
-		b.cur = nil
+		again = b.session(*req)
 	}
-	inst, err := b.launch(ctx)
+}
+
+// session starts Chromium and serves shots in it, req first, until Close
+// or until the browser dies; it returns a shot to take again in a fresh
+// browser, or nil. The browser is stopped (process reaped, profile
+// removed) when it returns.
+func (b *Browser) session(req request) *request {
+	bctx, stop, err := b.launch(req.ctx)
 	if err != nil {
-		return nil, err
+		req.reply <- result{err: err}
+		return nil
 	}
-	b.cur = inst
-	return inst, nil
+	defer stop()
+	b.pidNow.Store(int64(browserPID(bctx)))
+	defer b.pidNow.Store(0)
+	for {
+		next, again := b.tabSession(bctx, req)
+		if next == nil {
+			return again
+		}
+		if bctx.Err() != nil {
+			return next // died as the shot came: a fresh one takes it
+		}
+		req = *next
+	}
+}
+
+// receive waits for the next shot: nil once Close is called (a shot taken
+// after it is answered ErrClosed) or when died is closed (the browser
+// died between shots; nil: there is no browser).
+func (b *Browser) receive(died <-chan struct{}) *request {
+	select {
+	case r := <-b.requests:
+		if b.isClosed() {
+			r.reply <- result{err: ErrClosed}
+			return nil
+		}
+		return &r
+	case <-died:
+		return nil
+	case <-b.closing:
+		return nil
+	}
 }
 
 // isClosed reports whether Close was called.

@@ -30,33 +30,38 @@ const launchTimeout = 30 * time.Second
 var binNames = []string{"/usr/lib/chromium/chromium-headless-shell", "chromium-headless-shell", "chromium", "chromium-browser", "google-chrome"}
 
 // launch starts Chromium with its first (blank) tab, which stays open for
-// the life of the process.
-func (b *Browser) launch(ctx context.Context) (*instance, error) {
+// the life of the process. It returns the browser's chromedp context
+// (chromedp's handle on the browser, what chromedp.Do and the next
+// chromedp.NewContext take; chromedp cancels it when the connection to the
+// process drops, so it is done once the browser has died) and stop, which
+// kills the process and waits until it and its profile directory are gone
+// (only the first call does anything: chromedp's cancel must run once).
+func (b *Browser) launch(ctx context.Context) (context.Context, func(), error) {
 	bin, err := b.bin()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	opts, profile, err := b.options(bin)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The browser outlives any one Capture: its contexts hang from
-	// context.Background(), and instance.stop (or Close) ends them.
+	// context.Background(), and stop (or Close) ends them.
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	discard := func(string, ...any) {}
 	bctx, cancelBrowser := chromedp.NewContext(actx,
 		chromedp.WithLogf(discard), chromedp.WithErrorf(discard))
-	inst := &instance{handle: bctx, stop: sync.OnceFunc(func() {
+	stop := sync.OnceFunc(func() {
 		cancelBrowser() // kills the process, waits for it, removes the profile
 		cancelAlloc()
 		if profile != "" {
 			os.RemoveAll(profile)
 		}
-	})}
+	})
 	// Close ends the allocator's context, as the cancel of a parent would:
 	// every context of the browser ends at once, the shot in progress with
-	// them, and the allocator kills the process (Close then stops the
-	// instance). The watch ends with the browser.
+	// them, and the allocator kills the process (the owner then stops the
+	// browser). The watch ends with the browser.
 	go func() {
 		select {
 		case <-b.closing:
@@ -74,23 +79,31 @@ func (b *Browser) launch(ctx context.Context) (*instance, error) {
 	select {
 	case err = <-started:
 	case <-wait.Done():
-		inst.stop() // ends the Run
+		stop() // ends the Run
 		<-started
 		err = context.Cause(wait)
 	}
 	if err != nil {
-		inst.stop()
+		stop()
 		if b.isClosed() {
 			err = ErrClosed
 		}
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return nil, nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	return inst, nil
+	return bctx, stop, nil
+}
+
+// browserPID is the process id of the browser of bctx, or 0.
+func browserPID(bctx context.Context) int {
+	if p := chromedp.FromContext(bctx).Browser.Process(); p != nil {
+		return p.Pid
+	}
+	return 0
 }
 
 // options are Chromium's flags for bin; with Config.User, also the user it
 // runs as and that user's profile directory (made here, removed by
-// instance.stop; "" without a user).
+// launch's stop; "" without a user).
 func (b *Browser) options(bin string) (opts []chromedp.ExecAllocatorOption, profile string, err error) {
 	opts = append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(bin),

@@ -65,6 +65,12 @@ type Options struct {
 	// a browser context of its own; the warm tab is kept only for the same
 	// profile's next shot.
 	Profile string
+	// Proxy, when set, is an HTTP proxy ("http://127.0.0.1:8123") every
+	// request of the shot goes through, loopback addresses included: the way
+	// to a page in another network namespace. Such a shot has a browser
+	// context of its own, with that proxy; its tab is kept only for the
+	// next shot of the same profile through the same proxy.
+	Proxy string
 }
 
 // Shot is one JPEG under the ceiling.

@@ -32,17 +32,7 @@ func newBrowser(t testing.TB, timeout time.Duration) *Browser {
 }
 
 // pid is the process id of the running browser, or 0.
-func (b *Browser) pid() int {
-	b.turn <- struct{}{}
-	defer func() { <-b.turn }()
-	if b.cur == nil {
-		return 0
-	}
-	if p := chromedp.FromContext(b.cur.handle).Browser.Process(); p != nil {
-		return p.Pid
-	}
-	return 0
-}
+func (b *Browser) pid() int { return int(b.pidNow.Load()) }
 
 const simplePage = `<!doctype html><meta name=viewport content="width=device-width">
 <title>t</title><body style="margin:0;font:16px sans-serif">
@@ -430,7 +420,7 @@ func TestCaptureRendererKilled(t *testing.T) {
 	t.Cleanup(slow.Close)
 	t.Cleanup(func() { close(end) })
 
-	root := b.pid() // not during Capture: pid waits for its turn
+	root := b.pid()
 	go func() {
 		<-hit
 		time.Sleep(200 * time.Millisecond) // the renderer parses what came
@@ -451,35 +441,18 @@ func TestCaptureRendererKilled(t *testing.T) {
 
 // renderers are the pids of the page renderers under the browser root.
 func renderers(root int) []int {
-	entries, _ := os.ReadDir("/proc")
-	parent := map[int]int{}
+	ps := procs()
 	var found []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+	for pid := range ps {
+		if pid == root || !under(ps, pid, root) {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		parent[pid], _ = strconv.Atoi(f[1])
-		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 		if bytes.Contains(cmd, []byte("--type=renderer")) && !bytes.Contains(cmd, []byte("--top-chrome-webui")) {
 			found = append(found, pid)
 		}
 	}
-	var under []int
-	for _, pid := range found {
-		for p := parent[pid]; p > 1; p = parent[p] {
-			if p == root {
-				under = append(under, pid)
-				break
-			}
-		}
-	}
-	return under
+	return found
 }
 
 // A shot shows the page as it is now: a stylesheet that changed since the

@@ -1,6 +1,6 @@
 // The warm tab: opened for a profile's shots, given one shot at a time
 // with its timeout, its crashes and its dialogs, left on about:blank after
-// a shot and closed after a failed one.
+// a shot and closed after a failed one or when another's shot comes.
 
 package pageshot
 
@@ -21,17 +21,13 @@ import (
 // blankTimeout bounds the way to about:blank after a shot.
 const blankTimeout = 5 * time.Second
 
-// tab is a browser tab kept open for the shots to come.
-//
-// Its handle is a context.Context kept across Captures, not a request's
-// context: chromedp.NewContext returns the tab as a context (chromedp's
-// handle, what chromedp.Do and chromedp.Call act on), and the tab stays
-// open until it is cancelled. Each shot runs under a context of its own
-// derived from it (see shoot).
+// tab is what the owner keeps of the warm tab besides its chromedp
+// context (tctx, a local variable of tabSession, as the browser's is of
+// session): how to close it and whom its events go to.
 type tab struct {
-	handle  context.Context // chromedp context of the tab, under the browser's
-	close   context.CancelFunc
-	profile string // whose shots it takes (Options.Profile)
+	// close closes the tab and disposes of its browser context; it may be
+	// called more than once.
+	close context.CancelFunc
 	// shot receives the events of the shot in progress.
 	shot atomic.Pointer[tabEvents]
 }
@@ -60,23 +56,81 @@ func (t *tab) event(ev any) {
 	}
 }
 
-// openTab opens the warm tab of inst for profile's shots, in a browser
-// context of its own (disposed with the tab): nothing of another
-// profile's pages carries over.
-func (b *Browser) openTab(ctx context.Context, inst *instance, profile string) (*tab, error) {
-	t := &tab{profile: profile}
-	t.handle, t.close = chromedp.NewContext(inst.handle, chromedp.WithNewBrowserContext(), chromedp.WithNewWindow(false), chromedp.WithListener(t.event))
+// sameTab reports whether the shots of a and b may share a tab: the same
+// profile's, through the same proxy or none.
+func sameTab(a, b Options) bool { return a.Profile == b.Profile && a.Proxy == b.Proxy }
+
+// throughProxy sets o's proxy, if any, on a new browser context. Loopback
+// addresses, which Chromium sends around a proxy by default, go through it
+// too ("<-loopback>"): a page on localhost is the proxy's localhost.
+func throughProxy(o Options) chromedp.CreateBrowserContextOption {
+	return func(p *target.CreateBrowserContextParams) {
+		if o.Proxy != "" {
+			p.ProxyServer, p.ProxyBypassList = o.Proxy, "<-loopback>"
+		}
+	}
+}
+
+// tabSession opens a tab in the browser of bctx for req's profile and
+// takes req's shot in it, then the next shots that may share it (same
+// profile, same proxy), until a shot fails (the tab is closed: a tab left
+// mid-load, crashed or stuck in a dialog is no base for the next shot) or
+// another's shot comes. It
+// returns that next shot, to take in a tab of its own; or nil when the
+// browser ended (Close, or it died), again being then a shot to take in a
+// fresh browser or nil.
+func (b *Browser) tabSession(bctx context.Context, req request) (next, again *request) {
+	tctx, t, err := b.openTab(req.ctx, bctx, req.o)
+	if err != nil {
+		return b.failed(bctx, req, fmt.Errorf("shot %s: open a tab: %w", req.o.URL, b.why(req.ctx, bctx, err)))
+	}
+	defer t.close()
+	for {
+		s, err := b.shoot(req.ctx, bctx, tctx, t, req.o)
+		if err != nil {
+			t.close()
+			return b.failed(bctx, req, fmt.Errorf("shot %s: %w", req.o.URL, err))
+		}
+		req.reply <- result{shot: s}
+		n := b.receive(bctx.Done())
+		if n == nil || !sameTab(n.o, req.o) || bctx.Err() != nil {
+			return n, nil
+		}
+		req = *n
+	}
+}
+
+// failed answers a failed shot and waits for the next (see tabSession);
+// if the browser died under the shot, it returns the shot instead, to be
+// taken once more in a fresh browser.
+func (b *Browser) failed(bctx context.Context, req request, err error) (next, again *request) {
+	if bctx.Err() != nil && req.ctx.Err() == nil && !b.isClosed() && !req.retried {
+		req.retried = true
+		return nil, &req
+	}
+	req.reply <- result{err: err}
+	return b.receive(bctx.Done()), nil
+}
+
+// openTab opens a tab in the browser of bctx for o's shots, in a browser
+// context of its own (disposed with the tab), with o's proxy: nothing of
+// another profile's pages carries over. It returns the tab's chromedp
+// context.
+func (b *Browser) openTab(ctx, bctx context.Context, o Options) (context.Context, *tab, error) {
+	t := &tab{}
+	tctx, closeTab := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext(throughProxy(o)), chromedp.WithNewWindow(false), chromedp.WithListener(t.event))
+	t.close = closeTab
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
 	defer cancel()
-	defer context.AfterFunc(ctx, t.close)()       // the first Run cannot take ctx
-	if err := chromedp.Do(t.handle); err != nil { // opens the tab
+	defer context.AfterFunc(ctx, t.close)()   // the first Run cannot take ctx
+	if err := chromedp.Do(tctx); err != nil { // opens the tab
 		t.close()
-		return nil, err
+		return nil, nil, err
 	}
 	// The browser tells of a crash even when the tab does not.
-	id := chromedp.FromContext(t.handle).Target.TargetID
+	id := chromedp.FromContext(tctx).Target.TargetID
 	crash := &inspector.EventTargetCrashed{}
-	err := chromedp.ListenBrowser(t.handle, func(ev any) {
+	err := chromedp.ListenBrowser(tctx, func(ev any) {
 		if ev, ok := ev.(*target.EventTargetCrashed); ok && ev.TargetID == id {
 			t.event(crash)
 		}
@@ -84,35 +138,23 @@ func (b *Browser) openTab(ctx context.Context, inst *instance, profile string) (
 	if err == nil {
 		// The page as it is now: the agent may have changed it since the
 		// last shot, whatever its cache headers or service worker say.
-		_, err = chromedp.Call(t.handle, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true})
+		_, err = chromedp.Call(tctx, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true})
 	}
 	if err == nil {
-		_, err = chromedp.Call(t.handle, network.SetBypassServiceWorker, network.SetBypassServiceWorkerParams{Bypass: true})
+		_, err = chromedp.Call(tctx, network.SetBypassServiceWorker, network.SetBypassServiceWorkerParams{Bypass: true})
 	}
 	if err != nil {
 		t.close()
-		return nil, err
+		return nil, nil, err
 	}
-	return t, nil
+	return tctx, t, nil
 }
 
-// shoot takes one shot in the warm tab of inst, opening one if need be.
-func (b *Browser) shoot(ctx context.Context, inst *instance, o Options) (Shot, error) {
-	if inst.tab != nil && inst.tab.profile != o.Profile {
-		inst.tab.close()
-		inst.tab = nil
-	}
-	if inst.tab == nil {
-		t, err := b.openTab(ctx, inst, o.Profile)
-		if err != nil {
-			return Shot{}, fmt.Errorf("shot %s: open a tab: %w", o.URL, b.why(ctx, inst, err))
-		}
-		inst.tab = t
-	}
-	t := inst.tab
+// shoot takes one shot in the tab t of tctx, in the browser of bctx.
+func (b *Browser) shoot(ctx, bctx, tctx context.Context, t *tab, o Options) (Shot, error) {
 	// The shot ends with its timeout, with the caller's ctx, or when the
 	// tab's renderer crashes.
-	pctx, cancelCause := context.WithCancelCause(t.handle)
+	pctx, cancelCause := context.WithCancelCause(tctx)
 	defer cancelCause(nil)
 	defer context.AfterFunc(ctx, func() { cancelCause(context.Cause(ctx)) })()
 	sctx, cancel := context.WithTimeoutCause(pctx, b.cfg.Timeout,
@@ -138,12 +180,7 @@ func (b *Browser) shoot(ctx context.Context, inst *instance, o Options) (Shot, e
 	close(stop)
 	wg.Wait()
 	if err != nil {
-		// A tab left mid-load, crashed or stuck in a dialog is no base for
-		// the next shot.
-		err = b.why(sctx, inst, err)
-		t.close()
-		inst.tab = nil
-		return Shot{}, fmt.Errorf("shot %s: %w", o.URL, err)
+		return Shot{}, b.why(sctx, bctx, err)
 	}
 	return s, nil
 }
@@ -153,13 +190,13 @@ func (b *Browser) shoot(ctx context.Context, inst *instance, o Options) (Shot, e
 // whether or not ctx ended yet: when Close ends the browser's context,
 // chromedp can see the connection drop (and fail the action) before the
 // cancel reaches the shot's context.
-func (b *Browser) why(ctx context.Context, inst *instance, err error) error {
+func (b *Browser) why(ctx, bctx context.Context, err error) error {
 	switch {
 	case b.isClosed():
 		return fmt.Errorf("%w (%w)", ErrClosed, err)
 	case ctx.Err() == nil:
 		return err
-	case inst.handle.Err() != nil:
+	case bctx.Err() != nil:
 		return fmt.Errorf("browser died: %w", err)
 	default: // timeout, ctx, crash
 		return context.Cause(ctx)

@@ -1,5 +1,8 @@
 // Package pages cuts long replies to fit a channel's body limit: into pages
-// read one after another ("Reply MORE"), or truncated.
+// read one after another ("Reply MORE"), or truncated. It is the part of
+// contract's text cutting (contract/cut.go: an event's text, bytes, runes,
+// a first line) that counts as channels do, in UTF-16 code units, and
+// cuts between grapheme clusters; egress pages and truncates with it.
 //
 // Cuts fall between grapheme clusters (Unicode UAX #29), so never inside an
 // emoji sequence, a flag or a letter with its accents, and preferably at a
