@@ -264,7 +264,11 @@ func (ru *run) env(ctx context.Context) []string {
 	}
 	if r.shots != nil {
 		var shot []string
-		ru.shotTok, shot = r.shots.BeginWith(token, ru.job, contract.TraceFrom(ctx), ru.log)
+		var proxy func() (string, error)
+		if ru.net != nil {
+			proxy = ru.net.ProxyURL
+		}
+		ru.shotTok, shot = r.shots.BeginWith(token, ru.job, contract.TraceFrom(ctx), ru.log, proxy)
 		env = append(env, shot...)
 	}
 	return env
@@ -279,7 +283,7 @@ func (ru *run) enterHome(box *sandbox.Sandbox) (*sandbox.Home, string) {
 		ru.log.Error().Err(err).Msg("home")
 		return nil, MsgFailed
 	}
-	ru.kept = ru.r.keptFor(h.ID())
+	ru.kept, ru.net = ru.r.keptFor(h.ID()), h.Net()
 	ru.later(func() {
 		h.Keep(ru.kept.warm.Pids()...)
 		leave()

@@ -13,6 +13,7 @@ import (
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/disk"
 	"github.com/textslash/textslash/runner/sandbox"
+	"github.com/textslash/textslash/runner/sandbox/netns"
 	"github.com/textslash/textslash/runner/workspace"
 )
 
@@ -46,6 +47,7 @@ type run struct {
 	shotTok string          // the run's token at the screenshot endpoint
 	task    string          // the run's task id (handover.TaskID, or its home's)
 	kept    *homeState      // what the runner keeps with the run's home, or nil
+	net     *netns.Net      // the home's network, nil: the host's
 	cg      *sandbox.Cgroup // the run's cgroup, or nil
 	disk    *disk.Disk      // the person's disk, or nil: not bounded
 	spec    *agent.Run      // what the agent is given

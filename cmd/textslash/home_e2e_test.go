@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/textslash/textslash/runner/handover/pageshot/shottest"
 )
 
 // srvPy serves the workspace on 127.0.0.1:<argv[1]> and logs the Cookie
@@ -76,5 +79,32 @@ func TestHomeNetworkAttacks(t *testing.T) {
 	op := inst.newChat(t) // fails the test when the operator is locked out
 	if got := op.reply(op.events(ctx), "echo operator-in", 30*time.Second); got != "operator-in" {
 		t.Errorf("the operator after the flood: %q", got)
+	}
+}
+
+// A screenshot of localhost is of the person's own dev server, in their
+// home: the browser reaches into that person's network and no other — not
+// a server on the host's loopback, not another person's.
+func TestHomeShotOfOwnServer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("homes need root")
+	}
+	hostApp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<!doctype html><body style="background:#a26"><h1>host app</h1>`)
+	}))
+	defer hostApp.Close()
+	inst := startServe(t, "TEXTSLASH_AGENT=shell", "TEXTSLASH_CHROMIUM="+shottest.Chromium(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := inst.newChat(t)
+	events := a.events(ctx)
+	port := freePort(t)
+	own := fmt.Sprintf(`mkdir -p site && echo '<body style="background:#2a6"><h1>own app</h1>' > site/index.html && (python3 -m http.server %s --bind 127.0.0.1 -d site >/dev/null 2>&1 &) && sleep 1 && textslash shot http://localhost:%s/ && echo own-shot`, port, port)
+	if got := a.reply(events, own, 60*time.Second); !strings.Contains(got, "own-shot") {
+		t.Errorf("a shot of the person's own server on localhost:%s: %q; want it taken", port, got)
+	}
+	host := "textslash shot " + hostApp.URL + " 2>&1; echo exit=$?"
+	if got := a.reply(events, host, 60*time.Second); !strings.Contains(got, "exit=1") && !strings.Contains(got, "exit=2") {
+		t.Errorf("a shot of a server on the host's loopback (%s): %q; want it refused", hostApp.URL, got)
 	}
 }

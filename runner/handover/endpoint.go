@@ -72,6 +72,7 @@ type shotRun struct {
 	job   contract.Job
 	trace string // the job's, for the image events
 	log   zerolog.Logger
+	proxy func() (string, error) // the run's network's HTTP proxy, nil: the host's
 
 	mu     sync.Mutex
 	taken  int // shots asked for, counting failed ones
@@ -123,7 +124,7 @@ func (s *Endpoint) Close() {
 // Begin gives job's run its token and the environment that carries it;
 // trace is the job's, for the image events.
 func (s *Endpoint) Begin(job contract.Job, trace string, log zerolog.Logger) (token string, env []string) {
-	return s.BeginWith(NewToken(), job, trace, log)
+	return s.BeginWith(NewToken(), job, trace, log, nil)
 }
 
 // NewToken is a token for BeginWith: unguessable.
@@ -136,9 +137,13 @@ func NewToken() string {
 // BeginWith is Begin with the token given: a home's, the same for each of
 // its runs (one at a time), so that the agent kept warm there, whose
 // environment cannot change, still reaches the run it serves now.
-func (s *Endpoint) BeginWith(token string, job contract.Job, trace string, log zerolog.Logger) (string, []string) {
+//
+// proxy, when set, gives the HTTP proxy the run's pages are reached
+// through: its home's network, where its dev server listens (localhost
+// there is not the host's).
+func (s *Endpoint) BeginWith(token string, job contract.Job, trace string, log zerolog.Logger, proxy func() (string, error)) (string, []string) {
 	s.mu.Lock()
-	s.runs[token] = &shotRun{job: job, trace: trace, log: log}
+	s.runs[token] = &shotRun{job: job, trace: trace, log: log, proxy: proxy}
 	s.mu.Unlock()
 	return token, []string{ShotURLVar + "=" + s.url, ShotTokenVar + "=" + token}
 }
@@ -203,7 +208,7 @@ func (s *Endpoint) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	log := run.log.With().Str("url", sr.URL).Bool("desktop", sr.Desktop).Bool("full", sr.FullPage).Logger()
 	start := time.Now()
-	img, err := s.capture(req.Context(), sr, run.job)
+	img, err := s.capture(req.Context(), sr, run)
 	if err != nil {
 		log.Warn().Err(err).Dur("took", time.Since(start)).Msg("screenshot failed")
 		code := http.StatusBadGateway
@@ -245,9 +250,17 @@ func checkShotURL(raw string) error {
 }
 
 // capture takes the shot and stores it in the media bucket.
-func (s *Endpoint) capture(ctx context.Context, sr ShotRequest, job contract.Job) (contract.Image, error) {
+func (s *Endpoint) capture(ctx context.Context, sr ShotRequest, run *shotRun) (contract.Image, error) {
 	start := time.Now()
-	shot, err := s.browser.Capture(ctx, pageshot.Options{URL: sr.URL, Desktop: sr.Desktop, FullPage: sr.FullPage, MaxBytes: screenshotMaxBytes, Profile: job.User.Key()})
+	o := pageshot.Options{URL: sr.URL, Desktop: sr.Desktop, FullPage: sr.FullPage, MaxBytes: screenshotMaxBytes, Profile: run.job.User.Key()}
+	if run.proxy != nil {
+		p, err := run.proxy()
+		if err != nil {
+			return contract.Image{}, fmt.Errorf("the run's network: %w", err)
+		}
+		o.Proxy = p
+	}
+	shot, err := s.browser.Capture(ctx, o)
 	if err != nil {
 		shotSeconds.WithLabelValues("error").Observe(time.Since(start).Seconds())
 		return contract.Image{}, err

@@ -60,6 +60,14 @@ func (n *Net) startProxy() (*proxy, error) {
 		Transport: p.transport,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			log.Warn().Err(err).Str("url", r.URL.Redacted()).Msg("netns: proxied request failed")
+			// No answer at all, as the server itself would give: a 502
+			// page would load, and a screenshot of it pass for the app's.
+			if hj, ok := w.(http.Hijacker); ok {
+				if c, _, err := hj.Hijack(); err == nil {
+					c.Close()
+					return
+				}
+			}
 			http.Error(w, "netns proxy: "+err.Error(), http.StatusBadGateway)
 		},
 	}
