@@ -44,9 +44,10 @@ type Homes struct {
 	// what the runner keeps for it (the warm agent) goes too.
 	OnClose func(id string)
 
-	mu     sync.Mutex
-	homes  map[string]*Home // by key
-	netCfg *homeNet
+	mu      sync.Mutex
+	homes   map[string]*Home // by key
+	netCfg  *homeNet
+	closing sync.WaitGroup // homes let go, being taken down
 
 	starts, reuses atomic.Int64
 }
@@ -64,7 +65,7 @@ func (hs *Homes) Enter(box *Sandbox, dir, home, bin string, u *User, log zerolog
 	if h != nil && !h.Alive() {
 		log.Warn().Str("home", h.id).Msg("home ended by itself; making it again")
 		delete(hs.homes, key)
-		go hs.closed(h)
+		hs.closing.Go(func() { hs.closed(h) })
 		h = nil
 	}
 	if h != nil {
@@ -98,7 +99,7 @@ func (hs *Homes) Enter(box *Sandbox, dir, home, bin string, u *User, log zerolog
 	hs.mu.Unlock()
 	for _, e := range evict {
 		log.Info().Str("home", e.id).Msg("home let go: too many kept")
-		hs.closed(e)
+		hs.closing.Go(func() { hs.closed(e) }) // not in the way of the run that made a home
 	}
 	return h, func() { hs.leave(h) }, nil
 }
@@ -204,6 +205,7 @@ func (hs *Homes) Close() {
 	for _, h := range all {
 		hs.closed(h)
 	}
+	hs.closing.Wait()
 }
 
 // HomeStats are the homes' numbers for /metrics.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/textslash/textslash/runner/sandbox/netns"
 )
 
 // What a sandbox adds to each program a run starts: `true` run bare (as
@@ -25,12 +26,17 @@ func BenchmarkSandboxedTrue(b *testing.B) {
 		name string
 		box  *Sandbox
 		cg   bool
-	}{{"bare", nil, false}, {"sandbox", box, false}, {"sandbox+cgroup", box, true}, {"home", box, false}, {"home+cgroup", box, true}} {
+	}{{"bare", nil, false}, {"sandbox", box, false}, {"sandbox+cgroup", box, true}, {"home", box, false}, {"home+cgroup", box, true}, {"home-cold", box, false}, {"home-cold+net", box, false}} {
 		b.Run(tc.name, func(b *testing.B) {
 			if tc.cg && !limited {
 				b.Skip("cgroups not writable")
 			}
 			var cpu time.Duration
+			if strings.HasPrefix(tc.name, "home-cold") {
+				cpu = benchColdHome(b, tc.box, strings.HasSuffix(tc.name, "+net"))
+				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
+				return
+			}
 			if strings.HasPrefix(tc.name, "home") {
 				cpu = benchHome(b, tc.box, ws, home, tc.cg)
 				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
@@ -90,6 +96,43 @@ func benchHome(b *testing.B, box *Sandbox, ws, home string, limited bool) time.D
 		cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 		leave()
 		_ = h
+	}
+	return cpu
+}
+
+// benchColdHome makes a home for each of b.N people (a directory each),
+// runs `true` in it and lets it go (Max 1): a person's first message. It
+// returns the CPU the programs took (not the home's own processes).
+func benchColdHome(b *testing.B, box *Sandbox, network bool) time.Duration {
+	if ProbeHomes() != nil {
+		b.Skip("homes need root")
+	}
+	hs := &Homes{Max: 1}
+	if network {
+		if err := netns.Probe(netns.Options{}); err != nil {
+			b.Skip(err)
+		}
+		hs.Network, hs.Dir = &netns.Options{Refuse: netns.HostAddrs()}, b.TempDir()
+	}
+	defer hs.Close()
+	home := b.TempDir()
+	var cpu time.Duration
+	for b.Loop() {
+		ws, err := os.MkdirTemp(home, "ws")
+		if err != nil {
+			b.Fatal(err)
+		}
+		h, leave, err := hs.Enter(box, ws, home, "", nil, zerolog.Nop())
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd := h.Confined(CommandFunc(ws, home, nil, false))(b.Context(), "true")
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+		EndGroup(cmd)
+		cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		leave()
 	}
 	return cpu
 }
