@@ -240,10 +240,10 @@ func (ru *run) command(ctx context.Context) (command func(ctx context.Context, n
 }
 
 // env is what the run's programs are told: the task, the mode, where the
-// agents' textslash command is, the screenshot endpoint. In a home, the
-// task (but a Notion task's) and the endpoint's token are the home's, the
-// same for each of its runs: the agent kept warm there keeps the
-// environment it was started with.
+// agents' textslash command is, the screenshot endpoint. For Claude Code
+// in a home, the task (but a Notion task's) and the endpoint's token are
+// the home's, the same for each of its runs: the agent kept warm there
+// keeps the environment it was started with.
 func (ru *run) env(ctx context.Context) []string {
 	r := ru.r
 	mode := ru.job.Mode
@@ -252,7 +252,8 @@ func (ru *run) env(ctx context.Context) []string {
 	}
 	ru.task = handover.TaskID(ru.job.ID)
 	token := handover.NewToken()
-	if hs := ru.kept; hs != nil {
+	if _, claude := r.agent.(*agent.Claude); claude && ru.kept != nil {
+		hs := ru.kept
 		token = hs.token
 		if _, notion := contract.NotionPage(ru.job.ID); !notion {
 			ru.task = hs.task
