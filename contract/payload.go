@@ -237,6 +237,10 @@ type Event struct {
 	Truncated    bool `json:"truncated,omitempty"`
 	// Approval: the run left changes for the person to approve or reject.
 	Approval bool `json:"approval,omitempty"`
+	// WarmUntil: the person's home (their sandbox and warm agent) is kept
+	// until then, and a message before it starts at once. Zero: not kept
+	// (a run outside a home, a runner that keeps none, or one that died).
+	WarmUntil time.Time `json:"warm_until,omitzero"`
 
 	// question, answer: the question's number in its job, from 1.
 	Question int `json:"question,omitempty"`
@@ -305,6 +309,9 @@ type UserState struct {
 	// wants to run `npm i` in your workspace."), for the reply to a free-text
 	// answer.
 	Asked string `json:"asked,omitempty"`
+	// WarmUntil is what the newest done event said (Event.WarmUntil):
+	// until when the person's home stays warm. A new run leaves it.
+	WarmUntil time.Time `json:"warm_until,omitzero"`
 	Settings
 }
 

@@ -76,6 +76,9 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 			} else if err != nil {
 				return err
 			}
+			if !next.WarmUntil.Equal(st.WarmUntil) {
+				log.Debug().Time("warm_until", next.WarmUntil).Time("warm_until_was", st.WarmUntil).Msg("home warm until")
+			}
 			if err := d.announce(ctx, log, u, head, st, next, rev); err != nil {
 				return err
 			}

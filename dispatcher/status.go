@@ -13,6 +13,11 @@ import (
 	"github.com/textslash/textslash/dispatcher/internal/fsm"
 )
 
+// msgWarm is status's line while the person's home (their sandbox and
+// warm agent) is kept: until when, in their time zone. The shell is "the
+// agent" in every text the person reads, so the line fits every agent.
+const msgWarm = "Agent: warm until %s (%s), so your next message starts at once."
+
 // status describes what is happening for the person.
 func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.UserState) string {
 	var b strings.Builder
@@ -57,6 +62,12 @@ func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.Us
 	b.WriteString("\n" + fsm.ModeStatus(d.agent(), d.mode(st.Mode)))
 	if st.Steer && d.agent() == fsm.AgentClaude {
 		b.WriteString(" Messages sent while working are added to the run.")
+	}
+	if until := st.WarmUntil; !st.Running() && time.Now().Before(until) {
+		// While a run works the home is in use: the line is for what
+		// the person sends next, when nothing runs.
+		loc := d.zone(st)
+		fmt.Fprintf(&b, "\n"+msgWarm, until.In(loc).Format("15:04"), zoneName(loc))
 	}
 	if n := d.queueDepth(ctx, u); n > 0 {
 		fmt.Fprintf(&b, "\n%s waiting.", plural(int(n), "message"))

@@ -26,6 +26,8 @@ package fsm
 
 import (
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/textslash/textslash/contract"
 )
@@ -73,6 +75,9 @@ type Input struct {
 	Refusal string
 	// Agent is what runs the person's messages (AgentClaude, …).
 	Agent string
+	// WarmUntil: a Done's, until when the person's home stays warm (zero:
+	// not kept).
+	WarmUntil time.Time
 }
 
 // EffectKind is something the dispatcher must do.
@@ -195,11 +200,13 @@ func asMessage(in Input) Input {
 }
 
 // kept is what of s outlasts every transition, with nothing running: the
-// person's Settings, whole, and the dispatcher's bookkeeping (V, Since,
-// Queued, Finished), which the machine leaves as they are. The rest of a
-// UserState is the state and its job's, which each transition sets.
+// person's Settings, whole, the dispatcher's bookkeeping (V, Since,
+// Queued, Finished), which the machine leaves as they are, and WarmUntil,
+// which only a done changes (warmed). The rest of a UserState is the state
+// and its job's, which each transition sets.
 func kept(s contract.UserState) contract.UserState {
-	return contract.UserState{V: s.V, Since: s.Since, Queued: s.Queued, Finished: s.Finished, Settings: s.Settings}
+	return contract.UserState{V: s.V, Since: s.Since, Queued: s.Queued, Finished: s.Finished, WarmUntil: s.WarmUntil,
+		Settings: s.Settings}
 }
 
 // working is s running the job e starts. A message's job uses up the
@@ -276,6 +283,7 @@ func approve(s contract.UserState, in Input) (contract.UserState, []Effect) {
 }
 
 func done(s contract.UserState, in Input) (contract.UserState, []Effect) {
+	s = warmed(s, in)
 	if !s.Running() || s.JobID != in.ID {
 		if s.Running() {
 			// The run that ended is not the current one: the current one's
@@ -304,4 +312,16 @@ func done(s contract.UserState, in Input) (contract.UserState, []Effect) {
 	}
 	next, more := settle(next, in.QueueHead)
 	return next, append(eff, more...)
+}
+
+// warmed is s told by the done of job in.ID until when the person's home
+// stays warm: the newest run's end says so, whether it is the running
+// job's, the one just cancelled (the last finished), or one the state
+// never knew. A done redelivered after a later run ended is old news.
+func warmed(s contract.UserState, in Input) contract.UserState {
+	if i := slices.Index(s.Finished, in.ID); i >= 0 && i < len(s.Finished)-1 {
+		return s
+	}
+	s.WarmUntil = in.WarmUntil
+	return s
 }
