@@ -72,6 +72,11 @@ func (ru *run) outcome(ctx, runCtx context.Context) {
 	done.ExitCode, done.CostUSD, done.Truncated = res.ExitCode, res.CostUSD, res.Truncated
 	done.InputTokens, done.OutputTokens = res.InputTokens, res.OutputTokens
 	done.Text = strings.TrimSpace(res.Text)
+	if ru.kept != nil {
+		// The home stays this long without another run (unless more
+		// homes crowd it out): status says so.
+		done.WarmUntil = time.Now().Add(ru.r.cfg.HomeIdle).UTC()
+	}
 	var lim *sandbox.LimitError
 	var refused *workspace.Refusal
 	cause := context.Cause(runCtx)
