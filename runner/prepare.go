@@ -285,10 +285,13 @@ func (ru *run) enterHome(box *sandbox.Sandbox) (*sandbox.Home, string) {
 		return nil, MsgFailed
 	}
 	ru.kept, ru.net = ru.r.keptFor(h.ID()), h.Net()
-	ru.later(func() {
+	// What the run started ends as soon as the agent returns, before the
+	// person is told the run is over; the warm agent stays.
+	ru.ended = func() {
 		h.Keep(ru.kept.warm.Pids()...)
-		leave()
-	})
+		h.EndRun()
+	}
+	ru.later(leave)
 	ru.log = ru.log.With().Str("home", h.ID()).Logger()
 	if cg := h.Cgroup(); cg != nil {
 		cg.Begin()

@@ -48,6 +48,7 @@ type run struct {
 	task    string          // the run's task id (handover.TaskID, or its home's)
 	kept    *homeState      // what the runner keeps with the run's home, or nil
 	net     *netns.Net      // the home's network, nil: the host's
+	ended   func()          // ends what the run left in its home, once the agent returned
 	cg      *sandbox.Cgroup // the run's cgroup, or nil
 	disk    *disk.Disk      // the person's disk, or nil: not bounded
 	spec    *agent.Run      // what the agent is given
@@ -165,6 +166,9 @@ func (ru *run) execute(runCtx context.Context) {
 	if runCtx.Err() == nil {
 		ru.log.Info().Str("agent", ru.name).Str("mode", ru.job.Mode).Msg("run started")
 		ru.res, ru.err = ru.agent.Run(runCtx, ru.spec)
+	}
+	if ru.ended != nil {
+		ru.ended()
 	}
 	if ru.r.shots != nil {
 		ru.shots = ru.r.shots.End(ru.shotTok)

@@ -40,6 +40,10 @@ type Home struct {
 	pid     int            // bwrap's child: the namespaces' first process
 	own     []int          // the home's own processes: bwrap's two, the holder
 	pidNS   string         // its pid namespace, as /proc names it
+	// ns are its namespaces, opened once (nsNames order): a program enters
+	// them by these files, never by pid, which the kernel may hand to
+	// another process once the home is gone.
+	ns []*os.File
 	nsenter string
 	user    *User
 	cg      *Cgroup    // nil: runs are not limited
@@ -52,6 +56,14 @@ type Home struct {
 	last  time.Time // when the last run left
 	kept  []int     // processes kept between runs (the warm agent)
 }
+
+// nsNames are the namespaces a program of a home enters, as /proc names
+// them (the user namespace first: the others belong to it), and
+// nsFlags nsenter's option for each.
+var (
+	nsNames = []string{"user", "mnt", "net", "pid", "ipc", "uts"}
+	nsFlags = map[string]string{"user": "user", "mnt": "mount", "net": "net", "pid": "pid", "ipc": "ipc", "uts": "uts"}
+)
 
 // homeReady is how long a home's bubblewrap has to say its child's pid.
 const homeReady = 10 * time.Second
@@ -181,6 +193,13 @@ func (h *Home) startHolder(box *Sandbox, dir, home, bin string, w wrapping) erro
 	if h.pidNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); err != nil {
 		return fmt.Errorf("home: %w", err)
 	}
+	for _, name := range nsNames {
+		f, err := os.Open(fmt.Sprintf("/proc/%d/ns/%s", pid, name))
+		if err != nil {
+			return fmt.Errorf("home: %w", err)
+		}
+		h.ns = append(h.ns, f)
+	}
 	return nil
 }
 
@@ -237,7 +256,17 @@ func (h *Home) Confined(next func(ctx context.Context, name string, args ...stri
 		if cmd.Err != nil {
 			return cmd
 		}
-		argv := []string{"-t", strconv.Itoa(h.pid), "-U", "-m", "-n", "-p", "-i", "-u", "--wdns=" + cmd.Dir}
+		// The namespaces by the files the home holds, passed from fd 3
+		// on (after any the command has); nsenter dies with textslash, as
+		// bubblewrap does (--die-with-parent).
+		first := 3 + len(cmd.ExtraFiles)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, h.ns...)
+		var argv []string
+		for i, name := range nsNames {
+			argv = append(argv, fmt.Sprintf("--%s=/proc/self/fd/%d", nsFlags[name], first+i))
+		}
+		argv = append(argv, "--wdns="+cmd.Dir)
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 		if a := cmd.SysProcAttr; a != nil && a.Credential != nil {
 			argv = append(argv, "-S", strconv.Itoa(int(a.Credential.Uid)), "-G", strconv.Itoa(int(a.Credential.Gid)))
 			a.Credential = nil // nsenter needs root to enter; it drops to the user inside
@@ -375,5 +404,8 @@ func (h *Home) Close() {
 	}
 	if h.cg != nil {
 		h.cg.Kill()
+	}
+	for _, f := range h.ns {
+		f.Close()
 	}
 }
