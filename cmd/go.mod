@@ -54,7 +54,7 @@ require (
 	github.com/textslash/textslash/telegramtest v0.0.0
 	github.com/textslash/textslash/transcribetest v0.0.0
 	github.com/textslash/textslash/twiliotest v0.0.0
-	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/sys v0.49.0
 	golang.org/x/time v0.16.0 // indirect
 )
 

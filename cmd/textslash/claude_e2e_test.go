@@ -59,7 +59,7 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 
 // startClaude runs the all-in-one with the real Claude Code CLI against
 // model, in mode auto unless env says otherwise.
-func startClaude(t *testing.T, model *claudetest.Model, env ...string) *instance {
+func startClaude(t testing.TB, model *claudetest.Model, env ...string) *instance {
 	t.Helper()
 	env = append(append([]string{"TEXTSLASH_AGENT=claude", "TEXTSLASH_CLAUDE_BIN=" + claudetest.Binary(t),
 		"TEXTSLASH_DEFAULT_MODE=auto"}, claudetest.Env(model)...), env...)

@@ -27,6 +27,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Every answer of the stand-in, to the main conversation or to a side
@@ -146,6 +147,7 @@ type messagesBody struct {
 }
 
 func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
+	at := time.Now()
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -153,7 +155,7 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	req := Request{
 		Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-		Header: r.Header.Clone(), Body: body, Turn: -1,
+		Header: r.Header.Clone(), Body: body, Turn: -1, At: at,
 	}
 	var mb messagesBody
 	isMessages := r.Method == http.MethodPost && r.URL.Path == "/v1/messages"

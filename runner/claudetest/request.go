@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Request is one request the stand-in received.
@@ -16,6 +17,9 @@ type Request struct {
 	Query  string // raw query, e.g. "beta=true"
 	Header http.Header
 	Body   []byte // as received
+	// At is when the request arrived: its headers read, before its body
+	// (for a client's latency to the model, as benchmarks measure it).
+	At time.Time
 	// Main is true for the main conversation's requests, the ones the
 	// script answers; Turn is then the index of the turn that answered.
 	Main bool
