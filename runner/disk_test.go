@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -123,5 +124,29 @@ func TestDiskQuotaUnsupportedSaid(t *testing.T) {
 	}
 	if r.disks != nil || !strings.Contains(logs.String(), `"level":"error"`) || !strings.Contains(logs.String(), "disks are NOT bounded") {
 		t.Errorf("disks %v, logs %s; want none, and an error line saying disks are NOT bounded", r.disks, logs.String())
+	}
+}
+
+// A person with a disk who worked on runner A, then on runner B, then on
+// A again gets B's newer work (takeOverAndBack); A's old copies are set
+// aside on the person's own disk, beside its bound directories, out of
+// every run's sight (not in the workspace, not in <Root>/.stale/).
+func TestDiskTakeOverRestoresNewerSnapshot(t *testing.T) {
+	needDisks(t)
+	e := newRunnerEnv(t)
+	onA := takeOverAndBack(t, e, Config{DiskQuota: testDiskQuota})
+	olds, _ := filepath.Glob(filepath.Join(onA, disksDir, "*", "stale", "*", "*", "only-a"))
+	if len(olds) != 2 {
+		t.Errorf("A's old copies on the person's disk: %q; want the default workspace's and app's", olds)
+	}
+	if _, err := os.Lstat(filepath.Join(onA, ".stale")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s/.stale: %v; want none (the copies are on the person's disk)", onA, err)
+	}
+	// A run that fills the disk: the copies, which the person cannot see
+	// to delete, are removed.
+	u := e.user(contract.ChannelWeb, "back")
+	e.run(contract.Job{ID: "fill", User: u, Text: "dd if=/dev/zero of=big bs=1M count=100"})
+	if olds, _ := filepath.Glob(filepath.Join(onA, disksDir, "*", "stale")); len(olds) != 0 {
+		t.Errorf("old copies once the disk is full: %q; want them removed", olds)
 	}
 }

@@ -2,8 +2,10 @@ package runner
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/textslash/textslash/contract"
 )
@@ -35,5 +37,68 @@ func TestRestoreFailureLeavesNoEmptyProject(t *testing.T) {
 	}
 	if _, err := os.Lstat(e.projectDir(u, "app")); err == nil {
 		t.Error("the failed restore left the project's directory behind")
+	}
+}
+
+// takeOverAndBack: a person worked on runner A, then on runner B (A
+// gone), then on A again (B gone); A must give them B's newer work, from
+// B's snapshots, for their default workspace and for a named project,
+// not its own old copies. The named project is asked for first: the
+// default workspace, set aside at the take-over, is still restored at its
+// own later job. cfg is completed here; it returns A's workspaces.
+func takeOverAndBack(t *testing.T, e *runnerEnv, cfg Config) (onA string) {
+	t.Helper()
+	url := "file://" + bareRepo(t)
+	// No sandbox: the clone reads the repository where it is.
+	cfg.ID, cfg.Timeout, cfg.Snapshots = "a", time.Minute, true
+	u := e.user(contract.ChannelWeb, "back")
+	onA = e.workspaces
+	write := func(id, project, text string) {
+		t.Helper()
+		// (In app, the changes left in its checkout are said after.)
+		if ev := e.run(contract.Job{ID: id, User: u, Project: project, Text: text}); !strings.HasPrefix(ev.Text, "ok") {
+			t.Fatalf("%s: got %q; want ok first", id, ev.Text)
+		}
+	}
+
+	stop := e.start(cfg)
+	if ev := e.clone(u, "clone", url, "app"); ev.Status != contract.StatusOK {
+		t.Fatalf("clone: %q", ev.Text)
+	}
+	for _, p := range []string{"", "app"} {
+		write("a-"+p, p, "echo a > note && echo a > only-a && echo ok")
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	e.workspaces, cfg.ID = t.TempDir(), "b" // another machine
+	stop = e.start(cfg)
+	for _, p := range []string{"", "app"} {
+		write("b-"+p, p, "grep -qx a note && rm only-a && echo b > note && echo ok")
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	e.workspaces, cfg.ID = onA, "a" // back on A
+	e.start(cfg)
+	for _, p := range []string{"app", ""} {
+		ev := e.run(contract.Job{ID: "back-" + p, User: u, Project: p, Text: "cat note; ls"})
+		got, _, _ := strings.Cut(ev.Text, "\n\n")
+		if got != "b\nnote" && !(p == "app" && got == "b\nREADME.md\napp.txt\nnote") {
+			t.Errorf("project %q back on A: got %q; want B's note (b) and no only-a (restored from B's snapshot)", p, ev.Text)
+		}
+	}
+	return onA
+}
+
+// Without disks, A's old copies go to <Root>/.stale/.
+func TestTakeOverRestoresNewerSnapshot(t *testing.T) {
+	e := newRunnerEnv(t)
+	onA := takeOverAndBack(t, e, Config{})
+	olds, _ := filepath.Glob(filepath.Join(onA, ".stale", "*", "*", "only-a"))
+	if len(olds) != 2 {
+		t.Errorf("A's old copies: %q; want the default workspace's and app's under %s/.stale", olds, onA)
 	}
 }

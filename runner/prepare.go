@@ -78,16 +78,22 @@ func (ru *run) workspace(ctx context.Context, tell func(key, text string)) (refu
 	// Copies this runner kept from an earlier time it held the person go
 	// first: their snapshots are newer.
 	if r.tookOver(u) {
-		r.ws.SetAside(ctx, log, u)
+		var aside workspace.Aside // nil: <Root>/.stale/
+		if ru.disk != nil {
+			aside = ru.disk // on the person's disk, out of their runs' sight
+		}
+		r.ws.SetAside(ctx, log, u, aside)
 	}
-	// A new disk's empty workspace is not the person's: theirs, if they
-	// have one, is in its snapshot.
+	// A new disk's empty workspace, or one just set aside, is not the
+	// person's: theirs, if they have one, is in its snapshot.
 	fresh := ru.disk != nil && ru.disk.Fresh()
 	var err error
 	if ru.project, ru.dir, err = r.ws.Pick(ctx, log, ru.job, fresh, tell); err != nil {
 		return ru.refusal(err, "workspace")
 	}
-	if fresh {
+	if fresh && ru.project == "" {
+		// Only once the default workspace was picked: the fresh disk's
+		// (or set aside) default workspace waits for its own job.
 		if err := ru.disk.Used(); err != nil {
 			log.Warn().Err(err).Msg("person's disk not marked used; the next job looks for a snapshot again")
 		}

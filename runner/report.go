@@ -130,6 +130,16 @@ func (ru *run) diskFull() {
 		return
 	}
 	used, size, full, err := ru.disk.Usage()
+	if err == nil && full {
+		// Old copies set aside go first: the person cannot see them to
+		// delete them.
+		if dropped, derr := ru.disk.DropStale(); derr != nil {
+			ru.log.Warn().Err(derr).Msg("person's disk full: old copies set aside not all removed")
+		} else if dropped {
+			ru.log.Info().Int64("used", used).Msg("person's disk full: old copies set aside removed")
+			used, size, full, err = ru.disk.Usage()
+		}
+	}
 	if err != nil {
 		ru.log.Warn().Err(err).Msg("person's disk usage")
 		return

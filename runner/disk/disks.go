@@ -23,8 +23,9 @@ import (
 const MinQuota = 32 << 20
 
 // Files at the root of a disk: readyFile says what was there before the
-// disk has been moved in; freshFile that nothing was, and nothing has
-// been put on it since (Fresh, Used).
+// disk has been moved in; freshFile that nothing was, or that SetAside
+// emptied the workspace, and nothing has been put on it since (Fresh,
+// Used). The copies set aside are under staleDir (aside.go).
 const (
 	readyFile = ".ready"
 	freshFile = ".fresh"
@@ -343,9 +344,10 @@ func (k *Disk) moveIn(ctx context.Context, binds []Bind) error {
 	return os.WriteFile(filepath.Join(k.dir, readyFile), nil, 0o600)
 }
 
-// Fresh tells whether the disk was made empty, nothing of the person's
-// moved onto it, and not marked Used since: what its directories hold is
-// not yet the person's (a runner restoring their snapshot looks at it).
+// Fresh tells whether what the disk's directories hold is not yet the
+// person's, and not marked Used since: the disk was made empty, nothing
+// of the person's moved onto it, or SetAside emptied a bind's target (a
+// runner restoring their snapshot looks at it).
 func (k *Disk) Fresh() bool {
 	_, err := os.Stat(filepath.Join(k.dir, freshFile))
 	return err == nil

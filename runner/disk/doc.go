@@ -22,6 +22,10 @@
 // directories (workspace/, projects/, worktrees/, home/, one per Bind)
 // are bind-mounted onto the places the runner uses, so nothing else in
 // the runner changes; what was already there is moved in the first time.
+// Old copies of the person's workspaces, set aside when the runner takes
+// the person over from another (Disk.SetAside), are kept beside those
+// directories, in stale/: out of every run's sight, in the person's
+// quota, one set at a time, dropped when the disk is full (DropStale).
 //
 // Loop devices are set up with the kernel's LOOP_CTL_GET_FREE and
 // LOOP_CONFIGURE ioctls (golang.org/x/sys/unix), with autoclear: the

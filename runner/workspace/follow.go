@@ -121,11 +121,24 @@ func (w *Workspaces) Snapshot(ctx context.Context, log zerolog.Logger, u contrac
 		Dur("took", time.Since(start)).Msg("snapshot taken")
 }
 
-// SetAside moves the workspaces of u this runner kept from an earlier
-// time it held them into <Root>/.stale/, when their projects have
-// snapshots: another runner worked on them since, and the snapshots are
-// newer. Called when this runner takes u over.
-func (w *Workspaces) SetAside(ctx context.Context, log zerolog.Logger, u contract.User) {
+// Aside is where SetAside puts old workspaces when a person's disk holds
+// them (disk.Disk): there the default workspace is a mount point, which
+// cannot move, and the projects are on another filesystem than
+// <Root>/.stale/. SetAside moves path (the default workspace, or a
+// project's directory) out of every run's sight, as name in the set of
+// copies set aside now (set), and says where it went: "" when the copy
+// was removed rather than kept. Once the default workspace is set aside,
+// the next job for it must take it for missing and restore its snapshot.
+type Aside interface {
+	SetAside(path, set, name string) (to string, err error)
+}
+
+// SetAside sets aside the workspaces of u this runner kept from an
+// earlier time it held them, when their projects have snapshots: another
+// runner worked on them since, and the snapshots are newer. They go to
+// aside, or with none (nil) to <Root>/.stale/<key>-<time>/. Called when
+// this runner takes u over.
+func (w *Workspaces) SetAside(ctx context.Context, log zerolog.Logger, u contract.User, aside Aside) {
 	if w.snapshots == nil {
 		return
 	}
@@ -137,7 +150,10 @@ func (w *Workspaces) SetAside(ctx context.Context, log zerolog.Logger, u contrac
 			}
 		}
 	}
-	stale := filepath.Join(w.Root, staleDir, u.Key()+"-"+time.Now().UTC().Format("20060102T150405"))
+	set := time.Now().UTC().Format("20060102T150405")
+	if aside == nil {
+		aside = staleAside(filepath.Join(w.Root, staleDir, u.Key()+"-"+set))
+	}
 	for project, dir := range dirs {
 		if _, err := os.Lstat(dir); err != nil {
 			continue
@@ -145,15 +161,26 @@ func (w *Workspaces) SetAside(ctx context.Context, log zerolog.Logger, u contrac
 		if _, err := w.snapshots.GetInfo(ctx, contract.SnapshotName(u, project)); err != nil {
 			continue // no snapshot: this copy is all there is
 		}
-		to := filepath.Join(stale, contract.ProjectOf(project))
-		err := os.MkdirAll(stale, 0o700)
-		if err == nil {
-			err = os.Rename(dir, to)
-		}
-		if err != nil {
+		to, err := aside.SetAside(dir, set, contract.ProjectOf(project))
+		switch {
+		case err != nil:
 			log.Warn().Err(err).Str("dir", dir).Msg("old workspace not set aside; it is used as it is")
-			continue
+		case to == "":
+			log.Warn().Str("dir", dir).Msg("old workspace removed, not set aside (the person's disk is full): the project comes back from its snapshot")
+		default:
+			log.Info().Str("dir", dir).Str("to", to).Msg("old workspace set aside: the project comes back from its snapshot")
 		}
-		log.Info().Str("dir", dir).Str("to", to).Msg("old workspace set aside: the project comes back from its snapshot")
 	}
+}
+
+// staleAside sets workspaces aside into its directory under
+// <Root>/.stale/ (Aside, without a person's disk).
+type staleAside string
+
+func (s staleAside) SetAside(path, _, name string) (string, error) {
+	to := filepath.Join(string(s), name)
+	if err := os.MkdirAll(string(s), 0o700); err != nil {
+		return "", err
+	}
+	return to, os.Rename(path, to)
 }

@@ -18,7 +18,7 @@ import (
 // <Root>/.projects/<user key>/<name>, the agent's home <Root>/.home/<user
 // key> (shared by the person's projects), a project's worktree
 // <Root>/.worktrees/<user key>/<name>, and copies set aside
-// <Root>/.stale/.
+// <Root>/.stale/ (or the person's disk: Aside).
 const (
 	// projectsDir holds the named projects.
 	projectsDir = ".projects"
