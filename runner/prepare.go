@@ -212,7 +212,7 @@ const ModeVar = "TEXTSLASH_MODE"
 // run's directory, told its task and mode, the agents' textslash command, its
 // screenshot endpoint and its credentials; in the person's home when the
 // runner keeps homes, else in a sandbox and a cgroup of its own when runs
-// have them. ctx (the job's) gives the endpoint the job's trace. refusal,
+// have them, and a network of its own when homes have one (ownNet). ctx (the job's) gives the endpoint the job's trace. refusal,
 // when set, ends the run.
 func (ru *run) command(ctx context.Context) (command func(ctx context.Context, name string, args ...string) *exec.Cmd, refusal string) {
 	r := ru.r
@@ -242,7 +242,32 @@ func (ru *run) command(ctx context.Context) (command func(ctx context.Context, n
 			return nil, MsgFailed
 		}
 	}
+	if box, refusal = ru.ownNet(box); refusal != "" {
+		return nil, refusal
+	}
 	return sandbox.Confined(command, box, ru.runDir, ru.home, r.bin, ru.cg), ""
+}
+
+// ownNet is box for a run not in a home (a clone, an answer to an
+// approval request) when homes have a network of their own: its programs
+// get one too (sandbox.RunNet), closed when the run ends. Its git runs
+// the hooks, filters and commands the agent wrote into the repository's
+// .git, which must reach no more of the host than the agent does; a
+// clone or a push reaches remotes as a home does.
+func (ru *run) ownNet(box *sandbox.Sandbox) (*sandbox.Sandbox, string) {
+	if ru.r.homes == nil {
+		return box, ""
+	}
+	n, err := ru.r.homes.RunNet(ru.log)
+	if err != nil {
+		ru.log.Error().Err(err).Msg("run's network")
+		return nil, MsgFailed
+	}
+	if n == nil {
+		return box, "" // homes share the host's network: so does the run
+	}
+	ru.later(n.Close)
+	return box.InNet(n), ""
 }
 
 // env is what the run's programs are told: the task, the mode, where the

@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
-	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,43 +15,47 @@ import (
 	"github.com/textslash/textslash/runner/claudetest"
 )
 
-// gitDaemon serves the bare repositories under dir on a loopback port
-// (git://127.0.0.1:<port>/<name>.git), as a git host would: the sandbox
-// hides the host's /tmp, so a file:// URL there is out of a run's reach.
-// The test holds the port's listener from the start (no other process can
-// take the port first) and hands each connection to `git daemon --inetd`.
-func gitDaemon(t *testing.T, dir string) string {
+// sharedRepos is a directory for bare repositories that runs clone from
+// with a file:// URL (the instance is given TEXTSLASH_SANDBOX_SHARE=it):
+// its own directory, readable, belonging to the agent user (git refuses a
+// repository of another user's). A git host on this machine's loopback is
+// out of a run's reach, as every loopback server is (runner/sandbox: a
+// clone has a network of its own, as homes have).
+func sharedRepos(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	dir := filepath.Join(t.TempDir(), "repos")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(filepath.Dir(dir)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// giveRepos hands dir, and all in it, to the agent user name ("": none).
+func giveRepos(t *testing.T, dir, name string) {
+	t.Helper()
+	if name == "" {
+		return
+	}
+	u, err := user.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
-	ctx := t.Context() // done as the test ends: any daemon still serving goes
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go serveGit(ctx, c, dir)
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
 		}
-	}()
-	return "git://" + l.Addr().String()
-}
-
-// serveGit has `git daemon --inetd` answer one connection, the socket its
-// standard input and output.
-func serveGit(ctx context.Context, c net.Conn, dir string) {
-	defer c.Close()
-	f, err := c.(*net.TCPConn).File()
-	if err != nil {
-		return
+		return os.Lchown(p, uid, gid)
+	}); err != nil {
+		t.Fatal(err)
 	}
-	defer f.Close()
-	cmd := exec.CommandContext(ctx, "git", "daemon", "--inetd", "--export-all", "--base-path="+dir, dir)
-	cmd.Stdin, cmd.Stdout = f, f
-	_ = cmd.Run()
 }
 
 // bareRepo makes dir/<name>.git holding one commit of files.
@@ -76,14 +81,15 @@ func bareRepo(t *testing.T, dir, name string, files map[string]string) {
 	run(dir, "clone", "-q", "--bare", work, name+".git")
 }
 
-// Projects with the real Claude Code CLI: a clone from a git host, each
+// Projects with the real Claude Code CLI: a clone, each
 // project's own session (the model sees only that project's earlier
 // turns), changes awaiting approval set aside while the person works in
 // the other project and back when they return.
 func TestClaudeProjects(t *testing.T) {
-	repos := t.TempDir()
+	repos := sharedRepos(t)
 	bareRepo(t, repos, "site", map[string]string{"index.html": "<h1>hi</h1>\n"})
-	host := gitDaemon(t, repos)
+	giveRepos(t, repos, claudetest.AgentUser(t))
+	host := "file://" + repos
 	model := claudetest.NewModel(t,
 		claudetest.Text("Noted."),
 		claudetest.ToolUse("Bash", map[string]any{"command": "ls > files.txt", "description": "list the files"}),
@@ -91,7 +97,7 @@ func TestClaudeProjects(t *testing.T) {
 		claudetest.Text("You said swordfish."),
 		claudetest.Text("You asked me to list the files."),
 	)
-	inst := startClaude(t, model)
+	inst := startClaude(t, model, "TEXTSLASH_SANDBOX_SHARE="+repos) // the clone reads the repository there
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := inst.newChat(t)

@@ -1,7 +1,9 @@
 // Package sandbox confines the programs of a run: bubblewrap (Sandbox),
 // limits of memory, processes and CPU through a cgroup of the run's own
 // (Limits, Cgroup), the processes themselves (the agent user they run as,
-// their environment, ending all they started, their capped output), file
+// their environment, ending all they started, their capped output), the
+// homes kept per person (Home, Homes) and the network a run gets when it
+// is not in one (RunNet; Sandbox.Offline for the runner's own git), file
 // access beneath a directory that never follows a link out of it
 // (ReadBeneath and the others), and people's git credentials handed to
 // their own runs only (Credentials).

@@ -126,7 +126,8 @@ func credential(u *User) *syscall.SysProcAttr {
 }
 
 // Confined wraps a run's command function so that every program runs in
-// the run's sandbox, in its cgroup when cg is not nil; bin is the
+// the run's sandbox, in its cgroup when cg is not nil, in the sandbox's
+// network (the host's, none, or a RunNet: see InNet, Offline); bin is the
 // directory of the agents' textslash command.
 func Confined(next func(ctx context.Context, name string, args ...string) *exec.Cmd, s *Sandbox, dir, home, bin string, cg *Cgroup) func(ctx context.Context, name string, args ...string) *exec.Cmd {
 	return func(ctx context.Context, name string, args ...string) *exec.Cmd {
@@ -135,6 +136,13 @@ func Confined(next func(ctx context.Context, name string, args ...string) *exec.
 			return cmd // not found: nothing to run
 		}
 		path, argv := s.wrap(dir, home, bin, wrapping{}, cmd.Path, args...)
+		if s.net != nil {
+			if cmd.SysProcAttr == nil {
+				cmd.SysProcAttr = &syscall.SysProcAttr{}
+			}
+			path, argv = s.net.enter(path, argv, cmd.SysProcAttr.Credential)
+			cmd.SysProcAttr.Credential = nil // nsenter needs root to enter; it drops to the user there
+		}
 		if cg != nil {
 			if cg.v2 {
 				if fd, err := cg.fd(); err == nil {

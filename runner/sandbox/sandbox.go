@@ -46,6 +46,11 @@ type Sandbox struct {
 	// binds are host directories one run alone sees, read-only, on top of
 	// everything else: its person's credentials (see withBind).
 	binds [][2]string
+	// A run's own sandbox shares the host's network, unless offline (a
+	// namespace with a loopback alone) or net is set (the programs are
+	// put in net first). A home's has a network of its own either way.
+	offline bool
+	net     *RunNet
 }
 
 // withBind is s for one run that also sees host directory src read-only
@@ -124,8 +129,11 @@ type wrapping struct {
 // is hidden: no run sees another's cgroup, or their names.
 func (s *Sandbox) wrap(dir, home, bin string, w wrapping, name string, args ...string) (string, []string) {
 	a := []string{"--die-with-parent", "--new-session", "--unshare-all"}
-	if !w.ownNet {
-		a = append(a, "--share-net")
+	if !w.ownNet && !s.offline {
+		a = append(a, "--share-net") // the host's, or the RunNet it was put in
+	}
+	if s.net != nil && w.resolv == "" {
+		w.resolv = s.net.resolv
 	}
 	if w.infoFD {
 		a = append(a, "--info-fd", "3")

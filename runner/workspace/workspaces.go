@@ -101,11 +101,14 @@ func (w *Workspaces) dir(u contract.User, project string) string {
 
 // gitCommand is a command function for the runner's own git in a
 // project's checkout: as the agent user, in the sandbox when runs have
-// one (seeing writable too, read-write), without a cgroup.
+// one (seeing writable too, read-write), without a cgroup, and without a
+// network: the agent owns the repository's .git (its hooks, its
+// core.fsmonitor, its filters), and what they run must no more reach the
+// host's loopback than the agent does; none of this git needs a remote.
 func (w *Workspaces) gitCommand(checkout, home string, writable ...string) func(ctx context.Context, name string, args ...string) *exec.Cmd {
 	command := sandbox.CommandFunc(checkout, home, w.User, false)
 	if box := w.Sandbox; box != nil {
-		command = sandbox.Confined(command, withWritable(box, writable...), checkout, home, w.Bin, nil)
+		command = sandbox.Confined(command, withWritable(box, writable...).Offline(), checkout, home, w.Bin, nil)
 	}
 	return command
 }

@@ -1,0 +1,159 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/textslash/textslash/runner/sandbox/netns"
+)
+
+// RunNet is a network of its own for the programs of a run that is not in
+// a home (a clone, an answer to an approval request: git, and the hooks
+// and filters of the person's repository it runs), networked as the homes
+// are: outbound connections through slirp4netns (a remote to clone from
+// or push to, the GitHub API), the host's loopback unreachable but for
+// the homes' forwards, the host's own addresses refused. Each program of
+// the run still has a sandbox of its own (Confined); nsenter, as root,
+// puts it in this network first (see Sandbox.InNet).
+//
+// Why a network per run and not per program: bubblewrap can make a
+// network namespace but not join one, and a namespace of its own per
+// program would cost slirp4netns's start each time; a run's git commands
+// are many, its namespace and slirp4netns one.
+type RunNet struct {
+	holder  *exec.Cmd
+	stdin   io.WriteCloser // the holder's; closed, the holder ends
+	exited  chan struct{}
+	pid     int // the process holding the namespace
+	net     *netns.Net
+	resolv  string
+	nsenter string
+}
+
+// RunNet is a network for one run's programs, nil when homes share the
+// host's network (a run not in a home then shares it too). Close it when
+// the run ends.
+func (hs *Homes) RunNet(log zerolog.Logger) (*RunNet, error) {
+	hs.mu.Lock()
+	cfg, err := hs.net()
+	hs.mu.Unlock()
+	if err != nil || cfg == nil {
+		return nil, err
+	}
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		return nil, fmt.Errorf("%w: nsenter not found (util-linux)", ErrNoHome)
+	}
+	n := &RunNet{resolv: cfg.resolv, nsenter: nsenter, exited: make(chan struct{})}
+	if err := n.startHolder(); err != nil {
+		n.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), homeReady)
+	defer cancel()
+	if n.net, err = netns.Attach(ctx, n.pid, cfg.o, log); err != nil {
+		n.Close()
+		return nil, fmt.Errorf("run's network: %w", err)
+	}
+	return n, nil
+}
+
+// startHolder starts bubblewrap with a network namespace of its own (it
+// brings the loopback up) and nothing else, running a shell that waits
+// for its stdin to close, and reads its pid.
+func (n *RunNet) startHolder() error {
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		return fmt.Errorf("%w: bubblewrap not found", ErrNoSandbox)
+	}
+	cmd := exec.Command(bwrap, "--unshare-net", "--die-with-parent", "--info-fd", "3",
+		"--ro-bind", "/", "/", "--", "/bin/sh", "-c", "read _")
+	info, infoW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer info.Close()
+	cmd.ExtraFiles = []*os.File{infoW}
+	stderr := &CappedBuffer{Max: 4 << 10}
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	if n.stdin, err = cmd.StdinPipe(); err != nil {
+		infoW.Close()
+		return err
+	}
+	err = cmd.Start()
+	infoW.Close()
+	if err != nil {
+		return fmt.Errorf("run's network: %w", err)
+	}
+	n.holder = cmd
+	go func() { _ = cmd.Wait(); close(n.exited) }()
+	if n.pid, err = readChildPID(info, n.exited); err != nil {
+		return fmt.Errorf("run's network: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// InNet is s for programs in network n (nil: s as it is): each joins n
+// before its sandbox is made, and reads n's resolver.
+func (s *Sandbox) InNet(n *RunNet) *Sandbox {
+	if n == nil {
+		return s
+	}
+	c := *s
+	c.net, c.offline = n, false
+	return &c
+}
+
+// Offline is s for programs that need no network (the runner's own git
+// in a person's repository): a network namespace of their own, with a
+// loopback alone.
+func (s *Sandbox) Offline() *Sandbox {
+	c := *s
+	c.net, c.offline = nil, true
+	return &c
+}
+
+// enter is the command line running path argv in n, as cred (nil: as
+// the caller), and the credential to start it with: nsenter needs root
+// to enter, and drops to cred there.
+func (n *RunNet) enter(path string, argv []string, cred *syscall.Credential) (string, []string) {
+	a := []string{"--net=/proc/" + strconv.Itoa(n.pid) + "/ns/net"}
+	if cred != nil {
+		a = append(a, "-S", strconv.Itoa(int(cred.Uid)), "-G", strconv.Itoa(int(cred.Gid)))
+	} else {
+		a = append(a, "--preserve-credentials")
+	}
+	return n.nsenter, append(append(a, "--", path), argv...)
+}
+
+// Close takes the network down: slirp4netns, the forwards, the holder
+// (its shell ends at the end of its stdin, and bubblewrap with it; killed
+// if not within holderEnd).
+func (n *RunNet) Close() {
+	if n.net != nil {
+		_ = n.net.Close()
+	}
+	if n.stdin != nil {
+		_ = n.stdin.Close()
+	}
+	if n.holder == nil || n.holder.Process == nil {
+		return
+	}
+	select {
+	case <-n.exited:
+	case <-time.After(holderEnd):
+		_ = n.holder.Process.Kill() // --die-with-parent: its child too
+		<-n.exited
+	}
+}
+
+// holderEnd is how long a RunNet's holder has to end once told.
+const holderEnd = time.Second
