@@ -7,13 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,7 +23,6 @@ import (
 	"github.com/textslash/textslash/runner/disk"
 	"github.com/textslash/textslash/runner/handover"
 	"github.com/textslash/textslash/runner/sandbox"
-	"github.com/textslash/textslash/runner/sandbox/netns"
 	"github.com/textslash/textslash/runner/workspace"
 )
 
@@ -227,33 +222,6 @@ func (r *Runner) confine() error {
 	return nil
 }
 
-// keepHomes keeps people's sandboxes between their runs (homes) where
-// this machine allows, unless HomesMax says none.
-func (r *Runner) keepHomes() {
-	if r.cfg.HomesMax < 0 {
-		r.log.Info().Msg("homes off: each run has a sandbox of its own")
-		return
-	}
-	if err := sandbox.ProbeHomes(); err != nil {
-		r.log.Warn().Err(err).Msg("homes off: each run has a sandbox of its own (slower, and on the host's network)")
-		return
-	}
-	m := r.cfg.HomesMax
-	if m == 0 {
-		m = sandbox.DefaultHomesMax
-	}
-	r.homes = &sandbox.Homes{Max: m, Idle: r.cfg.HomeIdle, Limited: r.limited, Dir: filepath.Join(r.cfg.Workspaces, homesDir), OnClose: r.homeClosed}
-	r.kept = map[string]*homeState{}
-	if err := netns.Probe(netns.Options{}); err != nil {
-		r.log.Error().Err(err).Msg("homes share the host's network: a person's agent can reach the web chat, NATS and other people's servers on this machine's loopback")
-	} else if err := os.MkdirAll(r.homes.Dir, 0o755); err != nil {
-		r.log.Error().Err(err).Msg("homes share the host's network: their directory cannot be made")
-	} else {
-		r.homes.Network = &netns.Options{Refuse: netns.HostAddrs()}
-	}
-	r.log.Info().Int("max", m).Dur("idle", r.cfg.HomeIdle).Msg("homes kept: a person's sandbox is made once and kept between their runs")
-}
-
 // settingErr is err, from a check of the machine, as the ConfigError of
 // setting (value nil: none to show); an err that is one already, naming
 // another setting, stays as it is.
@@ -264,93 +232,6 @@ func settingErr(setting string, value any, reason string, err error) error {
 	ce := contract.BadSetting(service, setting, value, reason)
 	ce.Err = err
 	return ce
-}
-
-// homeState is what the runner keeps with a home: its warm agent, and
-// the endpoint's token and the task id its runs share (the agent kept
-// warm there keeps the environment it was started with).
-type homeState struct {
-	warm        *agent.Warm
-	token, task string
-}
-
-// keptFor is what the runner keeps with home id, made at its first run.
-func (r *Runner) keptFor(id string) *homeState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	hs := r.kept[id]
-	if hs == nil {
-		hs = &homeState{warm: &agent.Warm{}, token: handover.NewToken(), task: "home-" + id}
-		r.kept[id] = hs
-	}
-	return hs
-}
-
-// homeClosed lets go of what the runner kept with home id: its warm agent
-// ends before the home is taken down.
-func (r *Runner) homeClosed(id string) {
-	r.mu.Lock()
-	hs := r.kept[id]
-	delete(r.kept, id)
-	r.mu.Unlock()
-	if hs != nil {
-		hs.warm.Close()
-	}
-}
-
-// homesDir is where, under Workspaces, the homes keep their files (the
-// resolver file of their network).
-const homesDir = ".homes"
-
-// forwardIntoHomes lets homes, which have a network of their own, reach
-// the host's loopback addresses runs use: the screenshot endpoint, and the
-// model API or an HTTP proxy when the operator runs them on loopback
-// (ANTHROPIC_BASE_URL, HTTPS_PROXY, HTTP_PROXY). Nothing else there.
-func (r *Runner) forwardIntoHomes() {
-	if r.homes == nil || r.homes.Network == nil {
-		return
-	}
-	addrs := []string{r.shots.Addr()}
-	for _, v := range []string{"ANTHROPIC_BASE_URL", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
-		if a := loopbackAddr(os.Getenv(v)); a != "" {
-			addrs = append(addrs, a)
-		}
-	}
-	for _, a := range addrs {
-		if ap, err := netip.ParseAddrPort(a); err == nil && ap.Addr().IsLoopback() && !slices.Contains(r.homes.Network.Forward, a) {
-			r.homes.Network.Forward = append(r.homes.Network.Forward, a)
-		}
-	}
-	r.log.Info().Strs("forward", r.homes.Network.Forward).Msg("homes have a network of their own; these host loopback addresses are reachable from them")
-}
-
-// loopbackAddr is the ip:port of URL raw when its host is a loopback
-// address or localhost, else "".
-func loopbackAddr(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return ""
-	}
-	host, port := u.Hostname(), u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	if host == "localhost" {
-		host = "127.0.0.1"
-	}
-	if ip, err := netip.ParseAddr(host); err != nil || !ip.IsLoopback() || port == "" {
-		return ""
-	}
-	return net.JoinHostPort(host, port)
-}
-
-// HomeStats are the numbers of the homes this runner keeps (zero when it
-// keeps none).
-func (r *Runner) HomeStats() sandbox.HomeStats {
-	if r.homes == nil {
-		return sandbox.HomeStats{}
-	}
-	return r.homes.Stats()
 }
 
 // AgentName is the agent in use: "shell", "claude" or the command line.

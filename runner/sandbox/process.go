@@ -140,7 +140,7 @@ func Confined(next func(ctx context.Context, name string, args ...string) *exec.
 			if cmd.SysProcAttr == nil {
 				cmd.SysProcAttr = &syscall.SysProcAttr{}
 			}
-			path, argv = s.net.enter(path, argv, cmd.SysProcAttr.Credential)
+			path, argv = s.net.enter(cmd, path, argv, cmd.SysProcAttr.Credential)
 			cmd.SysProcAttr.Credential = nil // nsenter needs root to enter; it drops to the user there
 		}
 		if cg != nil {

@@ -32,7 +32,8 @@ type RunNet struct {
 	holder  *exec.Cmd
 	stdin   io.WriteCloser // the holder's; closed, the holder ends
 	exited  chan struct{}
-	pid     int // the process holding the namespace
+	pid     int      // the process holding the namespace
+	ns      *os.File // its network namespace
 	net     *netns.Net
 	resolv  string
 	nsenter string
@@ -98,6 +99,10 @@ func (n *RunNet) startHolder() error {
 	if n.pid, err = readChildPID(info, n.exited); err != nil {
 		return fmt.Errorf("run's network: %w: %s", err, strings.TrimSpace(stderr.String()))
 	}
+	// Entered by this file, never by pid (another process's soon after).
+	if n.ns, err = os.Open(fmt.Sprintf("/proc/%d/ns/net", n.pid)); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -124,8 +129,10 @@ func (s *Sandbox) Offline() *Sandbox {
 // enter is the command line running path argv in n, as cred (nil: as
 // the caller), and the credential to start it with: nsenter needs root
 // to enter, and drops to cred there.
-func (n *RunNet) enter(path string, argv []string, cred *syscall.Credential) (string, []string) {
-	a := []string{"--net=/proc/" + strconv.Itoa(n.pid) + "/ns/net"}
+func (n *RunNet) enter(cmd *exec.Cmd, path string, argv []string, cred *syscall.Credential) (string, []string) {
+	cmd.ExtraFiles = append(cmd.ExtraFiles, n.ns)
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL // as bwrap's --die-with-parent
+	a := []string{fmt.Sprintf("--net=/proc/self/fd/%d", 2+len(cmd.ExtraFiles))}
 	if cred != nil {
 		a = append(a, "-S", strconv.Itoa(int(cred.Uid)), "-G", strconv.Itoa(int(cred.Gid)))
 	} else {
@@ -140,6 +147,9 @@ func (n *RunNet) enter(path string, argv []string, cred *syscall.Credential) (st
 func (n *RunNet) Close() {
 	if n.net != nil {
 		_ = n.net.Close()
+	}
+	if n.ns != nil {
+		n.ns.Close()
 	}
 	if n.stdin != nil {
 		_ = n.stdin.Close()

@@ -74,7 +74,7 @@ func (w *Workspaces) restore(ctx context.Context, log zerolog.Logger, job contra
 	start := time.Now()
 	found, notes, err := snapshot.Restore(ctx, w.snapshots, name, snapshot.Source{
 		Dir: dir, Home: home, SessionFile: session.FileOf(project), URL: w.projectURL(ctx, u, project),
-		Max: w.SnapshotMax, Owner: w.User, Command: w.gitCommand(dir, home),
+		Max: w.SnapshotMax, Owner: w.User, Command: w.restoreCommand(dir, home),
 	})
 	text := strings.Join(notes, "\n")
 	switch {

@@ -113,6 +113,20 @@ func (w *Workspaces) gitCommand(checkout, home string, writable ...string) func(
 	return command
 }
 
+// restoreCommand is gitCommand for restoring a snapshot, on the host's
+// network: a snapshot that left its history out fetches it from the
+// project's remote again. The repository is made anew (git init: no hook,
+// no configuration of the agent's) and fetches only the snapshot's bundle
+// and the remote the project was cloned from (a clone reaches no address
+// of this host, being made in a network of its own).
+func (w *Workspaces) restoreCommand(checkout, home string) func(ctx context.Context, name string, args ...string) *exec.Cmd {
+	command := sandbox.CommandFunc(checkout, home, w.User, false)
+	if box := w.Sandbox; box != nil {
+		command = sandbox.Confined(command, box, checkout, home, w.Bin, nil)
+	}
+	return command
+}
+
 // withWritable is box for one run that also binds dirs read-write; box,
 // shared by every run, is left as it was. (Sandbox.Share is bound
 // read-write into a run in the same way, after what is hidden.)
