@@ -33,17 +33,17 @@ import (
 // (bubblewrap nests its user namespace): textslash without root runs each
 // program in a sandbox of its own, as before homes.
 type Home struct {
-	id      string // opaque: the cgroup's name, the logs'
-	key     string // the sandbox's command line, which the home was made for
-	holder  *exec.Cmd
-	stdin   io.WriteCloser // the holder's; closed, the holder ends
-	pid     int            // bwrap's child: the namespaces' first process
-	own     []int          // the home's own processes: bwrap's two, the holder
-	pidNS   string         // its pid namespace, as /proc names it
+	id     string // opaque: the cgroup's name, the logs'
+	key    string // the sandbox's command line, which the home was made for
+	holder *exec.Cmd
+	stdin  io.WriteCloser // the holder's; closed, the holder ends
+	pid    int            // bwrap's child: the namespaces' first process
+	own    []int          // the home's own processes: bwrap's two, the holder
+	pidNS  string         // its pid namespace, as /proc names it
 	// ns are its namespaces, opened once (nsNames order): a program enters
 	// them by these files, never by pid, which the kernel may hand to
 	// another process once the home is gone.
-	ns []*os.File
+	ns      []*os.File
 	nsenter string
 	user    *User
 	cg      *Cgroup    // nil: runs are not limited
