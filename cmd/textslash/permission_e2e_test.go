@@ -178,7 +178,12 @@ func TestAskCancel(t *testing.T) {
 		}
 	}
 	if len(left) > 0 {
-		t.Errorf("processes %v still run in the workspace after the cancel", left)
+		var names []string
+		for _, pid := range left {
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+			names = append(names, fmt.Sprintf("%d %s", pid, strings.TrimSpace(string(comm))))
+		}
+		t.Errorf("processes %v still run in the workspace after the cancel", names)
 	}
 	t.Logf("cancel while asking: run over, its processes gone, after %v", took)
 	c.send("status")

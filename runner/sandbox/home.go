@@ -305,22 +305,27 @@ func (h *Home) EndRun() {
 	h.mu.Lock()
 	keep := append(slices.Clone(h.kept), h.own...)
 	h.mu.Unlock()
-	for range 5 {
+	// Until none is left: the killed take a moment to go (longer on a
+	// busy machine), and one may fork meanwhile.
+	for deadline := time.Now().Add(endRunWait); ; {
 		var left []int
 		for _, pid := range h.members() {
 			if !slices.Contains(keep, pid) {
 				left = append(left, pid)
 			}
 		}
-		if len(left) == 0 {
+		if len(left) == 0 || time.Now().After(deadline) {
 			return
 		}
 		for _, pid := range left {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// endRunWait bounds how long EndRun waits for the processes it killed.
+const endRunWait = 2 * time.Second
 
 // members are the processes in the home's pid namespace (and the home's
 // cgroup's, when it has one: nsenter's own process is outside the
