@@ -99,7 +99,7 @@ func startHome(box *Sandbox, dir, home, bin string, u *User, limits bool, net *h
 			return nil, fmt.Errorf("home's cgroup: %w", err)
 		}
 	}
-	w := wrapping{infoFD: true}
+	w := wrapping{infoFD: true, chdir: "/"}
 	if net != nil {
 		w.ownNet, w.resolv = true, net.resolv
 	}
@@ -147,7 +147,7 @@ func (h *Home) startHolder(box *Sandbox, dir, home, bin string, w wrapping) erro
 		name, args = h.cg.joinArgs(name, args)
 	}
 	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
+	cmd.Dir = "/"
 	cmd.Env = Env(home, h.user, false)
 	cmd.SysProcAttr = credential(h.user)
 	if h.cg != nil && h.cg.v2 {

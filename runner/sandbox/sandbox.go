@@ -121,6 +121,10 @@ type wrapping struct {
 	resolv string
 	// infoFD: bwrap writes its child's pid to fd 3.
 	infoFD bool
+	// chdir is where the program starts, when not dir: a home's holder
+	// sits at /, holding no person's directory busy (nor looking like a
+	// process of theirs).
+	chdir string
 }
 
 // wrap returns the command line running name args inside a sandbox whose
@@ -179,7 +183,11 @@ func (s *Sandbox) wrap(dir, home, bin string, w wrapping, name string, args ...s
 	for _, b := range s.binds {
 		a = append(a, "--ro-bind", b[0], b[1])
 	}
-	a = append(a, "--chdir", dir, "--", name)
+	cd := dir
+	if w.chdir != "" {
+		cd = w.chdir
+	}
+	a = append(a, "--chdir", cd, "--", name)
 	return s.Bwrap, append(a, args...)
 }
 
