@@ -95,7 +95,12 @@ func BenchmarkBurst(b *testing.B) {
 			}
 		}
 	}
-	env := []string{"TEXTSLASH_CONCURRENCY=8"}
+	// A home for each of the 64 people of the steady phase (a shell's home
+	// is a few MB): what an operator with that many active people sets.
+	env := []string{"TEXTSLASH_CONCURRENCY=8", "TEXTSLASH_HOMES_MAX=" + os.Getenv("TEXTSLASH_BENCH_HOMES_MAX")}
+	if os.Getenv("TEXTSLASH_BENCH_HOMES_MAX") == "" {
+		env[1] = "TEXTSLASH_HOMES_MAX=80"
+	}
 	profiles := os.Getenv("TEXTSLASH_BENCH_PROFILES")
 	pprof := ""
 	if profiles != "" {

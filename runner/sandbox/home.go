@@ -333,14 +333,17 @@ const endRunWait = 2 * time.Second
 func (h *Home) members() []int {
 	var pids []int
 	if h.cg != nil {
-		for _, d := range h.cg.dirs() {
-			data, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
-			for _, f := range strings.Fields(string(data)) {
-				if pid, err := strconv.Atoi(f); err == nil && !slices.Contains(pids, pid) {
-					pids = append(pids, pid)
-				}
+		// Every program of the home joins its cgroup (in each limited
+		// controller) before it starts, and none can leave it (no run sees
+		// the cgroup file system): one controller's list is all of them,
+		// read for far less than every process's namespace.
+		data, _ := os.ReadFile(filepath.Join(h.cg.dirs()[0], "cgroup.procs"))
+		for _, f := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
 			}
 		}
+		return pids
 	}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {

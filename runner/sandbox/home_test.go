@@ -49,8 +49,23 @@ func output(t *testing.T, command func(ctx context.Context, name string, args ..
 // while the home stays.
 func TestHomeKeptAndRunsEnd(t *testing.T) {
 	box := homeBox(t)
+	for _, limited := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no cgroup", true: "cgroup"}[limited], func(t *testing.T) {
+			if limited && cgroupsWritable() != nil {
+				t.Skip("needs writable cgroups")
+			}
+			b := *box
+			if limited {
+				b.Limits = Limits{Pids: 256}
+			}
+			homeKeptAndRunsEnd(t, &b, &Homes{Limited: limited})
+		})
+	}
+}
+
+// homeKeptAndRunsEnd is TestHomeKeptAndRunsEnd with hs's homes of box.
+func homeKeptAndRunsEnd(t *testing.T, box *Sandbox, hs *Homes) {
 	ws, home := t.TempDir(), t.TempDir()
-	hs := &Homes{}
 	defer hs.Close()
 	log := zerolog.Nop()
 
