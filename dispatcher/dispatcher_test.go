@@ -33,24 +33,38 @@ type harness struct {
 	users jetstream.KeyValue
 }
 
-// start provisions a fresh server and runs n dispatchers on it. When the test
-// ends it cancels them and waits for every Run to return.
+// start provisions a fresh server and runs n dispatchers on it.
 func start(t *testing.T, n int) *harness {
 	t.Helper()
+	h := provisioned(t)
+	h.run(n)
+	return h
+}
+
+// provisioned is a fresh server, provisioned, with no dispatcher yet.
+func provisioned(t *testing.T) *harness {
+	t.Helper()
 	s := natstest.RunJetStream(t)
-	ctx := t.Context()
-	if err := contract.Provision(ctx, s.JS, contract.Options{}); err != nil {
+	if err := contract.Provision(t.Context(), s.JS, contract.Options{}); err != nil {
 		t.Fatalf("Provision: %v", err)
 	}
-	users, err := s.JS.KeyValue(ctx, contract.BucketUsers)
+	users, err := s.JS.KeyValue(t.Context(), contract.BucketUsers)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &harness{t: t, js: s.JS, users: users}
+}
+
+// run runs n dispatchers. When the test ends it cancels them and waits for
+// every Run to return.
+func (h *harness) run(n int) {
+	t := h.t
+	t.Helper()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	runCtx, cancel := context.WithCancel(context.Background())
 	errs := make(chan error, n)
 	for i := range n {
-		d, err := dispatcher.New(dispatcher.Config{}, s.JS, log.With().Int("dispatcher", i).Logger())
+		d, err := dispatcher.New(dispatcher.Config{}, h.js, log.With().Int("dispatcher", i).Logger())
 		if err != nil {
 			t.Fatalf("New: %v", err)
 		}
@@ -71,7 +85,6 @@ func start(t *testing.T, n int) *harness {
 			}
 		}
 	})
-	return &harness{t: t, js: s.JS, users: users}
 }
 
 func user(t testing.TB, id string) contract.User {
