@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -47,63 +48,99 @@ func (h *harness) takeUnacked(wantSeq uint64) jetstream.Msg {
 	return got[0]
 }
 
+// inboundUnacked waits until the dispatcher's consumer has delivered every
+// message and n of them are not acknowledged.
+func (h *harness) inboundUnacked(n int) {
+	h.t.Helper()
+	natstest.CheckFor(h.t, wait, poll, func() error {
+		c, err := h.js.Consumer(h.t.Context(), contract.StreamIn, contract.ConsumerDispatcher)
+		if err != nil {
+			return err
+		}
+		info, err := c.Info(h.t.Context())
+		if err != nil {
+			return err
+		}
+		if info.NumPending != 0 || info.NumAckPending != n {
+			return fmt.Errorf("%d messages not delivered, %d not acknowledged; want none, %d", info.NumPending, info.NumAckPending, n)
+		}
+		return nil
+	})
+}
+
 // A dispatcher killed with m3 in hand, unacknowledged: m3 stays pending
 // until its ack wait ends, and the person's next message, m4, reaches the
-// restarted dispatcher first. m3 must still be routed first (it runs, m4
-// waits behind it), and its late redelivery must route nothing again.
+// restarted dispatcher first. m3 must still be routed first, and its late
+// redelivery must route nothing again.
 func TestCrashedMessageRoutesBeforeTheNext(t *testing.T) {
-	h := provisioned(t)
-	u := user(t, "alice")
-	m3 := h.takeUnacked(h.send(u, "m3", "third"))
+	tests := []struct {
+		name string
+		m3   string
+		// left is what the killed dispatcher left of the person, m3 being
+		// at IN sequence seq3.
+		left func(h *harness, u contract.User, seq3 uint64)
+		// jobs, queue and state after m4 and after m3's redelivery.
+		jobs, queue []string
+		state, job  string
+	}{
+		{"m3 not routed", "third", func(*harness, contract.User, uint64) {},
+			[]string{"m3"}, []string{"m4"}, contract.StateWorking, "m3"},
+		{"m3 a cancel, a record from before InSeq", "cancel", func(h *harness, u contract.User, _ uint64) {
+			h.setState(u, func(st *contract.UserState) {
+				*st = contract.UserState{State: contract.StateWorking, JobID: "m2", Since: time.Now().UTC()}
+			})
+		}, []string{"m4"}, nil, contract.StateWorking, "m4"},
+		{"m3 stored as running, its job not published", "third", func(h *harness, u contract.User, seq3 uint64) {
+			h.setState(u, func(st *contract.UserState) {
+				*st = contract.UserState{State: contract.StateWorking, JobID: "m3", Since: time.Now().UTC(), InSeq: seq3}
+			})
+		}, []string{"m3"}, []string{"m4"}, contract.StateWorking, "m3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := provisioned(t)
+			u := user(t, "alice")
+			seq3 := h.send(u, "m3", tt.m3)
+			m3 := h.takeUnacked(seq3)
+			tt.left(h, u, seq3)
 
-	h.run(1)
-	s4 := h.send(u, "m4", "fourth")
-	natstest.CheckFor(t, wait, poll, func() error {
-		if got, want := jobIDs(h.jobs(u)), []string{"m3"}; !slices.Equal(got, want) {
-			return fmt.Errorf("jobs: got %q; want %q (queue %q)", got, want, h.queued(u))
+			h.run(1)
+			h.send(u, "m4", "fourth")
+			h.inboundUnacked(1) // m4 taken in; m3's first delivery still out
+			h.routed(u, tt.jobs, tt.queue, tt.state, tt.job)
+			transitions, notices := h.transitions(u), h.notices(u)
+
+			// m3's delivery to the dead dispatcher ends (its ack wait),
+			// and it comes again.
+			if err := m3.Nak(); err != nil {
+				t.Fatal(err)
+			}
+			h.inboundUnacked(0)
+			h.routed(u, tt.jobs, tt.queue, tt.state, tt.job)
+			if got := h.transitions(u); !slices.Equal(got, transitions) {
+				t.Errorf("after m3's redelivery state events: got %q; want %q", got, transitions)
+			}
+			if got := h.notices(u); !slices.Equal(got, notices) {
+				t.Errorf("after m3's redelivery notices: got %q; want %q", got, notices)
+			}
+		})
+	}
+}
+
+// routed waits until u's jobs, queue and state are these.
+func (h *harness) routed(u contract.User, jobs, queue []string, state, job string) {
+	h.t.Helper()
+	natstest.CheckFor(h.t, wait, poll, func() error {
+		st, _ := h.state(u)
+		if got := jobIDs(h.jobs(u)); !slices.Equal(got, jobs) {
+			return fmt.Errorf("jobs: got %q; want %q (queue %q, state %s %s)", got, jobs, h.queued(u), st.State, st.JobID)
 		}
-		if got, want := h.queued(u), []string{"m4"}; !slices.Equal(got, want) {
-			return fmt.Errorf("queue: got %q; want %q", got, want)
+		if got := h.queued(u); !slices.Equal(got, queue) {
+			return fmt.Errorf("queue: got %q; want %q", got, queue)
+		}
+		if st.State != state || st.JobID != job {
+			return fmt.Errorf("state: got %s %s; want %s %s", st.State, st.JobID, state, job)
 		}
 		return nil
 	})
-	h.inboundHandled(s4)
-	transitions := h.transitions(u)
-	notices := h.notices(u)
-
-	// m3's delivery to the dead dispatcher ends (its ack wait), and it
-	// comes again.
-	if err := m3.Nak(); err != nil {
-		t.Fatal(err)
-	}
-	natstest.CheckFor(t, wait, poll, func() error {
-		c, err := h.js.Consumer(t.Context(), contract.StreamIn, contract.ConsumerDispatcher)
-		if err != nil {
-			return err
-		}
-		info, err := c.Info(t.Context())
-		if err != nil {
-			return err
-		}
-		if info.NumAckPending != 0 || info.NumPending != 0 {
-			return fmt.Errorf("%d messages pending, %d unacknowledged; want none", info.NumPending, info.NumAckPending)
-		}
-		return nil
-	})
-	if got, want := jobIDs(h.jobs(u)), []string{"m3"}; !slices.Equal(got, want) {
-		t.Errorf("after m3's redelivery jobs: got %q; want %q", got, want)
-	}
-	if got, want := h.queued(u), []string{"m4"}; !slices.Equal(got, want) {
-		t.Errorf("after m3's redelivery queue: got %q; want %q", got, want)
-	}
-	if got := h.transitions(u); !slices.Equal(got, transitions) {
-		t.Errorf("after m3's redelivery state events: got %q; want %q", got, transitions)
-	}
-	if got := h.notices(u); !slices.Equal(got, notices) {
-		t.Errorf("after m3's redelivery notices: got %q; want %q", got, notices)
-	}
-
-	h.doneHandled(h.done(u, "m3"))
-	h.waitJobs(u, "m3", "m4")
-	h.waitState(u, contract.StateWorking, "m4")
 }
