@@ -301,6 +301,10 @@ type UserState struct {
 	// so that a message redelivered after its run is recognised and not
 	// run again.
 	Finished []string `json:"finished,omitempty"`
+	// InSeq is the IN sequence of the last of the person's messages routed:
+	// theirs before it are routed already (a redelivery of one is dropped),
+	// and theirs after it still in IN go before a later one. 0: none yet.
+	InSeq uint64 `json:"in_seq,omitempty"`
 	// Question is the number of the running job's last question: the one
 	// waiting for the person's answer (awaiting_permission), or the last
 	// one answered (working).

@@ -29,6 +29,12 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 		if err != nil {
 			return err
 		}
+		if input.InSeq != 0 && input.InSeq < st.InSeq {
+			// Redelivered after a later message of the person's was routed
+			// (order.go): it was routed before that one.
+			log.Info().Uint64("in_seq", input.InSeq).Uint64("routed_seq", st.InSeq).Msg("message routed already; dropping the redelivery")
+			return nil
+		}
 		if in != nil && slices.Contains(st.Finished, in.ID) {
 			// Redelivered after its run ended (its acknowledgement was lost).
 			log.Info().Msg("message already ran; dropping the redelivery")
@@ -58,6 +64,7 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 			empty = head == nil
 		}
 		next, effects := fsm.Step(st, input)
+		next.InSeq = max(next.InSeq, input.InSeq)
 		if st.Running() && (!next.Running() || next.JobID != st.JobID) {
 			next.Finished = appendFinished(st.Finished, st.JobID) // ended or cancelled
 		}

@@ -15,6 +15,7 @@
 // timeouts are JetStream message schedules in TIMERS.
 //
 // Its files: dispatcher.go the service and what its consumers take in;
+// order.go a person's messages routed in IN's order across crashes;
 // apply.go the loop that feeds the machine an input; effects.go the
 // effects carried out, a job's start among them; store.go the state in
 // the users bucket (known.go: the copy in memory); queue.go the waiting
@@ -51,12 +52,14 @@ type Dispatcher struct {
 	users jetstream.KeyValue
 	// projects is the runner's registry of each person's projects.
 	projects jetstream.KeyValue
+	in       jetstream.Stream
 	queue    jetstream.Stream
 	timers   jetstream.Stream
 	events   jetstream.Stream
 	costs    *costs
 	pairing  *contract.Pairing
-	known    known // the states this dispatcher last read or wrote
+	known    known  // the states this dispatcher last read or wrote
+	routed   routed // each person's last IN message this dispatcher routed
 }
 
 // New returns a dispatcher using js, with cfg's defaults filled in; it
@@ -100,7 +103,7 @@ func (d *Dispatcher) run(ctx context.Context) error {
 	for _, s := range []struct {
 		name string
 		into *jetstream.Stream
-	}{{contract.StreamQueue, &d.queue}, {contract.StreamTimers, &d.timers}, {contract.StreamEvents, &d.events}} {
+	}{{contract.StreamIn, &d.in}, {contract.StreamQueue, &d.queue}, {contract.StreamTimers, &d.timers}, {contract.StreamEvents, &d.events}} {
 		if *s.into, err = d.js.Stream(ctx, s.name); err != nil {
 			return fmt.Errorf("stream %s: %w", s.name, err)
 		}
@@ -133,20 +136,37 @@ func (d *Dispatcher) run(ctx context.Context) error {
 	return g.Wait()
 }
 
-// handleInbound routes one message a person sent: a keyword or a message
-// for the agent.
+// handleInbound routes one message a person sent, after theirs that came
+// before it and are still waiting (order.go).
 func (d *Dispatcher) handleInbound(ctx context.Context, msg jetstream.Msg) error {
 	var in contract.Inbound
 	if err := contract.Decode(msg.Data(), &in); err != nil {
 		return err
 	}
+	md, err := msg.Metadata()
+	if err != nil {
+		return err
+	}
+	if err := d.routeEarlier(ctx, in.User, msg.Subject(), md.Sequence.Stream); err != nil {
+		return err
+	}
+	if err := d.route(ctx, in, md.Sequence.Stream); err != nil {
+		return err
+	}
+	d.routed.note(in.User, md.Sequence.Stream)
+	return nil
+}
+
+// route routes in, the message at seq in IN: a keyword or a message for
+// the agent.
+func (d *Dispatcher) route(ctx context.Context, in contract.Inbound, seq uint64) error {
 	if in.Paired {
 		return d.notice(ctx, in.User, in.ID, "welcome", MsgWelcome+fsm.HelpFor(d.agent()))
 	}
 	if strings.TrimSpace(in.Text) == "" && len(in.Media) == 0 {
 		return d.notice(ctx, in.User, in.ID, "empty", fsm.MsgEmpty)
 	}
-	input := fsm.Input{Kind: fsm.Message, ID: in.ID, Text: in.Text, Media: len(in.Media) > 0}
+	input := fsm.Input{Kind: fsm.Message, ID: in.ID, Text: in.Text, Media: len(in.Media) > 0, InSeq: seq}
 	if kw, arg, ok := fsm.ParseKeyword(in.Text); ok && len(in.Media) == 0 {
 		input.Kind, input.Keyword, input.Arg = fsm.Keyword, kw, arg
 	}

@@ -78,6 +78,10 @@ type Input struct {
 	// WarmUntil: a Done's, until when the person's home stays warm (zero:
 	// not kept).
 	WarmUntil time.Time
+	// InSeq: a Message's or Keyword's sequence in IN (0: not from IN, a
+	// scheduled message). The machine does not look at it: the
+	// dispatcher keeps UserState.InSeq by it.
+	InSeq uint64
 }
 
 // EffectKind is something the dispatcher must do.
@@ -201,12 +205,12 @@ func asMessage(in Input) Input {
 
 // kept is what of s outlasts every transition, with nothing running: the
 // person's Settings, whole, the dispatcher's bookkeeping (V, Since,
-// Queued, Finished), which the machine leaves as they are, and WarmUntil,
+// Queued, Finished, InSeq), which the machine leaves as they are, and WarmUntil,
 // which only a done changes (warmed). The rest of a UserState is the state
 // and its job's, which each transition sets.
 func kept(s contract.UserState) contract.UserState {
-	return contract.UserState{V: s.V, Since: s.Since, Queued: s.Queued, Finished: s.Finished, WarmUntil: s.WarmUntil,
-		Settings: s.Settings}
+	return contract.UserState{V: s.V, Since: s.Since, Queued: s.Queued, Finished: s.Finished, InSeq: s.InSeq,
+		WarmUntil: s.WarmUntil, Settings: s.Settings}
 }
 
 // working is s running the job e starts. A message's job uses up the
