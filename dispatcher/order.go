@@ -3,11 +3,10 @@
 // one process: a message delivered to a dispatcher that died before
 // acknowledging it stays pending until its ack wait ends, and the
 // dispatcher that takes over meanwhile gets the person's next message
-// first. So the person's state keeps the IN sequence of their last
-// message routed (UserState.InSeq); a message looks in IN for the
-// person's messages still there between that one and itself, and routes
-// them first, in order; a message at or below it comes again after it was
-// routed, and apply drops it.
+// first. So a message looks in IN for the person's messages still there
+// before it, and routes them first, in order; and the person's state keeps
+// the IN sequence of their last message routed (UserState.InSeq): one
+// below it comes again after it was routed, and apply drops it.
 
 package dispatcher
 
@@ -23,23 +22,19 @@ import (
 )
 
 // routeEarlier routes, in order, u's messages on subject (their IN
-// subject) still in IN before seq and not routed yet. IN keeps only what
-// is not acknowledged, so there is at most a handful.
+// subject) still in IN before seq. IN keeps only what is not acknowledged,
+// so there is at most a handful, and mostly none: one look finds that.
 //
-// The message at the state's InSeq is routed again too, unless this
-// dispatcher itself routed it to the end: a dispatcher may have died after
-// storing its state and before carrying out its effects (a job's
-// publish), and routing it again repeats them (each is idempotent, as on
-// any redelivery); once a later message is routed, its own redelivery is
-// dropped.
+// Those below the state's InSeq were routed already, and apply drops
+// them. The one at InSeq is routed again: a dispatcher may have died after
+// storing its state and before carrying out its effects (a job's publish),
+// and routing it again repeats them (each is idempotent, as on any
+// redelivery). Those this dispatcher itself routed to the end are skipped
+// without a look: their acknowledgements may not have been taken in yet.
 func (d *Dispatcher) routeEarlier(ctx context.Context, u contract.User, subject string, seq uint64) error {
-	st, _, _, err := d.load(ctx, u)
-	if err != nil {
-		return err
-	}
-	from := max(st.InSeq, 1)
-	if done, ok := d.routed.get(u); ok && done >= st.InSeq {
-		from = done + 1 // its acknowledgement may not have been taken in yet
+	from := uint64(1)
+	if done, ok := d.routed.get(u); ok {
+		from = done + 1
 	}
 	for from < seq {
 		m, err := d.in.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
@@ -61,7 +56,7 @@ func (d *Dispatcher) routeEarlier(ctx context.Context, u contract.User, subject 
 			continue
 		}
 		log.Info().Str("user", u.Key()).Str("job_id", in.ID).Uint64("in_seq", m.Sequence).Uint64("before_seq", seq).
-			Uint64("routed_seq", st.InSeq).Msg("routing an earlier message first: it is still in IN (a dispatcher stopped with it in hand)")
+			Msg("routing an earlier message first: it is still in IN (a dispatcher stopped with it in hand)")
 		if err := d.route(log.WithContext(ctx), in, m.Sequence); err != nil {
 			return fmt.Errorf("earlier message %d: %w", m.Sequence, err)
 		}
