@@ -155,38 +155,12 @@ func (h *Home) startHolder(box *Sandbox, dir, home, bin string, w wrapping) erro
 			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
 		}
 	}
-	info, infoW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	defer info.Close()
-	cmd.ExtraFiles = []*os.File{infoW}
-	stderr := &CappedBuffer{Max: 4 << 10}
-	cmd.Stderr = stderr
-	if h.stdin, err = cmd.StdinPipe(); err != nil {
-		infoW.Close()
-		return err
-	}
-	ready, err := cmd.StdoutPipe()
-	if err != nil {
-		infoW.Close()
-		return err
-	}
-	err = cmd.Start()
-	infoW.Close()
+	h.holder = cmd
+	pid, err := startHeld(cmd, h.exited, &h.stdin)
 	if err != nil {
 		return fmt.Errorf("home: %w", err)
 	}
-	h.holder = cmd
-	go func() { _ = cmd.Wait(); close(h.exited) }()
-	pid, err := readChildPID(info, h.exited)
-	if err != nil {
-		return fmt.Errorf("home: %w: %s", err, strings.TrimSpace(stderr.String()))
-	}
 	h.pid = pid
-	if _, err := ready.Read(make([]byte, 1)); err != nil {
-		return fmt.Errorf("home: the holder did not start: %w: %s", err, strings.TrimSpace(stderr.String()))
-	}
 	// Orphans of runs become pid's children too: the holder is its only
 	// one now.
 	h.own = append([]int{cmd.Process.Pid, pid}, children(pid)...)
@@ -226,6 +200,43 @@ func readChildPID(r *os.File, exited <-chan struct{}) (int, error) {
 	case <-time.After(homeReady):
 		return 0, errors.New("bubblewrap did not start in time")
 	}
+}
+
+// startHeld starts cmd, bubblewrap running a holder that writes a line
+// once it runs and then waits for its stdin to close (bwrap tells its
+// child's pid, on fd 3, before the sandbox is made). It returns that pid
+// once the holder runs; exited is closed when cmd has exited, and *stdin
+// is the holder's stdin.
+func startHeld(cmd *exec.Cmd, exited chan struct{}, stdin *io.WriteCloser) (int, error) {
+	info, infoW, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer info.Close()
+	cmd.ExtraFiles = []*os.File{infoW}
+	stderr := &CappedBuffer{Max: 4 << 10}
+	cmd.Stderr = stderr
+	ready, err := cmd.StdoutPipe()
+	if err == nil {
+		*stdin, err = cmd.StdinPipe()
+	}
+	if err == nil {
+		err = cmd.Start()
+	}
+	infoW.Close()
+	if err != nil {
+		close(exited)
+		return 0, err
+	}
+	go func() { _ = cmd.Wait(); close(exited) }()
+	pid, err := readChildPID(info, exited)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	if _, err := ready.Read(make([]byte, 1)); err != nil {
+		return 0, fmt.Errorf("the holder did not start: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return pid, nil
 }
 
 // Alive reports whether the home's holder still runs.

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -76,28 +75,10 @@ func (n *RunNet) startHolder() error {
 		return fmt.Errorf("%w: bubblewrap not found", ErrNoSandbox)
 	}
 	cmd := exec.Command(bwrap, "--unshare-net", "--die-with-parent", "--info-fd", "3",
-		"--ro-bind", "/", "/", "--", "/bin/sh", "-c", "read _")
-	info, infoW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	defer info.Close()
-	cmd.ExtraFiles = []*os.File{infoW}
-	stderr := &CappedBuffer{Max: 4 << 10}
-	cmd.Stdout, cmd.Stderr = stderr, stderr
-	if n.stdin, err = cmd.StdinPipe(); err != nil {
-		infoW.Close()
-		return err
-	}
-	err = cmd.Start()
-	infoW.Close()
-	if err != nil {
-		return fmt.Errorf("run's network: %w", err)
-	}
+		"--ro-bind", "/", "/", "--", "/bin/sh", "-c", "echo; read _")
 	n.holder = cmd
-	go func() { _ = cmd.Wait(); close(n.exited) }()
-	if n.pid, err = readChildPID(info, n.exited); err != nil {
-		return fmt.Errorf("run's network: %w: %s", err, strings.TrimSpace(stderr.String()))
+	if n.pid, err = startHeld(cmd, n.exited, &n.stdin); err != nil {
+		return fmt.Errorf("run's network: %w", err)
 	}
 	// Entered by this file, never by pid (another process's soon after).
 	if n.ns, err = os.Open(fmt.Sprintf("/proc/%d/ns/net", n.pid)); err != nil {
