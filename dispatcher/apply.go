@@ -64,18 +64,7 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 			empty = head == nil
 		}
 		next, effects := fsm.Step(st, input)
-		next.InSeq = max(next.InSeq, input.InSeq)
-		if st.Running() && (!next.Running() || next.JobID != st.JobID) {
-			next.Finished = appendFinished(st.Finished, st.JobID) // ended or cancelled
-		}
-		if input.Kind == fsm.Done && input.ID != "" && input.ID != st.JobID && !slices.Contains(next.Finished, input.ID) {
-			// A run that ended while the state (behind after a crash) did not
-			// know it yet: its message must not start again from the queue.
-			next.Finished = appendFinished(next.Finished, input.ID)
-		}
-		if next.State != st.State || next.JobID != st.JobID {
-			next.Since = time.Now().UTC()
-		}
+		next = bookkeep(st, next, input)
 		switch {
 		case changed(st, next):
 			if rev, err = d.save(ctx, u, next, rev); conflict(err) {
@@ -101,6 +90,25 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 		}
 		return d.carryOut(ctx, &step{u: u, log: log, input: input, in: in, head: head, before: st, now: next, rev: rev, effects: effects})
 	}
+}
+
+// bookkeep is next, the machine's move from st on input, with what the
+// dispatcher keeps besides: the IN sequence routed, the messages whose
+// runs ended, since when the state is what it is.
+func bookkeep(st, next contract.UserState, input fsm.Input) contract.UserState {
+	next.InSeq = max(next.InSeq, input.InSeq)
+	if st.Running() && (!next.Running() || next.JobID != st.JobID) {
+		next.Finished = appendFinished(st.Finished, st.JobID) // ended or cancelled
+	}
+	if input.Kind == fsm.Done && input.ID != "" && input.ID != st.JobID && !slices.Contains(next.Finished, input.ID) {
+		// A run that ended while the state (behind after a crash) did not
+		// know it yet: its message must not start again from the queue.
+		next.Finished = appendFinished(next.Finished, input.ID)
+	}
+	if next.State != st.State || next.JobID != st.JobID {
+		next.Since = time.Now().UTC()
+	}
+	return next
 }
 
 // announce publishes the state event of a move from st to next, stored at
