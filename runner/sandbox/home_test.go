@@ -232,25 +232,7 @@ func TestHomeOwnNetwork(t *testing.T) {
 	if err := netns.Probe(netns.Options{}); err != nil {
 		t.Skip(err)
 	}
-	serve := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				_, _ = c.Write([]byte("host\n"))
-				c.Close()
-			}
-		}()
-		return l.Addr().String()
-	}
-	private, forwarded := serve(), serve()
+	private, forwarded := serveHost(t, "127.0.0.1:0"), serveHost(t, "127.0.0.1:0")
 	hs := &Homes{Network: &netns.Options{Forward: []string{forwarded}, Refuse: netns.HostAddrs()}, Dir: t.TempDir()}
 	defer hs.Close()
 	ws, home := t.TempDir(), t.TempDir()
