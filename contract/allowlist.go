@@ -37,6 +37,19 @@ func NewAllowlist(numbers, chats []string) *Allowlist {
 	return a
 }
 
+// NewChannelAllowlist lists the people ids allowed on one channel, a
+// channel the configuration names by its ids alone (a plug-in channel:
+// kit.Channel.Allowed). An id that is no subject token lists nobody.
+func NewChannelAllowlist(channel string, ids []string) *Allowlist {
+	a := &Allowlist{listed: map[string]bool{}}
+	for _, id := range ids {
+		if u, err := NewUser(channel, id); err == nil {
+			a.listed[PersonKey(u)] = true
+		}
+	}
+	return a
+}
+
 // Open follows the people paired in until ctx ends.
 func (a *Allowlist) Open(ctx context.Context, js jetstream.JetStream) error {
 	p, err := OpenPairing(ctx, js)

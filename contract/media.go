@@ -111,12 +111,17 @@ func SafeName(name string) string {
 	return name
 }
 
-// SubjectMediaFetch is the request-reply service that copies a person's
-// attachment from the provider into the media store. Ingress serves it,
-// since it holds the provider's credentials; the runner asks when a job
-// has attachments. The request is a MediaFetch, the reply an Image (or a
+// MediaFetchSubject is the request-reply service that copies an
+// attachment a person sent on channel from the provider into the media
+// store: ts.svc.media.fetch.<channel>. Whoever holds the channel's
+// credentials serves it (ingress for WhatsApp, SMS and Telegram; a
+// plug-in channel's kit for its own); the runner asks when a job has
+// attachments. The request is a MediaFetch, the reply an Image (or a
 // micro error, in the Nats-Service-Error headers).
-const SubjectMediaFetch = "ts.svc.media.fetch"
+func MediaFetchSubject(channel string) string { return subjectMediaFetch + "." + channel }
+
+// subjectMediaFetch starts every channel's media fetch subject.
+const subjectMediaFetch = "ts.svc.media.fetch"
 
 // MediaFetch asks for one attachment of a user's message.
 type MediaFetch struct {

@@ -6,7 +6,6 @@ package egress
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -88,13 +87,7 @@ func (e *Egress) Run(ctx context.Context) error {
 		g.Go(func() error { return e.runNotion(ctx) })
 	}
 	if e.push != nil {
-		g.Go(func() error {
-			kv, err := e.js.KeyValue(ctx, contract.BucketEgress)
-			if err != nil {
-				return fmt.Errorf("bucket %s: %w", contract.BucketEgress, err)
-			}
-			return e.push.run(ctx, kv)
-		})
+		g.Go(func() error { return (&Pusher{p: e.push}).Run(ctx) })
 	}
 	<-ctx.Done()
 	return g.Wait()

@@ -6,7 +6,6 @@ package ingress
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -55,7 +54,7 @@ func (c Config) Default() Config {
 		c.MaxBodyBytes = 64 << 10
 	}
 	if c.PublishTimeout == 0 {
-		c.PublishTimeout = 900 * time.Millisecond
+		c.PublishTimeout = DefaultPublishTimeout
 	}
 	if c.NewSessions.Burst == 0 {
 		c.NewSessions.Burst = 20
@@ -121,9 +120,10 @@ type Ingress struct {
 	sessions  *sessionLimiter
 	log       zerolog.Logger
 	validator *client.RequestValidator
-	// allow is who may talk: the configured numbers and chats, and,
-	// once Run has opened it, the people paired in.
-	allow *contract.Allowlist
+	// inbox admits and publishes every channel's messages: who may
+	// talk is the configured numbers and chats, and, once Run has opened
+	// it, the people paired in.
+	inbox *Inbox
 }
 
 // New returns an ingress publishing through js.
@@ -147,7 +147,7 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Ingress, erro
 	if cfg.Telegram != nil {
 		chats = cfg.Telegram.Allowed
 	}
-	i.allow = contract.NewAllowlist(numbers, chats)
+	i.inbox = NewInbox(js, contract.NewAllowlist(numbers, chats), cfg.PublishTimeout, i.log)
 	return i, nil
 }
 
@@ -193,40 +193,9 @@ func (i *Ingress) Routes() []string {
 	return routes
 }
 
-// Publish stores one inbound message in JetStream, deduplicated by the
-// user and provider message id, and returns once JetStream acknowledged it.
-// The message carries ctx's trace (contract.WithTrace), a new one if ctx
-// has none.
+// Publish stores one inbound message in JetStream (Inbox.Publish).
 func (i *Ingress) Publish(ctx context.Context, in contract.Inbound) error {
-	if contract.TraceFrom(ctx) == "" {
-		ctx = contract.WithTrace(ctx, contract.NewTrace(""))
-	}
-	if err := in.User.Validate(); err != nil {
-		return err
-	}
-	if in.ID == "" {
-		return fmt.Errorf("%w: no message id", contract.ErrInvalidPayload)
-	}
-	if in.At.IsZero() {
-		in.At = time.Now().UTC()
-	}
-	data, err := contract.Encode(&in)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, i.cfg.PublishTimeout)
-	defer cancel()
-	ack, err := contract.Publish(ctx, i.js, contract.InboundSubject(in.User), data, contract.MsgID(in.User, in.ID))
-	if err != nil {
-		return fmt.Errorf("publish inbound: %w", err)
-	}
-	if !ack.Duplicate {
-		messagesIn.WithLabelValues(in.User.Channel).Inc()
-	}
-	log := contract.TraceLog(i.log, contract.TraceFrom(ctx))
-	log.Info().Str("user", in.User.Key()).Str("job_id", in.ID).Uint64("seq", ack.Sequence).
-		Bool("duplicate", ack.Duplicate).Int("text_len", len(in.Text)).Msg("inbound")
-	return nil
+	return i.inbox.Publish(ctx, in)
 }
 
 // traced starts the journey of a message arriving in request r: its trace

@@ -140,7 +140,7 @@ func (i *Ingress) telegramUser(log zerolog.Logger, chat int64) (contract.User, b
 		log.Warn().Int64("chat", chat).Msg("telegram chat id unusable; ignored")
 		return u, false
 	}
-	if !i.allow.Allows(u) {
+	if !i.inbox.Allows(u) {
 		return u, false
 	}
 	return u, true
@@ -291,8 +291,8 @@ func (t *Telegram) clean(err error) error {
 	return errors.New(strings.ReplaceAll(err.Error(), t.BotToken, "<token>"))
 }
 
-// telegramDownload fetches a file a person sent on Telegram; errTooLarge
-// for one over mediaMaxBytes or Telegram's limit for bots.
+// telegramDownload fetches a file a person sent on Telegram; ErrTooLarge
+// for one over MediaMaxBytes or Telegram's limit for bots.
 func (i *Ingress) telegramDownload(ctx context.Context, fileID string) ([]byte, error) {
 	t := i.cfg.Telegram
 	if t == nil {
@@ -304,16 +304,16 @@ func (i *Ingress) telegramDownload(ctx context.Context, fileID string) ([]byte, 
 	}
 	f, err := b.GetFile(ctx, &bot.GetFileParams{FileID: fileID})
 	if err != nil && strings.Contains(err.Error(), "file is too big") { // over Telegram's 20 MB for bots
-		return nil, errTooLarge
+		return nil, ErrTooLarge
 	}
 	if err != nil {
 		return nil, t.clean(fmt.Errorf("getFile: %w", err))
 	}
-	if f.FileSize > mediaMaxBytes {
-		return nil, errTooLarge
+	if f.FileSize > MediaMaxBytes {
+		return nil, ErrTooLarge
 	}
 	data, err := i.download(ctx, b.FileDownloadLink(f), nil)
-	if errors.Is(err, errTooLarge) {
+	if errors.Is(err, ErrTooLarge) {
 		return nil, err
 	}
 	if err != nil { // the link holds the token

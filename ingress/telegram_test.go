@@ -126,12 +126,14 @@ func TestTelegramWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	api.AddFile("FILE1", buf.Bytes())
-	ask := func(u contract.User, mediaURL string) (contract.Image, string) {
+	// on is the channel whose fetch subject is asked: a request for a
+	// person of another channel is refused there.
+	ask := func(on string, u contract.User, mediaURL string) (contract.Image, string) {
 		data, _ := contract.Encode(&contract.MediaFetch{User: u, Media: contract.Media{URL: mediaURL, ContentType: "image/jpeg"}})
 		var code string
 		var img contract.Image
 		natstest.CheckFor(t, 5*time.Second, 50*time.Millisecond, func() error {
-			resp, err := h.js.Conn().Request(contract.SubjectMediaFetch, data, 5*time.Second)
+			resp, err := h.js.Conn().Request(contract.MediaFetchSubject(on), data, 5*time.Second)
 			if err != nil {
 				return err
 			}
@@ -142,14 +144,14 @@ func TestTelegramWebhook(t *testing.T) {
 		})
 		return img, code
 	}
-	img, code := ask(got[1].User, "telegram:FILE1")
+	img, code := ask(contract.ChannelTelegram, got[1].User, "telegram:FILE1")
 	if code != "" || img.ContentType != "image/png" || img.Size != buf.Len() {
 		t.Errorf("fetch: %+v, error %q; want the png", img, code)
 	}
-	if _, code := ask(got[1].User, "telegram:NOSUCH"); code != "502" {
+	if _, code := ask(contract.ChannelTelegram, got[1].User, "telegram:NOSUCH"); code != "502" {
 		t.Errorf("unknown file: error %q; want 502", code)
 	}
-	if _, code := ask(contract.User{Channel: contract.ChannelWhatsApp, ID: "15551230001"}, "telegram:FILE1"); code != "403" {
+	if _, code := ask(contract.ChannelTelegram, contract.User{Channel: contract.ChannelWhatsApp, ID: "15551230001"}, "telegram:FILE1"); code != "403" {
 		t.Errorf("a Telegram file for a WhatsApp user: error %q; want 403", code)
 	}
 }

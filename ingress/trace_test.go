@@ -135,7 +135,7 @@ func TestInboundTrace(t *testing.T) {
 		u := contract.User{Channel: contract.ChannelWhatsApp, ID: "15551230001"}
 		data, _ := contract.Encode(&contract.MediaFetch{User: u, Media: contract.Media{URL: api.AddMedia("image/png", img.Bytes()), ContentType: "image/png"}})
 		trace := contract.NewTrace("")
-		req := nats.NewMsg(contract.SubjectMediaFetch)
+		req := nats.NewMsg(contract.MediaFetchSubject(u.Channel))
 		req.Data = data
 		req.Header.Set(contract.HeaderTrace, trace)
 		natstest.CheckFor(t, 5*time.Second, 50*time.Millisecond, func() error {

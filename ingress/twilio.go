@@ -149,7 +149,7 @@ func (i *Ingress) twilioWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log = log.With().Str("user", u.Key()).Logger()
-	if !i.allow.Allows(u) {
+	if !i.inbox.Allows(u) {
 		if in, ok := i.pairIn(ctx, log, u, sid, form.Get("Body")); ok {
 			if err := i.Publish(ctx, in); err != nil {
 				log.Error().Err(err).Msg("welcome not stored")

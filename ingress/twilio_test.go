@@ -442,7 +442,7 @@ func TestMediaFetch(t *testing.T) {
 		data, _ := contract.Encode(&contract.MediaFetch{User: u, Media: contract.Media{URL: mediaURL, ContentType: "image/png"}})
 		var resp *nats.Msg
 		natstest.CheckFor(t, 5*time.Second, 50*time.Millisecond, func() (err error) {
-			resp, err = ns.NC.Request(contract.SubjectMediaFetch, data, 5*time.Second)
+			resp, err = ns.NC.Request(contract.MediaFetchSubject(u.Channel), data, 5*time.Second)
 			return err
 		})
 		if code := resp.Header.Get(micro.ErrorCodeHeader); code != "" {
@@ -469,7 +469,7 @@ func TestMediaFetch(t *testing.T) {
 		{text, "image/png", "text/plain; charset=utf-8"},
 	} {
 		data, _ := contract.Encode(&contract.MediaFetch{User: u, Media: contract.Media{URL: tc.url, ContentType: tc.declared, Name: "notes.txt"}})
-		resp, err := ns.NC.Request(contract.SubjectMediaFetch, data, 5*time.Second)
+		resp, err := ns.NC.Request(contract.MediaFetchSubject(u.Channel), data, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -121,7 +121,7 @@ func (r *Runner) fetch(ctx context.Context, u contract.User, m contract.Media) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	resp, err := r.js.Conn().RequestMsgWithContext(ctx, contract.NewMsg(ctx, contract.SubjectMediaFetch, data))
+	resp, err := r.js.Conn().RequestMsgWithContext(ctx, contract.NewMsg(ctx, contract.MediaFetchSubject(u.Channel), data))
 	if err != nil {
 		return img, fmt.Errorf("media fetch: %w", err)
 	}

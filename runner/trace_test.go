@@ -31,7 +31,7 @@ func TestRunnerCarriesTrace(t *testing.T) {
 
 	// The media fetch service, refusing: the runner goes on without the image.
 	fetches := make(chan string, 1)
-	sub, err := e.js.Conn().Subscribe(contract.SubjectMediaFetch, func(m *nats.Msg) {
+	sub, err := e.js.Conn().Subscribe(contract.MediaFetchSubject(u.Channel), func(m *nats.Msg) {
 		fetches <- contract.Trace(m.Header)
 		refusal := nats.NewMsg(m.Reply)
 		refusal.Header.Set(micro.ErrorCodeHeader, "503")

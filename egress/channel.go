@@ -1,0 +1,91 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// Channel is one channel the pusher delivers to, as a plug-in channel
+// (the kit) gives it: the built-in channels are the same pusher's
+// channels, with their providers' extras (Twilio's delivery status and
+// reply window).
+type Channel struct {
+	// Name is the channel's subject token: its people are
+	// contract.User{Channel: Name}, its events ts.ev.<Name>.>, its
+	// consumer egress-<Name>.
+	Name string
+	// Rules of the channel; zero limits take PluginRules's.
+	Rules Rules
+	// Sender sends; it may also be a Finder, a Typer.
+	Sender Sender
+	// MediaURL is the link to an image or file that the channel's
+	// messages carry in Message.Media.
+	MediaURL func(contract.Image) string
+}
+
+// PluginRules are the limits a Channel leaves zero: 4,000 characters,
+// one image per message, 10 MB per image (and per file).
+var PluginRules = Rules{BodyLimit: 4000, MaxMedia: 1, MaxImageBytes: 10 << 20}
+
+// Pusher delivers the events of its channels to their people: per-person
+// order, paging with MORE, progress coalesced (Rules.ProgressEvery),
+// retries with backoff (SendError.RetryAfter honoured), dead letters
+// (ts.ev.<ch>.<id>.undelivered), and each message sent once across
+// restarts (the egress bucket; a crash between a send and its record is
+// covered when the Sender is a Finder). Egress runs the built-in
+// channels on one; the kit runs a plug-in channel on another.
+type Pusher struct {
+	p *pusher
+}
+
+// NewPusher delivers chs's events read through js to the people allow
+// allows (open it: the people paired in count once it follows them);
+// retry bounds the tries of a failed send (zero: its defaults). A
+// channel's Rules refused are a *contract.ConfigError each, joined.
+func NewPusher(js jetstream.JetStream, allow *contract.Allowlist, retry Retry, log zerolog.Logger, chs ...Channel) (*Pusher, error) {
+	if js == nil || allow == nil {
+		return nil, errors.New("egress: no JetStream or no allowlist")
+	}
+	retry = retry.withDefaults()
+	errs := retry.validate("Retry")
+	p := &pusher{js: js, log: log, retry: retry, channels: map[string]channel{}, allow: allow, typing: typing{log: log}}
+	for _, ch := range chs {
+		path := "Channel[" + ch.Name + "]"
+		if _, err := contract.NewUser(ch.Name, "x"); err != nil {
+			errs = append(errs, bad(path+".Name", ch.Name, "want a subject token: letters, digits, - and _"))
+		}
+		if ch.Sender == nil {
+			errs = append(errs, bad(path+".Sender", nil, "required"))
+		}
+		if ch.MediaURL == nil {
+			errs = append(errs, bad(path+".MediaURL", nil, "required"))
+		}
+		ch.Rules = ch.Rules.withDefaults(PluginRules)
+		errs = append(errs, ch.Rules.validate(path+".Rules")...)
+		p.channels[ch.Name] = channel{rules: ch.Rules, sender: ch.Sender, mediaURL: ch.MediaURL}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &Pusher{p: p}, nil
+}
+
+// Run delivers until ctx ends; it makes (or updates) each channel's
+// durable consumer egress-<name> (contract.EgressConsumer), and hands
+// back, unsent, the events it holds when ctx ends.
+func (p *Pusher) Run(ctx context.Context) error { return p.p.runBucket(ctx) }
+
+// runBucket opens the egress bucket and runs the pusher on it.
+func (p *pusher) runBucket(ctx context.Context) error {
+	kv, err := p.js.KeyValue(ctx, contract.BucketEgress)
+	if err != nil {
+		return fmt.Errorf("bucket %s: %w", contract.BucketEgress, err)
+	}
+	return p.run(ctx, kv)
+}
