@@ -12,7 +12,6 @@ import (
 	"github.com/textslash/textslash/contract"
 )
 
-
 // Run serves the media fetch service (contract.SubjectMediaFetch) and
 // polls Notion (when configured) until ctx ends: the runner asks the
 // service for the images people send, which only ingress, holding
