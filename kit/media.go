@@ -1,0 +1,63 @@
+package kit
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/textslash/textslash/contract"
+)
+
+// MediaRef is the link to an image or file of a reply that the kit puts
+// in egress.Message.Media unless Channel.MediaURL says otherwise:
+// stored:<object id> for an image, stored:<object id>/<name> for a file
+// (its name made safe, contract.SafeName). Kit.Media reads it.
+func MediaRef(img contract.Image) string {
+	if contract.IsImage(img.ContentType) {
+		return contract.StoredMedia + img.ID
+	}
+	return contract.StoredMedia + img.ID + "/" + contract.SafeName(img.Name)
+}
+
+// Attachment is an image or file of a reply, read from the media store.
+type Attachment struct {
+	Data        []byte
+	ContentType string // image/jpeg or image/png for an image (contract.IsImage)
+	Name        string // a file's name; an image's is made up: image.<ext>
+}
+
+// Media reads the image or file a MediaRef link names from the media
+// store (objects live contract.MediaTTL, 30 minutes by default):
+// ErrNotStored for any other link, jetstream.ErrObjectNotFound once it
+// expired.
+func (k *Kit) Media(ctx context.Context, ref string) (Attachment, error) {
+	rest, ok := strings.CutPrefix(ref, contract.StoredMedia)
+	id, name, _ := strings.Cut(rest, "/")
+	if !ok || id == "" {
+		return Attachment{}, fmt.Errorf("%w: %q", ErrNotStored, ref)
+	}
+	store, err := k.js.ObjectStore(ctx, contract.BucketMedia)
+	if err != nil {
+		return Attachment{}, fmt.Errorf("object store %s: %w", contract.BucketMedia, err)
+	}
+	res, err := store.Get(ctx, id)
+	if err != nil {
+		return Attachment{}, fmt.Errorf("media %s: %w", id, err)
+	}
+	defer res.Close()
+	info, err := res.Info()
+	if err != nil {
+		return Attachment{}, fmt.Errorf("media %s: %w", id, err)
+	}
+	a := Attachment{ContentType: info.Headers.Get("Content-Type"), Name: name}
+	if a.Name == "" {
+		a.Name = "image" + contract.ImageExt(a.ContentType)
+	}
+	buf, err := io.ReadAll(res)
+	if err != nil {
+		return Attachment{}, fmt.Errorf("media %s: %w", id, err)
+	}
+	a.Data = buf
+	return a, nil
+}
