@@ -1,0 +1,145 @@
+// Command linechat is a textslash channel written with the kit from the
+// README and channels.md alone: people's messages come in as HTTP posts
+// of one JSON line each, and textslash's messages go out as JSON posts to
+// a provider (LINECHAT_PROVIDER), which can also be asked whether a
+// message reached it (so a crash between a send and its record sends
+// nothing twice) and serves the files people attach.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/kit"
+)
+
+// line is one message each way: in, what a person sent; out, what is sent.
+type line struct {
+	ID      string   `json:"id,omitempty"`
+	User    string   `json:"user"`
+	Text    string   `json:"text"`
+	Media   []string `json:"media,omitempty"`   // in: attachments' URLs at the provider
+	Files   [][]byte `json:"files,omitempty"`   // out: images and files (base64)
+	Types   []string `json:"types,omitempty"`   // out: each file's content type
+	Choices []string `json:"choices,omitempty"` // out: buttons; a press is the person's next message
+}
+
+type provider struct {
+	base string
+	k    *kit.Kit
+}
+
+func (p *provider) Send(ctx context.Context, u contract.User, m egress.Message) (string, error) {
+	out := line{User: u.ID, Text: m.Body, Choices: m.Choices}
+	for _, ref := range m.Media {
+		a, err := p.k.Media(ctx, ref)
+		if err != nil {
+			return "", &egress.SendError{Err: err, Permanent: errors.Is(err, kit.ErrNotStored)}
+		}
+		out.Files, out.Types = append(out.Files, a.Data), append(out.Types, a.ContentType)
+	}
+	body, _ := json.Marshal(out)
+	var sent struct{ ID string }
+	if err := p.call(ctx, http.MethodPost, "/send", body, &sent); err != nil {
+		return "", err
+	}
+	return sent.ID, nil
+}
+
+// Find makes the provider an egress.Finder: a message like m to u since then.
+func (p *provider) Find(ctx context.Context, u contract.User, m egress.Message, since time.Time) (string, error) {
+	q := url.Values{"user": {u.ID}, "text": {m.Body}, "since": {since.UTC().Format(time.RFC3339Nano)}}
+	var found struct{ ID string }
+	err := p.call(ctx, http.MethodGet, "/find?"+q.Encode(), nil, &found)
+	return found.ID, err
+}
+
+// call asks the provider; its refusals are SendErrors (429: retry after).
+func (p *provider) call(ctx context.Context, method, path string, body []byte, v any) error {
+	req, err := http.NewRequestWithContext(ctx, method, p.base+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return &egress.SendError{Err: err}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		return &egress.SendError{Err: errors.New(resp.Status), Status: resp.StatusCode,
+			Permanent: resp.StatusCode < 500 && resp.StatusCode != 429, RetryAfter: time.Duration(wait) * time.Second}
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// fetch downloads an attachment a person sent: only the provider's own.
+func (p *provider) fetch(ctx context.Context, u string) ([]byte, string, error) {
+	if !strings.HasPrefix(u, p.base+"/files/") {
+		return nil, "", kit.ErrNotMine
+	}
+	var data []byte
+	err := p.call(ctx, http.MethodGet, strings.TrimPrefix(u, p.base), nil, &data)
+	return data, "", err
+}
+
+func main() {
+	log := zerolog.New(os.Stderr).With().Timestamp().Logger()
+	if err := run(log); err != nil {
+		log.Fatal().Err(err).Msg("linechat")
+	}
+}
+
+func run(log zerolog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	user := os.Getenv("NATS_USER")
+	nc, err := nats.Connect(os.Getenv("NATS_URL"), nats.UserInfo(user, os.Getenv("NATS_PASSWORD")), nats.CustomInboxPrefix("_INBOX_"+user))
+	if err != nil {
+		return err
+	}
+	defer nc.Drain()
+	p := &provider{base: os.Getenv("LINECHAT_PROVIDER")}
+	ch := kit.Channel{Name: "linechat", Sender: p, Fetch: p.fetch, Allowed: strings.Split(os.Getenv("LINECHAT_ALLOWED"), ","),
+		Rules: egress.Rules{BodyLimit: 500, MaxMedia: 1, ProgressEvery: time.Second}}
+	if p.k, err = kit.Open(ctx, nc, ch, log); err != nil {
+		return err
+	}
+	http.HandleFunc("POST /message", func(w http.ResponseWriter, r *http.Request) {
+		var in line
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		msg := contract.Inbound{ID: in.ID, User: contract.User{Channel: ch.Name, ID: in.User}, Text: in.Text}
+		for _, m := range in.Media {
+			msg.Media = append(msg.Media, contract.Media{URL: m})
+		}
+		switch err := p.k.Publish(r.Context(), msg); {
+		case errors.Is(err, kit.ErrNotAllowed):
+			http.Error(w, "not allowed", http.StatusForbidden)
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusServiceUnavailable) // the provider retries
+		}
+	})
+	srv := &http.Server{Addr: os.Getenv("LINECHAT_LISTEN")}
+	go func() { <-ctx.Done(); _ = srv.Shutdown(context.Background()) }()
+	go func() { fmt.Fprintln(os.Stderr, srv.ListenAndServe()) }()
+	return p.k.Run(ctx)
+}
