@@ -246,7 +246,9 @@ func TestPluginChannelEndToEnd(t *testing.T) {
 	// Killed while the provider holds the second message of three.
 	p.mu.Lock()
 	// Called under p.mu with s last in p.sent: the image after the text.
-	p.hold = func(s lineSent) bool { return s.Text == "" && len(p.sent) > 1 && p.sent[len(p.sent)-2].Text == "three shots" }
+	p.hold = func(s lineSent) bool {
+		return s.Text == "" && len(p.sent) > 1 && p.sent[len(p.sent)-2].Text == "three shots"
+	}
 	p.mu.Unlock()
 	before := len(p.messages())
 	c.say(t, "m6", "alice", "mkdir -p tmp/ai_screenshots && for i in 1 2 3; do cp "+shot+" tmp/ai_screenshots/s$i.png; done; echo three shots")
