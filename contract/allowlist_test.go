@@ -68,3 +68,22 @@ func TestAllowlist(t *testing.T) {
 		t.Error("a stranger allowed")
 	}
 }
+
+// A plug-in channel's allowlist lets in its own ids on its own channel
+// only; an id that is no subject token lists nobody.
+func TestChannelAllowlist(t *testing.T) {
+	a := contract.NewChannelAllowlist("slack", []string{"U024BE7LH", "not a token"})
+	for _, tt := range []struct {
+		u    contract.User
+		want bool
+	}{
+		{contract.User{Channel: "slack", ID: "U024BE7LH"}, true},
+		{contract.User{Channel: "discord", ID: "U024BE7LH"}, false},
+		{contract.User{Channel: "slack", ID: "U999"}, false},
+		{contract.User{Channel: "slack", ID: "not a token"}, false},
+	} {
+		if got := a.Allows(tt.u); got != tt.want {
+			t.Errorf("Allows(%s) = %v; want %v", tt.u, got, tt.want)
+		}
+	}
+}
