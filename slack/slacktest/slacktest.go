@@ -289,10 +289,10 @@ func (s *Server) update(r *http.Request) map[string]any {
 }
 
 // history lists the bot's messages in a conversation, newest first, since
-// oldest; with their metadata when include_all_metadata is true.
+// oldest; with their metadata when include_all_metadata is set.
 func (s *Server) history(r *http.Request) map[string]any {
 	ch, oldest := r.FormValue("channel"), r.FormValue("oldest")
-	withMeta := r.FormValue("include_all_metadata") == "true"
+	withMeta := r.FormValue("include_all_metadata") == "true" || r.FormValue("include_all_metadata") == "1" // Slack reads booleans either way
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	msgs := []map[string]any{}
