@@ -1,0 +1,174 @@
+package slack
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/rs/zerolog"
+	api "github.com/slack-go/slack"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/egress"
+)
+
+// Sender delivers textslash's messages to Slack with one Web API call
+// each (a file upload: one share after the files' bytes): a text
+// (chat.postMessage), the run's progress edited in one status message
+// (chat.update), images and files uploaded and shared with the text
+// (files.completeUploadExternal), and a message's choices as Block Kit
+// buttons whose press comes back as the person's message.
+//
+// Long replies come in pages with MORE, like every channel's (egress pages
+// them at Rules' BodyLimit), rather than in a thread: each page is then one
+// Send, recorded once by egress's ledger, so a rate limit or a crash in the
+// middle of a long reply repeats or loses no part of it, where a thread is
+// several posts within one Send; and the person reads a reply where they
+// asked, not folded under it.
+//
+// Failures are *egress.SendError: Slack's 429 with its Retry-After;
+// errors Slack calls its own (internal_error, a 5xx) and the network's
+// are tried again; every other refusal is Permanent. Texts are posted with
+// metadata naming a digest of the message, by which Find looks them up.
+type Sender struct {
+	client *api.Client
+	log    zerolog.Logger
+
+	mu     sync.Mutex
+	dms    map[string]string        // user id → their DM's conversation id
+	status map[string]statusMessage // by conversation: the run's progress message
+}
+
+var (
+	_ egress.Sender = (*Sender)(nil)
+	_ egress.Finder = (*Sender)(nil)
+)
+
+// statusMessage is the message showing a run's progress.
+type statusMessage struct {
+	job  string
+	ts   string
+	text string
+}
+
+func newSender(client *api.Client, log zerolog.Logger) *Sender {
+	return &Sender{client: client, log: log, dms: map[string]string{}, status: map[string]statusMessage{}}
+}
+
+// Send implements egress.Sender; the id returned is the message's ts (a
+// file share's: its first file's id).
+func (s *Sender) Send(ctx context.Context, u contract.User, m egress.Message) (string, error) {
+	a := addressOf(u)
+	ch, err := s.conversation(ctx, a)
+	if err != nil {
+		return "", sendError(err)
+	}
+	switch {
+	case m.Progress:
+		return s.progress(ctx, ch, m)
+	case len(m.Media) > 0:
+		return s.upload(ctx, a, ch, m)
+	}
+	_, ts, err := s.client.PostMessageContext(ctx, ch, s.content(a, m)...)
+	if err != nil {
+		return "", sendError(err)
+	}
+	return ts, nil
+}
+
+// conversation is the conversation of a: the channel it names, or the
+// person's direct message with the bot (conversations.open, once).
+func (s *Sender) conversation(ctx context.Context, a address) (string, error) {
+	if a.channel != "" {
+		return a.channel, nil
+	}
+	s.mu.Lock()
+	dm, ok := s.dms[a.user]
+	s.mu.Unlock()
+	if ok {
+		return dm, nil
+	}
+	c, _, _, err := s.client.OpenConversationContext(ctx, &api.OpenConversationParameters{Users: []string{a.user}})
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	s.dms[a.user] = c.ID
+	s.mu.Unlock()
+	return c.ID, nil
+}
+
+// content is m as chat.postMessage's options: its text (the person
+// mentioned outside direct messages), its choices as buttons, and the
+// metadata Find looks for.
+func (s *Sender) content(a address, m egress.Message) []api.MsgOption {
+	text := escape(m.Body)
+	if a.channel != "" && !m.Progress {
+		text = "<@" + a.user + "> " + text
+	}
+	opts := []api.MsgOption{api.MsgOptionText(text, false), api.MsgOptionDisableLinkUnfurl(), api.MsgOptionMetadata(metadata(m))}
+	if len(m.Choices) > 0 {
+		opts = append(opts, api.MsgOptionBlocks(blocks(text, m.Choices)...))
+	}
+	return opts
+}
+
+// metaType is the event_type of the metadata of textslash's messages.
+const metaType = "textslash_message"
+
+// metadata names m's digest.
+func metadata(m egress.Message) api.SlackMetadata {
+	return api.SlackMetadata{EventType: metaType, EventPayload: map[string]any{"digest": digest(m)}}
+}
+
+// digest is a short hash of everything m says.
+func digest(m egress.Message) string {
+	b, _ := json.Marshal(m) // a struct of strings, bools and slices of them
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
+}
+
+// escape is text with Slack's three control characters escaped, so that
+// an agent's "<" is shown, not taken for a link or a mention.
+func escape(text string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(text)
+}
+
+// progress shows a progress line in the run's status message: posted for
+// the run's first line, edited for the next ones (posted anew when the
+// status message is gone).
+func (s *Sender) progress(ctx context.Context, ch string, m egress.Message) (string, error) {
+	s.mu.Lock()
+	st, ok := s.status[ch]
+	s.mu.Unlock()
+	if ok && st.job == m.JobID {
+		if st.text == m.Body {
+			return st.ts, nil
+		}
+		_, _, _, err := s.client.UpdateMessageContext(ctx, ch, st.ts, api.MsgOptionText(escape(m.Body), false))
+		if err == nil {
+			s.remember(ch, statusMessage{job: m.JobID, ts: st.ts, text: m.Body})
+			return st.ts, nil
+		}
+		var se api.SlackErrorResponse
+		if !errors.As(err, &se) || (se.Err != "message_not_found" && se.Err != "cant_update_message") {
+			return "", sendError(err)
+		}
+	}
+	_, ts, err := s.client.PostMessageContext(ctx, ch, s.content(address{}, m)...)
+	if err != nil {
+		return "", sendError(err)
+	}
+	s.remember(ch, statusMessage{job: m.JobID, ts: ts, text: m.Body})
+	return ts, nil
+}
+
+func (s *Sender) remember(ch string, st statusMessage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status[ch] = st
+}

@@ -1,0 +1,233 @@
+package slack_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/slack"
+	"github.com/textslash/textslash/slack/slacktest"
+)
+
+var (
+	alice     = contract.User{Channel: "slack", ID: "U0ALICE1"}
+	aliceInC7 = contract.User{Channel: "slack", ID: "U0ALICE1-C7"}
+	aliceDM   = slacktest.DM("U0ALICE1")
+)
+
+// newSender is the Sender of a channel against fake (not running: the
+// Sender needs no events).
+func newSender(t *testing.T, fake *slacktest.Server) *slack.Sender {
+	t.Helper()
+	s, err := slack.New(slack.Config{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Allowed: []string{"U0ALICE1"},
+		APIURL: fake.APIURL()}, func(context.Context, contract.Inbound) error { return nil }, zerolog.New(zerolog.NewTestWriter(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Sender()
+}
+
+func send(t *testing.T, s *slack.Sender, u contract.User, m egress.Message) string {
+	t.Helper()
+	id, err := s.Send(context.Background(), u, m)
+	if err != nil {
+		t.Fatalf("Send(%+v): %v", m, err)
+	}
+	return id
+}
+
+func TestSendText(t *testing.T) {
+	fake := slacktest.New(t)
+	s := newSender(t, fake)
+	id := send(t, s, alice, egress.Message{Body: "x < y && done"})
+	send(t, s, aliceInC7, egress.Message{Body: "deployed"})
+	sent := fake.Sent()
+	if len(sent) != 2 {
+		t.Fatalf("sent %d messages; want 2", len(sent))
+	}
+	if m := sent[0]; m.Channel != aliceDM || m.Text != "x &lt; y &amp;&amp; done" || m.TS != id || m.Blocks != nil {
+		t.Errorf("direct message %+v (id %s); want the escaped text in %s, no blocks, its ts as the id", m, id, aliceDM)
+	}
+	if m := sent[1]; m.Channel != "C7" || m.Text != "<@U0ALICE1> deployed" {
+		t.Errorf("in a channel: %+v; want the person mentioned in C7", m)
+	}
+}
+
+func TestSendProgressEditsOneMessage(t *testing.T) {
+	fake := slacktest.New(t)
+	s := newSender(t, fake)
+	first := send(t, s, alice, egress.Message{Body: "Reading the code", Progress: true, JobID: "j1"})
+	second := send(t, s, alice, egress.Message{Body: "Running the tests", Progress: true, JobID: "j1"})
+	send(t, s, alice, egress.Message{Body: "Starting", Progress: true, JobID: "j2"})
+	sent := fake.Sent()
+	if len(sent) != 2 || first != second {
+		t.Fatalf("sent %+v (ids %s, %s); want one status message per run, the first edited", sent, first, second)
+	}
+	if m := sent[0]; m.Text != "Running the tests" || m.Updates != 1 {
+		t.Errorf("status of j1: %+v; want its latest line, edited once", m)
+	}
+	if m := sent[1]; m.Text != "Starting" || m.Updates != 0 {
+		t.Errorf("status of j2: %+v; want a message of its own", m)
+	}
+}
+
+func TestSendImageUploaded(t *testing.T) {
+	fake := slacktest.New(t)
+	s := newSender(t, fake)
+	png := []byte("\x89PNG fake image")
+	media := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = w.Write(png)
+	}))
+	defer media.Close()
+	id := send(t, s, alice, egress.Message{Body: "The page now", Media: []string{media.URL + "/images/abc.png?exp=1&sig=x"}})
+	sent := fake.Sent()
+	if len(sent) != 1 {
+		t.Fatalf("sent %+v; want one share", sent)
+	}
+	m := sent[0]
+	if m.Method != "files.completeUploadExternal" || m.Channel != aliceDM || m.Text != "The page now" || len(m.Files) != 1 {
+		t.Fatalf("share %+v; want the image shared in %s with the text", m, aliceDM)
+	}
+	if f := m.Files[0]; f.ID != id || f.Name != "abc.png" || string(f.Data) != string(png) {
+		t.Errorf("file %+v (id %s); want abc.png with the image's bytes, its id returned", f, id)
+	}
+}
+
+// button is a Block Kit button as the fake recorded it.
+type button struct {
+	ActionID string `json:"action_id"`
+	Value    string `json:"value"`
+	Style    string `json:"style"`
+	Text     struct {
+		Text string `json:"text"`
+	} `json:"text"`
+}
+
+type block struct {
+	Type     string   `json:"type"`
+	Elements []button `json:"elements"`
+	Text     struct {
+		Text string `json:"text"`
+	} `json:"text"`
+}
+
+func blocksOf(t *testing.T, raw json.RawMessage) (text string, buttons []button) {
+	t.Helper()
+	var bs []block
+	if err := json.Unmarshal(raw, &bs); err != nil {
+		t.Fatalf("blocks %s: %v", raw, err)
+	}
+	for _, b := range bs {
+		switch b.Type {
+		case "section":
+			if n := len([]rune(b.Text.Text)); n > 3000 {
+				t.Errorf("a section of %d characters; Slack takes 3,000", n)
+			}
+			text += b.Text.Text
+		case "actions":
+			buttons = append(buttons, b.Elements...)
+		}
+	}
+	return text, buttons
+}
+
+func TestChoicesAsButtonsAndPressed(t *testing.T) {
+	fake := slacktest.New(t)
+	s, p := runSocket(t, fake)
+	send(t, s.Sender(), alice, egress.Message{Body: "Approve the changes?", Choices: contract.ApprovalChoices})
+	sent := fake.Sent()
+	if len(sent) != 1 || sent[0].Blocks == nil {
+		t.Fatalf("sent %+v; want one message with blocks", sent)
+	}
+	text, buttons := blocksOf(t, sent[0].Blocks)
+	if text != "Approve the changes?" || sent[0].Text != text {
+		t.Errorf("text %q (fallback %q); want the question in both", text, sent[0].Text)
+	}
+	want := []button{{ActionID: "choice-approve", Value: "approve", Style: "primary"}, {ActionID: "choice-reject", Value: "reject", Style: "danger"}}
+	want[0].Text.Text, want[1].Text.Text = "Approve", "Reject"
+	if len(buttons) != 2 || buttons[0] != want[0] || buttons[1] != want[1] {
+		t.Fatalf("buttons %+v; want %+v", buttons, want)
+	}
+	press := slacktest.Press{User: "U0ALICE1", Channel: aliceDM, MessageTS: sent[0].TS, Text: sent[0].Text,
+		ActionID: "choice-approve", Value: "approve", ActionTS: "1712345679.123456"}
+	deliver(t, fake, "interactive", press.Payload(), 0)
+	deliver(t, fake, "interactive", press.Payload(), 1)
+	got := p.all()
+	if len(got) != 1 || got[0].Text != "approve" || got[0].User != alice || got[0].ID != aliceDM+"-act-1712345679_123456" {
+		t.Fatalf("published %+v; want approve from %s once", got, alice)
+	}
+	if m := fake.Sent()[0]; m.Blocks != nil || m.Text != "Approve the changes?\n\n→ Approve" {
+		t.Errorf("pressed message now %+v; want its buttons gone and the choice shown", m)
+	}
+}
+
+func TestLongReplyWithButtonsFitsSections(t *testing.T) {
+	fake := slacktest.New(t)
+	s := newSender(t, fake)
+	body := strings.Repeat("a <b> & c\n", slack.BodyLimit/10) // escaped, over 3,000 characters
+	send(t, s, aliceInC7, egress.Message{Body: body, Choices: contract.QuestionChoices})
+	sent := fake.Sent()
+	if len(sent) != 1 {
+		t.Fatalf("sent %d messages; want 1", len(sent))
+	}
+	text, buttons := blocksOf(t, sent[0].Blocks)
+	want := "<@U0ALICE1> " + strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(body)
+	if text != want {
+		t.Errorf("sections joined are %d characters; want the escaped reply whole (%d)", len(text), len(want))
+	}
+	if len(buttons) != 3 {
+		t.Errorf("%d buttons; want yes, no, always", len(buttons))
+	}
+	if r := slack.Rules(); r.BodyLimit != slack.BodyLimit || r.Truncate {
+		t.Errorf("Rules %+v; want pages of %d characters (MORE)", r, slack.BodyLimit)
+	}
+}
+
+func TestSendErrors(t *testing.T) {
+	fake := slacktest.New(t)
+	s := newSender(t, fake)
+	send(t, s, alice, egress.Message{Body: "opens the DM"})
+	fake.RateLimit("chat.postMessage", 7)
+	_, err := s.Send(context.Background(), alice, egress.Message{Body: "hello"})
+	var se *egress.SendError
+	if !errors.As(err, &se) || se.RetryAfter != 7*time.Second || se.Permanent || se.Status != http.StatusTooManyRequests {
+		t.Errorf("after a 429: %#v; want a SendError with RetryAfter 7s, not permanent", err)
+	}
+	fake.Fail("chat.postMessage", "not_in_channel")
+	if _, err := s.Send(context.Background(), aliceInC7, egress.Message{Body: "hello"}); !errors.As(err, &se) || !se.Permanent {
+		t.Errorf("not_in_channel: %#v; want a permanent SendError", err)
+	}
+	fake.Fail("chat.postMessage", "internal_error")
+	if _, err := s.Send(context.Background(), alice, egress.Message{Body: "hello"}); !errors.As(err, &se) || se.Permanent {
+		t.Errorf("internal_error: %#v; want a SendError tried again", err)
+	}
+}
+
+func TestFind(t *testing.T) {
+	fake := slacktest.New(t)
+	s := newSender(t, fake)
+	since := time.Now().Add(-time.Second)
+	m := egress.Message{Body: "the reply"}
+	id := send(t, s, alice, m)
+	send(t, s, alice, egress.Message{Body: "another"})
+	got, err := s.Find(context.Background(), alice, m, since)
+	if err != nil || got != id {
+		t.Errorf("Find(sent) = %q, %v; want %q", got, err, id)
+	}
+	if got, err := s.Find(context.Background(), alice, egress.Message{Body: "never sent"}, since); err != nil || got != "" {
+		t.Errorf("Find(not sent) = %q, %v; want none", got, err)
+	}
+	if got, err := s.Find(context.Background(), alice, m, time.Now().Add(time.Minute)); err != nil || got != "" {
+		t.Errorf("Find(sent, since later) = %q, %v; want none", got, err)
+	}
+}
