@@ -1,0 +1,212 @@
+package discord_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/pages"
+	"github.com/textslash/textslash/discord"
+	"github.com/textslash/textslash/discord/discordtest"
+	"github.com/textslash/textslash/egress"
+)
+
+const createRoute = "POST /channels/{channel}/messages"
+
+// body is a recorded request's JSON body.
+func body(t *testing.T, r discordtest.Request) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// A text goes to the person's DM (opened once), pinging nobody.
+func TestSendText(t *testing.T) {
+	r := newRig(t)
+	for range 2 {
+		if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: "done @everyone"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(r.fake.Sent("POST /users/@me/channels")); n != 1 {
+		t.Fatalf("DM opened %d times; want 1", n)
+	}
+	sent := r.fake.Sent(createRoute)
+	if len(sent) != 2 || sent[0].Path != "/channels/"+r.fake.DM(person)+"/messages" {
+		t.Fatalf("sent %+v; want 2 messages to the DM", sent)
+	}
+	b := body(t, sent[0])
+	if b["content"] != "done @everyone" {
+		t.Fatalf("content %v; want the text", b["content"])
+	}
+	if am, ok := b["allowed_mentions"].(map[string]any); !ok || am["parse"] == nil || len(am["parse"].([]any)) != 0 {
+		t.Fatalf("allowed_mentions %v; want parse: [] (no pings)", b["allowed_mentions"])
+	}
+}
+
+// Progress lines of one run edit one message; a new run's first line is
+// a new message.
+func TestSendProgress(t *testing.T) {
+	r := newRig(t)
+	for _, m := range []egress.Message{
+		{Body: "Reading files", Progress: true, JobID: "j1"},
+		{Body: "Running tests", Progress: true, JobID: "j1"},
+		{Body: "Running tests", Progress: true, JobID: "j1"},
+		{Body: "Reading files", Progress: true, JobID: "j2"},
+	} {
+		if _, err := r.d.Send(t.Context(), user(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs := r.fake.Messages(r.fake.DM(person))
+	if len(msgs) != 2 || msgs[0].Content != "Running tests" || msgs[1].Content != "Reading files" {
+		t.Fatalf("messages %+v; want j1's edited to its last line, then j2's", msgs)
+	}
+	if n := len(r.fake.Sent("PATCH /channels/{channel}/messages/{message}")); n != 1 {
+		t.Fatalf("%d edits; want 1 (the same line is not sent again)", n)
+	}
+}
+
+// Images and files from the media service are uploaded as attachments
+// of one message, with the text.
+func TestSendAttachments(t *testing.T) {
+	r := newRig(t)
+	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{1}, 2000)...)
+	media := mediaService(t, map[string][]byte{"/media/shot.png": png}, "image/png")
+	if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: "the page", Media: []string{media.URL + "/media/shot.png"}}); err != nil {
+		t.Fatal(err)
+	}
+	sent := r.fake.Sent(createRoute)
+	if len(sent) != 1 || len(sent[0].Files) != 1 {
+		t.Fatalf("sent %+v; want one message with one file", sent)
+	}
+	f := sent[0].Files[0]
+	if f.Name != "shot.png" || f.ContentType != "image/png" || !bytes.Equal(f.Data, png) {
+		t.Fatalf("file %q %q (%d bytes); want shot.png, image/png, the image", f.Name, f.ContentType, len(f.Data))
+	}
+	if msg := r.fake.Messages(r.fake.DM(person))[0]; msg.Content != "the page" || len(msg.Attachments) != 1 {
+		t.Fatalf("message %+v; want the text with the image attached", msg)
+	}
+	_, err := r.d.Send(t.Context(), user(), egress.Message{Media: []string{media.URL + "/media/expired.png"}})
+	var se *egress.SendError
+	if !errors.As(err, &se) || !se.Permanent {
+		t.Fatalf("a file the media service no longer has: %v; want a permanent SendError", err)
+	}
+}
+
+// A question's choices are buttons, one row, each sending its choice.
+func TestSendButtons(t *testing.T) {
+	r := newRig(t)
+	if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: "Run rm -rf build?", Choices: contract.QuestionChoices}); err != nil {
+		t.Fatal(err)
+	}
+	msg := r.fake.Messages(r.fake.DM(person))[0]
+	if len(msg.Components) != 1 || len(msg.Components[0].Components) != len(contract.QuestionChoices) {
+		t.Fatalf("components %+v; want one row of %d buttons", msg.Components, len(contract.QuestionChoices))
+	}
+	for i, b := range msg.Components[0].Components {
+		if b.Type != discordtest.ComponentButton || b.CustomID != contract.QuestionChoices[i] || b.Label == "" {
+			t.Fatalf("button %d %+v; want one sending %q", i, b, contract.QuestionChoices[i])
+		}
+	}
+}
+
+// A long reply: the channel's rules cut it into pages of at most 2,000
+// characters, each taken by Discord; a text over the limit reaching Send
+// anyway is cut to it rather than refused.
+func TestSendLongReply(t *testing.T) {
+	r := newRig(t)
+	if got := r.d.Rules().BodyLimit; got != discord.BodyLimit {
+		t.Fatalf("BodyLimit %d; want %d", got, discord.BodyLimit)
+	}
+	long := strings.Repeat("All 42 tests pass in the parser package. ", 120) // 4,920 characters
+	ps, err := pages.Split(long, r.d.Rules().BodyLimit, func(i, n int) string { return "\n\nReply MORE (page 1/9)" })
+	if err != nil || len(ps) < 3 {
+		t.Fatalf("pages.Split: %d pages, %v", len(ps), err)
+	}
+	for _, p := range ps {
+		if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: p}); err != nil {
+			t.Fatalf("page of %d characters: %v", utf8.RuneCountInString(p), err)
+		}
+	}
+	if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: long}); err != nil {
+		t.Fatalf("a reply over the limit: %v; want it cut", err)
+	}
+	msgs := r.fake.Messages(r.fake.DM(person))
+	last := msgs[len(msgs)-1].Content
+	if n := utf8.RuneCountInString(last); n > discord.BodyLimit || n < discord.BodyLimit-50 || !strings.HasSuffix(last, "…") {
+		t.Fatalf("cut reply has %d characters; want just under 2,000, ending in …", n)
+	}
+}
+
+// A 429 is returned with its retry_after, not tried by discordgo; the try
+// after it goes out once.
+func TestSendRateLimited(t *testing.T) {
+	r := newRig(t)
+	if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	r.fake.RateLimit(createRoute, 1500*time.Millisecond)
+	_, err := r.d.Send(t.Context(), user(), egress.Message{Body: "second"})
+	var se *egress.SendError
+	if !errors.As(err, &se) || se.Permanent || se.Status != 429 || se.RetryAfter != 1500*time.Millisecond {
+		t.Fatalf("Send under a 429: %#v; want a SendError to retry after 1.5s", err)
+	}
+	if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	var contents []string
+	for _, m := range r.fake.Messages(r.fake.DM(person)) {
+		contents = append(contents, m.Content)
+	}
+	if strings.Join(contents, ",") != "first,second" {
+		t.Fatalf("messages %q; want first, second once", contents)
+	}
+}
+
+// A person who blocked the bot: permanent, with Discord's code.
+func TestSendForbidden(t *testing.T) {
+	r := newRig(t)
+	r.fake.Forbid(r.fake.DM(person))
+	_, err := r.d.Send(t.Context(), user(), egress.Message{Body: "hello"})
+	var se *egress.SendError
+	if !errors.As(err, &se) || !se.Permanent || se.Status != 403 || se.Code != 50007 {
+		t.Fatalf("Send to a closed DM: %#v; want permanent, 403, code 50007", err)
+	}
+}
+
+// Find finds a message the bot sent since then (a crash between the send
+// and its record), and nothing for a message never sent.
+func TestFind(t *testing.T) {
+	r := newRig(t)
+	since := time.Now()
+	id, err := r.d.Send(t.Context(), user(), egress.Message{Body: "the reply"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.d.Find(t.Context(), user(), egress.Message{Body: "the reply"}, since); err != nil || got != id {
+		t.Fatalf("Find = %q, %v; want %q", got, err, id)
+	}
+	if got, err := r.d.Find(t.Context(), user(), egress.Message{Body: "never sent"}, since); err != nil || got != "" {
+		t.Fatalf("Find of a message never sent = %q, %v; want none", got, err)
+	}
+}
+
+// Typing shows "typing…" in the person's channel.
+func TestTyping(t *testing.T) {
+	r := newRig(t)
+	if err := r.d.Typing(t.Context(), user(), "j1"); err != nil {
+		t.Fatal(err)
+	}
+	if sent := r.fake.Sent("POST /channels/{channel}/typing"); len(sent) != 1 || sent[0].Path != "/channels/"+r.fake.DM(person)+"/typing" {
+		t.Fatalf("typing %+v; want one in the DM", sent)
+	}
+}
