@@ -3,7 +3,6 @@ package slack
 import (
 	"errors"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 
@@ -13,7 +12,8 @@ import (
 // Config of the Slack channel. Socket Mode (AppToken set) is the default
 // way Slack's events come in: an outgoing websocket, no public URL. Without
 // an AppToken, the Events API: Slack POSTs signed requests to
-// PublicURL + EventsPath.
+// PublicURL + EventsPath. The variables named here are those of
+// textslash's settings (cmd/internal/app), which fill it in.
 type Config struct {
 	// BotToken (SLACK_BOT_TOKEN, xoxb-…) calls the Web API.
 	BotToken string
@@ -41,46 +41,6 @@ const EventsPath = "/slack/events"
 
 // service names this package in its ConfigErrors.
 const service = "slack"
-
-// Variables of the environment, as LoadEnv reads them.
-const (
-	EnvBotToken      = "SLACK_BOT_TOKEN"
-	EnvAppToken      = "SLACK_APP_TOKEN"
-	EnvSigningSecret = "SLACK_SIGNING_SECRET"
-	EnvAllowed       = "SLACK_ALLOWED"
-	EnvPublicURL     = "PUBLIC_URL"
-)
-
-// LoadEnv reads the configuration from the environment through getenv
-// (os.Getenv); each secret may come from a file named by <NAME>_FILE.
-func LoadEnv(getenv func(string) string) (Config, error) {
-	secret := func(name string) (string, error) {
-		if v := getenv(name); v != "" {
-			return v, nil
-		}
-		file := getenv(name + "_FILE")
-		if file == "" {
-			return "", nil
-		}
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return "", contract.BadSetting(service, name+"_FILE", file, "unreadable: "+err.Error())
-		}
-		return strings.TrimSpace(string(b)), nil
-	}
-	var c Config
-	var errs [3]error
-	c.BotToken, errs[0] = secret(EnvBotToken)
-	c.AppToken, errs[1] = secret(EnvAppToken)
-	c.SigningSecret, errs[2] = secret(EnvSigningSecret)
-	c.PublicURL = getenv(EnvPublicURL)
-	for _, f := range strings.Split(getenv(EnvAllowed), ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			c.Allowed = append(c.Allowed, f)
-		}
-	}
-	return c, errors.Join(errs[:]...)
-}
 
 // SocketMode reports whether events come over Socket Mode (an AppToken
 // is set) rather than the Events API.

@@ -1,6 +1,11 @@
 package slack
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/textslash/textslash/kit"
+)
 
 // Errors the package returns on purpose; callers use errors.Is.
 var (
@@ -8,12 +13,17 @@ var (
 	// not match the signing secret, or whose timestamp is more than five
 	// minutes away (a replay). The request is refused with 401.
 	ErrBadSignature = errors.New("slack: request not signed by Slack")
-	// ErrTooLarge: a file a person sent is larger than MaxFetchBytes.
-	ErrTooLarge = errors.New("slack: file too large")
+	// ErrTooLarge: a file a person sent is larger than MaxFetchBytes; it
+	// is a kit.ErrTooLarge (the person is told).
+	ErrTooLarge = fmt.Errorf("slack: file too large: %w", kit.ErrTooLarge)
 	// ErrNotSlackFile: Fetch was given a URL that is not Slack's (nor the
-	// fake's API host): the bot token is never sent elsewhere.
-	ErrNotSlackFile = errors.New("slack: not a Slack file URL")
+	// fake's API host): the bot token is never sent elsewhere. It is a
+	// kit.ErrNotMine (the fetch is refused).
+	ErrNotSlackFile = fmt.Errorf("slack: not a Slack file URL: %w", kit.ErrNotMine)
 	// ErrNoFile: Slack answered a file download with its sign-in page, as
 	// it does when the token lacks files:read.
 	ErrNoFile = errors.New("slack: file not readable with the bot token (files:read scope?)")
+	// ErrNotRunning: the Sender was asked for a reply's media, or an
+	// Events API request came, before Run had the kit.
+	ErrNotRunning = errors.New("slack: not running yet")
 )

@@ -65,8 +65,8 @@ func (s *Slack) events(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, ch.Challenge)
 	case slackevents.CallbackEvent:
-		if in, ok := s.fromEvent(ev.InnerEvent); ok {
-			if err := s.take(r.Context(), log, in); err != nil {
+		if in, conversation, ok := s.fromEvent(ev.InnerEvent); ok {
+			if _, err := s.take(r.Context(), log, in, conversation); err != nil {
 				http.Error(w, "could not take the message", http.StatusServiceUnavailable)
 				return
 			}
@@ -86,15 +86,18 @@ func (s *Slack) interaction(w http.ResponseWriter, ctx context.Context, log zero
 		http.Error(w, "malformed interaction", http.StatusBadRequest)
 		return
 	}
-	in, ok := s.fromPress(cb)
+	in, conversation, ok := s.fromPress(cb)
 	if !ok {
 		return
 	}
-	if err := s.take(ctx, log, in); err != nil {
+	stored, err := s.take(ctx, log, in, conversation)
+	if err != nil {
 		http.Error(w, "could not take the press", http.StatusServiceUnavailable)
 		return
 	}
-	s.settlePress(ctx, log, cb)
+	if stored {
+		s.settlePress(ctx, log, cb)
+	}
 }
 
 // verify checks a request's X-Slack-Signature (v0) and that its

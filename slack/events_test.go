@@ -2,7 +2,6 @@ package slack_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -24,12 +23,12 @@ const secret = "8f742231b10e8888abcd99yyyzzz85a5"
 // eventsAPI serves the channel's Events API handler (no AppToken).
 func eventsAPI(t *testing.T, fake *slacktest.Server) (*httptest.Server, *published) {
 	t.Helper()
-	p := &published{}
 	s, err := slack.New(slack.Config{BotToken: slacktest.BotToken, SigningSecret: secret, PublicURL: "https://textslash.example.com",
-		Allowed: []string{"U0ALICE1"}, APIURL: fake.APIURL()}, p.publish, zerolog.New(zerolog.NewTestWriter(t)))
+		Allowed: []string{"U0ALICE1"}, APIURL: fake.APIURL()}, zerolog.New(zerolog.NewTestWriter(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := start(t, s)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	return srv, p
@@ -89,13 +88,12 @@ func TestEventsAPI(t *testing.T) {
 	if code, _ := post(t, srv, "application/x-www-form-urlencoded", form, signed(form)); code != 200 {
 		t.Fatalf("signed press: %d; want 200", code)
 	}
-	if got := p.all(); len(got) != 2 || got[1].Text != "yes" || got[1].User.ID != "U0ALICE1-C7" {
+	if got := p.all(); len(got) != 2 || got[1].Text != "yes" || got[1].User != alice || got[1].ID != "C7-act-1712345680_000001" {
 		t.Errorf("published %+v; want yes from U0ALICE1 in C7", got)
 	}
 }
 
 func TestConfig(t *testing.T) {
-	publish := func(context.Context, contract.Inbound) error { return nil }
 	for _, tc := range []struct {
 		name string
 		cfg  slack.Config
@@ -107,7 +105,7 @@ func TestConfig(t *testing.T) {
 		{"user token", slack.Config{BotToken: "xoxp-1", AppToken: "xoxb-2", Allowed: []string{"alice"}}, []string{"BotToken", "AppToken", "Allowed"}},
 		{"events api without a URL", slack.Config{BotToken: "xoxb-1", SigningSecret: "s", Allowed: []string{"U0ALICE1"}}, []string{"PublicURL"}},
 	} {
-		_, err := slack.New(tc.cfg, publish, zerolog.Nop())
+		_, err := slack.New(tc.cfg, zerolog.Nop())
 		var got []string
 		for _, e := range unjoin(err) {
 			var ce *contract.ConfigError
@@ -120,11 +118,6 @@ func TestConfig(t *testing.T) {
 		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
 			t.Errorf("%s: refused %v (%v); want %v", tc.name, got, err, tc.want)
 		}
-	}
-	env := map[string]string{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1", "SLACK_ALLOWED": "U0ALICE1, W0BOB"}
-	c, err := slack.LoadEnv(func(k string) string { return env[k] })
-	if err != nil || c.BotToken != "xoxb-1" || !c.SocketMode() || strings.Join(c.Allowed, ",") != "U0ALICE1,W0BOB" {
-		t.Errorf("LoadEnv = %+v, %v", c, err)
 	}
 }
 

@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,40 +14,43 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/kit"
 )
 
 // fromEvent is the inbound message of an Events API event: a person's
 // direct message to the bot (message.im) or a mention of the bot in a
-// channel (app_mention). Anything else (edits, the bot's own messages,
-// joins) is not a message: ok is false.
-func (s *Slack) fromEvent(inner slackevents.EventsAPIInnerEvent) (in contract.Inbound, ok bool) {
+// channel (app_mention), and the conversation it came in. Anything else
+// (edits, the bot's own messages, joins) is not a message: ok is false.
+func (s *Slack) fromEvent(inner slackevents.EventsAPIInnerEvent) (in contract.Inbound, conversation string, ok bool) {
 	switch ev := inner.Data.(type) {
 	case *slackevents.MessageEvent:
 		if !ev.IsIM() || ev.BotID != "" || ev.User == "" || (ev.SubType != "" && ev.SubType != "file_share") {
-			return in, false
+			return in, "", false
 		}
 		var files []api.File
 		if ev.Message != nil {
 			files = ev.Message.Files
 		}
-		return s.inbound(address{user: ev.User}, ev.Channel, ev.TimeStamp, ev.Text, files)
+		in, ok = s.inbound(ev.User, ev.Channel, ev.TimeStamp, ev.Text, files)
+		return in, ev.Channel, ok
 	case *slackevents.AppMentionEvent:
 		// A mention in a direct message comes as a message.im too.
 		if ev.BotID != "" || ev.User == "" || isDM(ev.Channel) {
-			return in, false
+			return in, "", false
 		}
-		return s.inbound(address{user: ev.User, channel: ev.Channel}, ev.Channel, ev.TimeStamp, ev.Text, ev.Files)
+		in, ok = s.inbound(ev.User, ev.Channel, ev.TimeStamp, ev.Text, ev.Files)
+		return in, ev.Channel, ok
 	}
-	return in, false
+	return in, "", false
 }
 
-// inbound is a person's message at a: its id the conversation's and the
+// inbound is user's message in channel: its id the conversation's and the
 // message's ts (Slack's retries of the event have the same), its text
 // without the bot's mention, its files as media.
-func (s *Slack) inbound(a address, channel, ts, text string, files []api.File) (contract.Inbound, bool) {
-	u, err := a.userOf()
-	if err != nil || ts == "" {
-		s.log.Warn().Str("slack_user", a.user).Str("conversation", channel).Msg("slack message without a usable user or ts; ignored")
+func (s *Slack) inbound(user, channel, ts, text string, files []api.File) (contract.Inbound, bool) {
+	u, err := contract.NewUser(Channel, user)
+	if err != nil || ts == "" || channel == "" {
+		s.log.Warn().Str("slack_user", user).Str("conversation", channel).Msg("slack message without a usable user, conversation or ts; ignored")
 		return contract.Inbound{}, false
 	}
 	in := contract.Inbound{ID: channel + "-" + strings.ReplaceAll(ts, ".", "_"), User: u, Text: s.withoutMention(text), At: tsTime(ts)}
@@ -102,12 +106,13 @@ func tsTime(ts string) time.Time {
 	return time.Unix(s, us*1000).UTC()
 }
 
-// fromPress is the inbound message of a button of the bot's pressed: the
-// button's choice as the person's message, its id the conversation's and
-// the press's action_ts, so that a repeat delivery is stored once.
-func (s *Slack) fromPress(cb api.InteractionCallback) (contract.Inbound, bool) {
+// fromPress is the inbound message of a button of the bot's pressed, and
+// the conversation it was pressed in: the button's choice as the person's
+// message, its id the conversation's and the press's action_ts, so that a
+// repeat delivery is stored once.
+func (s *Slack) fromPress(cb api.InteractionCallback) (contract.Inbound, string, bool) {
 	if cb.Type != api.InteractionTypeBlockActions || len(cb.ActionCallback.BlockActions) == 0 {
-		return contract.Inbound{}, false
+		return contract.Inbound{}, "", false
 	}
 	act := cb.ActionCallback.BlockActions[0]
 	channel := cb.Container.ChannelID
@@ -117,35 +122,48 @@ func (s *Slack) fromPress(cb api.InteractionCallback) (contract.Inbound, bool) {
 	log := s.log.With().Str("slack_user", cb.User.ID).Str("conversation", channel).Logger()
 	if !strings.HasPrefix(act.ActionID, choicePrefix) || !contract.IsChoice(act.Value) {
 		log.Info().Str("action_id", act.ActionID).Int("value_len", len(act.Value)).Msg("slack button that is not one of textslash's choices; ignored")
-		return contract.Inbound{}, false
+		return contract.Inbound{}, "", false
 	}
-	a := address{user: cb.User.ID}
-	if !isDM(channel) {
-		a.channel = channel
-	}
-	u, err := a.userOf()
+	u, err := contract.NewUser(Channel, cb.User.ID)
 	if err != nil || act.ActionTs == "" || channel == "" {
 		log.Warn().Msg("slack button press without a usable user, conversation or action_ts; ignored")
-		return contract.Inbound{}, false
+		return contract.Inbound{}, "", false
 	}
-	return contract.Inbound{ID: channel + "-act-" + strings.ReplaceAll(act.ActionTs, ".", "_"), User: u, Text: act.Value, At: tsTime(act.ActionTs)}, true
+	return contract.Inbound{ID: channel + "-act-" + strings.ReplaceAll(act.ActionTs, ".", "_"), User: u, Text: act.Value, At: tsTime(act.ActionTs)}, channel, true
 }
 
-// take publishes in unless it was published already (Slack delivers an
-// event again when its acknowledgement was lost): nil once it is stored.
-func (s *Slack) take(ctx context.Context, log zerolog.Logger, in contract.Inbound) error {
-	log = log.With().Str("user", in.User.Key()).Str("job_id", in.ID).Logger()
+// take publishes in, which came in conversation, unless it was published
+// already (Slack delivers an event again when its acknowledgement was
+// lost). An error means it is not stored, and Slack should deliver it
+// again; nil with stored false, that it was dropped as the kit refused it
+// (a stranger's: kit.ErrNotAllowed, which retrying cannot mend). The
+// person's next messages go to conversation.
+func (s *Slack) take(ctx context.Context, log zerolog.Logger, in contract.Inbound, conversation string) (stored bool, err error) {
+	log = log.With().Str("user", in.User.Key()).Str("job_id", in.ID).Str("conversation", conversation).Logger()
 	if s.seen.has(in.ID) {
 		log.Debug().Msg("slack message published before; not again")
-		return nil
+		return true, nil
 	}
-	if err := s.publish(ctx, in); err != nil {
+	k := s.kit.Load()
+	if k == nil {
+		log.Warn().Msg("slack message before the channel runs; Slack will deliver it again")
+		return false, ErrNotRunning
+	}
+	err = (*k).Publish(ctx, in)
+	switch {
+	case errors.Is(err, kit.ErrNotAllowed):
+		// Told nothing, as on every channel; SLACK_ALLOWED or a pairing
+		// code lets them in.
+		log.Warn().Int("text_len", len(in.Text)).Msg("slack message of someone neither allowed nor paired in; dropped")
+		return false, nil
+	case err != nil:
 		log.Error().Err(err).Msg("slack message not stored; Slack will deliver it again")
-		return err
+		return false, err
 	}
 	s.seen.add(in.ID)
+	s.places.wrote(in.User.ID, conversation)
 	log.Info().Int("text_len", len(in.Text)).Int("media", len(in.Media)).Msg("slack message in")
-	return nil
+	return true, nil
 }
 
 // recent remembers the last ids published, at most n.

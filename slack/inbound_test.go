@@ -10,18 +10,29 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/kit"
 	"github.com/textslash/textslash/slack"
 	"github.com/textslash/textslash/slack/slacktest"
 )
 
-// published records what the channel published.
+// published is the kit as the channel sees it: it records what the
+// channel published (refusing people other than allowed, as the kit's
+// allowlist does), serves a reply's media from a map, and runs until its
+// context ends.
 type published struct {
-	mu  sync.Mutex
-	ins []contract.Inbound
-	err error // returned by the next publish
+	mu      sync.Mutex
+	ins     []contract.Inbound
+	err     error // returned by the next publish
+	allowed string
+	media   map[string]kit.Attachment
+	running chan struct{} // closed when Run starts
 }
 
-func (p *published) publish(_ context.Context, in contract.Inbound) error {
+func newPublished() *published {
+	return &published{allowed: "U0ALICE1", media: map[string]kit.Attachment{}, running: make(chan struct{})}
+}
+
+func (p *published) Publish(_ context.Context, in contract.Inbound) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.err != nil {
@@ -29,7 +40,26 @@ func (p *published) publish(_ context.Context, in contract.Inbound) error {
 		p.err = nil
 		return err
 	}
+	if in.User.ID != p.allowed {
+		return kit.ErrNotAllowed
+	}
 	p.ins = append(p.ins, in)
+	return nil
+}
+
+func (p *published) Media(_ context.Context, ref string) (kit.Attachment, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	a, ok := p.media[ref]
+	if !ok {
+		return a, kit.ErrNotStored
+	}
+	return a, nil
+}
+
+func (p *published) Run(ctx context.Context) error {
+	close(p.running)
+	<-ctx.Done()
 	return nil
 }
 
@@ -39,26 +69,39 @@ func (p *published) all() []contract.Inbound {
 	return append([]contract.Inbound(nil), p.ins...)
 }
 
-// runSocket starts the channel in Socket Mode against fake and waits for
-// its connection.
-func runSocket(t *testing.T, fake *slacktest.Server) (*slack.Slack, *published) {
+// start runs s with a fake kit until the test ends, and waits for Run to
+// have the kit.
+func start(t *testing.T, s *slack.Slack) *published {
 	t.Helper()
-	p := &published{}
-	s, err := slack.New(slack.Config{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Allowed: []string{"U0ALICE1"},
-		APIURL: fake.APIURL()}, p.publish, zerolog.New(zerolog.NewTestWriter(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newPublished()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	go func() { done <- s.Run(ctx, p) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	wait, stop := context.WithTimeout(ctx, 20*time.Second)
+	select {
+	case <-p.running:
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	}
+	return p
+}
+
+// runSocket starts the channel in Socket Mode against fake and waits for
+// its connection.
+func runSocket(t *testing.T, fake *slacktest.Server) (*slack.Slack, *published) {
+	t.Helper()
+	s, err := slack.New(slack.Config{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Allowed: []string{"U0ALICE1"},
+		APIURL: fake.APIURL()}, zerolog.New(zerolog.NewTestWriter(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, s)
+	wait, stop := context.WithTimeout(context.Background(), 20*time.Second)
 	defer stop()
 	if err := fake.Connected(wait); err != nil {
 		t.Fatal(err)
@@ -127,11 +170,22 @@ func TestMentionIn(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("published %+v; want the mention only", got)
 	}
-	if in := got[0]; in.User.ID != "U0ALICE1-C7" || in.Text != "deploy it" || in.ID != "C7-1712345678_000300" {
-		t.Errorf("got %+v; want user U0ALICE1-C7, text %q, id C7-1712345678_000300", in, "deploy it")
+	if in := got[0]; in.User != alice || in.Text != "deploy it" || in.ID != "C7-1712345678_000300" {
+		t.Errorf("got %+v; want user %s, text %q, id C7-1712345678_000300", in, alice, "deploy it")
 	}
-	if m := slack.Member(got[0].User); m != "U0ALICE1" {
-		t.Errorf("Member = %q; want U0ALICE1", m)
+}
+
+// A stranger's message (kit.ErrNotAllowed) is dropped, and its envelope
+// acknowledged: Slack does not deliver it again.
+func TestStrangerDropped(t *testing.T) {
+	fake := slacktest.New(t)
+	_, p := runSocket(t, fake)
+	deliver(t, fake, "events_api", slacktest.Message{User: "U0MALLORY", Channel: "D9", ChannelType: "im", Text: "let me in",
+		TS: "1712345678.001000"}.Event("Ev10"), 0)
+	deliver(t, fake, "events_api", slacktest.Message{User: "U0MALLORY", Channel: "C7", Mention: true,
+		Text: "<@" + slacktest.BotUser + "> me too", TS: "1712345678.001100"}.Event("Ev11"), 0)
+	if got := p.all(); len(got) != 0 {
+		t.Errorf("published %+v; want nothing of a stranger", got)
 	}
 }
 
@@ -154,7 +208,7 @@ func TestFileIn(t *testing.T) {
 	if err != nil || string(data) != string(clip) || ct != "audio/webm" {
 		t.Errorf("Fetch = %q, %q, %v; want the clip, audio/webm", data, ct, err)
 	}
-	if _, _, err := s.Fetch(context.Background(), "https://example.com/x"); !errors.Is(err, slack.ErrNotSlackFile) {
-		t.Errorf("Fetch of another host: %v; want ErrNotSlackFile (the token goes only to Slack)", err)
+	if _, _, err := s.Fetch(context.Background(), "https://example.com/x"); !errors.Is(err, slack.ErrNotSlackFile) || !errors.Is(err, kit.ErrNotMine) {
+		t.Errorf("Fetch of another host: %v; want ErrNotSlackFile, a kit.ErrNotMine (the token goes only to Slack)", err)
 	}
 }

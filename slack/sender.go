@@ -14,6 +14,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/kit"
 )
 
 // Sender delivers textslash's messages to Slack with one Web API call
@@ -37,6 +38,9 @@ import (
 type Sender struct {
 	client *api.Client
 	log    zerolog.Logger
+	places *places
+	// media reads a reply's image or file (Kit.Media).
+	media func(ctx context.Context, ref string) (kit.Attachment, error)
 
 	mu     sync.Mutex
 	dms    map[string]string        // user id → their DM's conversation id
@@ -55,15 +59,10 @@ type statusMessage struct {
 	text string
 }
 
-func newSender(client *api.Client, log zerolog.Logger) *Sender {
-	return &Sender{client: client, log: log, dms: map[string]string{}, status: map[string]statusMessage{}}
-}
-
 // Send implements egress.Sender; the id returned is the message's ts (a
 // file share's: its first file's id).
 func (s *Sender) Send(ctx context.Context, u contract.User, m egress.Message) (string, error) {
-	a := addressOf(u)
-	ch, err := s.conversation(ctx, a)
+	ch, err := s.conversation(ctx, u)
 	if err != nil {
 		return "", sendError(err)
 	}
@@ -71,48 +70,54 @@ func (s *Sender) Send(ctx context.Context, u contract.User, m egress.Message) (s
 	case m.Progress:
 		return s.progress(ctx, ch, m)
 	case len(m.Media) > 0:
-		return s.upload(ctx, a, ch, m)
+		return s.upload(ctx, u, ch, m)
 	}
-	_, ts, err := s.client.PostMessageContext(ctx, ch, s.content(a, m)...)
+	_, ts, err := s.client.PostMessageContext(ctx, ch, s.content(u, ch, m)...)
 	if err != nil {
 		return "", sendError(err)
 	}
 	return ts, nil
 }
 
-// conversation is the conversation of a: the channel it names, or the
-// person's direct message with the bot (conversations.open, once).
-func (s *Sender) conversation(ctx context.Context, a address) (string, error) {
-	if a.channel != "" {
-		return a.channel, nil
+// conversation is where u's messages go: the conversation they last wrote
+// in, else their direct message with the bot (conversations.open, once).
+func (s *Sender) conversation(ctx context.Context, u contract.User) (string, error) {
+	if ch := s.places.of(u.ID); ch != "" {
+		return ch, nil
 	}
 	s.mu.Lock()
-	dm, ok := s.dms[a.user]
+	dm, ok := s.dms[u.ID]
 	s.mu.Unlock()
 	if ok {
 		return dm, nil
 	}
-	c, _, _, err := s.client.OpenConversationContext(ctx, &api.OpenConversationParameters{Users: []string{a.user}})
+	c, _, _, err := s.client.OpenConversationContext(ctx, &api.OpenConversationParameters{Users: []string{u.ID}})
 	if err != nil {
 		return "", err
 	}
 	s.mu.Lock()
-	s.dms[a.user] = c.ID
+	s.dms[u.ID] = c.ID
 	s.mu.Unlock()
 	return c.ID, nil
 }
 
-// content is m as chat.postMessage's options: its text (the person
-// mentioned outside direct messages), its choices as buttons, and the
-// metadata Find looks for.
-func (s *Sender) content(a address, m egress.Message) []api.MsgOption {
-	text := escape(m.Body)
-	if a.channel != "" && !m.Progress {
-		text = "<@" + a.user + "> " + text
+// text is m's text for u in ch: escaped, and mentioning u outside direct
+// messages (but in progress lines).
+func text(u contract.User, ch string, m egress.Message) string {
+	t := escape(m.Body)
+	if !isDM(ch) && !m.Progress && t != "" {
+		t = "<@" + u.ID + "> " + t
 	}
-	opts := []api.MsgOption{api.MsgOptionText(text, false), api.MsgOptionDisableLinkUnfurl(), api.MsgOptionMetadata(metadata(m))}
+	return t
+}
+
+// content is m as chat.postMessage's options: its text, its choices as
+// buttons, and the metadata Find looks for.
+func (s *Sender) content(u contract.User, ch string, m egress.Message) []api.MsgOption {
+	t := text(u, ch, m)
+	opts := []api.MsgOption{api.MsgOptionText(t, false), api.MsgOptionDisableLinkUnfurl(), api.MsgOptionMetadata(metadata(m))}
 	if len(m.Choices) > 0 {
-		opts = append(opts, api.MsgOptionBlocks(blocks(text, m.Choices)...))
+		opts = append(opts, api.MsgOptionBlocks(blocks(t, m.Choices)...))
 	}
 	return opts
 }
@@ -159,7 +164,7 @@ func (s *Sender) progress(ctx context.Context, ch string, m egress.Message) (str
 			return "", sendError(err)
 		}
 	}
-	_, ts, err := s.client.PostMessageContext(ctx, ch, s.content(address{}, m)...)
+	_, ts, err := s.client.PostMessageContext(ctx, ch, s.content(contract.User{}, ch, m)...)
 	if err != nil {
 		return "", sendError(err)
 	}

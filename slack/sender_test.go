@@ -5,35 +5,36 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/kit"
 	"github.com/textslash/textslash/slack"
 	"github.com/textslash/textslash/slack/slacktest"
 )
 
 var (
-	alice     = contract.User{Channel: "slack", ID: "U0ALICE1"}
-	aliceInC7 = contract.User{Channel: "slack", ID: "U0ALICE1-C7"}
-	aliceDM   = slacktest.DM("U0ALICE1")
+	alice   = contract.User{Channel: "slack", ID: "U0ALICE1"}
+	aliceDM = slacktest.DM("U0ALICE1")
 )
 
-// newSender is the Sender of a channel against fake (not running: the
-// Sender needs no events).
+// newSender is the Sender of a channel running against fake.
 func newSender(t *testing.T, fake *slacktest.Server) *slack.Sender {
 	t.Helper()
-	s, err := slack.New(slack.Config{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Allowed: []string{"U0ALICE1"},
-		APIURL: fake.APIURL()}, func(context.Context, contract.Inbound) error { return nil }, zerolog.New(zerolog.NewTestWriter(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := runSocket(t, fake)
 	return s.Sender()
+}
+
+// mentionIn has alice mention the bot in channel: what is sent to her
+// next goes there.
+func mentionIn(t *testing.T, fake *slacktest.Server, channel, ts string) {
+	t.Helper()
+	deliver(t, fake, "events_api", slacktest.Message{User: "U0ALICE1", Channel: channel, Mention: true,
+		Text: "<@" + slacktest.BotUser + "> hi", TS: ts}.Event("Ev-"+ts), 0)
 }
 
 func send(t *testing.T, s *slack.Sender, u contract.User, m egress.Message) string {
@@ -49,16 +50,23 @@ func TestSendText(t *testing.T) {
 	fake := slacktest.New(t)
 	s := newSender(t, fake)
 	id := send(t, s, alice, egress.Message{Body: "x < y && done"})
-	send(t, s, aliceInC7, egress.Message{Body: "deployed"})
+	mentionIn(t, fake, "C7", "1712345678.000100")
+	send(t, s, alice, egress.Message{Body: "deployed"})
+	deliver(t, fake, "events_api", slacktest.Message{User: "U0ALICE1", Channel: aliceDM, ChannelType: "im", Text: "back here",
+		TS: "1712345678.000200"}.Event("Ev2"), 0)
+	send(t, s, alice, egress.Message{Body: "and here"})
 	sent := fake.Sent()
-	if len(sent) != 2 {
-		t.Fatalf("sent %d messages; want 2", len(sent))
+	if len(sent) != 3 {
+		t.Fatalf("sent %d messages; want 3", len(sent))
 	}
 	if m := sent[0]; m.Channel != aliceDM || m.Text != "x &lt; y &amp;&amp; done" || m.TS != id || m.Blocks != nil {
-		t.Errorf("direct message %+v (id %s); want the escaped text in %s, no blocks, its ts as the id", m, id, aliceDM)
+		t.Errorf("unknown where she writes: %+v (id %s); want the escaped text in her DM %s, no blocks, its ts as the id", m, id, aliceDM)
 	}
 	if m := sent[1]; m.Channel != "C7" || m.Text != "<@U0ALICE1> deployed" {
-		t.Errorf("in a channel: %+v; want the person mentioned in C7", m)
+		t.Errorf("after her mention in C7: %+v; want her mentioned in C7", m)
+	}
+	if m := sent[2]; m.Channel != aliceDM || m.Text != "and here" {
+		t.Errorf("after her direct message: %+v; want her DM", m)
 	}
 }
 
@@ -82,14 +90,11 @@ func TestSendProgressEditsOneMessage(t *testing.T) {
 
 func TestSendImageUploaded(t *testing.T) {
 	fake := slacktest.New(t)
-	s := newSender(t, fake)
+	sl, p := runSocket(t, fake)
+	s := sl.Sender()
 	png := []byte("\x89PNG fake image")
-	media := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "image/png")
-		_, _ = w.Write(png)
-	}))
-	defer media.Close()
-	id := send(t, s, alice, egress.Message{Body: "The page now", Media: []string{media.URL + "/images/abc.png?exp=1&sig=x"}})
+	p.media["stored:abc"] = kit.Attachment{Data: png, ContentType: "image/png", Name: "image.png"}
+	id := send(t, s, alice, egress.Message{Body: "The page now", Media: []string{"stored:abc"}})
 	sent := fake.Sent()
 	if len(sent) != 1 {
 		t.Fatalf("sent %+v; want one share", sent)
@@ -98,8 +103,11 @@ func TestSendImageUploaded(t *testing.T) {
 	if m.Method != "files.completeUploadExternal" || m.Channel != aliceDM || m.Text != "The page now" || len(m.Files) != 1 {
 		t.Fatalf("share %+v; want the image shared in %s with the text", m, aliceDM)
 	}
-	if f := m.Files[0]; f.ID != id || f.Name != "abc.png" || string(f.Data) != string(png) {
-		t.Errorf("file %+v (id %s); want abc.png with the image's bytes, its id returned", f, id)
+	if f := m.Files[0]; f.ID != id || f.Name != "image.png" || f.Title != "image.png" || string(f.Data) != string(png) {
+		t.Errorf("file %+v (id %s); want image.png with the image's bytes, its id returned", f, id)
+	}
+	if _, err := s.Send(context.Background(), alice, egress.Message{Media: []string{"stored:gone"}}); !isPermanent(err) {
+		t.Errorf("an image no longer stored: %v; want a permanent SendError", err)
 	}
 }
 
@@ -174,8 +182,9 @@ func TestChoicesAsButtonsAndPressed(t *testing.T) {
 func TestLongReplyWithButtonsFitsSections(t *testing.T) {
 	fake := slacktest.New(t)
 	s := newSender(t, fake)
+	mentionIn(t, fake, "C7", "1712345678.000100")
 	body := strings.Repeat("a <b> & c\n", slack.BodyLimit/10) // escaped, over 3,000 characters
-	send(t, s, aliceInC7, egress.Message{Body: body, Choices: contract.QuestionChoices})
+	send(t, s, alice, egress.Message{Body: body, Choices: contract.QuestionChoices})
 	sent := fake.Sent()
 	if len(sent) != 1 {
 		t.Fatalf("sent %d messages; want 1", len(sent))
@@ -204,7 +213,7 @@ func TestSendErrors(t *testing.T) {
 		t.Errorf("after a 429: %#v; want a SendError with RetryAfter 7s, not permanent", err)
 	}
 	fake.Fail("chat.postMessage", "not_in_channel")
-	if _, err := s.Send(context.Background(), aliceInC7, egress.Message{Body: "hello"}); !errors.As(err, &se) || !se.Permanent {
+	if _, err := s.Send(context.Background(), alice, egress.Message{Body: "hello"}); !errors.As(err, &se) || !se.Permanent {
 		t.Errorf("not_in_channel: %#v; want a permanent SendError", err)
 	}
 	fake.Fail("chat.postMessage", "internal_error")
@@ -230,4 +239,35 @@ func TestFind(t *testing.T) {
 	if got, err := s.Find(context.Background(), alice, m, time.Now().Add(time.Minute)); err != nil || got != "" {
 		t.Errorf("Find(sent, since later) = %q, %v; want none", got, err)
 	}
+}
+
+// A share of files is found by its files' titles and its text.
+func TestFindShare(t *testing.T) {
+	fake := slacktest.New(t)
+	sl, p := runSocket(t, fake)
+	s := sl.Sender()
+	p.media["stored:a"] = kit.Attachment{Data: []byte("\x89PNG a"), ContentType: "image/png", Name: "image.png"}
+	p.media["stored:b/report.pdf"] = kit.Attachment{Data: []byte("%PDF b"), ContentType: "application/pdf", Name: "report.pdf"}
+	since := time.Now().Add(-time.Second)
+	shot := egress.Message{Body: "the shot", Media: []string{"stored:a"}}
+	id := send(t, s, alice, shot)
+	for _, tc := range []struct {
+		name string
+		m    egress.Message
+		want string
+	}{
+		{"sent", shot, id},
+		{"another text", egress.Message{Body: "other", Media: []string{"stored:a"}}, ""},
+		{"another file", egress.Message{Body: "the shot", Media: []string{"stored:b/report.pdf"}}, ""},
+		{"as a text", egress.Message{Body: "the shot"}, ""},
+	} {
+		if got, err := s.Find(context.Background(), alice, tc.m, since); err != nil || got != tc.want {
+			t.Errorf("Find(%s) = %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+func isPermanent(err error) bool {
+	var se *egress.SendError
+	return errors.As(err, &se) && se.Permanent
 }

@@ -2,11 +2,15 @@
 // direct messages and in channels where they mention it. It owns both
 // edges of Slack: the inbound side turns Slack's events (over Socket Mode
 // by default, or the Events API's signed requests) into contract.Inbound
-// messages given to one publish function, and Sender delivers textslash's
-// messages through the Web API (texts, progress edited in place, images and
-// files uploaded, questions and approvals as Block Kit buttons). What it
-// needs from the channel kit is in New's result: a name, Rules, a Sender,
-// the allowlist and Fetch for the files people send.
+// messages published with the channel kit (kit/), and Sender delivers
+// textslash's messages through the Web API (texts, progress edited in
+// place, images and files uploaded, questions and approvals as Block Kit
+// buttons). The kit does the rest: the allowlist and pairing, per-person
+// order, retries, pages, no message sent twice. Run it as:
+//
+//	s, err := slack.New(cfg, log)
+//	k, err := kit.Open(ctx, nc, s.Channel(), log)
+//	err = s.Run(ctx, k) // and serve s.Handler() with the Events API
 //
 // It is built on github.com/slack-go/slack, the maintained Go client of
 // the Web API, Socket Mode (socketmode) and the Events API (slackevents,
@@ -23,37 +27,43 @@ import (
 	"github.com/rs/zerolog"
 	api "github.com/slack-go/slack"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/kit"
 )
 
-// PublishFunc stores one inbound message (the kit's Publish): it returns
-// nil once the message is stored, deduplicated by its ID; an error makes
-// Slack deliver the event again.
-type PublishFunc func(ctx context.Context, in contract.Inbound) error
+// Kit is what the channel needs of the channel kit once it is open
+// (*kit.Kit): Publish for what people send, Media for the images and files
+// it uploads, Run for delivering textslash's messages through the Sender.
+type Kit interface {
+	Publish(ctx context.Context, in contract.Inbound) error
+	Media(ctx context.Context, ref string) (kit.Attachment, error)
+	Run(ctx context.Context) error
+}
 
 // Slack is the Slack channel: its inbound side (Run, Handler) and its
 // Sender.
 type Slack struct {
-	cfg     Config
-	client  *api.Client
-	publish PublishFunc
-	log     zerolog.Logger
-	sender  *Sender
-	seen    *recent
+	cfg    Config
+	client *api.Client
+	log    zerolog.Logger
+	sender *Sender
+	seen   *recent
+	places *places
+	// kit is the channel kit, once Run has it.
+	kit atomic.Pointer[Kit]
 	// botUser is the bot's own user id (auth.test), once Run has asked.
 	botUser atomic.Pointer[string]
 }
 
 // New is the Slack channel of cfg (defaulted, then validated: each refusal
-// a *contract.ConfigError), publishing what people send with publish.
-func New(cfg Config, publish PublishFunc, log zerolog.Logger) (*Slack, error) {
+// a *contract.ConfigError). Open the kit with its Channel, then Run it.
+func New(cfg Config, log zerolog.Logger) (*Slack, error) {
 	cfg = cfg.Default()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if publish == nil {
-		return nil, fmt.Errorf("slack: no publish function")
 	}
 	log = log.With().Str("channel", Channel).Logger()
 	opts := []api.Option{api.OptionAPIURL(cfg.APIURL), api.OptionHTTPClient(&http.Client{Timeout: time.Minute})}
@@ -61,13 +71,28 @@ func New(cfg Config, publish PublishFunc, log zerolog.Logger) (*Slack, error) {
 		opts = append(opts, api.OptionAppLevelToken(cfg.AppToken))
 	}
 	client := api.New(cfg.BotToken, opts...)
-	s := &Slack{cfg: cfg, client: client, publish: publish, log: log, seen: newRecent(4096)}
-	s.sender = newSender(client, log)
+	s := &Slack{cfg: cfg, client: client, log: log, seen: newRecent(4096), places: newPlaces()}
+	s.sender = &Sender{client: client, log: log, places: s.places, dms: map[string]string{}, status: map[string]statusMessage{},
+		media: s.media}
 	return s, nil
 }
 
-// Name is the channel's name: users are contract.User{Channel: "slack"}.
-func (s *Slack) Name() string { return Channel }
+// Channel is the channel as the kit runs it: its name, Rules, Sender
+// (an egress.Finder too), the Slack user ids allowed, and Fetch for the
+// files people send.
+func (s *Slack) Channel() kit.Channel {
+	return kit.Channel{Name: Channel, Rules: Rules(), Sender: s.sender, Allowed: s.Allowed(), Fetch: s.Fetch}
+}
+
+// media reads a reply's image or file through the kit (ErrNotRunning
+// before Run).
+func (s *Slack) media(ctx context.Context, ref string) (kit.Attachment, error) {
+	k := s.kit.Load()
+	if k == nil {
+		return kit.Attachment{}, ErrNotRunning
+	}
+	return (*k).Media(ctx, ref)
+}
 
 // Sender delivers messages to Slack (an egress.Sender and egress.Finder).
 func (s *Slack) Sender() *Sender { return s.sender }
@@ -92,27 +117,32 @@ func Rules() egress.Rules {
 // section's.
 const BodyLimit = 3000
 
-// Run takes Slack's events until ctx ends: it checks the bot token
-// (auth.test) and learns the bot's user id, then, in Socket Mode, keeps a
-// connection open; with the Events API, Handler takes them and Run waits.
-// An error is returned only for what retrying cannot mend (a token Slack
-// refuses).
-func (s *Slack) Run(ctx context.Context) error {
+// Run runs the channel with k, the kit opened with its Channel, until
+// ctx ends: it checks the bot token (auth.test) and learns the bot's user
+// id, then delivers textslash's messages (k.Run) and takes Slack's events:
+// in Socket Mode over a connection it keeps open; with the Events API,
+// Handler takes them. An error is returned only for what retrying cannot
+// mend (a token Slack refuses) or the kit's.
+func (s *Slack) Run(ctx context.Context, k Kit) error {
 	who, err := s.client.AuthTestContext(ctx)
 	if err != nil {
 		return fmt.Errorf("slack: auth.test with SLACK_BOT_TOKEN: %w", err)
 	}
 	s.botUser.Store(&who.UserID)
+	s.kit.Store(&k)
 	s.log.Info().Str("team", who.TeamID).Str("bot_user", who.UserID).Bool("socket_mode", s.cfg.SocketMode()).Msg("slack bot ready")
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return k.Run(ctx) })
 	if s.cfg.SocketMode() {
-		return s.runSocket(ctx)
+		g.Go(func() error { return s.runSocket(ctx) })
 	}
-	<-ctx.Done()
-	return nil
+	return g.Wait()
 }
 
 // Fetch downloads a file a person sent (a contract.Media URL this package
-// published) with the bot token: its bytes and Content-Type.
+// published) with the bot token: its bytes and Content-Type;
+// ErrNotSlackFile (a kit.ErrNotMine) for any other URL, ErrTooLarge (a
+// kit.ErrTooLarge) over MaxFetchBytes.
 func (s *Slack) Fetch(ctx context.Context, url string) ([]byte, string, error) {
 	return fetch(ctx, s.cfg, url)
 }

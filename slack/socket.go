@@ -55,16 +55,17 @@ func (s *Slack) onSocketEvent(ctx context.Context, sm *socketmode.Client, evt so
 		if !ok {
 			return
 		}
-		if in, ok := s.fromEvent(ev.InnerEvent); ok {
-			err = s.take(ctx, log, in)
+		if in, conversation, ok := s.fromEvent(ev.InnerEvent); ok {
+			_, err = s.take(ctx, log, in, conversation)
 		}
 	case socketmode.EventTypeInteractive:
 		cb, ok := evt.Data.(api.InteractionCallback)
 		if !ok {
 			return
 		}
-		if in, ok := s.fromPress(cb); ok {
-			if err = s.take(ctx, log, in); err == nil {
+		if in, conversation, ok := s.fromPress(cb); ok {
+			var stored bool
+			if stored, err = s.take(ctx, log, in, conversation); stored {
 				s.settlePress(ctx, log, cb)
 			}
 		}

@@ -3,15 +3,15 @@ package slack
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
-	"path"
 
+	"github.com/nats-io/nats.go/jetstream"
 	api "github.com/slack-go/slack"
 
+	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/kit"
 )
 
 // maxUploadBytes is the most egress reads of one file to upload (Rules'
@@ -19,36 +19,34 @@ import (
 const maxUploadBytes = 50 << 20
 
 // upload shares m's images and files in ch with m's text: each file read
-// from the media service's link and uploaded (files.getUploadURLExternal,
+// from the media store (Kit.Media) and uploaded (files.getUploadURLExternal,
 // then its bytes), then all shared in one message
 // (files.completeUploadExternal) whose text is the initial comment, or, with
-// choices, blocks with buttons. Files uploaded but not shared (a failure
+// choices, blocks with buttons. Each file's title is its name, by which
+// Find knows the share again. Files uploaded but not shared (a failure
 // before the share) are never shown; another try uploads them anew.
-func (s *Sender) upload(ctx context.Context, a address, ch string, m egress.Message) (string, error) {
+func (s *Sender) upload(ctx context.Context, u contract.User, ch string, m egress.Message) (string, error) {
 	var files []api.FileSummary
-	for _, link := range m.Media {
-		name, data, err := read(ctx, link)
+	for _, ref := range m.Media {
+		a, err := s.read(ctx, ref)
 		if err != nil {
 			return "", err
 		}
-		up, err := s.client.GetUploadURLExternalContext(ctx, api.GetUploadURLExternalParameters{FileName: name, FileSize: len(data)})
+		up, err := s.client.GetUploadURLExternalContext(ctx, api.GetUploadURLExternalParameters{FileName: a.Name, FileSize: len(a.Data)})
 		if err != nil {
 			return "", sendError(err)
 		}
-		if err := s.client.UploadToURL(ctx, api.UploadToURLParameters{UploadURL: up.UploadURL, Reader: bytes.NewReader(data), Filename: name}); err != nil {
+		if err := s.client.UploadToURL(ctx, api.UploadToURLParameters{UploadURL: up.UploadURL, Reader: bytes.NewReader(a.Data), Filename: a.Name}); err != nil {
 			return "", sendError(err)
 		}
-		files = append(files, api.FileSummary{ID: up.FileID, Title: name})
+		files = append(files, api.FileSummary{ID: up.FileID, Title: a.Name})
 	}
 	params := api.CompleteUploadExternalParameters{Files: files, Channel: ch}
-	text := escape(m.Body)
-	if a.channel != "" && text != "" {
-		text = "<@" + a.user + "> " + text
-	}
+	t := text(u, ch, m)
 	if len(m.Choices) > 0 {
-		params.Blocks = api.Blocks{BlockSet: blocks(text, m.Choices)}
+		params.Blocks = api.Blocks{BlockSet: blocks(t, m.Choices)}
 	} else {
-		params.InitialComment = text
+		params.InitialComment = t
 	}
 	done, err := s.client.CompleteUploadExternalContext(ctx, params)
 	if err != nil {
@@ -60,35 +58,19 @@ func (s *Sender) upload(ctx context.Context, a address, ch string, m egress.Mess
 	return done.Files[0].ID, nil
 }
 
-// read fetches one file of the media service for an upload: its name (the
-// link's last path element) and bytes.
-func read(ctx context.Context, link string) (string, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link, nil)
-	if err != nil {
-		return "", nil, &egress.SendError{Err: err, Permanent: true}
+// read is one image or file of a reply from the media store. Gone
+// (expired), not a stored link, or too large: another try cannot help.
+func (s *Sender) read(ctx context.Context, ref string) (kit.Attachment, error) {
+	a, err := s.media(ctx, ref)
+	switch {
+	case errors.Is(err, kit.ErrNotStored) || errors.Is(err, jetstream.ErrObjectNotFound):
+		return a, &egress.SendError{Err: fmt.Errorf("file for upload: %w", err), Permanent: true}
+	case err != nil:
+		return a, &egress.SendError{Err: fmt.Errorf("file for upload: %w", err)}
+	case len(a.Data) > maxUploadBytes:
+		return a, &egress.SendError{Err: fmt.Errorf("file for upload: larger than %d bytes", maxUploadBytes), Permanent: true}
+	case len(a.Data) == 0:
+		return a, &egress.SendError{Err: fmt.Errorf("file for upload: empty"), Permanent: true}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", nil, &egress.SendError{Err: fmt.Errorf("file for upload: %w", err)}
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		// Gone (expired) or refused: another try cannot help.
-		return "", nil, &egress.SendError{Err: fmt.Errorf("file for upload: %s", resp.Status), Permanent: resp.StatusCode < 500, Status: resp.StatusCode}
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxUploadBytes+1))
-	if err != nil {
-		return "", nil, &egress.SendError{Err: fmt.Errorf("file for upload: %w", err)}
-	}
-	if len(data) > maxUploadBytes {
-		return "", nil, &egress.SendError{Err: fmt.Errorf("file for upload: larger than %d bytes", maxUploadBytes), Permanent: true}
-	}
-	if len(data) == 0 {
-		return "", nil, &egress.SendError{Err: fmt.Errorf("file for upload: empty"), Permanent: true}
-	}
-	name := "file"
-	if u, err := url.Parse(link); err == nil && path.Base(u.Path) != "/" && path.Base(u.Path) != "." {
-		name = path.Base(u.Path)
-	}
-	return name, data, nil
+	return a, nil
 }

@@ -46,6 +46,8 @@ type Server struct {
 	clock   int64 // the last ts given, in microseconds
 	uploads map[string]*upload
 	served  map[string]served // url path → a file people sent
+	hold    func(Sent) bool
+	held    chan Sent
 	socket  socket
 }
 
@@ -90,7 +92,8 @@ type served struct {
 
 // New starts a fake Slack, stopped when t ends.
 func New(t testing.TB) *Server {
-	s := &Server{limited: map[string]int{}, failing: map[string]string{}, uploads: map[string]*upload{}, served: map[string]served{}}
+	s := &Server{limited: map[string]int{}, failing: map[string]string{}, uploads: map[string]*upload{}, served: map[string]served{},
+		held: make(chan Sent, 1)}
 	s.socket.init()
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/{method}", s.api)
@@ -124,6 +127,19 @@ func (s *Server) Fail(method, code string) {
 	defer s.mu.Unlock()
 	s.failing[method] = code
 }
+
+// Hold makes the fake take a message for which hold says true (a post or
+// a share: it is in the conversation, as Slack has it) but never answer
+// the call, until the caller hangs up (a crash between a send and its
+// answer); Held gives each message held. Hold(nil) ends it.
+func (s *Server) Hold(hold func(Sent) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hold = hold
+}
+
+// Held is the message the fake holds, once it holds one.
+func (s *Server) Held() <-chan Sent { return s.held }
 
 // Sent is every message the bot posted, in order.
 func (s *Server) Sent() []Sent {
@@ -205,7 +221,22 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		reply(w, map[string]any{"ok": false, "error": "unknown_method"})
 		return
 	}
-	reply(w, h(r))
+	s.mu.Lock()
+	before := len(s.sent)
+	s.mu.Unlock()
+	out := h(r)
+	s.mu.Lock()
+	var held *Sent
+	if len(s.sent) > before && s.hold != nil && s.hold(s.sent[len(s.sent)-1]) {
+		held = &s.sent[len(s.sent)-1]
+	}
+	s.mu.Unlock()
+	if held != nil {
+		s.held <- *held
+		<-r.Context().Done()
+		return
+	}
+	reply(w, out)
 }
 
 func reply(w http.ResponseWriter, v map[string]any) {
@@ -304,6 +335,13 @@ func (s *Server) history(r *http.Request) map[string]any {
 		out := map[string]any{"type": "message", "text": m.Text, "ts": m.TS, "bot_id": BotID, "user": BotUser}
 		if withMeta && m.Metadata != nil {
 			out["metadata"] = m.Metadata
+		}
+		if len(m.Files) > 0 {
+			var files []map[string]any
+			for _, f := range m.Files {
+				files = append(files, map[string]any{"id": f.ID, "name": f.Name, "title": f.Title, "size": len(f.Data)})
+			}
+			out["files"], out["subtype"], out["upload"] = files, "file_share", true
 		}
 		msgs = append(msgs, out)
 	}

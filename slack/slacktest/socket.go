@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gorilla/websocket"
 )
@@ -91,6 +92,24 @@ func (s *Server) Connected(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("no socket mode connection: %w", ctx.Err())
+	}
+}
+
+// Connections waits until the app has opened n Socket Mode connections
+// in all (a restarted app opens a new one), and Deliver uses the newest.
+func (s *Server) Connections(ctx context.Context, n int) error {
+	for {
+		s.socket.mu.Lock()
+		have := len(s.socket.conns)
+		s.socket.mu.Unlock()
+		if have >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d socket mode connections, not %d: %w", have, n, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
 
