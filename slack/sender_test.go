@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/kit"
