@@ -59,7 +59,8 @@ func PersonKey(u User) string {
 
 // IsPersonKey reports whether key is one PersonKey makes:
 // "phone.<E.164 digits>" (never "whatsapp.…" or "sms.…") or
-// "<channel>.<id>" on the other channels textslash has.
+// "<channel>.<id>" on any other channel, a plug-in channel's
+// ("slack.U0123ABCD") too: a misspelt channel cannot be told from one.
 func IsPersonKey(key string) bool {
 	ch, id, _ := strings.Cut(key, ".")
 	var u User
@@ -67,25 +68,26 @@ func IsPersonKey(key string) bool {
 	switch ch {
 	case "phone":
 		u, err = PhoneUser(ChannelSMS, "+"+id)
-	case ChannelTelegram, ChannelWeb:
-		u, err = NewUser(ch, id)
-	default: // whatsapp and sms are "phone"; a typo is nobody
+	case ChannelWhatsApp, ChannelSMS: // their people are "phone"
 		return false
+	default:
+		u, err = NewUser(ch, id)
 	}
 	return err == nil && PersonKey(u) == key
 }
 
 // AddressKey is the PersonKey of an address as people write it: an E.164
-// number ("+15551234567", WhatsApp and SMS) or "telegram:<chat id>";
-// another address is refused with ErrInvalidUser.
+// number ("+15551234567", WhatsApp and SMS) or "<channel>:<id>" on any
+// other channel ("telegram:<chat id>", a plug-in channel's
+// "slack:<user id>"); another address is refused with ErrInvalidUser.
 func AddressKey(addr string) (string, error) {
 	if u, err := PhoneUser(ChannelSMS, addr); err == nil {
 		return PersonKey(u), nil
 	}
 	ch, id, _ := strings.Cut(addr, ":")
 	u, err := NewUser(ch, id)
-	if err != nil || ch != ChannelTelegram {
-		return "", fmt.Errorf("%w: %q is neither +<number> nor telegram:<chat id>", ErrInvalidUser, addr)
+	if err != nil || ch == ChannelWhatsApp || ch == ChannelSMS || ch == "phone" {
+		return "", fmt.Errorf("%w: %q is neither +<number> nor <channel>:<id> (telegram:<chat id>, slack:<user id>)", ErrInvalidUser, addr)
 	}
 	return PersonKey(u), nil
 }

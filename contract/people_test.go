@@ -130,8 +130,10 @@ func TestPairingCodeExpires(t *testing.T) {
 func TestIsPersonKey(t *testing.T) {
 	for key, want := range map[string]bool{
 		"phone.15551234567": true, "telegram.123456789": true, "telegram.-100123": true, "web.abc123": true,
-		"whatsapp.15551234567": false, "sms.15551234567": false, "phone.1": false, "telegarm.1": false,
-		"phone.+15551234567": false, "telegram.": false, "": false, "+15551234567": false,
+		// A plug-in channel's people (kit/): <channel>.<its id>.
+		"slack.U0ALICE1": true, "discord.80351110224678912": true,
+		"whatsapp.15551234567": false, "sms.15551234567": false, "phone.1": false, "slack.U0A.B": false,
+		"phone.+15551234567": false, "telegram.": false, "": false, "+15551234567": false, "slack": false,
 	} {
 		if got := contract.IsPersonKey(key); got != want {
 			t.Errorf("IsPersonKey(%q) = %v; want %v", key, got, want)
@@ -140,5 +142,24 @@ func TestIsPersonKey(t *testing.T) {
 	u, _ := contract.PhoneUser(contract.ChannelWhatsApp, "+15551234567")
 	if !contract.IsPersonKey(contract.PersonKey(u)) {
 		t.Errorf("PersonKey's own %q refused", contract.PersonKey(u))
+	}
+}
+
+// An address as people write it (ADMINS, revoke) is a number, or
+// <channel>:<id> on any channel but WhatsApp and SMS (whose people are
+// numbers): Telegram's and plug-in channels' alike.
+func TestAddressKey(t *testing.T) {
+	for addr, want := range map[string]string{
+		"+15551234567": "phone.15551234567", "telegram:123456789": "telegram.123456789",
+		"slack:U0ALICE1": "slack.U0ALICE1", "discord:80351110224678912": "discord.80351110224678912",
+		"whatsapp:+15551234567": "phone.15551234567", "sms:15551234567": "", "phone:15551234567": "", "slack:": "", "slack:U0A.B": "", "U0ALICE1": "", "": "",
+	} {
+		got, err := contract.AddressKey(addr)
+		if got != want || (want == "") != errors.Is(err, contract.ErrInvalidUser) {
+			t.Errorf("AddressKey(%q) = %q, %v; want %q", addr, got, err, want)
+		}
+		if want != "" && !contract.IsPersonKey(got) {
+			t.Errorf("AddressKey(%q) = %q, which IsPersonKey refuses", addr, got)
+		}
 	}
 }

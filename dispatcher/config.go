@@ -29,7 +29,7 @@ type Config struct {
 	Location *time.Location
 	// Admins may pair people in, list and revoke them: people bucket keys
 	// (contract.PersonKey, contract.AddressKey: "phone.15551234567",
-	// "telegram.123456789").
+	// "telegram.123456789", "slack.U0123ABCD").
 	Admins []string
 	// Agent is what the runners run, named as their Config.Agent names it:
 	// contract.AgentClaude, AgentShell, or a command line; empty: Claude
@@ -83,7 +83,7 @@ func (c Config) Validate() error {
 	}
 	for _, a := range c.Admins {
 		if !contract.IsPersonKey(a) {
-			errs = append(errs, bad("Admins", a, "not a people key: want phone.<digits> (phone.15551234567), telegram.<chat id> or web.<id>"))
+			errs = append(errs, bad("Admins", a, "not a people key: want phone.<digits> (phone.15551234567) or <channel>.<id> (telegram.<chat id>, slack.<user id>, web.<id>)"))
 		}
 	}
 	return errors.Join(errs...)

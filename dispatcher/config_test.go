@@ -35,7 +35,7 @@ var badConfigs = map[string]struct {
 	"admin on sms":                {dispatcher.Config{Admins: []string{"sms.15551234567"}}, []string{"Admins"}},
 	"admin phone not digits":      {dispatcher.Config{Admins: []string{"phone.alice"}}, []string{"Admins"}},
 	"admin phone leading zero":    {dispatcher.Config{Admins: []string{"phone.015551234567"}}, []string{"Admins"}},
-	"admin unknown channel":       {dispatcher.Config{Admins: []string{"telegarm.123"}}, []string{"Admins"}},
+	"admin not a key":             {dispatcher.Config{Admins: []string{"telegram:123"}}, []string{"Admins"}},
 	"admin without id":            {dispatcher.Config{Admins: []string{"web."}}, []string{"Admins"}},
 	"admin empty":                 {dispatcher.Config{Admins: []string{""}}, []string{"Admins"}},
 	"admin with a space":          {dispatcher.Config{Admins: []string{"web.a b"}}, []string{"Admins"}},

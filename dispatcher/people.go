@@ -43,7 +43,7 @@ func (d *Dispatcher) admin(ctx context.Context, u contract.User, what, arg strin
 	default:
 		key, err := contract.AddressKey(arg)
 		if err != nil {
-			return "Say revoke and a number (+15551234567) or telegram:<chat id>.", nil
+			return "Say revoke and a number (+15551234567) or <channel>:<id> (telegram:<chat id>, slack:<user id>).", nil
 		}
 		if err := d.pairing.Revoke(ctx, key); errors.Is(err, contract.ErrNotPaired) {
 			return "Nobody paired in as " + arg + ". Reply people to see who is.", nil
