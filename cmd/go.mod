@@ -3,6 +3,7 @@ module github.com/textslash/textslash/cmd
 go 1.26.0
 
 require (
+	github.com/alecthomas/kong v1.17.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/nats-io/jwt/v2 v2.8.2
 	github.com/nats-io/nats-server/v2 v2.15.2
@@ -13,27 +14,30 @@ require (
 	github.com/textslash/textslash/dispatcher v0.0.0
 	github.com/textslash/textslash/egress v0.0.0
 	github.com/textslash/textslash/ingress v0.0.0
+	github.com/textslash/textslash/kit v0.0.0
 	github.com/textslash/textslash/media v0.0.0
 	github.com/textslash/textslash/natstest v0.0.0
 	github.com/textslash/textslash/runner v0.0.0
+	github.com/textslash/textslash/slack v0.0.0-00010101000000-000000000000
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/crypto v0.58.0
 	golang.org/x/sync v0.24.0
 )
 
 require (
-	github.com/alecthomas/kong v1.17.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-telegram/bot v1.19.0 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/golang/mock v1.6.0 // indirect
+	github.com/gorilla/websocket v1.5.3 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
+	github.com/slack-go/slack v0.35.0 // indirect
 	github.com/twilio/twilio-go v1.31.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
@@ -81,3 +85,7 @@ replace github.com/textslash/textslash/transcribetest => ../transcribetest
 replace github.com/textslash/textslash/notion => ../notion
 
 replace github.com/textslash/textslash/notiontest => ../notiontest
+
+replace github.com/textslash/textslash/kit => ../kit
+
+replace github.com/textslash/textslash/slack => ../slack

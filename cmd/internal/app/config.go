@@ -107,7 +107,7 @@ type config struct {
 	TwilioService       string        `name:"twilio-messaging-service-sid" var:"TWILIO_MESSAGING_SERVICE_SID" sets:"egress.Twilio.MessagingServiceSID" help:"send through this Messaging Service instead of the phone number"`
 	TwilioAPI           string        `name:"twilio-api-url" var:"TEXTSLASH_TWILIO_API_URL" sets:"ingress.Twilio.APIURL,egress.Twilio.APIURL" help:"send Twilio API requests to this base URL instead of https://api.twilio.com (tests, proxies)"`
 	TwilioWindow        string        `name:"twilio-content-sid-window" var:"TWILIO_CONTENT_SID_WINDOW" sets:"egress.Twilio.WindowContentSID" help:"Content SID (HX…) of an approved WhatsApp template without variables that tells a person a reply waits for them (Your task finished. Reply to see the result.), sent once when WhatsApp refuses a message outside its 24-hour window; the refused messages are held and go out when the person writes, with or without it"`
-	PublicURL           string        `name:"public-url" var:"PUBLIC_URL" sets:"ingress.PublicURL,ingress.Twilio.PublicURL,egress.Twilio.PublicURL,egress.Telegram.PublicURL" help:"the https URL Twilio reaches this server at (webhook signatures, image links, status callbacks); set Twilio's webhook to <it>/webhook"`
+	PublicURL           string        `name:"public-url" var:"PUBLIC_URL" sets:"ingress.PublicURL,ingress.Twilio.PublicURL,egress.Twilio.PublicURL,egress.Telegram.PublicURL,slack.PublicURL" help:"the https URL Twilio reaches this server at (webhook signatures, image links, status callbacks); set Twilio's webhook to <it>/webhook (and Slack's Events API request URL to <it>/slack/events when SLACK_APP_TOKEN is not set)"`
 	Allowed             string        `name:"allowed-phone-numbers" var:"ALLOWED_PHONE_NUMBERS" sets:"ingress.Twilio.Allowed,egress.Twilio.Allowed" help:"comma-separated E.164 numbers that may use textslash over WhatsApp or SMS; others are ignored"`
 	StatusCallbacks     bool          `name:"twilio-status-callbacks" var:"TEXTSLASH_TWILIO_STATUS_CALLBACKS" sets:"egress.Twilio.StatusCallbacks" default:"true" negatable:"" help:"ask Twilio for delivery status and send a person's next message only after the previous one is sent, so replies arrive in order"`
 	ProgressEvery       time.Duration `name:"progress-every" var:"TEXTSLASH_PROGRESS_EVERY" sets:"egress.Twilio.WhatsApp.ProgressEvery,egress.Twilio.SMS.ProgressEvery" default:"${progress_every}" help:"least time between two progress messages to one WhatsApp or SMS user; the latest progress wins"`
@@ -121,6 +121,7 @@ type config struct {
 	LogLevel            string        `name:"log-level" var:"TEXTSLASH_LOG_LEVEL" default:"info" help:"debug, info, warn or error"`
 	PprofAddr           string        `name:"pprof-addr" var:"TEXTSLASH_PPROF_ADDR" help:"host:port serving Go's profiles at /debug/pprof/ (CPU, heap, goroutines) for debugging; off when empty, keep it on loopback"`
 	Notion              notionConfig  `embed:""`
+	Slack               slackConfig   `embed:""`
 
 	// Set after parsing.
 	Services  []string `kong:"-"`
@@ -210,16 +211,7 @@ type serveFlags struct {
 // running services (nil: all of them, `textslash serve`).
 func parseConfig(name string, services []string, args []string, env lookupEnv, stderr io.Writer) (config, error) {
 	alone := slices.Equal(services, []string{Runner}) // runners on machines of their own
-	vars := defaults()
-	maps.Copy(vars, kong.Vars{
-		"all": strings.Join(All, ","), "runner_id": runner.DefaultID(),
-		"idle_exit": "0s", "snapshots": strconv.FormatBool(alone),
-		"data_help":     "directory for JetStream's files, the embedded NATS's logins (nats/) and, by default, the workspaces",
-		"nats_url_help": "use this NATS server instead of embedding one",
-	})
-	if alone {
-		vars["idle_exit"] = "30m"
-	}
+	vars := settingsVars(alone)
 	var f serveFlags
 	var target any = &f
 	usage := serveUsage
@@ -242,6 +234,22 @@ func parseConfig(name string, services []string, args []string, env lookupEnv, s
 		return c, err
 	}
 	return c, c.validate()
+}
+
+// settingsVars fill in the settings' tags of a process (alone: a runner on
+// a machine of its own).
+func settingsVars(alone bool) kong.Vars {
+	vars := defaults()
+	maps.Copy(vars, kong.Vars{
+		"all": strings.Join(All, ","), "runner_id": runner.DefaultID(),
+		"idle_exit": "0s", "snapshots": strconv.FormatBool(alone),
+		"data_help":     "directory for JetStream's files, the embedded NATS's logins (nats/) and, by default, the workspaces",
+		"nats_url_help": "use this NATS server instead of embedding one",
+	})
+	if alone {
+		vars["idle_exit"] = "30m"
+	}
+	return vars
 }
 
 // setServices checks the list of services and what running only some of
@@ -301,6 +309,9 @@ func (c *config) validate() error {
 		}
 	}
 	if err := c.validateNotion(); err != nil {
+		return err
+	}
+	if err := c.validatePlugins(); err != nil {
 		return err
 	}
 	if err := c.storage.validate(); err != nil {

@@ -119,6 +119,15 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		}
 		parts = append(parts, p)
 	}
+	if cfg.runsPlugins() {
+		for _, name := range cfg.pluginsOn() {
+			p, err := pluginPart(ctx, name, &cfg, env)
+			if err != nil {
+				return err
+			}
+			parts = append(parts, p)
+		}
+	}
 	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -230,6 +239,9 @@ func (cfg *config) logReady(log zerolog.Logger, ln net.Listener, parts []part, s
 	}
 	if cfg.NATSURL == "" && cfg.NATSListen != "off" {
 		ev = ev.Str("nats", "nats://"+cfg.NATSListen)
+	}
+	if cfg.runsPlugins() && len(cfg.pluginsOn()) > 0 {
+		ev = ev.Strs("plugin_channels", cfg.pluginsOn())
 	}
 	ev.Msg("textslash ready")
 }

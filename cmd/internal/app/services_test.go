@@ -17,6 +17,7 @@ import (
 	"github.com/textslash/textslash/notion"
 	"github.com/textslash/textslash/runner"
 	"github.com/textslash/textslash/runner/sandbox"
+	"github.com/textslash/textslash/slack"
 )
 
 // A variable's sets tag names fields of the services' Configs: a field
@@ -56,6 +57,10 @@ func TestConfigServicesCheckTheirSettings(t *testing.T) {
 		return out
 	}
 	telegram := map[string]string{"TELEGRAM_BOT_TOKEN": "123:abc", "TELEGRAM_WEBHOOK_SECRET": "a-secret-of-16-chars", "TELEGRAM_ALLOWED_CHATS": "42"}
+	slackOn := map[string]string{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1", "SLACK_ALLOWED": "U0ALICE1"}
+	if _, err := parseWith(t, nil, slackOn); err != nil {
+		t.Errorf("Slack in Socket Mode: %v", err)
+	}
 	for _, tc := range []struct {
 		env  map[string]string
 		want string
@@ -65,6 +70,9 @@ func TestConfigServicesCheckTheirSettings(t *testing.T) {
 		{with(twilio, "TWILIO_CONTENT_SID_WINDOW", "template"), `TWILIO_CONTENT_SID_WINDOW="template": `},
 		{with(telegram, "TELEGRAM_WEBHOOK_SECRET", "short"), "TELEGRAM_WEBHOOK_SECRET: "},
 		{with(telegram, "TELEGRAM_ALLOWED_CHATS", "alice"), `TELEGRAM_ALLOWED_CHATS="alice": `},
+		{with(slackOn, "SLACK_ALLOWED", "U0ALICE1,alice"), `SLACK_ALLOWED="alice": `},
+		{with(slackOn, "SLACK_APP_TOKEN", ""), "SLACK_APP_TOKEN: "},
+		{with(slackOn, "SLACK_APP_TOKEN", "", "SLACK_SIGNING_SECRET", "s"), "PUBLIC_URL: "},
 		{map[string]string{"TEXTSLASH_CONCURRENCY": "0"}, "TEXTSLASH_CONCURRENCY=0: "},
 		{map[string]string{"TEXTSLASH_RUN_PIDS": "3"}, "TEXTSLASH_RUN_PIDS=3: "},
 		{map[string]string{"TEXTSLASH_PROJECT_MAX": "0"}, "TEXTSLASH_PROJECT_MAX=0: "},
@@ -89,12 +97,18 @@ func TestConfigServicesCheckTheirSettings(t *testing.T) {
 	if _, err := parseWith(t, []string{Runner}, env); err != nil {
 		t.Errorf("the runner alone refuses egress's and media's settings: %v", err)
 	}
+	// Slack runs in textslash serve, or in cmd/slack: not in a service's binary.
+	if _, err := parseWith(t, []string{Egress}, with(slackOn, "SLACK_ALLOWED", "alice", "NATS_URL", "nats://127.0.0.1:4222",
+		"TEXTSLASH_MEDIA_KEY", good)); err != nil {
+		t.Errorf("egress alone refuses Slack's settings: %v", err)
+	}
 }
 
 // configTypes are the services' Config types.
 var configTypes = map[string]reflect.Type{
 	Ingress: reflect.TypeFor[ingress.Config](), Dispatcher: reflect.TypeFor[dispatcher.Config](),
 	Runner: reflect.TypeFor[runner.Config](), Media: reflect.TypeFor[media.Config](), Egress: reflect.TypeFor[egress.Config](),
+	slack.Channel: reflect.TypeFor[slack.Config](),
 }
 
 // Every setting's value reaches the services' fields its sets tag names,
@@ -158,7 +172,7 @@ func TestEverySettingReachesItsServiceFields(t *testing.T) {
 		return v.Interface()
 	}
 	configs := map[string]any{Ingress: c.ingressConfig(), Dispatcher: c.dispatcherConfig(), Runner: c.runnerConfig(),
-		Media: c.mediaConfig(), Egress: c.egressConfig()}
+		Media: c.mediaConfig(), Egress: c.egressConfig(), slack.Channel: c.slackChannel()}
 	n := 0
 	for _, s := range tagged {
 		smp := samples[settings.FieldByIndex(s.index).Type()]

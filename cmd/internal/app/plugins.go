@@ -1,0 +1,94 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/kit"
+	"github.com/textslash/textslash/slack"
+)
+
+// A plug-in channel is a channel built with the kit (kit/, channels.md):
+// textslash serve runs it beside ingress and egress, over the same NATS,
+// when its settings turn it on (its token set), and cmd/<name> runs it as
+// a process of its own. Registering one is an entry in plugins and its
+// settings embedded in config (slack.go here is the whole of Slack's).
+
+// plugin is one plug-in channel as this program runs it.
+type plugin struct {
+	// on reports whether the settings turn the channel on.
+	on func(*config) bool
+	// open makes the channel from the settings, without touching the
+	// network: a refused setting is a *contract.ConfigError of the
+	// channel's service (the channel's name), which explain names by its
+	// variable.
+	open func(*config, zerolog.Logger) (opened, error)
+}
+
+// opened is a plug-in channel made, ready for the kit.
+type opened struct {
+	// channel is what kit.Open takes.
+	channel kit.Channel
+	// run runs the channel with its kit until ctx ends: its inbound side
+	// and the kit's own Run (delivery, media fetches).
+	run func(ctx context.Context, k *kit.Kit) error
+	// routes are what it serves over HTTP (the Events API's), if any.
+	routes map[string]http.Handler
+}
+
+// plugins are the plug-in channels, by name (their subject token).
+// Discord's would be one more entry, discord.Channel: discordPlugin.
+var plugins = map[string]plugin{
+	slack.Channel: slackPlugin,
+}
+
+// pluginsOn are the names of the plug-in channels the settings turn on.
+func (c *config) pluginsOn() []string {
+	var on []string
+	for _, name := range slices.Sorted(maps.Keys(plugins)) {
+		if plugins[name].on(c) {
+			on = append(on, name)
+		}
+	}
+	return on
+}
+
+// runsPlugins reports whether this process runs the plug-in channels
+// turned on: textslash serve does where it runs both edges (ingress and
+// egress); a single service's binary never does (cmd/<name> runs each).
+func (c *config) runsPlugins() bool { return c.Provision && c.runs(Ingress) && c.runs(Egress) }
+
+// validatePlugins has the plug-in channels this process runs check their
+// settings before anything starts.
+func (c *config) validatePlugins() error {
+	if !c.runsPlugins() {
+		return nil
+	}
+	var errs []error
+	for _, name := range c.pluginsOn() {
+		_, err := plugins[name].open(c, zerolog.Nop())
+		errs = append(errs, err)
+	}
+	return explain(errors.Join(errs...))
+}
+
+// pluginPart is the part of this process that runs plug-in channel name
+// with the kit over env's NATS: opened now (the streams are there), run
+// with the process.
+func pluginPart(ctx context.Context, name string, cfg *config, env partEnv) (part, error) {
+	o, err := plugins[name].open(cfg, env.log)
+	if err != nil {
+		return part{}, explain(err)
+	}
+	k, err := kit.Open(ctx, env.js.Conn(), o.channel, env.log)
+	if err != nil {
+		return part{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return part{run: func(ctx context.Context) error { return o.run(ctx, k) }, routes: o.routes}, nil
+}
