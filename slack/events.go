@@ -126,8 +126,23 @@ func (s *Slack) settlePress(ctx context.Context, log zerolog.Logger, cb api.Inte
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	text := cb.Message.Text + "\n\n→ " + label(cb.ActionCallback.BlockActions[0].Value)
+	text := shown(cb.Message) + "\n\n→ " + label(cb.ActionCallback.BlockActions[0].Value)
 	if _, _, _, err := s.client.UpdateMessageContext(ctx, channel, ts, api.MsgOptionText(text, false), api.MsgOptionBlocks()); err != nil {
 		log.Warn().Err(err).Str("conversation", channel).Str("ts", ts).Msg("slack message answered by a button not edited")
 	}
+}
+
+// shown is the text a message of the bot's shows: its text, or, for a
+// share of files with buttons (no initial comment), its sections'.
+func shown(m api.Message) string {
+	if m.Text != "" {
+		return m.Text
+	}
+	var b strings.Builder
+	for _, block := range m.Blocks.BlockSet {
+		if sec, ok := block.(*api.SectionBlock); ok && sec.Text != nil {
+			b.WriteString(sec.Text.Text)
+		}
+	}
+	return b.String()
 }

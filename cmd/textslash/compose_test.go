@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,11 +10,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/textslash/textslash/cmd/internal/app"
+	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/claudetest"
+	"github.com/textslash/textslash/slack/slacktest"
 )
 
 // composeFile is the part of compose.yaml the test checks.
@@ -29,13 +33,19 @@ type composeFile struct {
 // readVars lists the environment variables a service's --help names.
 func readVars(t *testing.T, service string) []string {
 	t.Helper()
-	out, _ := exec.Command(filepath.Join(buildServices(t), service), "--help").CombinedOutput()
+	return helpVars(t, filepath.Join(buildServices(t), service))
+}
+
+// helpVars lists the environment variables a binary's --help names.
+func helpVars(t *testing.T, bin string) []string {
+	t.Helper()
+	out, _ := exec.Command(bin, "--help").CombinedOutput()
 	var vars []string
 	for _, m := range regexp.MustCompile(`\(\$([A-Z_]+)\)(?: \(default .*\))?\n`).FindAllSubmatch(out, -1) {
 		vars = append(vars, string(m[1]))
 	}
 	if len(vars) < 30 {
-		t.Fatalf("%s --help names %d variables:\n%s", service, len(vars), out)
+		t.Fatalf("%s --help names %d variables:\n%s", bin, len(vars), out)
 	}
 	return vars
 }
@@ -138,6 +148,7 @@ func TestComposeFile(t *testing.T) {
 			startService(t, name, env...)
 		})
 	}
+	t.Run("slack", func(t *testing.T) { checkComposeSlack(t, cf, example, ns) })
 	if v := ns.violations(); len(v) > 0 {
 		t.Errorf("NATS refused the services %d times:\n%s", len(v), strings.Join(v, "\n"))
 	}
@@ -146,7 +157,7 @@ func TestComposeFile(t *testing.T) {
 // passwordOf is how compose.yaml gives a NATS user its password: from
 // compose's .env, which must set it.
 func passwordOf(user string) string {
-	return "${NATS_" + strings.ToUpper(user) + "_PASSWORD:?set in .env}"
+	return "${" + passwordVar(user) + ":?set in .env}"
 }
 
 // checkComposeNATS: the nats service runs nats.conf with every password
@@ -159,14 +170,14 @@ func checkComposeNATS(t *testing.T, cf composeFile) {
 		t.Fatal(err)
 	}
 	var users []string
-	for _, m := range regexp.MustCompile(`user: (\w+), password: \$NATS_(\w+)_PASSWORD`).FindAllSubmatch(conf, -1) {
-		if strings.ToUpper(string(m[1])) != string(m[2]) {
+	for _, m := range regexp.MustCompile(`(?m)^ *\{?user: ([\w-]+), password: (\$NATS_\w+_PASSWORD)`).FindAllSubmatch(conf, -1) {
+		if "$"+passwordVar(string(m[1])) != string(m[2]) {
 			t.Errorf("nats.conf: user %s has the password of %s", m[1], m[2])
 		}
 		users = append(users, string(m[1]))
 	}
-	if want := append([]string{"admin"}, app.All...); !slices.Equal(users, want) {
-		t.Errorf("nats.conf users %q; want %q", users, want)
+	if !slices.Equal(users, natsConfUsers) {
+		t.Errorf("nats.conf users %q; want %q", users, natsConfUsers)
 	}
 	nats := cf.Services["nats"]
 	if !slices.Equal(nats.Command, []string{"--config", "/etc/nats/nats.conf"}) {
@@ -174,7 +185,7 @@ func checkComposeNATS(t *testing.T, cf composeFile) {
 	}
 	dotenv := readEnvExample(t, "../../.env.example")
 	for _, u := range users {
-		name := "NATS_" + strings.ToUpper(u) + "_PASSWORD"
+		name := passwordVar(u)
 		if nats.Environment[name] != passwordOf(u) {
 			t.Errorf("nats environment %s=%q; want %q", name, nats.Environment[name], passwordOf(u))
 		}
@@ -207,6 +218,9 @@ var secretUsers = map[string][]string{
 	"NOTION_TOKEN":            {app.Ingress, app.Egress},
 	"TEXTSLASH_MEDIA_KEY":     {app.Media, app.Egress},
 	"ANTHROPIC_API_KEY":       {app.Runner},
+	"SLACK_BOT_TOKEN":         {"slack"},
+	"SLACK_APP_TOKEN":         {"slack"},
+	"SLACK_SIGNING_SECRET":    {"slack"},
 }
 
 // testSecrets fill in compose's ${...} of .env when the test starts the
@@ -261,4 +275,56 @@ func readEnvExample(t *testing.T, path string) envExample {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// checkComposeSlack: compose.yaml's slack service runs cmd/slack as
+// nats.conf's channel-slack user with variables it reads; so started
+// (against the fake Slack), it takes a person's message into IN with
+// nothing more than that login.
+func checkComposeSlack(t *testing.T, cf composeFile, example envExample, ns *natsUsers) {
+	svc, ok := cf.Services["slack"]
+	if !ok {
+		t.Fatal("compose.yaml has no service slack")
+	}
+	bin, err := slackBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := helpVars(t, bin)
+	if !slices.Equal(svc.Command, []string{"slack"}) || !slices.Equal(svc.Healthcheck.Test, []string{"CMD", "slack", "healthcheck"}) {
+		t.Errorf("command %q, healthcheck %q; want slack and its healthcheck", svc.Command, svc.Healthcheck.Test)
+	}
+	if svc.Environment["NATS_USER"] != "channel-slack" || svc.Environment["NATS_PASSWORD"] != passwordOf("channel-slack") {
+		t.Errorf("NATS_USER %q, NATS_PASSWORD %q; want channel-slack and its password", svc.Environment["NATS_USER"], svc.Environment["NATS_PASSWORD"])
+	}
+	for k := range svc.Environment {
+		if !slices.Contains(vars, k) {
+			t.Errorf("environment sets %s, which slack does not read", k)
+		}
+	}
+	for _, v := range vars {
+		if !example.named[v] {
+			t.Errorf("textslash.env.example does not name %s", v)
+		}
+	}
+	fake := slacktest.New(t)
+	env := append(ns.env("channel-slack"), slackEnv(fake)...)
+	for k, v := range example.set {
+		env = append(env, k+"="+v)
+	}
+	startProgram(t, []string{bin}, env...)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := fake.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	(&slackPerson{fake: fake, user: slackAlice}).say(t, "hello")
+	admin, _ := ns.connect(t, "admin")
+	stream, err := admin.Stream(ctx, contract.StreamIn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := stream.GetLastMsgForSubject(ctx, "ts.in.slack."+slackAlice); err != nil || !strings.Contains(string(m.Data), `"hello"`) {
+		t.Errorf("IN's last message of slack.%s: %v; want hello", slackAlice, err)
+	}
 }

@@ -37,13 +37,23 @@ func runNATSUsers(t *testing.T) *natsUsers {
 	return n
 }
 
+// natsConfUsers are the users of nats.conf: admin, one per service, and
+// the plug-in channels' (channel-<name>).
+var natsConfUsers = append(append([]string{"admin"}, app.All...), "channel-slack")
+
+// passwordVar is the variable of user's password in nats.conf and .env:
+// NATS_CHANNEL_SLACK_PASSWORD for channel-slack.
+func passwordVar(user string) string {
+	return "NATS_" + strings.ToUpper(strings.ReplaceAll(user, "-", "_")) + "_PASSWORD"
+}
+
 // startNATSUsers starts the server with fresh passwords.
 func startNATSUsers(t *testing.T) *natsUsers {
 	t.Helper()
 	n := &natsUsers{passwords: map[string]string{}}
-	for _, user := range append([]string{"admin"}, app.All...) {
+	for _, user := range natsConfUsers {
 		n.passwords[user] = "pw-" + user + "-" + fmt.Sprint(time.Now().UnixNano())
-		t.Setenv("NATS_"+strings.ToUpper(user)+"_PASSWORD", n.passwords[user])
+		t.Setenv(passwordVar(user), n.passwords[user])
 	}
 	n.Server = natstest.RunConfig(t, "../../nats.conf", nats.UserInfo("admin", n.passwords["admin"]))
 	return n
@@ -227,6 +237,26 @@ func TestNATSPermissions(t *testing.T) {
 		}},
 		{app.Dispatcher, "delete a stream", func(ctx context.Context, js jetstream.JetStream) error {
 			return js.DeleteStream(ctx, contract.StreamEvents)
+		}},
+		{"channel-slack", "publish another channel's inbound message", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Publish(ctx, contract.InboundSubject(u), []byte(`{}`))
+			return err
+		}},
+		{"channel-slack", "pull from another channel's egress consumer", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Conn().Request("$JS.API.CONSUMER.MSG.NEXT.EVENTS.egress-telegram", []byte(`{"batch":1}`), time.Second)
+			return err
+		}},
+		{"channel-slack", "pair in a person of another channel", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Publish(ctx, "$KV.people.telegram.42", []byte(`{}`))
+			return err
+		}},
+		{"channel-slack", "read a job", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Consumer(ctx, contract.StreamJobs, contract.ConsumerRunner)
+			return err
+		}},
+		{app.Runner, "pull from the Slack channel's consumer", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.Conn().Request("$JS.API.CONSUMER.MSG.NEXT.EVENTS.egress-slack", []byte(`{"batch":1}`), time.Second)
+			return err
 		}},
 	} {
 		t.Run(tt.user+" cannot "+tt.what, func(t *testing.T) {

@@ -89,8 +89,9 @@ type Press struct {
 	User      string
 	Channel   string
 	MessageTS string
-	// Text is the message's text, as the payload carries it.
+	// Text and Blocks are the message's, as the payload carries them.
 	Text     string
+	Blocks   json.RawMessage
 	ActionID string
 	Value    string
 	ActionTS string
@@ -103,10 +104,19 @@ func (p Press) Payload() []byte {
 		"user": map[string]any{"id": p.User, "team_id": Team}, "api_app_id": AppID, "trigger_id": "trig-" + p.ActionTS,
 		"container": map[string]any{"type": "message", "message_ts": p.MessageTS, "channel_id": p.Channel, "is_ephemeral": false},
 		"channel":   map[string]any{"id": p.Channel},
-		"message":   map[string]any{"type": "message", "ts": p.MessageTS, "text": p.Text, "bot_id": BotID, "user": BotUser},
+		"message":   message(p),
 		"actions": []map[string]any{{"type": "button", "action_id": p.ActionID, "block_id": "choices",
 			"value": p.Value, "action_ts": p.ActionTS, "text": map[string]any{"type": "plain_text", "text": p.Value}}},
 		"response_url": "https://hooks.slack.invalid/actions/fake"})
+}
+
+// message is the pressed message as the payload carries it.
+func message(p Press) map[string]any {
+	m := map[string]any{"type": "message", "ts": p.MessageTS, "text": p.Text, "bot_id": BotID, "user": BotUser}
+	if p.Blocks != nil {
+		m["blocks"] = p.Blocks
+	}
+	return m
 }
 
 // Sign signs an Events API request's body as Slack does with the app's

@@ -48,7 +48,15 @@ type Server struct {
 	served  map[string]served // url path → a file people sent
 	hold    func(Sent) bool
 	held    chan Sent
+	calls   []Call
 	socket  socket
+}
+
+// Call is one Web API call the fake took, and how it answered.
+type Call struct {
+	Method string
+	At     time.Time
+	Status int // 429 when rate-limited, else 200
 }
 
 // Sent is one message the bot posted (chat.postMessage, or a share of
@@ -150,6 +158,19 @@ func (s *Server) Sent() []Sent {
 	return out
 }
 
+// Calls are the Web API calls of method the fake took, in order.
+func (s *Server) Calls(method string) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Call
+	for _, c := range s.calls {
+		if c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // AddFile makes a file a person sent downloadable with the bot token, and
 // returns its url_private_download.
 func (s *Server) AddFile(name, contentType string, data []byte) string {
@@ -185,6 +206,11 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	retry, limited := s.limited[method]
 	delete(s.limited, method)
+	call := Call{Method: method, At: time.Now(), Status: http.StatusOK}
+	if limited {
+		call.Status = http.StatusTooManyRequests
+	}
+	s.calls = append(s.calls, call)
 	code, failing := s.failing[method]
 	delete(s.failing, method)
 	s.mu.Unlock()
