@@ -86,6 +86,32 @@ func newLogger(cfg config, w io.Writer) zerolog.Logger {
 }
 
 // runServe runs NATS and this process's services until ctx ends.
+// parts are the services cfg runs, in the order of All (whatever
+// TEXTSLASH_SERVICES's), then the plug-in channels switched on.
+func (cfg *config) parts(ctx context.Context, env partEnv) ([]part, error) {
+	var parts []part
+	for _, name := range All {
+		if !cfg.runs(name) {
+			continue
+		}
+		p, err := makeParts[name](ctx, cfg, env)
+		if err != nil {
+			return nil, explain(err) // a setting only the running service could check
+		}
+		parts = append(parts, p)
+	}
+	if cfg.runsPlugins() {
+		for _, name := range cfg.pluginsOn() {
+			p, err := pluginPart(ctx, name, cfg, env)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, p)
+		}
+	}
+	return parts, nil
+}
+
 func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.Time) error {
 	nc, shutdownNATS, err := connectNATS(cfg, log)
 	if err != nil {
@@ -108,25 +134,9 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 			return err
 		}
 	}
-	var parts []part
-	for _, name := range All { // in this order, whatever TEXTSLASH_SERVICES's
-		if !cfg.runs(name) {
-			continue
-		}
-		p, err := makeParts[name](ctx, &cfg, env)
-		if err != nil {
-			return explain(err) // a setting only the running service could check
-		}
-		parts = append(parts, p)
-	}
-	if cfg.runsPlugins() {
-		for _, name := range cfg.pluginsOn() {
-			p, err := pluginPart(ctx, name, &cfg, env)
-			if err != nil {
-				return err
-			}
-			parts = append(parts, p)
-		}
+	parts, err := cfg.parts(ctx, env)
+	if err != nil {
+		return err
 	}
 	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
 	ln, err := net.Listen("tcp", addr)
