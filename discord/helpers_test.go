@@ -2,9 +2,9 @@ package discord_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
