@@ -3,6 +3,7 @@ module github.com/textslash/textslash/cmd
 go 1.26.0
 
 require (
+	github.com/alecthomas/kong v1.17.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/nats-io/jwt/v2 v2.8.2
 	github.com/nats-io/nats-server/v2 v2.15.2
@@ -22,12 +23,13 @@ require (
 )
 
 require (
-	github.com/alecthomas/kong v1.17.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/bwmarrin/discordgo v0.29.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-telegram/bot v1.19.0 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/golang/mock v1.6.0 // indirect
+	github.com/gorilla/websocket v1.4.2 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
@@ -49,6 +51,8 @@ require (
 	github.com/minio/highwayhash v1.0.4 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
+	github.com/textslash/textslash/discord v0.0.0
+	github.com/textslash/textslash/kit v0.0.0 // indirect
 	github.com/textslash/textslash/notion v0.0.0
 	github.com/textslash/textslash/notiontest v0.0.0
 	github.com/textslash/textslash/telegramtest v0.0.0
@@ -81,3 +85,7 @@ replace github.com/textslash/textslash/transcribetest => ../transcribetest
 replace github.com/textslash/textslash/notion => ../notion
 
 replace github.com/textslash/textslash/notiontest => ../notiontest
+
+replace github.com/textslash/textslash/discord => ../discord
+
+replace github.com/textslash/textslash/kit => ../kit

@@ -176,6 +176,9 @@ func TestSendRateLimited(t *testing.T) {
 	if strings.Join(contents, ",") != "first,second" {
 		t.Fatalf("messages %q; want first, second once", contents)
 	}
+	if n := r.fake.Early(); n != 0 {
+		t.Fatalf("%d requests before the 429's reset; want none", n)
+	}
 }
 
 // A person who blocked the bot: permanent, with Discord's code.
