@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"image"
 	"image/png"
@@ -354,5 +355,74 @@ func TestDiscordHelp(t *testing.T) {
 	out, err = cmd.CombinedOutput()
 	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "DISCORD_BOT_TOKEN") || !strings.Contains(string(out), "DISCORD_ALLOWED") {
 		t.Errorf("discord with no token and a name for an id: exit %d, %v\n%s; want 2, both named", code, err, out)
+	}
+}
+
+// cmd/discord logged in as nats.conf's channel-discord user does all it
+// does within that user's permissions: a DM stored in IN, the runner's
+// fetch of its photo answered into the media store, an event's reply and
+// image sent, and NATS refusing nothing.
+func TestDiscordNATSUser(t *testing.T) {
+	n := runNATSUsers(t)
+	fake := discordtest.New(t, discordtest.Options{})
+	bin, err := discordBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &discordChannel{fake: fake, dm: fake.DM(discordPerson), env: append(n.env("channel-discord"),
+		"DISCORD_BOT_TOKEN="+fake.Token(), "DISCORD_ALLOWED="+discordPerson.ID,
+		"DISCORD_API_URL="+fake.URL, "DISCORD_CDN_URLS="+fake.URL+"/attachments/", "TEXTSLASH_LOG_LEVEL=debug")}
+	c.start(t, bin)
+	t.Cleanup(c.kill)
+
+	photo := fake.Attach(c.dm, "photo.png", "image/png", tinyPNG(t))
+	m := c.say(t, "look at this", photo)
+	u := contract.User{Channel: "discord", ID: discordPerson.ID}
+	stream, err := n.JS.Stream(t.Context(), contract.StreamIn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in contract.Inbound
+	natstest.CheckFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		msg, err := stream.GetLastMsgForSubject(t.Context(), contract.InboundSubject(u))
+		if err != nil {
+			return err
+		}
+		return contract.Decode(msg.Data, &in)
+	})
+	if in.ID != m.ID || in.Text != "look at this" || len(in.Media) != 1 {
+		t.Fatalf("stored %+v; want the DM with its photo", in)
+	}
+
+	runner, _ := n.connect(t, "runner")
+	req, err := contract.Encode(&contract.MediaFetch{User: u, Media: in.Media[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var img contract.Image
+	natstest.CheckFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+		resp, err := runner.Conn().Request(contract.MediaFetchSubject("discord"), req, 5*time.Second)
+		if err != nil {
+			return err
+		}
+		if code := resp.Header.Get("Nats-Service-Error-Code"); code != "" {
+			return fmt.Errorf("media fetch refused: %s %s", code, resp.Header.Get("Nats-Service-Error"))
+		}
+		return json.Unmarshal(resp.Data, &img)
+	})
+	if img.ID == "" || img.ContentType != contract.ImagePNG {
+		t.Fatalf("media fetch answered %+v; want the photo stored", img)
+	}
+
+	ev := contract.Event{User: u, JobID: m.ID, Kind: contract.KindDone, Text: "seen it", Images: []contract.Image{img}}
+	if err := contract.PublishEvent(t.Context(), n.JS, ev, contract.MsgID(u, m.ID, "done")); err != nil {
+		t.Fatal(err)
+	}
+	reply := c.wait(t, "seen it")
+	if len(reply.Attachments) != 1 {
+		t.Errorf("reply %q with %d attachments; want the photo back", reply.Content, len(reply.Attachments))
+	}
+	if v := n.violations(); len(v) > 0 {
+		t.Errorf("NATS refused channel-discord %d times:\n%s", len(v), strings.Join(v, "\n"))
 	}
 }
