@@ -26,6 +26,7 @@ require (
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/bwmarrin/discordgo v0.29.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-telegram/bot v1.19.0 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
@@ -53,6 +54,7 @@ require (
 	github.com/minio/highwayhash v1.0.4 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
+	github.com/textslash/textslash/discord v0.0.0
 	github.com/textslash/textslash/notion v0.0.0
 	github.com/textslash/textslash/notiontest v0.0.0
 	github.com/textslash/textslash/telegramtest v0.0.0
@@ -89,3 +91,5 @@ replace github.com/textslash/textslash/notiontest => ../notiontest
 replace github.com/textslash/textslash/kit => ../kit
 
 replace github.com/textslash/textslash/slack => ../slack
+
+replace github.com/textslash/textslash/discord => ../discord

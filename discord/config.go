@@ -23,9 +23,8 @@ const Channel = "discord"
 // bot reads no other message.
 const Intents = discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages
 
-// Config of the Discord channel. The environment variables are the
-// binary's to read: DISCORD_BOT_TOKEN (BotToken), DISCORD_ALLOWED
-// (Allowed, comma-separated).
+// Config of the Discord channel (textslash's settings DISCORD_*: the
+// all-in-one's and cmd/discord's, cmd/internal/app/discord.go).
 type Config struct {
 	// BotToken is the bot's token, from the Developer Portal's Bot page
 	// (DISCORD_BOT_TOKEN); a leading "Bot " is allowed.
@@ -46,6 +45,9 @@ type Config struct {
 	// a message, 10 attachments of at most 10 MiB, progress edited every
 	// 3 s, "typing…" renewed every 8 s.
 	Rules egress.Rules
+	// Retry bounds the tries of a failed send (zero: the kit's, 6 tries
+	// from 1 s to 30 s; Discord's retry_after is waited at least).
+	Retry egress.Retry
 	// RequestTimeout bounds one REST request; default 30 s.
 	RequestTimeout time.Duration
 }

@@ -1,12 +1,15 @@
-// Package discord is textslash's Discord channel: a bot that takes
-// people's DMs, and the messages in servers that mention it, from
-// Discord's gateway, and answers them through the REST API. Inbound, each
-// message (its attachments as contract.Media, fetched later with Fetch)
-// and each press of one of its buttons is handed to a Publish function
-// (the channel kit's); outbound, *Discord is an egress.Sender (with
-// Finder and Typer) the kit drives. It owns the Discord session and
-// where each person is answered: in the channel they last wrote in, a DM
-// until they have.
+// Package discord is textslash's Discord channel, a plug-in channel on
+// the channel kit (kit/): a bot that takes people's DMs, and the messages
+// in servers that mention it, from Discord's gateway, and answers them
+// through the REST API. Inbound, each message (its attachments as
+// contract.Media, fetched later with Fetch) and each press of one of its
+// buttons is published with the kit (Kit.Publish: the allowlist, pairing
+// and dedupe are the kit's); outbound, *Discord is the egress.Sender
+// (with Finder and Typer) the kit drives, uploading a reply's images and
+// files read from the media store with Kit.Media. It owns the Discord
+// session and where each person is answered: in the channel they last
+// wrote in, a DM until they have. Serve runs it all against a NATS
+// connection, as cmd/discord and the all-in-one do.
 package discord
 
 import (
@@ -20,21 +23,19 @@ import (
 	"github.com/bwmarrin/discordgo"
 	"github.com/rs/zerolog"
 
-	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/kit"
 )
-
-// Publish stores one inbound message (the channel kit's Kit.Publish):
-// deduplicated by the user and in.ID, nil once stored.
-type Publish func(ctx context.Context, in contract.Inbound) error
 
 // Discord is the channel: a bot on the gateway and a Sender.
 type Discord struct {
-	cfg     Config
-	s       *discordgo.Session
-	publish Publish
-	log     zerolog.Logger
-	// web downloads attachments and the media service's files.
+	cfg Config
+	s   *discordgo.Session
+	// k publishes what people send and reads a reply's media; set by Use
+	// once the kit is open (the kit needs the Sender first).
+	k   *kit.Kit
+	log zerolog.Logger
+	// web downloads people's attachments from Discord's CDN.
 	web *http.Client
 
 	mu     sync.Mutex
@@ -50,16 +51,13 @@ var (
 	_ egress.Typer  = (*Discord)(nil)
 )
 
-// New returns the channel for cfg (defaulted and validated), handing what
-// people send to publish. Nothing connects before Run; Send works
-// without it.
-func New(cfg Config, publish Publish, log zerolog.Logger) (*Discord, error) {
+// New returns the channel for cfg (defaulted and validated). Open the
+// kit with its Channel, then give it the kit with Use before Run or Send
+// (Serve does all three).
+func New(cfg Config, log zerolog.Logger) (*Discord, error) {
 	cfg = cfg.Default()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if publish == nil {
-		return nil, errors.New("discord: no publish function")
 	}
 	s, err := discordgo.New("Bot " + cfg.BotToken)
 	if err != nil {
@@ -75,25 +73,33 @@ func New(cfg Config, publish Publish, log zerolog.Logger) (*Discord, error) {
 	// Events one at a time, in the gateway's order: a person's messages
 	// are published in the order they wrote them.
 	s.SyncEvents = true
-	return &Discord{cfg: cfg, s: s, publish: publish, log: log.With().Str("channel", Channel).Logger(),
+	return &Discord{cfg: cfg, s: s, log: log.With().Str("channel", Channel).Logger(),
 		web:    &http.Client{Timeout: cfg.RequestTimeout},
 		routes: map[string]string{}, dms: map[string]string{}, status: map[string]statusMessage{}}, nil
 }
 
-// Name is the channel's name in contract.User.
-func (d *Discord) Name() string { return Channel }
+// Channel is the channel as the kit runs it: Discord's rules, this
+// Sender, the allowlist and Fetch for people's attachments. Replies'
+// media come as the kit's stored:<id> links, read with Kit.Media.
+func (d *Discord) Channel() kit.Channel {
+	return kit.Channel{Name: Channel, Rules: d.cfg.Rules, Retry: d.cfg.Retry, Sender: d, Allowed: d.cfg.Allowed, Fetch: d.Fetch}
+}
+
+// Use gives the channel the kit opened with its Channel: what people send
+// is published with it, and replies' media read from it.
+func (d *Discord) Use(k *kit.Kit) { d.k = k }
 
 // Rules are Discord's limits on a message, for the kit's pusher.
 func (d *Discord) Rules() egress.Rules { return d.cfg.Rules }
-
-// Allowed are the Discord user ids that may use textslash.
-func (d *Discord) Allowed() []string { return d.cfg.Allowed }
 
 // Run connects to the gateway and hands each message and button press to
 // publish until ctx ends. discordgo keeps the connection: after a drop it
 // resumes the session, and Discord replays the events missed meanwhile.
 // An error when the first connection fails (a bad token: close 4004).
 func (d *Discord) Run(ctx context.Context) error {
+	if d.k == nil {
+		return errors.New("discord: no kit (call Use with the kit opened with Channel)")
+	}
 	offs := []func(){
 		d.s.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) { d.ready(r) }),
 		d.s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { d.onMessage(ctx, m) }),

@@ -3,29 +3,33 @@ package discord
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"path"
 	"strings"
 
 	"github.com/bwmarrin/discordgo"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/kit"
 )
 
 // Fetch downloads an attachment a person sent (a contract.Media URL this
-// channel published): only from Discord's CDN (Config.CDNURLs), at most
-// Config.MaxMediaBytes (ErrTooLarge). Its bytes and content type;
+// channel published), for the kit (Channel.Fetch): only from Discord's
+// CDN (Config.CDNURLs; any other URL is kit.ErrNotMine), at most
+// Config.MaxMediaBytes (kit.ErrTooLarge). Its bytes and content type;
 // ErrGone when the CDN no longer has it (signed URLs expire in a day).
 func (d *Discord) Fetch(ctx context.Context, link string) ([]byte, string, error) {
 	if !d.onCDN(link) {
-		return nil, "", fmt.Errorf("%w: %.80q", ErrNotAttachment, link)
+		return nil, "", fmt.Errorf("%w: %.80q", kit.ErrNotMine, link)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link, nil)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %v", ErrNotAttachment, err)
+		return nil, "", fmt.Errorf("%w: %v", kit.ErrNotMine, err)
 	}
 	resp, err := d.web.Do(req)
 	if err != nil {
@@ -38,14 +42,14 @@ func (d *Discord) Fetch(ctx context.Context, link string) ([]byte, string, error
 	case resp.StatusCode != http.StatusOK:
 		return nil, "", fmt.Errorf("discord attachment: %s", resp.Status)
 	case resp.ContentLength > d.cfg.MaxMediaBytes:
-		return nil, "", ErrTooLarge
+		return nil, "", kit.ErrTooLarge
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, d.cfg.MaxMediaBytes+1))
 	if err != nil {
 		return nil, "", fmt.Errorf("discord attachment: %w", err)
 	}
 	if int64(len(data)) > d.cfg.MaxMediaBytes {
-		return nil, "", ErrTooLarge
+		return nil, "", kit.ErrTooLarge
 	}
 	return data, resp.Header.Get("Content-Type"), nil
 }
@@ -65,13 +69,13 @@ func (d *Discord) onCDN(link string) bool {
 	return false
 }
 
-// files are the media of a message to send, read from the media service
-// to be uploaded as its attachments, each named by its link's last path
-// element.
-func (d *Discord) files(ctx context.Context, links []string) ([]*discordgo.File, error) {
+// files are the media of a message to send (the kit's stored:<id>
+// links), read from the media store with Kit.Media to be uploaded as its
+// attachments.
+func (d *Discord) files(ctx context.Context, refs []string) ([]*discordgo.File, error) {
 	var out []*discordgo.File
-	for _, link := range links {
-		f, err := d.file(ctx, link)
+	for _, ref := range refs {
+		f, err := d.file(ctx, ref)
 		if err != nil {
 			return nil, err
 		}
@@ -80,33 +84,24 @@ func (d *Discord) files(ctx context.Context, links []string) ([]*discordgo.File,
 	return out, nil
 }
 
-// file reads one link of the media service, at most the channel's upload
-// limit. A refusal of the media service (4xx: gone, expired) is
-// permanent; its failures (5xx, the network) are tried again.
-func (d *Discord) file(ctx context.Context, link string) (*discordgo.File, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link, nil)
-	if err != nil {
-		return nil, &egress.SendError{Err: err, Permanent: true}
-	}
-	resp, err := d.web.Do(req)
-	if err != nil {
+// file reads one image or file from the media store, at most the
+// channel's upload limit. A link that is not the store's, an object gone
+// (past contract.MediaTTL) or one too large is refused for good; the
+// store's failures are tried again.
+func (d *Discord) file(ctx context.Context, ref string) (*discordgo.File, error) {
+	a, err := d.k.Media(ctx, ref)
+	switch {
+	case errors.Is(err, kit.ErrNotStored) || errors.Is(err, jetstream.ErrObjectNotFound):
+		return nil, &egress.SendError{Err: fmt.Errorf("file for upload: %w", err), Permanent: true}
+	case err != nil:
 		return nil, &egress.SendError{Err: fmt.Errorf("file for upload: %w", err)}
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, &egress.SendError{Err: fmt.Errorf("file for upload: %s", resp.Status), Permanent: resp.StatusCode < 500, Status: resp.StatusCode}
+	limit := d.cfg.Rules.MaxFileBytes
+	if contract.IsImage(a.ContentType) {
+		limit = d.cfg.Rules.MaxImageBytes
 	}
-	limit := int64(max(d.cfg.Rules.MaxFileBytes, d.cfg.Rules.MaxImageBytes))
-	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return nil, &egress.SendError{Err: fmt.Errorf("file for upload: %w", err)}
+	if len(a.Data) > limit {
+		return nil, &egress.SendError{Err: fmt.Errorf("file for upload: %s is %d bytes, over Discord's %d", a.Name, len(a.Data), limit), Permanent: true}
 	}
-	if int64(len(data)) > limit {
-		return nil, &egress.SendError{Err: fmt.Errorf("file for upload: larger than %d bytes", limit), Permanent: true}
-	}
-	name := "file"
-	if u, err := url.Parse(link); err == nil && path.Base(u.Path) != "/" && path.Base(u.Path) != "." {
-		name = path.Base(u.Path)
-	}
-	return &discordgo.File{Name: name, ContentType: resp.Header.Get("Content-Type"), Reader: bytes.NewReader(data)}, nil
+	return &discordgo.File{Name: a.Name, ContentType: a.ContentType, Reader: bytes.NewReader(a.Data)}, nil
 }

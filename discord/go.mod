@@ -21,7 +21,7 @@ require (
 	github.com/gorilla/websocket v1.4.2
 	github.com/rs/zerolog v1.35.1
 	github.com/textslash/textslash/contract v0.0.0
-	github.com/textslash/textslash/egress v0.0.0-00010101000000-000000000000
+	github.com/textslash/textslash/egress v0.0.0
 	github.com/textslash/textslash/natstest v0.0.0
 )
 
@@ -40,7 +40,7 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/nats-io/jwt/v2 v2.8.2 // indirect
 	github.com/nats-io/nats-server/v2 v2.15.2 // indirect
-	github.com/nats-io/nats.go v1.55.0 // indirect
+	github.com/nats-io/nats.go v1.55.0
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
@@ -49,6 +49,8 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
+	github.com/textslash/textslash/ingress v0.0.0 // indirect
+	github.com/textslash/textslash/kit v0.0.0
 	github.com/textslash/textslash/notion v0.0.0 // indirect
 	github.com/twilio/twilio-go v1.31.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
@@ -57,3 +59,7 @@ require (
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/textslash/textslash/kit => ../kit
+
+replace github.com/textslash/textslash/ingress => ../ingress

@@ -2,10 +2,10 @@ package discord_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,55 +15,88 @@ import (
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/discord"
 	"github.com/textslash/textslash/discord/discordtest"
+	"github.com/textslash/textslash/kit"
 	"github.com/textslash/textslash/natstest"
 )
 
 // person is the Discord user who writes to the bot in the tests.
 var person = discordtest.User{ID: "80351110224678912", Username: "alice"}
 
-// rig is the channel under test against the fake, publishing into a real
-// JetStream (the IN stream, deduplicated by contract.MsgID).
+// stranger writes to the bot without being allowed.
+var stranger = discordtest.User{ID: "80351110224678999", Username: "mallory"}
+
+// rig is the channel under test against the fake, with the channel kit
+// on a real JetStream (the IN stream, deduplicated by contract.MsgID; the
+// media store; the allowlist and pairing).
 type rig struct {
 	fake *discordtest.Server
 	d    *discord.Discord
+	k    *kit.Kit
 	ns   *natstest.Server
-
-	mu        sync.Mutex
-	published []contract.Inbound
+	logs *logLines
 }
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	r := &rig{fake: discordtest.New(t, discordtest.Options{}), ns: natstest.RunJetStream(t)}
+	r := &rig{fake: discordtest.New(t, discordtest.Options{}), ns: natstest.RunJetStream(t), logs: &logLines{t: t}}
 	if err := contract.Provision(t.Context(), r.ns.JS, contract.Options{}); err != nil {
 		t.Fatal(err)
 	}
+	log := zerolog.New(r.logs)
 	d, err := discord.New(discord.Config{BotToken: r.fake.Token(), Allowed: []string{person.ID}, APIURL: r.fake.URL,
-		CDNURLs: []string{r.fake.URL + "/attachments/"}}, r.publish, zerolog.New(zerolog.NewTestWriter(t)))
+		CDNURLs: []string{r.fake.URL + "/attachments/"}}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if r.k, err = kit.Open(t.Context(), r.ns.NC, d.Channel(), log); err != nil {
+		t.Fatal(err)
+	}
+	d.Use(r.k)
 	r.d = d
 	return r
 }
 
-// publish stores in as the kit does: JetStream drops a repeated id.
-func (r *rig) publish(ctx context.Context, in contract.Inbound) error {
-	r.mu.Lock()
-	r.published = append(r.published, in)
-	r.mu.Unlock()
-	data, err := contract.Encode(&in)
-	if err != nil {
-		return err
-	}
-	_, err = contract.Publish(ctx, r.ns.JS, contract.InboundSubject(in.User), data, contract.MsgID(in.User, in.ID))
-	return err
+// logLines passes the channel's log to the test's and counts its lines
+// by message.
+type logLines struct {
+	t     *testing.T
+	mu    sync.Mutex
+	count map[string]int
 }
 
-func (r *rig) calls() []contract.Inbound {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]contract.Inbound(nil), r.published...)
+func (l *logLines) Write(p []byte) (int, error) {
+	var line struct{ Message string }
+	_ = json.Unmarshal(p, &line)
+	l.mu.Lock()
+	if l.count == nil {
+		l.count = map[string]int{}
+	}
+	l.count[line.Message]++
+	l.mu.Unlock()
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// n is how many lines said msg.
+func (l *logLines) n(msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.count[msg]
+}
+
+// put stores a reply's image or file in the media store as the runner
+// does, and returns the kit's link to it.
+func (r *rig) put(t *testing.T, contentType, name string, data []byte) string {
+	t.Helper()
+	store, err := r.ns.JS.ObjectStore(t.Context(), contract.BucketMedia)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := contract.PutFile(t.Context(), store, contentType, name, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kit.MediaRef(img)
 }
 
 // stored are the inbound messages JetStream kept, in order.
@@ -130,22 +163,6 @@ func (r *rig) run(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// mediaService serves files as egress's media service does.
-func mediaService(t *testing.T, files map[string][]byte, contentType string) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, ok := files[r.URL.Path]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", contentType)
-		w.Write(data)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
 }
 
 func user() contract.User { return contract.User{Channel: discord.Channel, ID: person.ID} }

@@ -12,17 +12,28 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/kit"
 )
 
-// Publishing a message taken from the gateway is tried publishTries times,
-// waiting publishWait, then twice that, between tries: the gateway does
-// not give an event again. A button press must be answered within 3 s,
-// so its publishing stops after pressWithin.
-const (
-	publishTries = 5
-	publishWait  = 200 * time.Millisecond
-	pressWithin  = 2 * time.Second
-)
+// publishing is how long, and how often, a message taken from the
+// gateway is tried when JetStream does not store it (a NATS reconnect, a
+// stream leader moving): the gateway does not give an event again, so the
+// message is lost once publishing gives up. Events are handled one at a
+// time (SyncEvents), so while one waits the later ones wait behind it in
+// the connection, in order. The wait stays under discordgo's
+// dead-connection bound (5 heartbeat intervals, 206 s at Discord's 41.25
+// s): blocked longer, discordgo would stop reading heartbeat ACKs and
+// reconnect. A button press must be answered within 3 s, so its
+// publishing stops after pressWithin and the person is asked to press
+// again.
+var publishing = backoff{first: 200 * time.Millisecond, max: 10 * time.Second, within: 2 * time.Minute}
+
+const pressWithin = 2 * time.Second
+
+// backoff: waits from first, doubled up to max, for at most within in all.
+type backoff struct {
+	first, max, within time.Duration
+}
 
 // onMessage publishes a person's message: any in a DM, in a server only
 // one that mentions the bot (the mention taken out of the text). Bots'
@@ -54,9 +65,13 @@ func (d *Discord) onMessage(ctx context.Context, m *discordgo.MessageCreate) {
 	}
 	log = log.With().Str("user", u.Key()).Logger()
 	in := contract.Inbound{ID: m.ID, User: u, Text: text, Media: media(m.Message), At: m.Timestamp.UTC()}
-	d.answerIn(u, m.ChannelID)
-	if err := d.publishRetry(ctx, log, in); err != nil {
+	switch err := d.publishRetry(ctx, log, in); {
+	case errors.Is(err, kit.ErrNotAllowed):
+		log.Info().Int("text_len", len(text)).Msg("discord message from a person neither allowed nor paired in; dropped")
+	case err != nil:
 		log.Error().Err(err).Int("text_len", len(text)).Msg("discord message not stored; lost")
+	default:
+		d.answerIn(u, m.ChannelID)
 	}
 }
 
@@ -117,15 +132,23 @@ func (d *Discord) onInteraction(ctx context.Context, ic *discordgo.InteractionCr
 		return
 	}
 	log = log.With().Str("user", u.Key()).Str("choice", choice).Logger()
-	d.answerIn(u, ic.ChannelID)
 	pctx, cancel := context.WithTimeout(ctx, pressWithin)
 	defer cancel()
-	if err := d.publishRetry(pctx, log, contract.Inbound{ID: ic.ID, User: u, Text: choice, At: time.Now().UTC()}); err != nil {
+	err = d.publishRetry(pctx, log, contract.Inbound{ID: ic.ID, User: u, Text: choice, At: time.Now().UTC()})
+	switch {
+	case errors.Is(err, kit.ErrNotAllowed):
+		// Acknowledged without a change, so that Discord shows the
+		// stranger no error; the buttons stay for their person.
+		log.Info().Msg("discord button pressed by a person neither allowed nor paired in; acknowledged, dropped")
+		d.respond(log, ic, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate})
+		return
+	case err != nil:
 		log.Error().Err(err).Msg("discord button press not stored; the person is asked to press again")
 		d.respond(log, ic, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
 			Data: &discordgo.InteractionResponseData{Content: msgPressAgain, Flags: discordgo.MessageFlagsEphemeral}})
 		return
 	}
+	d.answerIn(u, ic.ChannelID)
 	d.respond(log, ic, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseUpdateMessage, Data: answered(ic.Message, choice)})
 }
 
@@ -159,16 +182,16 @@ func (d *Discord) respond(log zerolog.Logger, ic *discordgo.InteractionCreate, r
 	}
 }
 
-// publishRetry publishes in, trying again while ctx lasts: up to
-// publishTries times, not after an error about the message itself.
+// publishRetry publishes in with the kit, trying again with backoff
+// (publishing) while ctx lasts; not after a refusal of the message itself
+// (a stranger's: kit.ErrNotAllowed; a bad user or payload).
 func (d *Discord) publishRetry(ctx context.Context, log zerolog.Logger, in contract.Inbound) error {
-	wait := publishWait
+	ctx, cancel := context.WithTimeout(ctx, publishing.within)
+	defer cancel()
+	wait := publishing.first
 	for try := 1; ; try++ {
-		err := d.publish(ctx, in)
-		if err == nil {
-			return nil
-		}
-		if try == publishTries || errors.Is(err, contract.ErrInvalidUser) || errors.Is(err, contract.ErrInvalidPayload) {
+		err := d.k.Publish(ctx, in)
+		if err == nil || errors.Is(err, kit.ErrNotAllowed) || errors.Is(err, contract.ErrInvalidUser) || errors.Is(err, contract.ErrInvalidPayload) {
 			return err
 		}
 		log.Warn().Err(err).Int("try", try).Dur("wait", wait).Msg("discord message not stored yet; trying again")
@@ -177,7 +200,7 @@ func (d *Discord) publishRetry(ctx context.Context, log zerolog.Logger, in contr
 			return errors.Join(err, ctx.Err())
 		case <-time.After(wait):
 		}
-		wait *= 2
+		wait = min(2*wait, publishing.max)
 	}
 }
 

@@ -2,7 +2,6 @@ package discord_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/textslash/textslash/discord"
 	"github.com/textslash/textslash/discord/discordtest"
 	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/kit"
 	"github.com/textslash/textslash/natstest"
 )
 
@@ -37,17 +37,14 @@ func TestDMStoredOnce(t *testing.T) {
 	if _, err := r.fake.Dispatch("MESSAGE_CREATE", m); err != nil { // Discord delivering it again
 		t.Fatal(err)
 	}
-	natstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		if n := len(r.calls()); n != 2 {
-			return fmt.Errorf("published %d times; want 2 (the event twice)", n)
-		}
-		return nil
-	})
-	if calls := r.calls(); calls[1].ID != m.ID {
-		t.Fatalf("replay published with id %q; want %q", calls[1].ID, m.ID)
+	next, err := r.fake.UserMessage(discordtest.Message{ChannelID: dm, Author: person, Content: "and then"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := r.stored(t); len(got) != 1 {
-		t.Fatalf("%d messages stored after the replay; want 1", len(got))
+	// Events are handled in order: once the next is stored, the replay
+	// was handled.
+	if got := r.waitStored(t, 2); got[0].ID != m.ID || got[1].ID != next.ID {
+		t.Fatalf("stored %s, %s; want %s once, then %s", got[0].ID, got[1].ID, m.ID, next.ID)
 	}
 	gw := r.fake.Gateway()
 	if gw.Intents != int(discord.Intents) || gw.Intents&discordtest.IntentMessageContent != 0 {
@@ -106,8 +103,8 @@ func TestAttachmentIn(t *testing.T) {
 	if err != nil || !bytes.Equal(data, clip) || ct != "audio/ogg" {
 		t.Fatalf("Fetch = %d bytes, %q, %v; want the clip, audio/ogg", len(data), ct, err)
 	}
-	if _, _, err := r.d.Fetch(t.Context(), "http://169.254.169.254/latest/meta-data"); !errors.Is(err, discord.ErrNotAttachment) {
-		t.Fatalf("Fetch of another host: %v; want ErrNotAttachment", err)
+	if _, _, err := r.d.Fetch(t.Context(), "http://169.254.169.254/latest/meta-data"); !errors.Is(err, kit.ErrNotMine) {
+		t.Fatalf("Fetch of another host: %v; want kit.ErrNotMine", err)
 	}
 	if _, _, err := r.d.Fetch(t.Context(), strings.Replace(a.URL, "hm=", "hm=0", 1)); !errors.Is(err, discord.ErrGone) {
 		t.Fatalf("Fetch of a badly signed URL: %v; want ErrGone", err)
@@ -177,12 +174,95 @@ func TestGatewayDropResumes(t *testing.T) {
 // A wrong token is refused: Run says so instead of running deaf.
 func TestRunBadToken(t *testing.T) {
 	fake := discordtest.New(t, discordtest.Options{})
-	d, err := discord.New(discord.Config{BotToken: "MTA5ODc2NTQzMjEwOTg3NjU0Mw.GaBcDe.not-the-token-of-this-bot", Allowed: []string{person.ID},
-		APIURL: fake.URL}, func(context.Context, contract.Inbound) error { return nil }, zerolog.Nop())
+	ns := natstest.RunJetStream(t)
+	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := discord.Config{BotToken: "MTA5ODc2NTQzMjEwOTg3NjU0Mw.GaBcDe.not-the-token-of-this-bot", Allowed: []string{person.ID}, APIURL: fake.URL}
+	d, err := discord.New(cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
+	k, err := kit.Open(t.Context(), ns.NC, d.Channel(), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Use(k)
 	if err := d.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("Run with a wrong token: %v; want the 401", err)
+	}
+}
+
+// A stranger's message and button press are dropped, not tried again:
+// the press is acknowledged without a change (Discord shows no error),
+// and the person's next message is stored at once.
+func TestStrangerDropped(t *testing.T) {
+	r := newRig(t)
+	r.run(t)
+	id, err := r.d.Send(t.Context(), user(), egress.Message{Body: "Push to main?", Choices: contract.ApprovalChoices})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm := r.fake.DM(person)
+	ic, err := r.fake.Press(dm, id, stranger, contract.ActionApprove)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.fake.UserMessage(discordtest.Message{ChannelID: r.fake.DM(stranger), Author: stranger, Content: "echo hi"}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := r.fake.UserMessage(discordtest.Message{ChannelID: dm, Author: person, Content: "mine"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.waitStored(t, 1); got[0].ID != m.ID {
+		t.Fatalf("stored %q; want only the person's message", got[0].Text)
+	}
+	cbs := r.fake.Callbacks(ic.ID)
+	if len(cbs) != 1 || cbs[0].Type != 6 {
+		t.Fatalf("the stranger's press answered %+v; want once, type 6 (acknowledged, message unchanged)", cbs)
+	}
+	if msg := r.fake.Messages(dm)[0]; len(msg.Components) != 1 {
+		t.Fatalf("after the stranger's press the message has %d rows of buttons; want its buttons kept", len(msg.Components))
+	}
+	if n := r.logs.n("discord message not stored yet; trying again"); n != 0 {
+		t.Fatalf("%d tries again; want none for a stranger", n)
+	}
+}
+
+// A message JetStream does not take for a while (its stream gone, then
+// back) is tried again with backoff until it is stored, well past the
+// five tries in 3 s that publishing used to give up after; the gateway's
+// next message waits behind it, in order.
+func TestPublishWaitsOut(t *testing.T) {
+	r := newRig(t)
+	discord.ShortBackoff(t)
+	r.run(t)
+	if err := r.ns.JS.DeleteStream(t.Context(), contract.StreamIn); err != nil {
+		t.Fatal(err)
+	}
+	dm := r.fake.DM(person)
+	first, err := r.fake.UserMessage(discordtest.Message{ChannelID: dm, Author: person, Content: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := r.fake.UserMessage(discordtest.Message{ChannelID: dm, Author: person, Content: "second"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if n := r.logs.n("discord message not stored yet; trying again"); n < 10 {
+			return fmt.Errorf("%d tries again; want 10", n)
+		}
+		return nil
+	})
+	if err := contract.Provision(t.Context(), r.ns.JS, contract.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.waitStored(t, 2); got[0].ID != first.ID || got[1].ID != second.ID {
+		t.Fatalf("stored %q, %q; want first, then second", got[0].Text, got[1].Text)
+	}
+	if n := r.logs.n("discord message not stored; lost"); n != 0 {
+		t.Fatalf("%d messages lost; want none", n)
 	}
 }

@@ -75,30 +75,36 @@ func TestSendProgress(t *testing.T) {
 	}
 }
 
-// Images and files from the media service are uploaded as attachments
-// of one message, with the text.
+// Images and files of a reply, read from the media store with the kit
+// (no HTTP fetch), are uploaded as attachments of one message, with the
+// text.
 func TestSendAttachments(t *testing.T) {
 	r := newRig(t)
 	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{1}, 2000)...)
-	media := mediaService(t, map[string][]byte{"/media/shot.png": png}, "image/png")
-	if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: "the page", Media: []string{media.URL + "/media/shot.png"}}); err != nil {
+	notes := []byte("all 42 tests pass\n")
+	refs := []string{r.put(t, "image/png", "", png), r.put(t, "text/plain", "notes.txt", notes)}
+	if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: "the page", Media: refs}); err != nil {
 		t.Fatal(err)
 	}
 	sent := r.fake.Sent(createRoute)
-	if len(sent) != 1 || len(sent[0].Files) != 1 {
-		t.Fatalf("sent %+v; want one message with one file", sent)
+	if len(sent) != 1 || len(sent[0].Files) != 2 {
+		t.Fatalf("sent %+v; want one message with two files", sent)
 	}
-	f := sent[0].Files[0]
-	if f.Name != "shot.png" || f.ContentType != "image/png" || !bytes.Equal(f.Data, png) {
-		t.Fatalf("file %q %q (%d bytes); want shot.png, image/png, the image", f.Name, f.ContentType, len(f.Data))
+	if f := sent[0].Files[0]; f.Name != "image.png" || f.ContentType != "image/png" || !bytes.Equal(f.Data, png) {
+		t.Fatalf("file %q %q (%d bytes); want image.png, image/png, the image", f.Name, f.ContentType, len(f.Data))
 	}
-	if msg := r.fake.Messages(r.fake.DM(person))[0]; msg.Content != "the page" || len(msg.Attachments) != 1 {
-		t.Fatalf("message %+v; want the text with the image attached", msg)
+	if f := sent[0].Files[1]; f.Name != "notes.txt" || f.ContentType != "text/plain" || !bytes.Equal(f.Data, notes) {
+		t.Fatalf("file %q %q %q; want notes.txt, text/plain, the notes", f.Name, f.ContentType, f.Data)
 	}
-	_, err := r.d.Send(t.Context(), user(), egress.Message{Media: []string{media.URL + "/media/expired.png"}})
-	var se *egress.SendError
-	if !errors.As(err, &se) || !se.Permanent {
-		t.Fatalf("a file the media service no longer has: %v; want a permanent SendError", err)
+	if msg := r.fake.Messages(r.fake.DM(person))[0]; msg.Content != "the page" || len(msg.Attachments) != 2 {
+		t.Fatalf("message %+v; want the text with the image and file attached", msg)
+	}
+	for _, ref := range []string{contract.StoredMedia + "expired", "https://elsewhere.example/x.png"} {
+		_, err := r.d.Send(t.Context(), user(), egress.Message{Media: []string{ref}})
+		var se *egress.SendError
+		if !errors.As(err, &se) || !se.Permanent {
+			t.Fatalf("media %s: %v; want a permanent SendError", ref, err)
+		}
 	}
 }
 
@@ -169,6 +175,9 @@ func TestSendRateLimited(t *testing.T) {
 	}
 	if strings.Join(contents, ",") != "first,second" {
 		t.Fatalf("messages %q; want first, second once", contents)
+	}
+	if n := r.fake.Early(); n != 0 {
+		t.Fatalf("%d requests before the 429's reset; want none", n)
 	}
 }
 

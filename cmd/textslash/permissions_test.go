@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -37,26 +38,40 @@ func runNATSUsers(t *testing.T) *natsUsers {
 	return n
 }
 
-// natsConfUsers are the users of nats.conf: admin, one per service, and
-// the plug-in channels' (channel-<name>).
-var natsConfUsers = append(append([]string{"admin"}, app.All...), "channel-slack")
-
-// passwordVar is the variable of user's password in nats.conf and .env:
-// NATS_CHANNEL_SLACK_PASSWORD for channel-slack.
-func passwordVar(user string) string {
-	return "NATS_" + strings.ToUpper(strings.ReplaceAll(user, "-", "_")) + "_PASSWORD"
-}
-
 // startNATSUsers starts the server with fresh passwords.
 func startNATSUsers(t *testing.T) *natsUsers {
 	t.Helper()
 	n := &natsUsers{passwords: map[string]string{}}
-	for _, user := range natsConfUsers {
+	for _, user := range natsConfUsers(t) {
 		n.passwords[user] = "pw-" + user + "-" + fmt.Sprint(time.Now().UnixNano())
 		t.Setenv(passwordVar(user), n.passwords[user])
 	}
 	n.Server = natstest.RunConfig(t, "../../nats.conf", nats.UserInfo("admin", n.passwords["admin"]))
 	return n
+}
+
+// natsConfUsers are the users of the repository's nats.conf, in order:
+// admin, the services', the plug-in channels' (channel-<name>).
+func natsConfUsers(t *testing.T) []string {
+	t.Helper()
+	conf, err := os.ReadFile("../../nats.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users []string
+	for _, m := range regexp.MustCompile(`(?m)^\s+\{?\s*user: ([\w-]+), password: \$(NATS_\w+_PASSWORD)`).FindAllSubmatch(conf, -1) {
+		if passwordVar(string(m[1])) != string(m[2]) {
+			t.Errorf("nats.conf: user %s has the password %s; want %s", m[1], m[2], passwordVar(string(m[1])))
+		}
+		users = append(users, string(m[1]))
+	}
+	return users
+}
+
+// passwordVar is the variable holding a NATS user's password:
+// NATS_CHANNEL_DISCORD_PASSWORD for channel-discord.
+func passwordVar(user string) string {
+	return "NATS_" + strings.ToUpper(strings.ReplaceAll(user, "-", "_")) + "_PASSWORD"
 }
 
 // provision runs `textslash provision` as admin, as compose.yaml does.

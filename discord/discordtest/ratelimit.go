@@ -15,12 +15,14 @@ import (
 type bucket struct {
 	remaining int
 	reset     time.Time
+	told      bool // a 429 gave the client the reset
 }
 
 // limit counts a request against its route's bucket and sets the
 // X-RateLimit-* headers Discord sends (topics/rate-limits#header-format):
 // 0 when the request may go on, else 429 and its body, with Retry-After.
-// A 429 set with RateLimit comes first.
+// A 429 set with RateLimit comes first. A request on a bucket before the
+// reset a 429 gave is counted (Early): the client did not honour it.
 func (s *Server) limit(w http.ResponseWriter, route, major string) (int, any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -29,6 +31,9 @@ func (s *Server) limit(w http.ResponseWriter, route, major string) (int, any) {
 	if b == nil || !now.Before(b.reset) {
 		b = &bucket{remaining: s.opts.Limit, reset: now.Add(s.opts.Window)}
 		s.limits[route+"|"+major] = b
+	}
+	if b.told && now.Before(b.reset) {
+		s.early++
 	}
 	var wait time.Duration
 	switch forced := s.tooMany[route]; {
@@ -50,9 +55,18 @@ func (s *Server) limit(w http.ResponseWriter, route, major string) (int, any) {
 	if wait == 0 {
 		return 0, nil
 	}
+	b.told = true
 	h.Set("X-RateLimit-Scope", "user")
 	h.Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 	return http.StatusTooManyRequests, map[string]any{
 		"message": "You are being rate limited.", "retry_after": math.Round(wait.Seconds()*1000) / 1000, "global": false,
 	}
+}
+
+// Early is how many requests came on a bucket before the reset a 429 had
+// given: 0 when the client honoured every 429.
+func (s *Server) Early() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.early
 }

@@ -181,8 +181,16 @@ func (s *Server) createMessage(r *http.Request, req *Request) (int, any) {
 	s.messages[channel] = append(s.messages[channel], m)
 	out := *m
 	kind := ch.Type
+	var held chan Message
+	if s.hold != nil && s.hold(out) {
+		held, s.hold = s.held, nil
+	}
 	s.mu.Unlock()
 	s.gw.message(out, kind) // no session: no bot listening
+	if held != nil {
+		held <- out
+		<-r.Context().Done() // the bot hung up
+	}
 	return http.StatusOK, out
 }
 

@@ -65,6 +65,9 @@ type Server struct {
 	interactions map[string]*interactionState
 	limits       map[string]*bucket
 	tooMany      map[string][]time.Duration // route → 429s to answer next
+	early        int                        // requests before the reset a 429 gave
+	hold         func(Message) bool         // the bot's next message to hold, or nil
+	held         chan Message
 }
 
 // Request is one REST request the fake took.
@@ -220,6 +223,18 @@ func (s *Server) RateLimit(route string, retryAfter time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tooMany[route] = append(s.tooMany[route], retryAfter)
+}
+
+// Hold makes the bot's next message that match accepts be stored (and
+// listed, and seen on the gateway) but its answer withheld until the bot
+// hangs up, as when the bot dies in the middle of the request: then a
+// restarted bot finds it sent. The message is sent on the channel
+// returned once it is held.
+func (s *Server) Hold(match func(Message) bool) <-chan Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hold, s.held = match, make(chan Message, 1)
+	return s.held
 }
 
 // Attach stores a file a person attaches and returns it as an attachment

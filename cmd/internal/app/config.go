@@ -122,6 +122,7 @@ type config struct {
 	PprofAddr           string        `name:"pprof-addr" var:"TEXTSLASH_PPROF_ADDR" help:"host:port serving Go's profiles at /debug/pprof/ (CPU, heap, goroutines) for debugging; off when empty, keep it on loopback"`
 	Notion              notionConfig  `embed:""`
 	Slack               slackConfig   `embed:""`
+	Discord             discordConfig `embed:""`
 
 	// Set after parsing.
 	Services  []string `kong:"-"`

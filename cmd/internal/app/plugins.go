@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/textslash/textslash/discord"
 	"github.com/textslash/textslash/kit"
 	"github.com/textslash/textslash/slack"
 )
@@ -18,12 +19,15 @@ import (
 // textslash serve runs it beside ingress and egress, over the same NATS,
 // when its settings turn it on (its token set), and cmd/<name> runs it as
 // a process of its own. Registering one is an entry in plugins and its
-// settings embedded in config (slack.go here is the whole of Slack's).
+// settings embedded in config (slack.go and discord.go here are the whole
+// of Slack's and Discord's).
 
 // plugin is one plug-in channel as this program runs it.
 type plugin struct {
-	// on reports whether the settings turn the channel on.
-	on func(*config) bool
+	// on reports whether the settings turn the channel on: token, the
+	// variable that does, is set.
+	on    func(*config) bool
+	token string
 	// open makes the channel from the settings, without touching the
 	// network: a refused setting is a *contract.ConfigError of the
 	// channel's service (the channel's name), which explain names by its
@@ -43,9 +47,9 @@ type opened struct {
 }
 
 // plugins are the plug-in channels, by name (their subject token).
-// Discord's would be one more entry, discord.Channel: discordPlugin.
 var plugins = map[string]plugin{
-	slack.Channel: slackPlugin,
+	slack.Channel:   slackPlugin,
+	discord.Channel: discordPlugin,
 }
 
 // pluginsOn are the names of the plug-in channels the settings turn on.

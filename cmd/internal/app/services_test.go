@@ -10,6 +10,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/configtest"
+	"github.com/textslash/textslash/discord"
 	"github.com/textslash/textslash/dispatcher"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/ingress"
@@ -61,6 +62,10 @@ func TestConfigServicesCheckTheirSettings(t *testing.T) {
 	if _, err := parseWith(t, nil, slackOn); err != nil {
 		t.Errorf("Slack in Socket Mode: %v", err)
 	}
+	discordOn := map[string]string{"DISCORD_BOT_TOKEN": "MTA5ODc2NTQzMjEwOTg3NjU0Mw.GaBcDe.abcdefghij0123", "DISCORD_ALLOWED": "80351110224678912"}
+	if _, err := parseWith(t, nil, discordOn); err != nil {
+		t.Errorf("Discord: %v", err)
+	}
 	for _, tc := range []struct {
 		env  map[string]string
 		want string
@@ -73,6 +78,7 @@ func TestConfigServicesCheckTheirSettings(t *testing.T) {
 		{with(slackOn, "SLACK_ALLOWED", "U0ALICE1,alice"), `SLACK_ALLOWED="alice": `},
 		{with(slackOn, "SLACK_APP_TOKEN", ""), "SLACK_APP_TOKEN: "},
 		{with(slackOn, "SLACK_APP_TOKEN", "", "SLACK_SIGNING_SECRET", "s"), "PUBLIC_URL: "},
+		{with(discordOn, "DISCORD_ALLOWED", "80351110224678912,alice"), `DISCORD_ALLOWED="alice": `},
 		{map[string]string{"TEXTSLASH_CONCURRENCY": "0"}, "TEXTSLASH_CONCURRENCY=0: "},
 		{map[string]string{"TEXTSLASH_RUN_PIDS": "3"}, "TEXTSLASH_RUN_PIDS=3: "},
 		{map[string]string{"TEXTSLASH_PROJECT_MAX": "0"}, "TEXTSLASH_PROJECT_MAX=0: "},
@@ -108,7 +114,8 @@ func TestConfigServicesCheckTheirSettings(t *testing.T) {
 var configTypes = map[string]reflect.Type{
 	Ingress: reflect.TypeFor[ingress.Config](), Dispatcher: reflect.TypeFor[dispatcher.Config](),
 	Runner: reflect.TypeFor[runner.Config](), Media: reflect.TypeFor[media.Config](), Egress: reflect.TypeFor[egress.Config](),
-	slack.Channel: reflect.TypeFor[slack.Config](),
+	slack.Channel:   reflect.TypeFor[slack.Config](),
+	discord.Channel: reflect.TypeFor[discord.Config](),
 }
 
 // Every setting's value reaches the services' fields its sets tag names,
@@ -172,7 +179,8 @@ func TestEverySettingReachesItsServiceFields(t *testing.T) {
 		return v.Interface()
 	}
 	configs := map[string]any{Ingress: c.ingressConfig(), Dispatcher: c.dispatcherConfig(), Runner: c.runnerConfig(),
-		Media: c.mediaConfig(), Egress: c.egressConfig(), slack.Channel: c.slackChannel()}
+		Media: c.mediaConfig(), Egress: c.egressConfig(), slack.Channel: c.slackChannel(),
+		discord.Channel: c.discordChannel()}
 	n := 0
 	for _, s := range tagged {
 		smp := samples[settings.FieldByIndex(s.index).Type()]

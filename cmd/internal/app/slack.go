@@ -22,7 +22,8 @@ type slackConfig struct {
 
 // slackPlugin runs the Slack channel (slack/).
 var slackPlugin = plugin{
-	on: func(c *config) bool { return c.Slack.BotToken != "" },
+	on:    func(c *config) bool { return c.Slack.BotToken != "" },
+	token: "SLACK_BOT_TOKEN",
 	open: func(c *config, log zerolog.Logger) (opened, error) {
 		s, err := slack.New(c.slackChannel(), log)
 		if err != nil {
