@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -141,25 +138,11 @@ func runChannel(ctx context.Context, name string, cfg config, log zerolog.Logger
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen %s (PORT, TEXTSLASH_HOST): %w", addr, err)
-	}
-	srv := &http.Server{Handler: hostCheck(cfg, log, mux), ReadHeaderTimeout: 10 * time.Second}
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("http: %w", err)
-		}
-		return nil
-	})
-	g.Go(func() error {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return srv.Shutdown(sctx)
-	})
+	ln, err := serveHTTP(ctx, g, cfg, hostCheck(cfg, log, mux))
+	if err != nil {
+		return err
+	}
 	g.Go(func() error { return o.run(ctx, k) })
 	log.Info().Str("channel", name).Str("addr", ln.Addr().String()).Str("nats", nc.ConnectedUrlRedacted()).Msg("channel ready")
 	return g.Wait()

@@ -86,6 +86,30 @@ func newLogger(cfg config, w io.Writer) zerolog.Logger {
 }
 
 // runServe runs NATS and this process's services until ctx ends.
+// serveHTTP serves h on cfg's host and PORT in g until ctx ends, then
+// shuts the server down (5 s for the requests in flight).
+func serveHTTP(ctx context.Context, g *errgroup.Group, cfg config, h http.Handler) (net.Listener, error) {
+	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s (PORT, TEXTSLASH_HOST): %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("http: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	})
+	return ln, nil
+}
+
 // parts are the services cfg runs, in the order of All (whatever
 // TEXTSLASH_SERVICES's), then the plug-in channels switched on.
 func (cfg *config) parts(ctx context.Context, env partEnv) ([]part, error) {
@@ -138,29 +162,14 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	if err != nil {
 		return err
 	}
-	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen %s (PORT, TEXTSLASH_HOST): %w", addr, err)
-	}
-	srv := &http.Server{Handler: hostCheck(cfg, log, cfg.mux(parts, nc, js, log)), ReadHeaderTimeout: 10 * time.Second}
-
 	// A runner that exits for want of work ends the whole process.
 	ctx, idleStop := context.WithCancel(ctx)
 	defer idleStop()
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("http: %w", err)
-		}
-		return nil
-	})
-	g.Go(func() error {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return srv.Shutdown(sctx)
-	})
+	ln, err := serveHTTP(ctx, g, cfg, hostCheck(cfg, log, cfg.mux(parts, nc, js, log)))
+	if err != nil {
+		return err
+	}
 	if cfg.PprofAddr != "" {
 		if err := servePprof(ctx, g, cfg, log); err != nil {
 			return err
