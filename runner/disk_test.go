@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -149,4 +150,54 @@ func TestDiskTakeOverRestoresNewerSnapshot(t *testing.T) {
 	if olds, _ := filepath.Glob(filepath.Join(onA, disksDir, "*", "stale")); len(olds) != 0 {
 		t.Errorf("old copies once the disk is full: %q; want them removed", olds)
 	}
+}
+
+// A person's disk is let go with the last that used it: once their home
+// is gone (here pushed out by another person's, with one home kept) and no
+// run is in it, their disk is unmounted, so a runner that has served many
+// people does not keep a mounted disk (a loop device, a journal thread)
+// for each of them. Their next run mounts it again, with what they left.
+func TestDiskLetGoWithItsHome(t *testing.T) {
+	needDisks(t)
+	e := newRunnerEnv(t)
+	cfg := Config{Timeout: time.Minute, Sandbox: &sandbox.Sandbox{}, DiskQuota: testDiskQuota, HomesMax: 1, HomeIdle: time.Hour}
+	e.start(cfg)
+	a, b := e.user(contract.ChannelWeb, "diskGoneA"), e.user(contract.ChannelWeb, "diskGoneB")
+
+	e.job(a, "write", "echo kept > note && echo written")
+	if ev := e.waitDone(a, "write", runnerWait); ev.Text != "written" {
+		t.Fatalf("a's first run: got %q; want written", ev.Text)
+	}
+	e.job(b, "other", "echo b")
+	if ev := e.waitDone(b, "other", runnerWait); ev.Text != "b" {
+		t.Fatalf("b's run: got %q; want b", ev.Text)
+	}
+	disks := filepath.Join(e.workspaces, disksDir)
+	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if n := mountsUnder(t, disks); n != 1 {
+			return fmt.Errorf("disks mounted under %s: %d; want 1 (b's: a's home was let go, and a has no run)", disks, n)
+		}
+		return nil
+	})
+	e.job(a, "read", "cat note")
+	if ev := e.waitDone(a, "read", runnerWait); ev.Text != "kept" {
+		t.Errorf("a's run after their disk was let go: got %q; want kept", ev.Text)
+	}
+}
+
+// mountsUnder counts the mounts whose mount point is right under dir (the
+// disks themselves, not the binds of their directories).
+func mountsUnder(t *testing.T, dir string) int {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && filepath.Dir(f[4]) == dir {
+			n++
+		}
+	}
+	return n
 }

@@ -51,18 +51,32 @@ func (r *Runner) keepHomes() {
 type homeState struct {
 	warm        *agent.Warm
 	token, task string
+	person      string // the person's key: their disk is bound in the home
 }
 
-// keptFor is what the runner keeps with home id, made at its first run.
-func (r *Runner) keptFor(id string) *homeState {
+// keptFor is what the runner keeps with home id, person's, made at its
+// first run.
+func (r *Runner) keptFor(id, person string) *homeState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	hs := r.kept[id]
 	if hs == nil {
-		hs = &homeState{warm: &agent.Warm{}, token: handover.NewToken(), task: "home-" + id}
+		hs = &homeState{warm: &agent.Warm{}, token: handover.NewToken(), task: "home-" + id, person: person}
 		r.kept[id] = hs
 	}
 	return hs
+}
+
+// hasHome reports whether the person has a home, which binds their disk.
+func (r *Runner) hasHome(person string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, hs := range r.kept {
+		if hs.person == person {
+			return true
+		}
+	}
+	return false
 }
 
 // homeClosed lets go of what the runner kept with home id: its warm agent
@@ -75,6 +89,7 @@ func (r *Runner) homeClosed(id string) {
 	if hs != nil {
 		hs.warm.Close()
 	}
+	go r.sweepDisks()
 }
 
 // homesDir is where, under Workspaces, the homes keep their files (the

@@ -140,6 +140,10 @@ func (ru *run) mountDisk(ctx context.Context) (refusal string) {
 		return MsgFailed
 	}
 	ru.disk = d
+	ru.later(func() {
+		r.disks.Leave(d)
+		go r.sweepDisks()
+	})
 	return ""
 }
 
@@ -315,7 +319,7 @@ func (ru *run) enterHome(box *sandbox.Sandbox) (*sandbox.Home, string) {
 		ru.log.Error().Err(err).Msg("home")
 		return nil, MsgFailed
 	}
-	ru.kept, ru.net = ru.r.keptFor(h.ID()), h.Net()
+	ru.kept, ru.net = ru.r.keptFor(h.ID(), ru.job.User.Key()), h.Net()
 	// What the run started ends as soon as the agent returns, before the
 	// person is told the run is over; the warm agent stays.
 	ru.ended = func() {

@@ -141,6 +141,20 @@ func (r *Runner) openDisks() {
 	r.log.Info().Int64("quota", q).Str("size", sandbox.BytesText(q)).Msg("each person's disk bounded: workspace, projects, worktrees and home together, on an ext4 image of their own")
 }
 
+// sweepDisks unmounts the disks of people with no run and no home: those
+// unused for HomeIdle, and past as many as homes are kept the least
+// recently used.
+func (r *Runner) sweepDisks() {
+	if r.disks == nil {
+		return
+	}
+	max := r.cfg.HomesMax
+	if max <= 0 {
+		max = sandbox.DefaultHomesMax
+	}
+	r.disks.Sweep(r.cfg.HomeIdle, max, r.hasHome)
+}
+
 // closeDisks unmounts the people's disks, at the runner's end.
 func (r *Runner) closeDisks() {
 	if r.disks == nil {
@@ -280,7 +294,14 @@ func (r *Runner) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if r.homes != nil {
 		defer r.homes.Close()
-		stopSweep := every(min(r.cfg.HomeIdle/2, time.Minute), func() { r.homes.Sweep(r.log) })
+	}
+	if r.homes != nil || r.disks != nil {
+		stopSweep := every(min(r.cfg.HomeIdle/2, time.Minute), func() {
+			if r.homes != nil {
+				r.homes.Sweep(r.log)
+			}
+			r.sweepDisks()
+		})
 		defer stopSweep()
 	}
 	r.takeJobs(ctx, runs, cons, aff, &wg)

@@ -128,7 +128,9 @@ func BenchmarkBurst(b *testing.B) {
 		_, _ = io.Copy(f, resp.Body)
 	}
 	profile := func(name, path string) { go save(name, path) }
+	tree := newProcTree(b)
 	tb := startTwilioBenchOn(b, argv, onMessage, users, env...)
+	tree.root = tb.inst.cmd.Process.Pid
 	for u := range senders {
 		waiting["whatsapp:"+tb.numbers[u]] = make(chan struct{}, 1)
 	}
@@ -166,9 +168,14 @@ func BenchmarkBurst(b *testing.B) {
 	d := benchSeconds(b)
 	save("steady-heap-0.pprof", "heap")
 	profile("steady.pprof", fmt.Sprintf("profile?seconds=%d", max(1, int(d.Seconds())-1)))
-	t0 := time.Now()
+	t0, cpu0, own0 := time.Now(), tree.cpu(), tree.own()
 	answered := closedLoop(d)
 	steady := float64(answered) / time.Since(t0).Seconds()
+	// CPU per reply, whole process tree (agents, sandboxes) and textslash
+	// alone: what the rate would be on a core of its own, however busy
+	// the machine is.
+	perReply := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(max(answered, 1)) }
+	cpuTree, cpuOwn := perReply(tree.cpu()-cpu0), perReply(tree.own()-own0)
 	save("steady-heap-1.pprof", "heap")
 	if pprof != "" {
 		// Allocations per message: go tool pprof -sample_index=alloc_space
@@ -186,7 +193,7 @@ func BenchmarkBurst(b *testing.B) {
 	// Burst: people from senders on, in turn, so that none is still busy
 	// with a steady message.
 	b.ResetTimer()
-	start := time.Now()
+	start, cpuBurst := time.Now(), tree.cpu()
 	end := start.Add(burstFor)
 	profile("burst.pprof", "profile?seconds=10")
 	var seq, refused atomic.Int64
@@ -225,6 +232,7 @@ func BenchmarkBurst(b *testing.B) {
 		return nil
 	})
 	b.StopTimer()
+	cpuBurst = tree.cpu() - cpuBurst
 	mu.Lock()
 	done := finals[:n]
 	mu.Unlock()
@@ -279,6 +287,9 @@ func BenchmarkBurst(b *testing.B) {
 	burstRate := float64(during) / burstEnd.Sub(start).Seconds()
 	drainRate := float64(after) / max(drain.Seconds(), 0.001)
 	b.ReportMetric(steady, "steady-replies/s")
+	b.ReportMetric(cpuTree, "steady-cpu-ms/reply")
+	b.ReportMetric(cpuOwn, "steady-own-cpu-ms/reply")
+	b.ReportMetric(cpuBurst.Seconds()*1000/float64(max(n, 1)), "burst-cpu-ms/reply")
 	b.ReportMetric(float64(n)/burstEnd.Sub(start).Seconds(), "burst-acks/s")
 	b.ReportMetric(float64(refused.Load()), "burst-refused")
 	b.ReportMetric(burstRate, "burst-replies/s")

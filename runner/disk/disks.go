@@ -55,6 +55,10 @@ type Disk struct {
 	dir   string // where the image is mounted
 	size  int64  // the image's size: the quota, or more when the quota shrank
 	binds []Bind
+	// users are the runs in the disk now (Mount to Leave), last when the
+	// last one left; guarded by Disks.mu.
+	users int
+	last  time.Time
 }
 
 // Open readies people's disks of quota bytes each, kept in dir, after
@@ -152,7 +156,68 @@ func (d *Disks) Mount(ctx context.Context, key string, binds []Bind) (*Disk, err
 		}
 		return nil, err
 	}
+	d.mu.Lock()
+	k.users++
+	d.mu.Unlock()
 	return k, nil
+}
+
+// Leave ends a run's use of k, mounted for it by Mount.
+func (d *Disks) Leave(k *Disk) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k.users--
+	k.last = time.Now()
+}
+
+// Sweep unmounts the disks no run is in and held does not claim (their
+// person's home, which binds their directories, is still there): those
+// unused for longer than idle, and past max mounted disks the least
+// recently used. A runner that served many people so keeps a mounted
+// disk (a loop device, ext4's journal thread) for those of late only; the
+// next Mount of a disk let go mounts it again. held is called without
+// Disks' lock held.
+func (d *Disks) Sweep(idle time.Duration, max int, held func(key string) bool) {
+	type disk struct {
+		key  string
+		k    *Disk
+		last time.Time
+	}
+	d.mu.Lock()
+	var unused []disk
+	for key, k := range d.disks {
+		if k.users == 0 {
+			unused = append(unused, disk{key, k, k.last})
+		}
+	}
+	mounted := len(d.disks)
+	d.mu.Unlock()
+	unused = slices.DeleteFunc(unused, func(u disk) bool { return held(u.key) })
+	slices.SortFunc(unused, func(a, b disk) int { return a.last.Compare(b.last) })
+	for i, u := range unused {
+		if i < mounted-max || time.Since(u.last) > idle {
+			d.letGo(u.key, u.k)
+		}
+	}
+}
+
+// letGo unmounts key's disk k, unless a run came to it meanwhile.
+func (d *Disks) letGo(key string, k *Disk) {
+	lock := d.lockOf(key)
+	lock.Lock()
+	defer lock.Unlock()
+	d.mu.Lock()
+	if d.disks[key] != k || k.users > 0 {
+		d.mu.Unlock()
+		return
+	}
+	delete(d.disks, key)
+	d.mu.Unlock()
+	if err := d.unmount(k); err != nil {
+		d.log.Error().Err(err).Str("disk", k.id).Msg("disk not unmounted as it was let go")
+		return
+	}
+	d.log.Info().Str("disk", k.id).Msg("disk let go: unmounted")
 }
 
 // lockOf is the person key's lock.
@@ -212,9 +277,20 @@ func (d *Disks) mountImage(ctx context.Context, key string) (*Disk, error) {
 // attachImage mounts k's image on k.dir: made first when there is none,
 // grown when the quota grew (the filesystem checked and resized while
 // unmounted: growing it mounted needs CAP_SYS_RESOURCE). A loop device
-// left attached to it without a mount is released first: two devices on
-// one image would corrupt it.
+// still on the image is mounted as it is: a sandbox made while the disk
+// was mounted still holds it (every sandbox sees the host's mounts of its
+// time, hidden), so the filesystem is alive, and a second device on the
+// image would corrupt it. One that cannot be mounted is released first.
 func (d *Disks) attachImage(ctx context.Context, k *Disk, log zerolog.Logger) error {
+	for _, dev := range loopsBacking(k.image) {
+		if err := mountDevice(dev, k.dir); err == nil {
+			log.Info().Str("device", dev).Msg("disk mounted again from its loop device, still held by a sandbox")
+			return nil
+		}
+	}
+	if err := releaseLoops(ctx, k.image, log); err != nil {
+		return err
+	}
 	info, err := os.Stat(k.image)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -232,12 +308,6 @@ func (d *Disks) attachImage(ctx context.Context, k *Disk, log zerolog.Logger) er
 		}
 	case d.quota < info.Size():
 		log.Warn().Int64("size", info.Size()).Int64("quota", d.quota).Msg("the quota is below this disk's size: disks are not shrunk, it keeps its size")
-	}
-	for _, dev := range loopsBacking(k.image) {
-		if err := detach(dev); err != nil {
-			return fmt.Errorf("stale loop device on %s: %w", k.image, err)
-		}
-		log.Warn().Str("device", dev).Msg("stale loop device on the disk released")
 	}
 	return mountLoop(k.image, k.dir)
 }
@@ -393,17 +463,27 @@ func (d *Disks) Close() error {
 	defer d.mu.Unlock()
 	var errs []error
 	for key, k := range d.disks {
-		for _, p := range append(targets(k.binds), k.dir) {
-			lazy, err := unmount(p)
-			if err != nil && !errors.Is(err, unix.EINVAL) { // EINVAL: not mounted
-				errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
-			}
-			if lazy {
-				d.log.Warn().Str("dir", p).Msg("disk busy at unmount: detached, released once left")
-			}
-		}
+		errs = append(errs, d.unmount(k))
 		delete(d.disks, key)
 		d.log.Info().Str("disk", k.id).Msg("disk unmounted")
+	}
+	return errors.Join(errs...)
+}
+
+// unmount unmounts k, its binds first. A mount still in use (a home being
+// taken down still binds it) is detached lazily: gone once left, and its
+// loop device released then (attachImage waits for that before it mounts
+// the image again).
+func (d *Disks) unmount(k *Disk) error {
+	var errs []error
+	for _, p := range append(targets(k.binds), k.dir) {
+		lazy, err := unmount(p)
+		if err != nil && !errors.Is(err, unix.EINVAL) { // EINVAL: not mounted
+			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
+		}
+		if lazy {
+			d.log.Warn().Str("disk", k.id).Str("dir", p).Msg("disk busy at unmount: detached, released once left")
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -1,13 +1,16 @@
 package disk
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,11 +35,18 @@ func mountLoop(image, dir string) error {
 		return err
 	}
 	defer dev.Close() // the mount holds the device from here on
-	err = unix.Mount(dev.Name(), dir, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "discard")
-	if err != nil {
+	if err := mountDevice(dev.Name(), dir); err != nil {
 		return fmt.Errorf("mount %s (%s) on %s: %w", dev.Name(), image, dir, err)
 	}
 	return nil
+}
+
+// mountDevice mounts the ext4 filesystem of the loop device dev on dir
+// (nosuid, nodev; discard, so that deleted files give the host its space
+// back). A device whose filesystem is mounted elsewhere already is the
+// same filesystem mounted once more.
+func mountDevice(dev, dir string) error {
+	return unix.Mount(dev, dir, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "discard")
 }
 
 // attach attaches the open image to a free loop device, returned open:
@@ -111,6 +121,42 @@ func loopsBacking(image string) []string {
 	}
 	return devs
 }
+
+// releaseLoops releases the loop devices left on image and waits until
+// none is: one left attached without a mount (by hand, or by an older
+// runner without autoclear) goes at once; one whose filesystem is still
+// mounted somewhere (a home being taken down still binds the disk, after
+// its unmount was detached lazily) goes when that mount does. The image
+// is never attached twice: two devices on one ext4 image would corrupt
+// it.
+func releaseLoops(ctx context.Context, image string, log zerolog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, loopRelease)
+	defer cancel()
+	for said := false; ; {
+		devs := loopsBacking(image)
+		if len(devs) == 0 {
+			return nil
+		}
+		if !said {
+			for _, dev := range devs {
+				// Released now, or (in use) once its last user closes it.
+				if err := detach(dev); err != nil && !errors.Is(err, unix.EBUSY) {
+					return fmt.Errorf("stale loop device on %s: %w", image, err)
+				}
+			}
+			log.Warn().Strs("devices", devs).Msg("loop devices left on the disk: released before it is mounted again")
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("loop devices %v still on %s (its filesystem is still mounted somewhere): %w", devs, image, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// loopRelease bounds how long a disk's loop devices are waited for.
+const loopRelease = 10 * time.Second
 
 // detach releases a loop device left attached to an image without a
 // mount (made by hand, or by an older runner without autoclear).

@@ -139,12 +139,17 @@ func isV2() bool {
 func NewCgroup(name string, l Limits, uid, gid int) (*Cgroup, error) {
 	cg := &Cgroup{v2: isV2(), limits: l}
 	mk := func(controller string) (string, error) {
-		dir := filepath.Join(cgroupRoot, controller, "textslash", name)
+		parent := filepath.Join(cgroupRoot, controller, "textslash", instance())
 		if cg.v2 {
-			dir = filepath.Join(cgroupRoot, "textslash", name)
+			parent = filepath.Join(cgroupRoot, "textslash", instance())
 		}
+		dir := filepath.Join(parent, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return "", err
+		}
+		if cg.v2 {
+			// The runner's cgroup passes the controllers on to its runs'.
+			_ = os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+memory +pids +cpu"), 0)
 		}
 		if uid >= 0 {
 			if err := os.Chown(filepath.Join(dir, "cgroup.procs"), uid, gid); err != nil {

@@ -217,6 +217,7 @@ func (s *Sandbox) Ready(u *User, workspaces, claudeBin string, log zerolog.Logge
 			log.Error().Err(err).Msg("runs are NOT limited (memory, processes, CPU): textslash cannot make cgroups here; run it as root or in a cgroup it may write")
 		} else {
 			limited = true
+			sweepCgroups(log)
 		}
 	}
 	log.Info().Bool("limited", limited).Int64("memory", s.Limits.Memory).Int("pids", s.Limits.Pids).
