@@ -201,3 +201,28 @@ func exited(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && strings.HasPrefix(s[i+1:], " Z")
 }
+
+// Listening are the TCP ports something in the home's network listens
+// on (its own loopback and addresses), lowest first; none when the home
+// is on the host's network.
+func (h *Home) Listening() []int {
+	if h.net == nil {
+		return nil
+	}
+	var ports []int
+	for _, f := range []string{"tcp", "tcp6"} {
+		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", h.pid, f))
+		for i, line := range strings.Split(string(data), "\n") {
+			fs := strings.Fields(line)
+			if i == 0 || len(fs) < 4 || fs[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			_, hexPort, _ := strings.Cut(fs[1], ":")
+			if p, err := strconv.ParseInt(hexPort, 16, 32); err == nil && !slices.Contains(ports, int(p)) {
+				ports = append(ports, int(p))
+			}
+		}
+	}
+	slices.Sort(ports)
+	return ports
+}
