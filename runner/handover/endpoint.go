@@ -74,7 +74,7 @@ type shotRun struct {
 	log   zerolog.Logger
 	proxy func() (string, error) // the run's network's HTTP proxy, nil: the host's
 
-	home  Home // what its home offers (background, preview); nil: none
+	home Home // what its home offers (background, preview); nil: none
 
 	mu     sync.Mutex
 	taken  int // shots asked for, counting failed ones
