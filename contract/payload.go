@@ -134,6 +134,10 @@ const (
 const (
 	ActionApprove = "approve"
 	ActionReject  = "reject"
+	// ActionHome: the job's text is a keyword about the person's home,
+	// which the runner holding it answers without the agent: "preview
+	// <port>", "preview", "preview off", "previews", "stop <id>".
+	ActionHome = "home"
 )
 
 // EventKind is the last token of an event subject.

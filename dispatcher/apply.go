@@ -150,7 +150,8 @@ func needsHead(st contract.UserState, input fsm.Input) bool {
 	case fsm.Keyword:
 		// go, btw, use and clone may turn out to be messages (or jobs); a
 		// use is refused while messages wait.
-		return (idle && (input.Keyword == fsm.Go || input.Keyword == fsm.Btw || input.Keyword == fsm.Clone)) ||
+		return (idle && (input.Keyword == fsm.Go || input.Keyword == fsm.Btw || input.Keyword == fsm.Clone ||
+			input.Keyword == fsm.Preview || input.Keyword == fsm.Previews || input.Keyword == fsm.Stop)) ||
 			input.Keyword == fsm.Use
 	case fsm.Question:
 		return false

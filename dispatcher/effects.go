@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -161,6 +162,9 @@ func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.U
 			return d.notice(ctx, u, e.ID, "clone", err.Error()+".")
 		}
 		job.Action, job.Text = contract.ActionClone, url+" "+name
+	}
+	if kw, arg, ok := fsm.ParseKeyword(job.Text); ok && (kw == fsm.Preview || kw == fsm.Previews || kw == fsm.Stop) && job.Action == "" && len(job.Media) == 0 {
+		job.Action, job.Text = contract.ActionHome, strings.TrimSpace(kw+" "+arg)
 	}
 	if kw, arg, ok := fsm.ParseKeyword(job.Text); ok && kw == fsm.Btw && job.Action == "" && d.agent() != fsm.AgentClaude {
 		// An agent that takes no messages while it works runs a btw's

@@ -123,6 +123,14 @@ type Config struct {
 	// last run (default sandbox.DefaultHomeIdle).
 	HomesMax int
 	HomeIdle time.Duration
+	// PreviewAddr is where the preview server listens (default
+	// 127.0.0.1:0); PreviewURL the links' URL with * where a link's id
+	// goes (default http://*.preview.localhost:<PreviewAddr's port>);
+	// PreviewTTL how long a link lasts (default preview.DefaultTTL).
+	// Previews need homes with a network of their own.
+	PreviewAddr string
+	PreviewURL  string
+	PreviewTTL  time.Duration
 	// ID names this runner among those sharing the jobs: each user's jobs
 	// run on the runner holding their workspace (see affinity). It must
 	// stay the same across restarts with the same Workspaces. Default:

@@ -52,6 +52,7 @@ type homeState struct {
 	warm        *agent.Warm
 	token, task string
 	person      string // the person's key: their disk is bound in the home
+	home        *sandbox.Home
 }
 
 // keptFor is what the runner keeps with home id, person's, made at its
@@ -88,6 +89,9 @@ func (r *Runner) homeClosed(id string) {
 	r.mu.Unlock()
 	if hs != nil {
 		hs.warm.Close()
+	}
+	if r.previews != nil {
+		r.previews.HomeGone(id)
 	}
 	go r.sweepDisks()
 }

@@ -238,7 +238,11 @@ func (ru *run) command(ctx context.Context) (command func(ctx context.Context, n
 	case box == nil:
 		return command, ""
 	case h != nil:
-		return h.Confined(command), ""
+		confined := h.Confined(command)
+		if r.shots != nil {
+			r.shots.SetHome(ru.shotTok, homeHands{r: r, h: h, person: ru.job.User.Key(), command: confined})
+		}
+		return confined, ""
 	}
 	if r.limited {
 		if err := ru.limits(box); err != nil {
@@ -320,6 +324,9 @@ func (ru *run) enterHome(box *sandbox.Sandbox) (*sandbox.Home, string) {
 		return nil, MsgFailed
 	}
 	ru.kept, ru.net = ru.r.keptFor(h.ID(), ru.job.User.Key()), h.Net()
+	ru.r.mu.Lock()
+	ru.kept.home = h
+	ru.r.mu.Unlock()
 	// What the run started ends as soon as the agent returns, before the
 	// person is told the run is over; the warm agent stays.
 	ru.ended = func() {
@@ -369,6 +376,8 @@ func (ru *run) pickAgent() {
 	ru.agent, ru.name = r.agent, r.cfg.Agent
 	switch job.Action {
 	case "":
+	case contract.ActionHome:
+		ru.agent, ru.name = homeAgent{r: r, token: func() string { return ru.shotTok }}, "home keyword"
 	case contract.ActionClone:
 		ru.agent, ru.name = r.ws.Clone(ru.home, ru.log), "git clone"
 	default:

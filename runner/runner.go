@@ -22,6 +22,7 @@ import (
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/disk"
 	"github.com/textslash/textslash/runner/handover"
+	"github.com/textslash/textslash/runner/preview"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/workspace"
 )
@@ -39,6 +40,7 @@ type Runner struct {
 	events    jetstream.Stream
 	media     *handover.Store    // where what runs hand over is stored
 	shots     *handover.Endpoint // the screenshot endpoint, while Run runs
+	previews  *preview.Server    // the preview links' server, while Run runs; nil: none
 	bin       string             // the directory of the agents' textslash command, or ""
 	// limited: runs get a cgroup with the sandbox's limits.
 	limited bool
@@ -279,6 +281,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	defer r.shots.Close()
 	r.forwardIntoHomes()
+	defer r.startPreviews()()
 	if os.Geteuid() == 0 && r.user == nil {
 		r.log.Warn().Str("agent", r.cfg.Agent).Msg("agents run as root: set TEXTSLASH_AGENT_USER to run them as an unprivileged user")
 	}

@@ -25,6 +25,10 @@ Usage:
                             one use): they send it as their first message
   textslash shot [--desktop] [--full] URL
                             inside an agent's run: screenshot a page for the reply
+  textslash background <command>
+                            inside an agent's run: keep command (a dev server)
+                            running in the person's home after the run
+  textslash preview <port>  inside an agent's run: a link to the app on port
   textslash version         print the version
   textslash help            show this help
 
@@ -51,6 +55,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return app.Provision(args[1:], stderr)
 	case "shot":
 		return app.Shot(args[1:], stdout, stderr)
+	case "background":
+		return app.Background(args[1:], stdout, stderr)
+	case "preview":
+		return app.Preview(args[1:], stdout, stderr)
 	case "pair":
 		return app.Pair(args[1:], stdout, stderr)
 	case "version", "--version":

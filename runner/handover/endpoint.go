@@ -74,6 +74,8 @@ type shotRun struct {
 	log   zerolog.Logger
 	proxy func() (string, error) // the run's network's HTTP proxy, nil: the host's
 
+	home Home // what its home offers (background, preview); nil: none
+
 	mu     sync.Mutex
 	taken  int // shots asked for, counting failed ones
 	images []contract.Image
@@ -162,17 +164,22 @@ func (s *Endpoint) End(token string) []contract.Image {
 	return run.images
 }
 
+// reply writes rep as JSON with code.
+func reply(w http.ResponseWriter, code int, rep any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(rep)
+}
+
+// ServeHTTP serves POST /shot, /background and /preview to the run whose
+// bearer token the request carries.
 func (s *Endpoint) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	reply := func(code int, rep ShotReply) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(rep)
-	}
 	fail := func(code int, format string, args ...any) {
-		reply(code, ShotReply{Error: fmt.Sprintf(format, args...)})
+		reply(w, code, ShotReply{Error: fmt.Sprintf(format, args...)})
 	}
-	if req.URL.Path != "/shot" {
-		fail(http.StatusNotFound, "not found: POST /shot")
+	serve := map[string]func(http.ResponseWriter, *http.Request, *shotRun){"/shot": s.shot, "/background": s.background, "/preview": s.preview}[req.URL.Path]
+	if serve == nil {
+		fail(http.StatusNotFound, "not found: POST /shot, /background or /preview")
 		return
 	}
 	if req.Method != http.MethodPost {
@@ -192,6 +199,14 @@ func (s *Endpoint) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if err := req.ParseForm(); err != nil {
 		fail(http.StatusBadRequest, "bad form: %v", err)
 		return
+	}
+	serve(w, req, run)
+}
+
+// shot takes a screenshot for run's reply.
+func (s *Endpoint) shot(w http.ResponseWriter, req *http.Request, run *shotRun) {
+	fail := func(code int, format string, args ...any) {
+		reply(w, code, ShotReply{Error: fmt.Sprintf(format, args...)})
 	}
 	sr := ShotRequest{URL: req.Form.Get("url"), Desktop: formBool(req.Form, "desktop"), FullPage: formBool(req.Form, "full")}
 	if err := checkShotURL(sr.URL); err != nil {
@@ -225,7 +240,7 @@ func (s *Endpoint) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	s.store.publishImage(contract.WithTrace(req.Context(), run.trace), log, run.job, img, "shot"+strconv.Itoa(n))
 	log.Info().Str("object", img.ID).Int("size", img.Size).Int("width", img.Width).Int("height", img.Height).
 		Dur("took", time.Since(start)).Msg("screenshot taken")
-	reply(http.StatusOK, ShotReply{ID: img.ID, Width: img.Width, Height: img.Height, Size: img.Size})
+	reply(w, http.StatusOK, ShotReply{ID: img.ID, Width: img.Width, Height: img.Height, Size: img.Size})
 }
 
 func formBool(f url.Values, key string) bool {

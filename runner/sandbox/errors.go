@@ -31,3 +31,9 @@ func (e *LimitError) Message() string {
 // ErrNoHome means runs cannot have homes here; each run has a sandbox of
 // its own instead.
 var ErrNoHome = errors.New("cannot keep homes")
+
+// ErrNoCommand: a background process asked for without a command.
+var ErrNoCommand = errors.New("no command")
+
+// ErrHomeGone: the home was taken down.
+var ErrHomeGone = errors.New("the home was taken down")

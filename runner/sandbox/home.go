@@ -55,6 +55,9 @@ type Home struct {
 	users int       // runs in the home now
 	last  time.Time // when the last run left
 	kept  []int     // processes kept between runs (the warm agent)
+	// background are the processes runs handed to the home on purpose
+	// (StartBackground): kept, with all they start, until stopped.
+	background []*Background
 }
 
 // nsNames are the namespaces a program of a home enters, as /proc names
@@ -309,19 +312,21 @@ func (h *Home) Keep(pids ...int) {
 	h.kept = pids
 }
 
-// EndRun ends every process in the home that is not the home's own or
-// kept: all a run started, setsid or double-forked, wherever it went.
-// It looks again while it finds some (one may fork meanwhile).
+// EndRun ends every process in the home that is not the home's own,
+// kept, or a background process's (StartBackground: the process and its
+// descendants): all else a run started, setsid or double-forked, wherever
+// it went. It looks again while it finds some (one may fork meanwhile).
 func (h *Home) EndRun() {
 	h.mu.Lock()
 	keep := append(slices.Clone(h.kept), h.own...)
+	bg := h.backgroundPids()
 	h.mu.Unlock()
 	// Until none is left: the killed take a moment to go (longer on a
 	// busy machine), and one may fork meanwhile.
 	for deadline := time.Now().Add(endRunWait); ; {
 		var left []int
 		for _, pid := range h.members() {
-			if !slices.Contains(keep, pid) {
+			if !slices.Contains(keep, pid) && !(len(bg) > 0 && descendsFrom(pid, bg)) {
 				left = append(left, pid)
 			}
 		}
@@ -381,6 +386,16 @@ func children(pid int) []int {
 	return out
 }
 
+// Touch counts now as a use of the home, as a run's end does: a home
+// whose preview is in use is not let go for being idle.
+func (h *Home) Touch() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.users == 0 {
+		h.last = time.Now()
+	}
+}
+
 // Memory is what the home's processes hold in memory: its cgroup's
 // usage, else the resident sets of its processes.
 func (h *Home) Memory() int64 {
@@ -405,6 +420,7 @@ func (h *Home) Memory() int64 {
 // Close takes the home down: every process in it, its network and its
 // cgroup.
 func (h *Home) Close() {
+	h.StopBackground("")
 	if h.stdin != nil {
 		_ = h.stdin.Close()
 	}

@@ -23,6 +23,10 @@ func Main(service string, args []string, stdout, stderr io.Writer) int {
 			if service == Runner {
 				return Shot(args[1:], stdout, stderr)
 			}
+		case "background", "preview":
+			if service == Runner {
+				return map[string]func([]string, io.Writer, io.Writer) int{"background": Background, "preview": Preview}[args[0]](args[1:], stdout, stderr)
+			}
 		case "healthcheck":
 			return healthcheck(stderr)
 		case "version", "--version":

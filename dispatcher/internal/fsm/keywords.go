@@ -6,6 +6,7 @@ package fsm
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/textslash/textslash/contract"
@@ -49,9 +50,17 @@ const (
 	Use      = "use"
 	// "branches on": each message runs on a branch of its own.
 	Branches = "branches"
+	// The person's home, answered by its runner (a job of
+	// contract.ActionHome): "preview 5173" opens a link to the app on a
+	// port, "preview" to the one port something listens on, "preview
+	// off" ends the links and the background processes, "previews" lists
+	// them, "stop 3f2a" ends one background process.
+	Preview  = "preview"
+	Previews = "previews"
+	Stop     = "stop"
 )
 
-var keywords = []string{Cancel, Approve, Reject, Status, More, New, Help, Go, Cost, Schedules, Pair, People, Projects}
+var keywords = []string{Cancel, Approve, Reject, Status, More, New, Help, Go, Cost, Schedules, Pair, People, Projects, Preview, Previews}
 
 // ParseKeyword reports whether text is a keyword: one of the words above
 // as the whole message (any case), or mode, steer or btw followed by their
@@ -92,6 +101,16 @@ func ParseKeyword(text string) (kw, arg string, ok bool) {
 		if rest != "" && !strings.ContainsAny(rest, " \n") {
 			return Use, strings.ToLower(rest), true
 		}
+	case Preview:
+		// preview <port> | preview off; "preview the page" is a message.
+		if r := strings.ToLower(rest); r == "off" || isPort(r) {
+			return Preview, r, true
+		}
+	case Stop:
+		// stop <id>: a background process's 4 hex digits.
+		if len(rest) == 4 && strings.Trim(strings.ToLower(rest), "0123456789abcdef") == "" {
+			return Stop, strings.ToLower(rest), true
+		}
 	case Clone:
 		// clone <url> [name]: a URL has a scheme or is scp-like.
 		f := strings.Fields(rest)
@@ -128,6 +147,9 @@ var keywordSteps = map[string]keywordStep{
 	Go:         goPlan,
 	Use:        use,
 	Clone:      clone,
+	Preview:    homeJob,
+	Previews:   homeJob,
+	Stop:       homeJob,
 	Cancel:     cancel,
 	Approve:    approve,
 	Reject:     approve,
@@ -193,4 +215,18 @@ func goPlan(s contract.UserState, in Input) (contract.UserState, []Effect) {
 	// The plan's session goes on, whatever new said.
 	e := Effect{Kind: Start, ID: in.ID, Action: Go, Mode: s.Usual, Project: s.Project}
 	return working(s, e), []Effect{e}
+}
+
+// isPort reports whether s is a TCP port number, 1-65535.
+func isPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n > 0 && n < 65536 && strconv.Itoa(n) == s
+}
+
+// homeJob is a keyword about the person's home, which the runner holding
+// it answers (a job of contract.ActionHome), in its turn like a clone.
+func homeJob(s contract.UserState, in Input) (contract.UserState, []Effect) {
+	m := asMessage(in)
+	m.Scheduled = true
+	return message(s, m)
 }

@@ -1,0 +1,228 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Background is a process a run handed to its home on purpose (`textslash
+// background npm run dev`): it outlives the run, in the home's namespaces
+// and cgroup (under its limits), until it is stopped (StopBackground), or
+// the home is taken down. Everything else a run starts still ends with
+// the run (EndRun).
+type Background struct {
+	ID      string    // 4 hex digits, unique in the home: what `stop <id>` names
+	Command string    // the command line, as given
+	Log     string    // where its output goes, relative to its directory
+	Started time.Time // when it started
+	pid     int       // its first process, on the host (nsenter's)
+	exited  chan struct{}
+}
+
+// Running reports whether the process has not exited yet.
+func (b *Background) Running() bool {
+	select {
+	case <-b.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// BackgroundLogDir is where, in the directory a background process runs
+// in (the workspace), its output file is: <id>.log.
+const BackgroundLogDir = ".textslash/background"
+
+// StartBackground starts argv in the home through command (the run's
+// command function, Confined to the home), in command's directory, its
+// output appended to BackgroundLogDir/<id>.log there: the redirection is
+// made inside the home, as the agent's user, so textslash opens nothing
+// the agent names. The process and all it starts are kept by EndRun.
+func (h *Home) StartBackground(command func(ctx context.Context, name string, args ...string) *exec.Cmd, argv []string) (*Background, error) {
+	if len(argv) == 0 {
+		return nil, ErrNoCommand
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.Alive() {
+		return nil, ErrHomeGone
+	}
+	b := &Background{ID: h.newBackgroundID(), Command: strings.Join(argv, " "), Started: time.Now(), exited: make(chan struct{})}
+	b.Log = BackgroundLogDir + "/" + b.ID + ".log"
+	// The shell makes the log's directory, then becomes the command.
+	args := append([]string{"-c", `mkdir -p "$0" && exec "$@" >>"$0/` + b.ID + `.log" 2>&1 </dev/null`, BackgroundLogDir}, argv...)
+	cmd := command(context.Background(), "/bin/sh", args...)
+	if cmd.Err != nil {
+		return nil, cmd.Err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("background %q: %w", b.Command, err)
+	}
+	b.pid = cmd.Process.Pid
+	go func() { _ = cmd.Wait(); close(b.exited) }()
+	h.background = append(h.background, b)
+	return b, nil
+}
+
+// newBackgroundID is an id no background process of the home has. h.mu
+// is held.
+func (h *Home) newBackgroundID() string {
+	for {
+		var b [2]byte
+		_, _ = rand.Read(b[:])
+		id := hex.EncodeToString(b[:])
+		if !slices.ContainsFunc(h.background, func(o *Background) bool { return o.ID == id }) {
+			return id
+		}
+	}
+}
+
+// Backgrounds are the home's background processes still running, oldest
+// first.
+func (h *Home) Backgrounds() []*Background {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.background = slices.DeleteFunc(h.background, func(b *Background) bool { return !b.Running() })
+	return slices.Clone(h.background)
+}
+
+// StopBackground ends the background process id ("" ends them all) and
+// everything it started; it reports how many it ended.
+func (h *Home) StopBackground(id string) int {
+	h.mu.Lock()
+	var stop []*Background
+	h.background = slices.DeleteFunc(h.background, func(b *Background) bool {
+		if id == "" || b.ID == id {
+			stop = append(stop, b)
+			return true
+		}
+		return false
+	})
+	h.mu.Unlock()
+	roots := make([]int, 0, len(stop))
+	for _, b := range stop {
+		roots = append(roots, b.pid)
+	}
+	h.killTree(roots)
+	n := 0
+	for _, b := range stop {
+		select {
+		case <-b.exited:
+		case <-time.After(endRunWait):
+		}
+		n++
+	}
+	return n
+}
+
+// killTree kills roots and every member of the home descending from one,
+// until none is left or endRunWait has passed.
+func (h *Home) killTree(roots []int) {
+	if len(roots) == 0 {
+		return
+	}
+	for deadline := time.Now().Add(endRunWait); ; {
+		var left []int
+		for _, pid := range append(h.members(), roots...) {
+			if descendsFrom(pid, roots) && syscall.Kill(pid, 0) == nil && !exited(pid) {
+				left = append(left, pid)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return
+		}
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// backgroundPids are the first processes of the home's background
+// processes. h.mu is held.
+func (h *Home) backgroundPids() []int {
+	var pids []int
+	for _, b := range h.background {
+		if b.Running() {
+			pids = append(pids, b.pid)
+		}
+	}
+	return pids
+}
+
+// descendsFrom reports whether pid is one of roots or their descendant,
+// by its parents in /proc.
+func descendsFrom(pid int, roots []int) bool {
+	for range 64 {
+		if slices.Contains(roots, pid) {
+			return true
+		}
+		if pid = parent(pid); pid <= 1 {
+			return false
+		}
+	}
+	return false
+}
+
+// parent is pid's parent process, 0 when unknown.
+func parent(pid int) int {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The name, in parentheses, may hold spaces: the fields after it.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// exited reports whether pid has exited and waits for its parent (a zombie).
+func exited(pid int) bool {
+	data, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && strings.HasPrefix(s[i+1:], " Z")
+}
+
+// Listening are the TCP ports something in the home's network listens
+// on (its own loopback and addresses), lowest first; none when the home
+// is on the host's network.
+func (h *Home) Listening() []int {
+	if h.net == nil {
+		return nil
+	}
+	var ports []int
+	for _, f := range []string{"tcp", "tcp6"} {
+		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", h.pid, f))
+		for i, line := range strings.Split(string(data), "\n") {
+			fs := strings.Fields(line)
+			if i == 0 || len(fs) < 4 || fs[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			_, hexPort, _ := strings.Cut(fs[1], ":")
+			if p, err := strconv.ParseInt(hexPort, 16, 32); err == nil && !slices.Contains(ports, int(p)) {
+				ports = append(ports, int(p))
+			}
+		}
+	}
+	slices.Sort(ports)
+	return ports
+}
