@@ -196,3 +196,26 @@ func TestPreviewEndsAndSaysSo(t *testing.T) {
 		t.Errorf("a port nothing listens on: %d %q", code, body)
 	}
 }
+
+// A browser behind a proxy that speaks HTTP/2 without TLS to the preview
+// server (h2c, prior knowledge) gets the app through it, as HTTP/2.
+func TestPreviewServesHTTP2Cleartext(t *testing.T) {
+	port, dial := app(t)
+	s := serve(t)
+	l, _ := s.Open(Target{Person: "web.a", Home: "h1", Port: port, Dial: dial})
+	var protos http.Protocols
+	protos.SetUnencryptedHTTP2(true)
+	client := &http.Client{Transport: &http.Transport{Protocols: &protos}}
+	defer client.CloseIdleConnections()
+	req, _ := http.NewRequest("GET", "http://"+s.Addr()+"/seen", nil)
+	req.Host = strings.TrimSuffix(strings.TrimPrefix(l.URL, "http://"), "/")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("an h2c request: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.ProtoMajor != 2 || resp.StatusCode != 200 || !strings.HasPrefix(string(body), fmt.Sprintf("host=localhost:%d ", port)) {
+		t.Errorf("over h2c: %s %d %q; want HTTP/2 200 from the app", resp.Proto, resp.StatusCode, body)
+	}
+}

@@ -53,7 +53,13 @@ func Listen(cfg Config, log zerolog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{links: ls, addr: ln.Addr().String(), log: log.With().Str("part", "preview").Logger()}
-	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	// HTTP/1.1, and HTTP/2 without TLS (h2c, with prior knowledge) for a
+	// tunnel or proxy in front that speaks it: TLS, when there is any,
+	// ends there.
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, Protocols: &protos}
 	go func() { _ = s.srv.Serve(ln) }()
 	s.log.Info().Str("addr", s.addr).Str("url", pattern).Dur("ttl", ls.ttl).Msg("preview links served")
 	return s, nil
