@@ -7,6 +7,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/disk"
+	"github.com/textslash/textslash/runner/preview"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/snapshot"
 	"github.com/textslash/textslash/runner/workspace"
@@ -131,6 +132,9 @@ type Config struct {
 	PreviewAddr string
 	PreviewURL  string
 	PreviewTTL  time.Duration
+	// ChatURL is the web chat's URL where others reach it (PUBLIC_URL):
+	// Validate refuses a PreviewURL on its name ("": not known).
+	ChatURL string
 	// ID names this runner among those sharing the jobs: each user's jobs
 	// run on the runner holding their workspace (see affinity). It must
 	// stay the same across restarts with the same Workspaces. Default:
@@ -246,6 +250,16 @@ func (c Config) Validate() error {
 		if d.value < 0 {
 			errs = append(errs, bad(d.setting, d.value, "must not be negative"))
 		}
+	}
+	if c.PreviewURL != "" {
+		if err := preview.CheckURL(c.PreviewURL, c.ChatURL); err != nil {
+			e := bad("PreviewURL", c.PreviewURL, "not a preview links' URL")
+			e.Err = err
+			errs = append(errs, e)
+		}
+	}
+	if c.PreviewTTL < 0 {
+		errs = append(errs, bad("PreviewTTL", c.PreviewTTL, "must not be negative"))
 	}
 	if !validID(c.ID) {
 		errs = append(errs, bad("ID", c.ID, "want letters, digits, - and _ only"))

@@ -47,6 +47,11 @@ var badConfigs = map[string]struct {
 	"negative memory":             {Config{Sandbox: &sandbox.Sandbox{Limits: sandbox.Limits{Memory: -1}}}, []string{"Sandbox.Limits.Memory"}},
 	"disk quota under 32M":        {Config{DiskQuota: 1 << 20}, []string{"DiskQuota"}},
 	"negative disk quota":         {Config{DiskQuota: -1}, []string{"DiskQuota"}},
+	"preview URL without a *":     {Config{PreviewURL: "https://preview.example.com"}, []string{"PreviewURL"}},
+	"preview URL of ftp":          {Config{PreviewURL: "ftp://*.preview.example.com"}, []string{"PreviewURL"}},
+	"preview URL with * mid-host": {Config{PreviewURL: "https://a*.example.com"}, []string{"PreviewURL"}},
+	"preview URL over the chat":   {Config{PreviewURL: "https://*.example.com", ChatURL: "https://chat.example.com"}, []string{"PreviewURL"}},
+	"preview URL under the chat":  {Config{PreviewURL: "https://*.chat.example.com:8443", ChatURL: "https://Chat.example.com/"}, []string{"PreviewURL"}},
 	"several at once": {Config{Concurrency: -2, Timeout: time.Hour, Sandbox: &sandbox.Sandbox{Limits: sandbox.Limits{Pids: 1, CPU: -1}}},
 		[]string{"Concurrency", "Sandbox.Limits.CPU", "Sandbox.Limits.Pids", "Timeout"}},
 }

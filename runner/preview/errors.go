@@ -5,5 +5,5 @@ import "errors"
 // ErrBadPort: a port that is not 1-65535.
 var ErrBadPort = errors.New("not a port (1-65535)")
 
-// ErrBadURL: a preview URL without one "*" in its host.
-var ErrBadURL = errors.New("preview URL: want scheme://*.host[:port], with * where the link's id goes")
+// ErrBadURL: a links' URL that is not http(s)://*.<a name of its own>.
+var ErrBadURL = errors.New("want http(s)://*.<a name of its own>[:port], * where a link's id goes")

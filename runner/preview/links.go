@@ -67,9 +67,9 @@ type links struct {
 
 // newLinks checks pattern: a URL whose host's first label is "*".
 func newLinks(pattern string, ttl time.Duration) (*links, error) {
-	u, err := url.Parse(pattern)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !strings.HasPrefix(u.Host, "*.") || strings.Count(u.Host, "*") != 1 {
-		return nil, fmt.Errorf("%w: %q", ErrBadURL, pattern)
+	u, err := ParseURL(pattern)
+	if err != nil {
+		return nil, err
 	}
 	if ttl <= 0 {
 		ttl = DefaultTTL

@@ -65,6 +65,8 @@ func TestConfigRejectsBadInput(t *testing.T) {
 		{env: map[string]string{"TEXTSLASH_TIMEOUT": "5"}, want: `TEXTSLASH_TIMEOUT="5"`},
 		{env: map[string]string{"TEXTSLASH_WEB": "maybe"}, want: `TEXTSLASH_WEB="maybe"`},
 		{env: map[string]string{"TEXTSLASH_TIMEOUT": "10m"}, want: "TEXTSLASH_TIMEOUT=10m0s: must be between 1s and 9m"},
+		{env: map[string]string{"TEXTSLASH_PREVIEW_URL": "https://preview.example.com"}, want: `TEXTSLASH_PREVIEW_URL="https://preview.example.com": `},
+		{env: map[string]string{"TEXTSLASH_PREVIEW_URL": "https://*.example.com", "PUBLIC_URL": "https://chat.example.com"}, want: `TEXTSLASH_PREVIEW_URL="https://*.example.com": `},
 		{env: map[string]string{"TEXTSLASH_SERVICES": "ingress,bogus"}, want: `unknown service "bogus"`},
 		{env: map[string]string{"TEXTSLASH_SERVICES": "ingress,egress", "TEXTSLASH_WEB": "true"}, want: "NATS_URL: required"},
 		{env: map[string]string{"TEXTSLASH_SERVICES": "runner", "NATS_URL": "nats://x", "TEXTSLASH_WEB": "true"}, want: "the web chat needs ingress and egress"},
