@@ -52,6 +52,7 @@ var badConfigs = map[string]struct {
 	"preview URL with * mid-host": {Config{PreviewURL: "https://a*.example.com"}, []string{"PreviewURL"}},
 	"preview URL over the chat":   {Config{PreviewURL: "https://*.example.com", ChatURL: "https://chat.example.com"}, []string{"PreviewURL"}},
 	"preview URL under the chat":  {Config{PreviewURL: "https://*.chat.example.com:8443", ChatURL: "https://Chat.example.com/"}, []string{"PreviewURL"}},
+	"negative preview ttl":        {Config{PreviewTTL: -time.Minute}, []string{"PreviewTTL"}},
 	"several at once": {Config{Concurrency: -2, Timeout: time.Hour, Sandbox: &sandbox.Sandbox{Limits: sandbox.Limits{Pids: 1, CPU: -1}}},
 		[]string{"Concurrency", "Sandbox.Limits.CPU", "Sandbox.Limits.Pids", "Timeout"}},
 }
