@@ -21,3 +21,18 @@ func TestSystemPromptTaskScreenshots(t *testing.T) {
 		}
 	}
 }
+
+// The system prompt tells Claude to start a dev server with textslash
+// background (not & or nohup, which end with the run) and to hand the
+// person its link with textslash preview, as it tells about textslash
+// shot: the command, and the endpoint's request without it.
+func TestSystemPromptBackgroundAndPreview(t *testing.T) {
+	for _, want := range []string{
+		"textslash background <command>", "textslash preview <port>", ".textslash/background/<id>.log", "nohup",
+		`"${TEXTSLASH_SHOT_URL%/shot}/background"`, `"${TEXTSLASH_SHOT_URL%/shot}/preview"`, "--data-urlencode arg=",
+	} {
+		if !strings.Contains(SystemPrompt, want) {
+			t.Errorf("SystemPrompt does not say %q:\n%s", want, SystemPrompt)
+		}
+	}
+}
