@@ -245,6 +245,14 @@ type Event struct {
 	// until then, and a message before it starts at once. Zero: not kept
 	// (a run outside a home, a runner that keeps none, or one that died).
 	WarmUntil time.Time `json:"warm_until,omitzero"`
+	// Background: what the person's home keeps running past runs (their
+	// dev server, `textslash background`) as the run ended, oldest first;
+	// status lists it while the home is warm.
+	Background []Background `json:"background,omitempty"`
+	// Links: the preview links the run handed the person, oldest first.
+	// The text has each URL too; channels with buttons show one that
+	// opens it, the web chat a link that opens in a new tab.
+	Links []Link `json:"links,omitempty"`
 
 	// question, answer: the question's number in its job, from 1.
 	Question int `json:"question,omitempty"`
@@ -263,6 +271,20 @@ type Event struct {
 	// undelivered: the message is not lost but held (HeldKey) until the
 	// person writes again (WhatsApp's window was closed).
 	Held bool `json:"held,omitempty"`
+}
+
+// Background is a process a person's home keeps running past runs.
+type Background struct {
+	ID      string    `json:"id"`      // what `stop <id>` names
+	Command string    `json:"command"` // its command line
+	Started time.Time `json:"started"`
+}
+
+// Link is a link handed to the person (a preview link): URL, and Label,
+// what a button or link that opens it says ("Open port 5173").
+type Link struct {
+	URL   string `json:"url"`
+	Label string `json:"label"`
 }
 
 // Image describes an object in the media store: an image, or, when its
@@ -320,6 +342,9 @@ type UserState struct {
 	// WarmUntil is what the newest done event said (Event.WarmUntil):
 	// until when the person's home stays warm. A new run leaves it.
 	WarmUntil time.Time `json:"warm_until,omitzero"`
+	// Background is what the newest done event said (Event.Background):
+	// what the home keeps running, as long as it is warm.
+	Background []Background `json:"background,omitempty"`
 	Settings
 }
 

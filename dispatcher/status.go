@@ -18,6 +18,10 @@ import (
 // agent" in every text the person reads, so the line fits every agent.
 const msgWarm = "Agent: warm until %s (%s), so your next message starts at once."
 
+// msgBackground is status's line for each process the person's home keeps
+// running past runs (`textslash background`): its id, command, how long.
+const msgBackground = "In the background: %s %s, for %s (stop %s ends it)."
+
 // status describes what is happening for the person.
 func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.UserState) string {
 	var b strings.Builder
@@ -69,10 +73,26 @@ func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.Us
 		loc := d.zone(st)
 		fmt.Fprintf(&b, "\n"+msgWarm, until.In(loc).Format("15:04"), zoneName(loc))
 	}
+	if st.Running() || time.Now().Before(st.WarmUntil) {
+		// What the home keeps running, as the last run's end said: it
+		// ends with the home.
+		for _, bg := range st.Background {
+			fmt.Fprintf(&b, "\n"+msgBackground, bg.ID, bg.Command, lasted(time.Since(bg.Started)), bg.ID)
+		}
+	}
 	if n := d.queueDepth(ctx, u); n > 0 {
 		fmt.Fprintf(&b, "\n%s waiting.", plural(int(n), "message"))
 	}
 	return b.String()
+}
+
+// lasted is how long something has run, to the minute past one
+// ("12m", "1h5m"), to the second under it.
+func lasted(d time.Duration) string {
+	if d < time.Minute {
+		return d.Round(time.Second).String()
+	}
+	return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
 }
 
 func plural(n int, unit string) string {

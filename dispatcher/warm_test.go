@@ -139,3 +139,33 @@ func TestWarmOutlastsTheNextStart(t *testing.T) {
 		t.Errorf("status after an old runner's done: got %q; want nothing about warmth", got)
 	}
 }
+
+// TestStatusListsBackground: what the person's home keeps running in the
+// background, as the last run's end said, is in status with how long it
+// has run, while the home is warm; once the home is let go, nothing is.
+func TestStatusListsBackground(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		until time.Time
+		want  bool
+	}{
+		{"warm", time.Now().Add(10 * time.Minute), true},
+		{"let go", time.Now().Add(-time.Minute), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBench(t, dispatcher.Config{})
+			u := user(t, "alice")
+			b.into(u, contract.StateWorking)
+			started := time.Now().Add(-12*time.Minute - 5*time.Second)
+			b.event(contract.Event{Kind: contract.KindDone, User: u, JobID: "w1", Status: contract.StatusOK, Text: "ok", WarmUntil: tt.until,
+				Background: []contract.Background{{ID: "a1b2", Command: "npm run dev", Started: started}}})
+			b.doneHandled(b.lastDone(u))
+			b.waitState(u, contract.StateIdle, "")
+			got := b.status(u, "s1")
+			line := "In the background: a1b2 npm run dev, for 12m"
+			if has := strings.Contains(got, line) && strings.Contains(got, "stop a1b2"); has != tt.want {
+				t.Errorf("status:\n%s\nsays %q and stop a1b2: %v; want %v", got, line, has, tt.want)
+			}
+		})
+	}
+}
