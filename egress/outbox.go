@@ -77,7 +77,7 @@ func (o *outbox) compose(ctx context.Context, ch channel, ev contract.Event) ([]
 		return nil, err
 	}
 	if len(msgs) > 0 {
-		msgs[len(msgs)-1].Choices = ev.Choices
+		msgs[len(msgs)-1].Choices, msgs[len(msgs)-1].Links = ev.Choices, ev.Links
 	}
 	return msgs, nil
 }

@@ -34,6 +34,9 @@ type Message struct {
 	// choice as the person's message. Channels without buttons ignore
 	// them: the body says what to reply.
 	Choices []string
+	// Links are links handed to the person (preview links): a channel
+	// with buttons shows one that opens each; the body has their URLs.
+	Links []contract.Link `json:",omitempty"`
 	// Template, when set, is sent instead of Body and Media: an approved
 	// template by the provider's id (Twilio's Content SID), which may go
 	// out when free-form messages may not (window.go).

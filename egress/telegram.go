@@ -179,16 +179,16 @@ func (s *telegramSender) Send(ctx context.Context, u contract.User, m Message) (
 	case m.Progress:
 		return s.progress(ctx, chat, m)
 	case len(m.Media) == 0:
-		sent, err = s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: m.Body, ReplyMarkup: keyboard(m.Choices)})
+		sent, err = s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: m.Body, ReplyMarkup: keyboard(m.Choices, m.Links)})
 	case m.Document:
 		var doc models.InputFile
 		if doc, err = s.document(ctx, m.Media[0]); err == nil {
-			sent, err = s.bot.SendDocument(ctx, &bot.SendDocumentParams{ChatID: chat, Document: doc, Caption: m.Body, ReplyMarkup: keyboard(m.Choices)})
+			sent, err = s.bot.SendDocument(ctx, &bot.SendDocumentParams{ChatID: chat, Document: doc, Caption: m.Body, ReplyMarkup: keyboard(m.Choices, m.Links)})
 		}
 	case len(m.Media) == 1:
 		var photo models.InputFile
 		if photo, err = s.photo(ctx, m.Media[0]); err == nil {
-			sent, err = s.bot.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Photo: photo, Caption: m.Body, ReplyMarkup: keyboard(m.Choices)})
+			sent, err = s.bot.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Photo: photo, Caption: m.Body, ReplyMarkup: keyboard(m.Choices, m.Links)})
 		}
 	default:
 		var group []models.InputMedia
@@ -209,7 +209,7 @@ func (s *telegramSender) Send(ctx context.Context, u contract.User, m Message) (
 		var msgs []*models.Message
 		if msgs, err = s.bot.SendMediaGroup(ctx, &bot.SendMediaGroupParams{ChatID: chat, Media: group}); err == nil && len(msgs) > 0 {
 			sent = msgs[0]
-			s.buttons(ctx, u, m.Choices)
+			s.buttons(ctx, u, m.Choices, m.Links)
 		}
 	}
 	if err != nil {
@@ -253,27 +253,44 @@ func (s *telegramSender) Typing(ctx context.Context, u contract.User, _ string) 
 // buttons sends the choices after a media group, which cannot carry them.
 // The group is sent: a failure here is only logged, since sending the
 // message again would repeat the group, and its text says what to reply.
-func (s *telegramSender) buttons(ctx context.Context, u contract.User, choices []string) {
-	if len(choices) == 0 {
+func (s *telegramSender) buttons(ctx context.Context, u contract.User, choices []string, links []contract.Link) {
+	markup := keyboard(choices, links)
+	if markup == nil {
 		return
 	}
-	_, err := s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: u.ID, Text: ask(choices), ReplyMarkup: keyboard(choices)})
+	text := "Open it:"
+	if len(choices) > 0 {
+		text = ask(choices)
+	}
+	_, err := s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: u.ID, Text: text, ReplyMarkup: markup})
 	if err != nil {
 		zerolog.Ctx(ctx).Warn().Err(telegramError(err, s.cfg.BotToken)).Str("user", u.Key()).Msg("buttons after a media group not sent")
 	}
 }
 
 // keyboard is one row of buttons, one per choice, whose press sends the
-// choice: "yes" shows as "Yes". Nil without choices.
-func keyboard(choices []string) models.ReplyMarkup {
-	if len(choices) == 0 {
+// choice ("yes" shows as "Yes"), then a row per https link with a button
+// that opens it. An http link (the local set-up's, on the machine's own
+// name) gets none: Telegram takes no button to a name it cannot reach,
+// and the text has the link. Nil without either.
+func keyboard(choices []string, links []contract.Link) models.ReplyMarkup {
+	var rows [][]models.InlineKeyboardButton
+	if len(choices) > 0 {
+		row := make([]models.InlineKeyboardButton, len(choices))
+		for i, c := range choices {
+			row[i] = models.InlineKeyboardButton{Text: label(c), CallbackData: c}
+		}
+		rows = append(rows, row)
+	}
+	for _, l := range links {
+		if strings.HasPrefix(l.URL, "https://") && l.Label != "" {
+			rows = append(rows, []models.InlineKeyboardButton{{Text: l.Label, URL: l.URL}})
+		}
+	}
+	if rows == nil {
 		return nil
 	}
-	row := make([]models.InlineKeyboardButton, len(choices))
-	for i, c := range choices {
-		row[i] = models.InlineKeyboardButton{Text: label(c), CallbackData: c}
-	}
-	return &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{row}}
+	return &models.InlineKeyboardMarkup{InlineKeyboard: rows}
 }
 
 // ask asks for one of the choices in words: "Approve or reject?".

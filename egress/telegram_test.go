@@ -391,3 +391,27 @@ func TestTelegramTypingWaitsOutA429(t *testing.T) {
 		t.Errorf("reply %+v; want done", c)
 	}
 }
+
+// A reply's preview links come as buttons that open them, one per row
+// under its choices' row; a link Telegram cannot open from the phone
+// (http, on the machine's own name) stays in the text only.
+func TestTelegramLinkButtons(t *testing.T) {
+	h := startTelegram(t, false)
+	links := []contract.Link{{URL: "https://abc.preview.example.com/", Label: "Open port 5173"}, {URL: "http://def.preview.localhost:3001/", Label: "Open port 8080"}}
+	h.publish(contract.Event{Kind: contract.KindDone, Text: "The app is running: https://abc.preview.example.com/", Status: contract.StatusOK, Links: links[:1]})
+	h.publish(contract.Event{Kind: contract.KindDone, Text: "Changed it. https://abc.preview.example.com/", Status: contract.StatusOK, Approval: true,
+		Choices: []string{contract.ActionApprove, contract.ActionReject}, Links: links})
+	h.publish(contract.Event{Kind: contract.KindDone, Text: "local: http://def.preview.localhost:3001/", Status: contract.StatusOK, Links: links[1:]})
+	open := []telegramtest.Button{{Text: "Open port 5173", URL: "https://abc.preview.example.com/"}}
+	want := [][][]telegramtest.Button{
+		{open},
+		{{{Text: "Approve", Data: "approve"}, {Text: "Reject", Data: "reject"}}, open},
+		nil,
+	}
+	calls := h.api.WaitCalls(t, len(want), 5*time.Second)
+	for i, w := range want {
+		if c := calls[i]; c.Method != "sendMessage" || !reflect.DeepEqual(c.Keyboard, w) {
+			t.Errorf("call %d: %s %q with keyboard %v; want sendMessage with %v", i, c.Method, c.Text, c.Keyboard, w)
+		}
+	}
+}

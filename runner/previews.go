@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/handover"
 	"github.com/textslash/textslash/runner/preview"
@@ -193,6 +194,34 @@ func (r *Runner) listHome(person string, h *sandbox.Home) string {
 		return "No previews and nothing running in the background."
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// handedOver is what the done event of a run of person's that began at
+// start says of their home: what it keeps running (status lists it), and
+// the links the run opened (channels show each as a button or a link; the
+// reply's text gets any it does not name). h is the person's home, nil
+// when they have none.
+func (r *Runner) handedOver(done *contract.Event, person string, h *sandbox.Home, start time.Time) {
+	if h == nil {
+		return
+	}
+	for _, bg := range h.Backgrounds() {
+		done.Background = append(done.Background, contract.Background{ID: bg.ID, Command: bg.Command, Started: bg.Started.UTC()})
+	}
+	if r.previews == nil {
+		return
+	}
+	links := r.previews.List(person)
+	slices.Reverse(links) // oldest first
+	for _, l := range links {
+		if l.Opened.Before(start) {
+			continue
+		}
+		done.Links = append(done.Links, contract.Link{URL: l.URL, Label: fmt.Sprintf("Open port %d", l.Port)})
+		if !strings.Contains(done.Text, l.URL) {
+			done.Text = joinText(done.Text, l.URL)
+		}
+	}
 }
 
 func joinInts(ns []int) string {

@@ -72,10 +72,13 @@ func (ru *run) outcome(ctx, runCtx context.Context) {
 	done.ExitCode, done.CostUSD, done.Truncated = res.ExitCode, res.CostUSD, res.Truncated
 	done.InputTokens, done.OutputTokens = res.InputTokens, res.OutputTokens
 	done.Text = strings.TrimSpace(res.Text)
-	if ru.kept != nil {
+	if h := ru.homeNow(); h != nil {
 		// The home stays this long without another run (unless more
-		// homes crowd it out): status says so.
+		// homes crowd it out): status says so. A keyword about the home
+		// counts as a use of it.
+		h.Touch()
 		done.WarmUntil = time.Now().Add(ru.r.cfg.HomeIdle).UTC()
+		defer ru.r.handedOver(done, ru.job.User.Key(), h, ru.start)
 	}
 	var lim *sandbox.LimitError
 	var refused *workspace.Refusal
@@ -120,6 +123,18 @@ func (ru *run) outcome(ctx, runCtx context.Context) {
 		}
 	}
 	ru.diskFull()
+}
+
+// homeNow is the home the run was in, or, for a keyword about the home
+// (ActionHome), the person's home on this runner; nil when neither.
+func (ru *run) homeNow() *sandbox.Home {
+	switch {
+	case ru.kept != nil:
+		return ru.kept.home
+	case ru.job.Action == contract.ActionHome:
+		return ru.r.homeOf(ru.job.User.Key())
+	}
+	return nil
 }
 
 // diskFull tells the person their disk is full when the run left it so:

@@ -50,7 +50,8 @@ type Call struct {
 // callback_data its press sends.
 type Button struct {
 	Text string `json:"text"`
-	Data string `json:"callback_data"`
+	Data string `json:"callback_data,omitempty"`
+	URL  string `json:"url,omitempty"` // a button that opens a link instead
 }
 
 // message is what a chat shows of a message the bot sent.

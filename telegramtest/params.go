@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strings"
 )
 
 // fill completes call from its method's parameters as Telegram reads them;
@@ -58,7 +59,7 @@ func (a *API) fill(call *Call, form url.Values, files map[string][]byte, names m
 }
 
 // keyboard reads a reply_markup as Telegram does. The fake takes inline
-// keyboards of callback buttons only.
+// keyboards of callback buttons and URL buttons.
 func keyboard(markup string) ([][]Button, error) {
 	if markup == "" {
 		return nil, nil
@@ -74,6 +75,11 @@ func keyboard(markup string) ([][]Button, error) {
 			switch {
 			case b.Text == "":
 				return nil, errors.New("can't parse inline keyboard button: Text must be non-empty")
+			case b.Data != "" && b.URL != "":
+				return nil, errors.New("can't parse inline keyboard button: only one of the optional fields must be specified")
+			case b.URL != "" && !strings.HasPrefix(b.URL, "https://") && !strings.HasPrefix(b.URL, "http://"):
+				return nil, errors.New("BUTTON_URL_INVALID")
+			case b.URL != "":
 			case b.Data == "":
 				return nil, errors.New("can't parse inline keyboard button: Text buttons are unallowed in the inline keyboard")
 			case len(b.Data) > 64:

@@ -36,6 +36,7 @@ type Link struct {
 	ID      string
 	URL     string
 	Port    int
+	Opened  time.Time
 	Expires time.Time
 }
 
@@ -119,7 +120,7 @@ func (ls *links) open(t Target) (Link, error) {
 		return Link{}, fmt.Errorf("%d: %w", t.Port, ErrBadPort)
 	}
 	id := newID()
-	l := &link{Link: Link{ID: id, URL: ls.url(id), Port: t.Port, Expires: ls.now().Add(ls.ttl).UTC()}, target: t}
+	l := &link{Link: Link{ID: id, URL: ls.url(id), Port: t.Port, Opened: ls.now().UTC(), Expires: ls.now().Add(ls.ttl).UTC()}, target: t}
 	l.proxy = newAppProxy(l, ls.url(id))
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
