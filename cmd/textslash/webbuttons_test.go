@@ -193,3 +193,34 @@ func TestWebButtonsApprovalInBrowser(t *testing.T) {
 	waitPage(ctx, t, `(want) => [...document.querySelectorAll('#messages .notice')].some(e => e.innerText.includes(want))`,
 		"Rejected.", "the dispatcher's answer to the rejection")
 }
+
+// A reply's preview links show under it as links that open in a new tab,
+// with no referrer; a link that is not http or https is not shown.
+func TestWebPreviewLinkInBrowser(t *testing.T) {
+	ctx := browser(t, 90*time.Second) // first: skips without Chromium
+	inst := startServe(t, `TEXTSLASH_AGENT=read -r m; echo "got $m"`)
+	nc, err := nats.Connect(inst.adminURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := inbounds(t, nc)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)), chromedp.Navigate(inst.URL+"/"),
+		chromedp.WaitVisible(chromedp.ID("input")), chromedp.SendKeys(chromedp.ID("input"), "hello"), chromedp.Click(chromedp.ID("send"))); err != nil {
+		t.Fatalf("open the page and send: %v", err)
+	}
+	u := nextInbound(t, sent, "typed hello").User
+	link := "http://abcdef.preview.localhost:3001/"
+	ev := contract.Event{Kind: contract.KindDone, User: u, JobID: "pv-1", Status: contract.StatusOK, Text: "Your app on port 5173: " + link,
+		Links: []contract.Link{{URL: link, Label: "Open port 5173"}, {URL: "javascript:alert(1)", Label: "Evil"}}}
+	if err := contract.PublishEvent(ctx, js, ev, contract.MsgID(u, ev.JobID, string(ev.Kind), "")); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(ctx, t, `(want) => [...document.querySelectorAll('#messages a.link')]
+		.map(a => a.innerText + ' ' + a.href + ' ' + a.target + ' ' + a.rel).join('|') === want`,
+		"Open port 5173 "+link+" _blank noopener noreferrer", "the preview link, opening in a new tab")
+}
