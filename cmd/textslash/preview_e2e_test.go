@@ -96,6 +96,11 @@ func TestPreviewOfDevServerInBrowser(t *testing.T) {
 	if link == "" {
 		t.Fatalf("preview 5173: %q; want a link", reply)
 	}
+	// status: what the home keeps running, and for how long.
+	a.send("status")
+	if got := waitFor(t, aEvents, 30*time.Second, func(ev sseEvent) bool { return ev.Kind == "notice" && strings.HasPrefix(ev.Event.Text, "Idle") }).Event.Text; !regexp.MustCompile(`In the background: [0-9a-f]{4} python3 dev\.py 5173, for \d+s \(stop [0-9a-f]{4} ends it\)\.`).MatchString(got) {
+		t.Errorf("status:\n%s\nwant the dev server in the background and for how long", got)
+	}
 
 	// The operator's browser has the web chat's cookies, at phone size.
 	if err := chromedp.Do(tab, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)),
