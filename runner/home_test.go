@@ -1,8 +1,12 @@
 package runner
 
 import (
+	"net/url"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/sandbox"
@@ -42,5 +46,36 @@ func TestRunsShareTheirPersonsHome(t *testing.T) {
 				t.Errorf("WarmUntil %v; want about an hour (HomeIdle) after the run", first.WarmUntil)
 			}
 		})
+	}
+}
+
+// A preview opens the person's own app, never what textslash forwards
+// into their home: the screenshot endpoint (or the model API on the
+// host's loopback) listens on a forwarded port there, and a link to it
+// would hand the endpoint to whoever holds the link.
+func TestPreviewRefusesForwardedPorts(t *testing.T) {
+	if sandbox.ProbeHomes() != nil {
+		t.Skip("homes need root")
+	}
+	e := newRunnerEnv(t)
+	e.start(Config{Timeout: time.Minute, Sandbox: &sandbox.Sandbox{}, HomeIdle: time.Hour})
+	u := e.user(contract.ChannelWeb, "forwarded")
+	e.job(u, "url", `echo "$TEXTSLASH_SHOT_URL"`)
+	ev := e.waitDone(u, "url", runnerWait)
+	shot, err := url.Parse(strings.TrimSpace(ev.Text))
+	if err != nil || shot.Port() == "" {
+		t.Fatalf("the run's TEXTSLASH_SHOT_URL: %q (%v)", ev.Text, err)
+	}
+	j := contract.Job{ID: "pv", User: u, Text: "preview " + shot.Port(), Action: contract.ActionHome, At: time.Now().UTC()}
+	data, err := contract.Encode(&j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.js.Publish(t.Context(), contract.JobSubject(u), data, jetstream.WithMsgID(contract.MsgID(u, j.ID, "job"))); err != nil {
+		t.Fatal(err)
+	}
+	done := e.waitDone(u, "pv", runnerWait)
+	if strings.Contains(done.Text, "preview.localhost") || !strings.Contains(done.Text, "textslash's own") {
+		t.Errorf("preview of the forwarded screenshot endpoint's port %s: %q; want it refused as textslash's own", shot.Port(), done.Text)
 	}
 }

@@ -48,6 +48,11 @@ func (r *Runner) openPreview(person string, h *sandbox.Home, port int) (preview.
 	if r.previews == nil || h.Net() == nil {
 		return preview.Link{}, errNoPreviews
 	}
+	if slices.Contains(r.forwardedPorts(), port) {
+		// It would hand whoever holds the link what textslash forwards
+		// there: the screenshot endpoint, the model API on loopback.
+		return preview.Link{}, fmt.Errorf("port %d is textslash's own in your workspace (its screenshots, the model), not your app's", port)
+	}
 	return r.previews.Open(preview.Target{Person: person, Home: h.ID(), Port: port, Dial: h.Net().Dial, Touch: h.Touch})
 }
 
@@ -89,15 +94,23 @@ func (r *Runner) homeOf(person string) *sandbox.Home {
 // appPorts are the ports something of the person's listens on in home h:
 // not those textslash forwards into it.
 func (r *Runner) appPorts(h *sandbox.Home) []int {
-	var forwarded []int
+	forwarded := r.forwardedPorts()
+	return slices.DeleteFunc(h.Listening(), func(p int) bool { return slices.Contains(forwarded, p) })
+}
+
+// forwardedPorts are the ports textslash forwards into homes: on them,
+// a home's loopback reaches the host's (the screenshot endpoint, the
+// model API or a proxy there).
+func (r *Runner) forwardedPorts() []int {
+	var ports []int
 	if r.homes != nil && r.homes.Network != nil {
 		for _, a := range r.homes.Network.Forward {
 			if ap, err := netip.ParseAddrPort(a); err == nil {
-				forwarded = append(forwarded, int(ap.Port()))
+				ports = append(ports, int(ap.Port()))
 			}
 		}
 	}
-	return slices.DeleteFunc(h.Listening(), func(p int) bool { return slices.Contains(forwarded, p) })
+	return ports
 }
 
 // homeAgent answers the person's keywords about their home (a job of
