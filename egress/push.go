@@ -134,8 +134,8 @@ func (p *pusher) take(ctx context.Context, m jetstream.Msg) (item, bool, error) 
 	}
 	if !p.allowed(ctx, ev.User) {
 		log := contract.TraceLog(p.log, contract.Trace(m.Headers()))
-		log.Error().Str("user", ev.User.Key()).Str("kind", string(ev.Kind)).Str("subject", m.Subject()).Uint64("seq", md.Sequence.Stream).
-			Msg("event for a user not allowed dropped: nobody on the channel's allowlist (ALLOWED_PHONE_NUMBERS, TELEGRAM_ALLOWED_CHATS) sent it; something else published it")
+		log.Error().Str("user", ev.User.Key()).Str("channel", ev.User.Channel).Str("kind", string(ev.Kind)).Str("subject", m.Subject()).Uint64("seq", md.Sequence.Stream).
+			Msg("event for a user not allowed dropped: nobody on the channel's allowlist (its ALLOWED setting: ALLOWED_PHONE_NUMBERS, TELEGRAM_ALLOWED_CHATS, SLACK_ALLOWED, DISCORD_ALLOWED) or paired in sent it; something else published it")
 		refused.WithLabelValues(ev.User.Channel).Inc()
 		return item{}, false, nil
 	}
