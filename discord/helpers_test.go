@@ -166,3 +166,7 @@ func (r *rig) run(t *testing.T) {
 }
 
 func user() contract.User { return contract.User{Channel: discord.Channel, ID: person.ID} }
+
+// stored is the id a message or press written in channel is stored
+// under: <channel>-<id>, which says where the reply goes.
+func stored(channel, id string) string { return channel + "-" + id }

@@ -64,7 +64,8 @@ func (d *Discord) onMessage(ctx context.Context, m *discordgo.MessageCreate) {
 		return
 	}
 	log = log.With().Str("user", u.Key()).Logger()
-	in := contract.Inbound{ID: m.ID, User: u, Text: text, Media: media(m.Message), At: m.Timestamp.UTC()}
+	// The id says where it was written: the reply goes there (channelOf).
+	in := contract.Inbound{ID: m.ChannelID + "-" + m.ID, User: u, Text: text, Media: media(m.Message), At: m.Timestamp.UTC()}
 	switch err := d.publishRetry(ctx, log, in); {
 	case errors.Is(err, kit.ErrNotAllowed):
 		log.Info().Int("text_len", len(text)).Msg("discord message from a person neither allowed nor paired in; dropped")
@@ -134,7 +135,7 @@ func (d *Discord) onInteraction(ctx context.Context, ic *discordgo.InteractionCr
 	log = log.With().Str("user", u.Key()).Str("choice", choice).Logger()
 	pctx, cancel := context.WithTimeout(ctx, pressWithin)
 	defer cancel()
-	err = d.publishRetry(pctx, log, contract.Inbound{ID: ic.ID, User: u, Text: choice, At: time.Now().UTC()})
+	err = d.publishRetry(pctx, log, contract.Inbound{ID: ic.ChannelID + "-" + ic.ID, User: u, Text: choice, At: time.Now().UTC()})
 	switch {
 	case errors.Is(err, kit.ErrNotAllowed):
 		// Acknowledged without a change, so that Discord shows the

@@ -30,7 +30,7 @@ func TestDMStoredOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := r.waitStored(t, 1)[0]
-	want := contract.Inbound{V: got.V, ID: m.ID, User: user(), Text: "list my files", At: got.At}
+	want := contract.Inbound{V: got.V, ID: stored(m.ChannelID, m.ID), User: user(), Text: "list my files", At: got.At}
 	if got.ID != want.ID || got.User != want.User || got.Text != want.Text || len(got.Media) != 0 {
 		t.Fatalf("stored %+v; want %+v", got, want)
 	}
@@ -43,7 +43,7 @@ func TestDMStoredOnce(t *testing.T) {
 	}
 	// Events are handled in order: once the next is stored, the replay
 	// was handled.
-	if got := r.waitStored(t, 2); got[0].ID != m.ID || got[1].ID != next.ID {
+	if got := r.waitStored(t, 2); got[0].ID != stored(m.ChannelID, m.ID) || got[1].ID != stored(next.ChannelID, next.ID) {
 		t.Fatalf("stored %s, %s; want %s once, then %s", got[0].ID, got[1].ID, m.ID, next.ID)
 	}
 	gw := r.fake.Gateway()
@@ -70,7 +70,7 @@ func TestServerMention(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := r.waitStored(t, 1) // events are handled in order: the first was dropped
-	if got[0].ID != m.ID || got[0].Text != "run the tests" {
+	if got[0].ID != stored(m.ChannelID, m.ID) || got[0].Text != "run the tests" {
 		t.Fatalf("stored %q (%s); want %q (%s)", got[0].Text, got[0].ID, "run the tests", m.ID)
 	}
 	if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: "all pass"}); err != nil {
@@ -127,7 +127,7 @@ func TestButtonPress(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := r.waitStored(t, 1)[0]
-	if got.ID != ic.ID || got.Text != contract.ActionApprove || got.User != user() {
+	if got.ID != stored(ic.ChannelID, ic.ID) || got.Text != contract.ActionApprove || got.User != user() {
 		t.Fatalf("stored %+v; want %q from %v, id %s", got, contract.ActionApprove, user(), ic.ID)
 	}
 	var cbs []discordtest.Callback
@@ -163,7 +163,7 @@ func TestGatewayDropResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := r.waitStored(t, 2)
-	if got[1].ID != during.ID || got[1].Text != "during the drop" {
+	if got[1].ID != stored(during.ChannelID, during.ID) || got[1].Text != "during the drop" {
 		t.Fatalf("second stored %q (%s); want the message sent during the drop (%s)", got[1].Text, got[1].ID, during.ID)
 	}
 	if gw := r.fake.Gateway(); gw.Resumes != 1 || gw.Identifies != 1 {
@@ -215,7 +215,7 @@ func TestStrangerDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := r.waitStored(t, 1); got[0].ID != m.ID {
+	if got := r.waitStored(t, 1); got[0].ID != stored(m.ChannelID, m.ID) {
 		t.Fatalf("stored %q; want only the person's message", got[0].Text)
 	}
 	cbs := r.fake.Callbacks(ic.ID)
@@ -259,7 +259,7 @@ func TestPublishWaitsOut(t *testing.T) {
 	if err := contract.Provision(t.Context(), r.ns.JS, contract.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.waitStored(t, 2); got[0].ID != first.ID || got[1].ID != second.ID {
+	if got := r.waitStored(t, 2); got[0].ID != stored(first.ChannelID, first.ID) || got[1].ID != stored(second.ChannelID, second.ID) {
 		t.Fatalf("stored %q, %q; want first, then second", got[0].Text, got[1].Text)
 	}
 	if n := r.logs.n("discord message not stored; lost"); n != 0 {

@@ -23,12 +23,13 @@ type statusMessage struct {
 // Send implements egress.Sender with one REST call: a message (its text,
 // its media uploaded as attachments, its choices as buttons), or the
 // edit of the run's progress message. The message goes to the channel
-// the person last wrote in, else their DM. It pings nobody, whatever the
+// its job came from, else the one the person last wrote in, else their
+// DM. It pings nobody, whatever the
 // text says (no @everyone from an agent's output). A text over the
 // channel's limit, which the kit's paging should have cut, is cut here
 // rather than refused by Discord.
 func (d *Discord) Send(ctx context.Context, u contract.User, m egress.Message) (string, error) {
-	ch, err := d.channelFor(ctx, u)
+	ch, err := d.channelFor(ctx, u, m.JobID)
 	if err != nil {
 		return "", err
 	}
@@ -125,8 +126,8 @@ func (d *Discord) remember(ch string, st statusMessage) {
 
 // Typing implements egress.Typer: "typing…" in the person's channel,
 // shown for 10 s or until the bot's next message there.
-func (d *Discord) Typing(ctx context.Context, u contract.User, _ string) error {
-	ch, err := d.channelFor(ctx, u)
+func (d *Discord) Typing(ctx context.Context, u contract.User, job string) error {
+	ch, err := d.channelFor(ctx, u, job)
 	if err != nil {
 		return err
 	}
@@ -147,7 +148,7 @@ const findSlack = 5 * time.Second
 // minutes), so the text and the time are the match; a person's messages
 // go out one at a time, so the newest match is the one.
 func (d *Discord) Find(ctx context.Context, u contract.User, m egress.Message, since time.Time) (string, error) {
-	ch, err := d.channelFor(ctx, u)
+	ch, err := d.channelFor(ctx, u, m.JobID)
 	if err != nil {
 		return "", err
 	}
@@ -178,9 +179,14 @@ func snowflakeAt(t time.Time) string {
 	return fmt.Sprint(ms << 22)
 }
 
-// channelFor is the channel a person is answered in: the one they last
-// wrote in, else their DM with the bot (opened once, then kept).
-func (d *Discord) channelFor(ctx context.Context, u contract.User) (string, error) {
+// channelFor is the channel a person is answered in about job: the one
+// the job came from (a job's id is its message's, <channel>-<message>),
+// else the one they last wrote in, else their DM with the bot (opened
+// once, then kept).
+func (d *Discord) channelFor(ctx context.Context, u contract.User, job string) (string, error) {
+	if ch := channelOf(job); ch != "" {
+		return ch, nil
+	}
 	d.mu.Lock()
 	ch, ok := d.routes[u.ID]
 	if !ok {
@@ -198,6 +204,30 @@ func (d *Discord) channelFor(ctx context.Context, u contract.User) (string, erro
 	d.dms[u.ID] = dm.ID
 	d.mu.Unlock()
 	return dm.ID, nil
+}
+
+// channelOf is the channel a job came from, "" when its id does not say
+// (a scheduled task's, a notice's): ids of people's messages and presses
+// are <channel>-<id>, both snowflakes.
+func channelOf(job string) string {
+	ch, id, ok := strings.Cut(job, "-")
+	if !ok || !snowflake(ch) || !snowflake(id) {
+		return ""
+	}
+	return ch
+}
+
+// snowflake reports whether s is a Discord id: digits.
+func snowflake(s string) bool {
+	if s == "" || len(s) > 20 {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // sendError classifies a failed REST call: a 429 waits its retry_after;

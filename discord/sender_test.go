@@ -219,3 +219,24 @@ func TestTyping(t *testing.T) {
 		t.Fatalf("typing %+v; want one in the DM", sent)
 	}
 }
+
+// A reply goes to the channel its job came from (a job's id is its
+// message's, <channel>-<message>), even when this process never saw the
+// person write there (after a restart); a message of no job goes to the
+// DM.
+func TestReplyGoesWhereItsJobCameFrom(t *testing.T) {
+	r := newRig(t)
+	ch := r.fake.GuildChannel("613425648685547541")
+	if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: "all pass", JobID: ch + "-1098765432109876543"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: "a notice"}); err != nil {
+		t.Fatal(err)
+	}
+	if msgs := r.fake.Messages(ch); len(msgs) != 1 || msgs[0].Content != "all pass" {
+		t.Errorf("the job's channel holds %+v; want the reply", msgs)
+	}
+	if msgs := r.fake.Messages(r.fake.DM(person)); len(msgs) != 1 || msgs[0].Content != "a notice" {
+		t.Errorf("the DM holds %+v; want the notice", msgs)
+	}
+}

@@ -12,7 +12,7 @@ import (
 )
 
 // refusedMsg is egress's log line for an event it will not send.
-const refusedMsg = "event for a user not allowed dropped: nobody on the channel's allowlist (ALLOWED_PHONE_NUMBERS, TELEGRAM_ALLOWED_CHATS) sent it; something else published it"
+const refusedMsg = "event for a user not allowed dropped: nobody on the channel's allowlist (its ALLOWED setting: ALLOWED_PHONE_NUMBERS, TELEGRAM_ALLOWED_CHATS, SLACK_ALLOWED, DISCORD_ALLOWED) or paired in sent it; something else published it"
 
 // An event for a number nobody allowed — published by anyone who can
 // write to EVENTS — is never sent: no toll fraud, no phishing from the

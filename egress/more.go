@@ -118,7 +118,7 @@ func (o *outbox) more(ctx context.Context, log zerolog.Logger, ch channel, it it
 	if len(left.Pages) == 0 {
 		return handled(o.parts.sendPart(ctx, log, ch, it, 0, Message{Body: MsgNoMore}))
 	}
-	if err := handled(o.parts.sendPart(ctx, log, ch, it, 0, Message{Body: left.Pages[0]})); err != nil {
+	if err := handled(o.parts.sendPart(ctx, log, ch, it, 0, Message{Body: left.Pages[0], JobID: left.JobID})); err != nil {
 		return err
 	}
 	left.Pages, left.MoreSeq = left.Pages[1:], it.seq

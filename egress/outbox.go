@@ -76,6 +76,9 @@ func (o *outbox) compose(ctx context.Context, ch channel, ev contract.Event) ([]
 	if err := o.pages.keep(ctx, ev.User, ev.JobID, rest); err != nil {
 		return nil, err
 	}
+	for i := range msgs {
+		msgs[i].JobID = ev.JobID // a channel sends them where the job came from
+	}
 	if len(msgs) > 0 {
 		msgs[len(msgs)-1].Choices, msgs[len(msgs)-1].Links = ev.Choices, ev.Links
 	}

@@ -27,7 +27,10 @@ type Message struct {
 	// Progress: a line about the run in progress (JobID), which a channel
 	// that can edit messages shows in one status message.
 	Progress bool
-	JobID    string
+	// JobID is the job the message is about ("" for none: a notice): the
+	// id of the person's message that started it, which tells a channel
+	// where that message was written (Slack's <conversation>-<ts>).
+	JobID string
 	// Choices are the replies that answer the message (a permission
 	// question's yes / no / always, an approval's approve / reject): a
 	// channel with buttons shows one per choice, whose press sends the

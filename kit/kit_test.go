@@ -160,6 +160,15 @@ func TestRunDelivers(t *testing.T) {
 		!strings.Contains(got[2], "(page 2/") || got[3] != "after" || len(got) != 4 {
 		t.Errorf("sent %q; want the progress, page 1 with MORE, page 2, then after", got)
 	}
+	// Every message about job m1 says so (a channel sends it where the job
+	// came from), the reply's pages included.
+	snd.mu.Lock()
+	for _, m := range snd.sent[:3] {
+		if m.JobID != "m1" {
+			t.Errorf("message %q: job %q; want m1", m.Body, m.JobID)
+		}
+	}
+	snd.mu.Unlock()
 	if snd.tries["working"] != 2 {
 		t.Errorf("progress tried %d times; want 2 (once refused with a RetryAfter)", snd.tries["working"])
 	}

@@ -20,7 +20,7 @@ const findPages = 5
 // names its digest); a share of files by its files' titles (their names,
 // as upload gives them) and its text. "" when there is none.
 func (s *Sender) Find(ctx context.Context, u contract.User, m egress.Message, since time.Time) (string, error) {
-	ch, err := s.conversation(ctx, u)
+	ch, err := s.conversation(ctx, u, m.JobID)
 	if err != nil {
 		return "", sendError(err)
 	}

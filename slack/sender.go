@@ -62,7 +62,7 @@ type statusMessage struct {
 // Send implements egress.Sender; the id returned is the message's ts (a
 // file share's: its first file's id).
 func (s *Sender) Send(ctx context.Context, u contract.User, m egress.Message) (string, error) {
-	ch, err := s.conversation(ctx, u)
+	ch, err := s.conversation(ctx, u, m.JobID)
 	if err != nil {
 		return "", sendError(err)
 	}
@@ -79,9 +79,14 @@ func (s *Sender) Send(ctx context.Context, u contract.User, m egress.Message) (s
 	return ts, nil
 }
 
-// conversation is where u's messages go: the conversation they last wrote
-// in, else their direct message with the bot (conversations.open, once).
-func (s *Sender) conversation(ctx context.Context, u contract.User) (string, error) {
+// conversation is where u's message about job goes: the conversation the
+// job came from (a job's id is its message's, <conversation>-<ts>), else
+// the one u last wrote in, else their direct message with the bot
+// (conversations.open, once).
+func (s *Sender) conversation(ctx context.Context, u contract.User, job string) (string, error) {
+	if ch := conversationOf(job); ch != "" {
+		return ch, nil
+	}
 	if ch := s.places.of(u.ID); ch != "" {
 		return ch, nil
 	}

@@ -270,3 +270,24 @@ func isPermanent(err error) bool {
 	var se *egress.SendError
 	return errors.As(err, &se) && se.Permanent
 }
+
+// A reply goes to the conversation its job came from (the job's id is the
+// message's, <conversation>-<ts>), even when this process never saw the
+// person write: after a restart, a reply to a mention in a channel goes
+// to that channel, not to the person's direct message.
+func TestReplyGoesWhereItsJobCameFrom(t *testing.T) {
+	fake := slacktest.New(t)
+	s := newSender(t, fake)
+	send(t, s, alice, egress.Message{Body: "the tests pass", JobID: "C7-1712345678_000100"})
+	send(t, s, alice, egress.Message{Body: "a notice of no job"})
+	sent := fake.Sent()
+	if len(sent) != 2 {
+		t.Fatalf("sent %d messages; want 2", len(sent))
+	}
+	if sent[0].Channel != "C7" || !strings.HasPrefix(sent[0].Text, "<@U0ALICE1> ") {
+		t.Errorf("the reply to a job from C7: in %s, %q; want in C7, mentioning her", sent[0].Channel, sent[0].Text)
+	}
+	if sent[1].Channel != aliceDM {
+		t.Errorf("a message of no job, where she was never seen writing: in %s; want her direct message %s", sent[1].Channel, aliceDM)
+	}
+}
