@@ -2,7 +2,8 @@
 // takes the shots asked for over a channel one at a time, starts Chromium
 // for the first, replaces it when it dies and stops it at Close. The
 // browser's and the tab's chromedp contexts are local variables of that
-// goroutine (session, tabSession), never fields.
+// goroutine (session, tabSession), never fields; so is each shot's caller
+// ctx, which travels as the first argument of the owner's functions.
 
 package pageshot
 
@@ -50,7 +51,7 @@ type Browser struct {
 	cfg Config
 	// requests carries the shots to the owner. Unbuffered: a shot waits
 	// for its turn in the send, where the caller's ctx can end the wait.
-	requests chan request
+	requests chan call
 	// closing is closed by Close: a shot waiting for its turn gives up, and
 	// the running browser stops at once (see launch), which ends the shot
 	// in progress.
@@ -63,12 +64,15 @@ type Browser struct {
 	pidNow atomic.Int64
 }
 
-// request is one shot handed to the owner. It is a message on a channel
-// and lives as long as the Capture that sent it, whose ctx it carries (the
-// one case where the Go team's "Contexts and structs" lets a struct hold a
-// context).
+// call is what Capture sends the owner: a func that gives the caller's ctx
+// and the shot asked for. The owner calls it as it takes the shot (receive);
+// from there the ctx goes along with the request as the first argument and
+// result of the owner's functions, and no struct holds it.
+type call func() (context.Context, request)
+
+// request is one shot handed to the owner; the ctx of the Capture that
+// sent it goes beside it (see call).
 type request struct {
-	ctx   context.Context
 	o     Options
 	reply chan<- result // buffered: the owner never waits on it
 	// retried: the browser died under this shot once, and a fresh one
@@ -89,7 +93,7 @@ func New(cfg Config) *Browser {
 		cfg.Timeout = DefaultTimeout
 	}
 	closing := make(chan struct{})
-	b := &Browser{cfg: cfg, requests: make(chan request), closing: closing,
+	b := &Browser{cfg: cfg, requests: make(chan call), closing: closing,
 		end: sync.OnceFunc(func() { close(closing) }), done: make(chan struct{})}
 	go b.serve()
 	return b
@@ -124,8 +128,9 @@ func (b *Browser) Capture(ctx context.Context, o Options) (Shot, error) {
 		return Shot{}, ErrClosed
 	}
 	reply := make(chan result, 1)
+	take := func() (context.Context, request) { return ctx, request{o: o, reply: reply} }
 	select {
-	case b.requests <- request{ctx: ctx, o: o, reply: reply}:
+	case b.requests <- take:
 	case <-ctx.Done():
 		return Shot{}, ctx.Err()
 	case <-b.closing:
@@ -136,63 +141,62 @@ func (b *Browser) Capture(ctx context.Context, o Options) (Shot, error) {
 }
 
 // serve is the owner: it waits for a shot, and serves it and the next ones
-// in a browser started for it (session); a shot the browser died under is
-// taken again in the next. It returns, the browser stopped, once Close is
-// called.
+// in a browser started for it (session); a shot the browser died under, or
+// that came as it died, is taken in the next. It returns, the browser
+// stopped, once Close is called.
 func (b *Browser) serve() {
 	defer close(b.done)
-	var again *request
-	for {
-		req := again
-		if req == nil {
-			if req = b.receive(nil); req == nil {
-				return
-			}
+	ctx, req := b.receive(nil)
+	for req != nil {
+		if ctx, req = b.session(ctx, *req); req == nil {
+			ctx, req = b.receive(nil)
 		}
-		again = b.session(*req)
 	}
 }
 
-// session starts Chromium and serves shots in it, req first, until Close
-// or until the browser dies; it returns a shot to take again in a fresh
-// browser, or nil. The browser is stopped (process reaped, profile
-// removed) when it returns.
-func (b *Browser) session(req request) *request {
-	bctx, stop, err := b.launch(req.ctx)
+// session starts Chromium and serves shots in it, req (of the Capture
+// whose ctx is ctx) first, until Close or until the browser dies; it
+// returns a shot to take in a fresh browser, with its Capture's ctx, or
+// nil. The browser is stopped (process reaped, profile removed) when it
+// returns.
+func (b *Browser) session(ctx context.Context, req request) (context.Context, *request) {
+	bctx, stop, err := b.launch(ctx)
 	if err != nil {
 		req.reply <- result{err: err}
-		return nil
+		return nil, nil
 	}
 	defer stop()
 	b.pidNow.Store(int64(browserPID(bctx)))
 	defer b.pidNow.Store(0)
 	for {
-		next, again := b.tabSession(bctx, req)
-		if next == nil {
-			return again
+		nctx, next := b.tabSession(ctx, bctx, req)
+		if next == nil || bctx.Err() != nil {
+			// Close, or the browser died: under the shot (next is that
+			// shot, once more), as the next came (next) or between shots
+			// (nil).
+			return nctx, next
 		}
-		if bctx.Err() != nil {
-			return next // died as the shot came: a fresh one takes it
-		}
-		req = *next
+		ctx, req = nctx, *next
 	}
 }
 
-// receive waits for the next shot: nil once Close is called (a shot taken
-// after it is answered ErrClosed) or when died is closed (the browser
-// died between shots; nil: there is no browser).
-func (b *Browser) receive(died <-chan struct{}) *request {
+// receive waits for the next shot and returns it with its Capture's ctx:
+// nil once Close is called (a shot taken after it is answered ErrClosed)
+// or when died is closed (the browser died between shots; nil: there is
+// no browser).
+func (b *Browser) receive(died <-chan struct{}) (context.Context, *request) {
 	select {
-	case r := <-b.requests:
+	case take := <-b.requests:
+		ctx, r := take()
 		if b.isClosed() {
 			r.reply <- result{err: ErrClosed}
-			return nil
+			return nil, nil
 		}
-		return &r
+		return ctx, &r
 	case <-died:
-		return nil
+		return nil, nil
 	case <-b.closing:
-		return nil
+		return nil, nil
 	}
 }
 

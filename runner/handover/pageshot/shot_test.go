@@ -321,6 +321,51 @@ func TestCaptureAfterBrowserKilled(t *testing.T) {
 	t.Logf("shot in a new browser after %v", time.Since(start))
 }
 
+// A browser that dies under a shot is replaced, and the fresh one takes
+// the shot once more.
+func TestCaptureBrowserKilledDuringShot(t *testing.T) {
+	b := newBrowser(t, 20*time.Second)
+	// The first load of the page draws and never ends; the next is whole.
+	var loads atomic.Int32
+	hit, end := make(chan struct{}, 1), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if loads.Add(1) > 1 {
+			fmt.Fprint(w, simplePage)
+			return
+		}
+		fmt.Fprint(w, `<!doctype html><body><p>loading`)
+		w.(http.Flusher).Flush()
+		hit <- struct{}{}
+		select {
+		case <-end:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(end) }) // before srv.Close, which waits for handlers
+
+	killed := make(chan int, 1)
+	go func() {
+		<-hit
+		old := b.pid()
+		syscall.Kill(old, syscall.SIGKILL)
+		killed <- old
+	}()
+	s, err := b.Capture(t.Context(), Options{URL: srv.URL})
+	if err != nil {
+		t.Fatalf("shot the browser died under: got %v; want it taken in a fresh browser", err)
+	}
+	checkJPEG(t, s, DefaultMaxBytes)
+	old := <-killed
+	if now := b.pid(); now == old || now == 0 {
+		t.Errorf("browser pid %d after the kill; want a new one (was %d)", now, old)
+	}
+	if n := loads.Load(); n != 2 {
+		t.Errorf("page loaded %d times; want 2 (the shot taken once more)", n)
+	}
+}
+
 func TestCaptureErrors(t *testing.T) {
 	t.Run("no browser", func(t *testing.T) {
 		b := New(Config{Bin: "/nonexistent/chromium"})

@@ -72,44 +72,46 @@ func throughProxy(o Options) chromedp.CreateBrowserContextOption {
 }
 
 // tabSession opens a tab in the browser of bctx for req's profile and
-// takes req's shot in it, then the next shots that may share it (same
-// profile, same proxy), until a shot fails (the tab is closed: a tab left
-// mid-load, crashed or stuck in a dialog is no base for the next shot) or
-// another's shot comes. It
-// returns that next shot, to take in a tab of its own; or nil when the
-// browser ended (Close, or it died), again being then a shot to take in a
-// fresh browser or nil.
-func (b *Browser) tabSession(bctx context.Context, req request) (next, again *request) {
-	tctx, t, err := b.openTab(req.ctx, bctx, req.o)
+// takes req's shot in it (ctx being its Capture's), then the next shots
+// that may share it (same profile, same proxy), until a shot fails (the
+// tab is closed: a tab left mid-load, crashed or stuck in a dialog is no
+// base for the next shot) or another's shot comes. It returns that next
+// shot with its Capture's ctx, to take in a tab of its own, or in a fresh
+// browser if this one has ended; the shot the browser died under, to take
+// once more in a fresh one (see failed); or nil when the browser ended
+// (Close, or it died) between shots.
+func (b *Browser) tabSession(ctx, bctx context.Context, req request) (context.Context, *request) {
+	tctx, t, err := b.openTab(ctx, bctx, req.o)
 	if err != nil {
-		return b.failed(bctx, req, fmt.Errorf("shot %s: open a tab: %w", req.o.URL, b.why(req.ctx, bctx, err)))
+		return b.failed(ctx, bctx, req, fmt.Errorf("shot %s: open a tab: %w", req.o.URL, b.why(ctx, bctx, err)))
 	}
 	defer t.close()
 	for {
-		s, err := b.shoot(req.ctx, bctx, tctx, t, req.o)
+		s, err := b.shoot(ctx, bctx, tctx, t, req.o)
 		if err != nil {
 			t.close()
-			return b.failed(bctx, req, fmt.Errorf("shot %s: %w", req.o.URL, err))
+			return b.failed(ctx, bctx, req, fmt.Errorf("shot %s: %w", req.o.URL, err))
 		}
 		req.reply <- result{shot: s}
-		n := b.receive(bctx.Done())
+		nctx, n := b.receive(bctx.Done())
 		if n == nil || !sameTab(n.o, req.o) || bctx.Err() != nil {
-			return n, nil
+			return nctx, n
 		}
-		req = *n
+		ctx, req = nctx, *n
 	}
 }
 
 // failed answers a failed shot and waits for the next (see tabSession);
-// if the browser died under the shot, it returns the shot instead, to be
-// taken once more in a fresh browser.
-func (b *Browser) failed(bctx context.Context, req request, err error) (next, again *request) {
-	if bctx.Err() != nil && req.ctx.Err() == nil && !b.isClosed() && !req.retried {
+// if the browser died under the shot (and neither its Capture's ctx nor
+// Close ended it), it returns the shot instead, with ctx, to be taken once
+// more in a fresh browser.
+func (b *Browser) failed(ctx, bctx context.Context, req request, err error) (context.Context, *request) {
+	if bctx.Err() != nil && ctx.Err() == nil && !b.isClosed() && !req.retried {
 		req.retried = true
-		return nil, &req
+		return ctx, &req
 	}
 	req.reply <- result{err: err}
-	return b.receive(bctx.Done()), nil
+	return b.receive(bctx.Done())
 }
 
 // openTab opens a tab in the browser of bctx for o's shots, in a browser
