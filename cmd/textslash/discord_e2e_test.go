@@ -399,7 +399,7 @@ func TestDiscordNATSUser(t *testing.T) {
 		}
 		return contract.Decode(msg.Data, &in)
 	})
-	if in.ID != m.ID || in.Text != "look at this" || len(in.Media) != 1 {
+	if in.ID != m.ChannelID+"-"+m.ID || in.Text != "look at this" || len(in.Media) != 1 {
 		t.Fatalf("stored %+v; want the DM with its photo", in)
 	}
 
