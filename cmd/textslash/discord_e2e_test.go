@@ -131,19 +131,7 @@ func (c *discordChannel) bot() []discordtest.Message {
 // wait waits for a bot message containing text and returns it.
 func (c *discordChannel) wait(t *testing.T, text string) discordtest.Message {
 	t.Helper()
-	var found discordtest.Message
-	natstest.CheckFor(t, 60*time.Second, 20*time.Millisecond, func() error {
-		var texts []string
-		for _, m := range c.bot() {
-			if strings.Contains(m.Content, text) {
-				found = m
-				return nil
-			}
-			texts = append(texts, m.Content)
-		}
-		return fmt.Errorf("no message containing %q; the bot sent %q", text, texts)
-	})
-	return found
+	return waitSent(t, 60*time.Second, c.bot, func(m discordtest.Message) string { return m.Content }, text)
 }
 
 // tinyPNG is a small image for attachments and screenshots.

@@ -104,17 +104,25 @@ func (p *lineProvider) messages() []lineSent {
 // wait waits for a message containing text and returns it.
 func (p *lineProvider) wait(t *testing.T, text string) lineSent {
 	t.Helper()
-	var found lineSent
-	natstest.CheckFor(t, 90*time.Second, 20*time.Millisecond, func() error {
+	return waitSent(t, 90*time.Second, p.messages, func(s lineSent) string { return s.Text }, text)
+}
+
+// waitSent waits until sent() holds a message whose text contains want,
+// and returns the first such: a fake provider's record of what a channel
+// sent.
+func waitSent[M any](t *testing.T, within time.Duration, sent func() []M, text func(M) string, want string) M {
+	t.Helper()
+	var found M
+	natstest.CheckFor(t, within, 20*time.Millisecond, func() error {
 		var texts []string
-		for _, s := range p.messages() {
-			if strings.Contains(s.Text, text) {
-				found = s
+		for _, m := range sent() {
+			if strings.Contains(text(m), want) {
+				found = m
 				return nil
 			}
-			texts = append(texts, s.Text)
+			texts = append(texts, text(m))
 		}
-		return fmt.Errorf("no message containing %q; sent %q", text, texts)
+		return fmt.Errorf("no message containing %q; sent %q", want, texts)
 	})
 	return found
 }

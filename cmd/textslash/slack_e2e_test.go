@@ -70,19 +70,7 @@ func (p *slackPerson) deliver(t *testing.T, kind string, payload []byte) {
 // text and returns it.
 func waitSlack(t *testing.T, fake *slacktest.Server, text string) slacktest.Sent {
 	t.Helper()
-	var found slacktest.Sent
-	natstest.CheckFor(t, 60*time.Second, 20*time.Millisecond, func() error {
-		var texts []string
-		for _, m := range fake.Sent() {
-			if strings.Contains(slackText(t, m), text) {
-				found = m
-				return nil
-			}
-			texts = append(texts, slackText(t, m))
-		}
-		return fmt.Errorf("no message containing %q; sent %q", text, texts)
-	})
-	return found
+	return waitSent(t, 60*time.Second, fake.Sent, func(m slacktest.Sent) string { return slackText(t, m) }, text)
 }
 
 // slackBlock is a Block Kit block as the tests read it.
