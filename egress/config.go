@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/egress/notionmirror"
 )
 
 // Config of the egress service.
@@ -23,7 +24,7 @@ type Config struct {
 	// Telegram, when set, delivers to Telegram users.
 	Telegram *Telegram
 	// Notion, when set, mirrors Notion tasks' runs onto their pages.
-	Notion *Notion
+	Notion *notionmirror.Config
 	// Signer signs the image links egress hands out (media checks them).
 	Signer contract.MediaSigner
 }
@@ -49,7 +50,7 @@ func (c Config) Default() Config {
 		c.Telegram = &t
 	}
 	if c.Notion != nil {
-		n := c.Notion.withDefaults()
+		n := notionDefaults(*c.Notion)
 		c.Notion = &n
 	}
 	return c
@@ -71,7 +72,7 @@ func (c Config) Validate() error {
 		errs = append(errs, c.Telegram.validate())
 	}
 	if c.Notion != nil {
-		errs = append(errs, c.Notion.validate())
+		errs = append(errs, validateNotion(*c.Notion))
 	}
 	return errors.Join(errs...)
 }
@@ -98,4 +99,39 @@ func notNegative[T int | time.Duration](setting string, v T) error {
 		return bad(setting, v, "must not be negative")
 	}
 	return nil
+}
+
+// notionDefaults is n with its defaults and MediaURL without its trailing
+// slash.
+func notionDefaults(n notionmirror.Config) notionmirror.Config {
+	n.MediaURL = trimURL(n.MediaURL)
+	if n.ProgressEvery == 0 {
+		n.ProgressEvery = notionmirror.DefaultProgressEvery
+	}
+	return n
+}
+
+// validateNotion refuses every setting of n (defaulted) that is wrong, the
+// missing ones first.
+func validateNotion(n notionmirror.Config) error {
+	var errs []error
+	if n.Client == nil {
+		errs = append(errs, bad("Notion.Client", nil, "required for Notion: the client of its API"))
+	}
+	for _, s := range []struct{ setting, val, why string }{
+		{"Notion.Database", n.Database, "the database whose tasks are mirrored"},
+		{"Notion.StatusProperty", n.StatusProperty, "the status property set"},
+		{"Notion.InProgress", n.InProgress, "the status set when a run starts"},
+		{"Notion.Done", n.Done, "the status set when a run ends well"},
+		{"Notion.Failed", n.Failed, "the status set when a run fails"},
+		{"Notion.MediaURL", n.MediaURL, "where egress reads the images and files it uploads"},
+	} {
+		if s.val == "" {
+			errs = append(errs, bad(s.setting, nil, "required for Notion: "+s.why))
+		}
+	}
+	if n.MediaURL != "" && !contract.BaseURL(n.MediaURL) {
+		errs = append(errs, bad("Notion.MediaURL", n.MediaURL, "want http(s)://host[:port] of the media service"))
+	}
+	return errors.Join(append(errs, notNegative("Notion.ProgressEvery", n.ProgressEvery))...)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/textslash/textslash/contract/configtest"
 	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/egress/notionmirror"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/notion"
 )
@@ -24,7 +25,7 @@ func goodConfig() egress.Config {
 		Twilio: &egress.Twilio{AccountSID: goodSID, AuthToken: goodToken, From: from,
 			PublicURL: "https://pub.example.com", Allowed: []string{"+15551230001"}},
 		Telegram: &egress.Telegram{BotToken: "123456:token", Allowed: []string{"4242"}, PublicURL: "https://pub.example.com"},
-		Notion: &egress.Notion{Client: &notion.Client{Token: "ntn_x"}, Database: "db", StatusProperty: "Status",
+		Notion: &notionmirror.Config{Client: &notion.Client{Token: "ntn_x"}, Database: "db", StatusProperty: "Status",
 			InProgress: "In progress", Done: "Done", Failed: "Failed", MediaURL: "http://127.0.0.1:8080"},
 	}
 }
@@ -59,7 +60,7 @@ var badConfigs = []struct {
 	{"telegram public url", func(c *egress.Config) { c.Telegram.PublicURL = "https://" }, []string{"Telegram.PublicURL"}},
 	{"telegram local url", func(c *egress.Config) { c.Telegram.LocalURL = "127.0.0.1:8080" }, []string{"Telegram.LocalURL"}},
 	{"telegram progress negative", func(c *egress.Config) { c.Telegram.Rules.ProgressEvery = -time.Second }, []string{"Telegram.Rules.ProgressEvery"}},
-	{"notion missing everything", func(c *egress.Config) { c.Notion = &egress.Notion{} },
+	{"notion missing everything", func(c *egress.Config) { c.Notion = &notionmirror.Config{} },
 		[]string{"Notion.Client", "Notion.Database", "Notion.StatusProperty", "Notion.InProgress", "Notion.Done", "Notion.Failed", "Notion.MediaURL"}},
 	{"notion media url", func(c *egress.Config) { c.Notion.MediaURL = "media:8080" }, []string{"Notion.MediaURL"}},
 	{"notion progress negative", func(c *egress.Config) { c.Notion.ProgressEvery = -time.Second }, []string{"Notion.ProgressEvery"}},

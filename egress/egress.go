@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/egress/notionmirror"
 )
 
 // Egress runs every enabled channel.
@@ -84,7 +85,7 @@ func (e *Egress) Handler() http.Handler {
 func (e *Egress) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	if e.cfg.Notion != nil {
-		g.Go(func() error { return e.runNotion(ctx) })
+		g.Go(func() error { return notionmirror.Run(ctx, e.js, *e.cfg.Notion, e.cfg.Signer, e.log) })
 	}
 	if e.push != nil {
 		g.Go(func() error { return (&Pusher{p: e.push}).Run(ctx) })

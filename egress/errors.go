@@ -12,10 +12,4 @@ var (
 	// errHeldFull: one more message would take the person's held messages
 	// over heldMaxBytes; it is dropped as undeliverable instead.
 	errHeldFull = errors.New("held messages full")
-	// errExpired: the media service no longer has an image the Notion
-	// mirror is to upload; the page is told it expired.
-	errExpired = errors.New("expired")
-	// errNoStatus: the Notion database lacks the configured status
-	// property; the page is told, as for Notion's own refusals.
-	errNoStatus = errors.New("the database has no status or select property")
 )

@@ -19,6 +19,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/egress/notionmirror"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/notion"
 	"github.com/textslash/textslash/notiontest"
@@ -63,7 +64,7 @@ func startNotion(t *testing.T, done string) *notionHarness {
 		w.Write(data)
 	}))
 	t.Cleanup(media.Close)
-	e, err := egress.New(egress.Config{Signer: signer, Notion: &egress.Notion{
+	e, err := egress.New(egress.Config{Signer: signer, Notion: &notionmirror.Config{
 		Client:   &notion.Client{BaseURL: api.URL(), Token: notionToken},
 		Database: db, StatusProperty: "Status", InProgress: "In progress", Done: done, Failed: "Failed",
 		MediaURL: media.URL, ProgressEvery: time.Hour,
@@ -82,7 +83,7 @@ func startNotion(t *testing.T, done string) *notionHarness {
 	})
 	// The consumer starts from events published after it exists.
 	natstest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
-		_, err := ns.JS.Consumer(t.Context(), contract.StreamEvents, egress.NotionConsumer().Durable)
+		_, err := ns.JS.Consumer(t.Context(), contract.StreamEvents, notionmirror.Consumer().Durable)
 		return err
 	})
 	return &notionHarness{t: t, js: ns.JS, api: api, db: db}

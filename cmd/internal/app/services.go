@@ -9,6 +9,7 @@ import (
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/dispatcher"
 	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/egress/notionmirror"
 	"github.com/textslash/textslash/ingress"
 	"github.com/textslash/textslash/media"
 	"github.com/textslash/textslash/runner"
@@ -96,7 +97,7 @@ func (c *config) egressConfig() egress.Config {
 		if c.runs(Media) {
 			media = c.localURL()
 		}
-		e.Notion = &egress.Notion{Client: c.Notion.client(), MediaURL: media}
+		e.Notion = &notionmirror.Config{Client: c.Notion.client(), MediaURL: media}
 	}
 	c.put(Egress, &e)
 	return e

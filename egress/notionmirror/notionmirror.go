@@ -1,4 +1,8 @@
-package egress
+// Package notionmirror mirrors the runs of Notion tasks (messages whose id
+// is a page's, contract.NotionJobID) onto their pages, as a consumer of
+// egress's own beside the channels: the status property, and the
+// progress, reply and images as comments.
+package notionmirror
 
 import (
 	"context"
@@ -17,12 +21,12 @@ import (
 	"github.com/textslash/textslash/notion"
 )
 
-// Notion mirrors the runs of Notion tasks (messages whose id is a page's,
+// Config: the mirror of the runs of Notion tasks (messages whose id is a page's,
 // contract.NotionJobID) onto their pages: the status property moves to
 // InProgress when a runner starts the task and to Done or Failed when it
 // ends; progress, the reply and each image (uploaded, with its caption)
 // become comments. The person's own channel gets the usual messages too.
-type Notion struct {
+type Config struct {
 	Client *notion.Client
 	// Database is the database whose status property is set (its type,
 	// status or select, is read from it).
@@ -39,48 +43,13 @@ type Notion struct {
 	ProgressEvery time.Duration
 }
 
-// notionProgressEvery spaces progress comments on a page by default.
-const notionProgressEvery = 30 * time.Second
+// DefaultProgressEvery spaces progress comments on a page by default.
+const DefaultProgressEvery = 30 * time.Second
 
-// withDefaults is n with its defaults and MediaURL without its trailing
-// slash.
-func (n Notion) withDefaults() Notion {
-	n.MediaURL = trimURL(n.MediaURL)
-	if n.ProgressEvery == 0 {
-		n.ProgressEvery = notionProgressEvery
-	}
-	return n
-}
-
-// validate refuses every setting of n (defaulted) that is wrong, the
-// missing ones first.
-func (n Notion) validate() error {
-	var errs []error
-	if n.Client == nil {
-		errs = append(errs, bad("Notion.Client", nil, "required for Notion: the client of its API"))
-	}
-	for _, s := range []struct{ setting, val, why string }{
-		{"Notion.Database", n.Database, "the database whose tasks are mirrored"},
-		{"Notion.StatusProperty", n.StatusProperty, "the status property set"},
-		{"Notion.InProgress", n.InProgress, "the status set when a run starts"},
-		{"Notion.Done", n.Done, "the status set when a run ends well"},
-		{"Notion.Failed", n.Failed, "the status set when a run fails"},
-		{"Notion.MediaURL", n.MediaURL, "where egress reads the images and files it uploads"},
-	} {
-		if s.val == "" {
-			errs = append(errs, bad(s.setting, nil, "required for Notion: "+s.why))
-		}
-	}
-	if n.MediaURL != "" && !contract.BaseURL(n.MediaURL) {
-		errs = append(errs, bad("Notion.MediaURL", n.MediaURL, "want http(s)://host[:port] of the media service"))
-	}
-	return errors.Join(append(errs, notNegative("Notion.ProgressEvery", n.ProgressEvery))...)
-}
-
-// NotionConsumer is the durable consumer of the events egress mirrors onto
+// Consumer is the durable consumer of the events egress mirrors onto
 // Notion pages: every person's notice, started, progress and done events,
 // one at a time, in order. It starts from the events published after it was made.
-func NotionConsumer() jetstream.ConsumerConfig {
+func Consumer() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:     "egress-notion",
 		Description: "egress: mirror Notion tasks' runs onto their pages",
@@ -93,9 +62,9 @@ func NotionConsumer() jetstream.ConsumerConfig {
 	}
 }
 
-// notionMirror is Notion at work.
-type notionMirror struct {
-	cfg    Notion
+// mirror is Config at work.
+type mirror struct {
+	cfg    Config
 	js     jetstream.JetStream
 	kv     jetstream.KeyValue // egress bucket: the steps done, per event
 	signer contract.MediaSigner
@@ -107,25 +76,27 @@ type notionMirror struct {
 	last map[string]time.Time // page task id: when progress was last posted
 }
 
-// runNotion mirrors events until ctx ends.
-func (e *Egress) runNotion(ctx context.Context) error {
-	n := &notionMirror{cfg: *e.cfg.Notion, js: e.js, signer: e.cfg.Signer, log: e.log.With().Str("channel", "notion").Logger(), last: map[string]time.Time{}}
+// Run mirrors events onto Notion pages until ctx ends, keeping the steps
+// done per event in the egress bucket; signer signs the media links it
+// downloads images by. cfg is defaulted and valid (egress.Config checks it).
+func Run(ctx context.Context, js jetstream.JetStream, cfg Config, signer contract.MediaSigner, log zerolog.Logger) error {
+	n := &mirror{cfg: cfg, js: js, signer: signer, log: log.With().Str("channel", "notion").Logger(), last: map[string]time.Time{}}
 	var err error
-	if n.kv, err = e.js.KeyValue(ctx, contract.BucketEgress); err != nil {
+	if n.kv, err = js.KeyValue(ctx, contract.BucketEgress); err != nil {
 		return fmt.Errorf("bucket %s: %w", contract.BucketEgress, err)
 	}
-	cons, err := e.js.CreateOrUpdateConsumer(ctx, contract.StreamEvents, NotionConsumer())
+	cons, err := js.CreateOrUpdateConsumer(ctx, contract.StreamEvents, Consumer())
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return fmt.Errorf("egress consumer notion: %w", err)
 	}
-	return contract.Consume(ctx, e.js, cons, n.handle, n.log)
+	return contract.Consume(ctx, js, cons, n.handle, n.log)
 }
 
 // handle mirrors one event if it is about a Notion task.
-func (n *notionMirror) handle(ctx context.Context, msg jetstream.Msg) error {
+func (n *mirror) handle(ctx context.Context, msg jetstream.Msg) error {
 	var ev contract.Event
 	if err := contract.Decode(msg.Data(), &ev); err != nil {
 		return err
@@ -192,7 +163,7 @@ func doneComment(ev contract.Event) string {
 
 // progressDue reports whether a progress comment may be posted on page
 // now, and if so counts it posted.
-func (n *notionMirror) progressDue(page string) bool {
+func (n *mirror) progressDue(page string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if time.Since(n.last[page]) < n.cfg.ProgressEvery {
@@ -209,7 +180,7 @@ func (n *notionMirror) progressDue(page string) bool {
 // the rest; a permanent one (Notion refused the request for good) is
 // noted on the page and the event is done with.
 type steps struct {
-	n      *notionMirror
+	n      *mirror
 	log    zerolog.Logger
 	page   string
 	prefix string
@@ -288,7 +259,7 @@ func (s *steps) image(ctx context.Context, i int, img contract.Image) {
 // fetch reads img from the media service by a link egress signs, as
 // Telegram's uploads do: egress itself never reads the media store.
 // errExpired when the media service no longer has it.
-func (n *notionMirror) fetch(ctx context.Context, img contract.Image) ([]byte, error) {
+func (n *mirror) fetch(ctx context.Context, img contract.Image) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.cfg.MediaURL+n.signer.URL(img, time.Now()), nil)
 	if err != nil {
 		return nil, err
@@ -322,7 +293,7 @@ func imageName(i int, img contract.Image) string {
 // statusProperty is the status property's name and type, read from the
 // database at the first need; errNoStatus when the database has none of
 // that name.
-func (n *notionMirror) statusProperty(ctx context.Context) (string, string, error) {
+func (n *mirror) statusProperty(ctx context.Context) (string, string, error) {
 	n.mu.Lock()
 	prop, typ := n.prop, n.typ
 	n.mu.Unlock()
