@@ -102,11 +102,7 @@ var channelStreams = []string{contract.StreamIn, contract.StreamEvents, "KV_" + 
 // runChannel runs channel name with the kit against cfg's NATS until ctx
 // ends, serving its health and routes.
 func runChannel(ctx context.Context, name string, cfg config, log zerolog.Logger) error {
-	opts := []nats.Option{nats.Name("textslash channel " + name), nats.MaxReconnects(-1)}
-	if cfg.NATSUser != "" {
-		opts = append(opts, nats.UserInfo(cfg.NATSUser, cfg.NATSPass), nats.CustomInboxPrefix(InboxPrefix(cfg.NATSUser)))
-	}
-	nc, err := nats.Connect(cfg.NATSURL, opts...)
+	nc, err := nats.Connect(cfg.NATSURL, natsOptions(cfg, "textslash channel "+name)...)
 	if err != nil {
 		return fmt.Errorf("connect NATS_URL: %w", err)
 	}

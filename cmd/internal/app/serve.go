@@ -265,14 +265,22 @@ func (cfg *config) logReady(log zerolog.Logger, ln net.Listener, parts []part, s
 	ev.Msg("textslash ready")
 }
 
+// natsOptions are the options of a connection named name to NATS_URL: it
+// reconnects for ever, and logged in as NATS_USER it takes that user's
+// inboxes (nats.conf lets each user read only its own).
+func natsOptions(cfg config, name string) []nats.Option {
+	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1)}
+	if cfg.NATSUser != "" {
+		opts = append(opts, nats.UserInfo(cfg.NATSUser, cfg.NATSPass), nats.CustomInboxPrefix(InboxPrefix(cfg.NATSUser)))
+	}
+	return opts
+}
+
 // connectNATS connects to NATS_URL, or starts the embedded server and
 // connects in-process. The returned func drains the connection and stops
 // the server.
 func connectNATS(cfg config, log zerolog.Logger) (*nats.Conn, func(), error) {
-	opts := []nats.Option{nats.Name("textslash " + strings.Join(cfg.Services, ",")), nats.MaxReconnects(-1)}
-	if cfg.NATSUser != "" {
-		opts = append(opts, nats.UserInfo(cfg.NATSUser, cfg.NATSPass), nats.CustomInboxPrefix(InboxPrefix(cfg.NATSUser)))
-	}
+	opts := natsOptions(cfg, "textslash "+strings.Join(cfg.Services, ","))
 	if cfg.NATSURL != "" {
 		nc, err := nats.Connect(cfg.NATSURL, opts...)
 		if err != nil {
