@@ -60,6 +60,7 @@ var makeParts = map[string]func(context.Context, *config, partEnv) (part, error)
 		if err != nil {
 			return part{}, err
 		}
+		cfg.warnAdmins(env.log)
 		return part{run: disp.Run}, nil
 	},
 	Runner: func(_ context.Context, cfg *config, env partEnv) (part, error) {
