@@ -118,6 +118,19 @@ func ScheduledSubject(u User) string { return subjectTimer + "." + u.Key() + ".r
 // InboundSubject is where ingress publishes a person's message.
 func InboundSubject(u User) string { return subjectIn + "." + u.Key() }
 
+// InboundFrom checks that a message published on subject is u's: a
+// message belongs to the channel it was published on, whose NATS login
+// may publish only its own people's subjects, so the person is the one
+// the subject names (ts.in.<channel>.<id>), never whom the payload says.
+// A payload naming another person is refused with ErrInvalidUser (a
+// permanent error: its consumer terminates it).
+func InboundFrom(subject string, u User) error {
+	if subject == InboundSubject(u) {
+		return nil
+	}
+	return fmt.Errorf("%w: the payload's user %s is not %s, whose subject it was published on", ErrInvalidUser, u.Key(), strings.TrimPrefix(subject, subjectIn+"."))
+}
+
 // JobSubject is where the dispatcher publishes a message that may run now.
 func JobSubject(u User) string { return subjectJob + "." + u.Key() }
 

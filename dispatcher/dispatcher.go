@@ -143,6 +143,9 @@ func (d *Dispatcher) handleInbound(ctx context.Context, msg jetstream.Msg) error
 	if err := contract.Decode(msg.Data(), &in); err != nil {
 		return err
 	}
+	if err := d.own(ctx, msg.Subject(), in); err != nil {
+		return err
+	}
 	md, err := msg.Metadata()
 	if err != nil {
 		return err
@@ -155,6 +158,19 @@ func (d *Dispatcher) handleInbound(ctx context.Context, msg jetstream.Msg) error
 	}
 	d.routed.note(in.User, md.Sequence.Stream)
 	return nil
+}
+
+// own refuses a message whose payload names another person than its
+// subject (contract.InboundFrom): a channel's login publishing as somebody
+// of another channel, or as an admin. Refused, it is terminated and runs
+// nothing.
+func (d *Dispatcher) own(ctx context.Context, subject string, in contract.Inbound) error {
+	err := contract.InboundFrom(subject, in.User)
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Str("subject", subject).Str("payload_user", in.User.Key()).Str("job_id", in.ID).
+			Msg("inbound refused: its payload names another person than its subject (a channel acting as somebody else's?)")
+	}
+	return err
 }
 
 // route routes in, the message at seq in IN: a keyword or a message for

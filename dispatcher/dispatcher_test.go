@@ -58,14 +58,19 @@ func provisioned(t *testing.T) *harness {
 
 // run runs n dispatchers. When the test ends it cancels them and waits for
 // every Run to return.
-func (h *harness) run(n int) {
+func (h *harness) run(n int) { h.runN(dispatcher.Config{}, n) }
+
+// runWith runs one dispatcher of cfg.
+func (h *harness) runWith(cfg dispatcher.Config) { h.runN(cfg, 1) }
+
+func (h *harness) runN(cfg dispatcher.Config, n int) {
 	t := h.t
 	t.Helper()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	runCtx, cancel := context.WithCancel(context.Background())
 	errs := make(chan error, n)
 	for i := range n {
-		d, err := dispatcher.New(dispatcher.Config{}, h.js, log.With().Int("dispatcher", i).Logger())
+		d, err := dispatcher.New(cfg, h.js, log.With().Int("dispatcher", i).Logger())
 		if err != nil {
 			t.Fatalf("New: %v", err)
 		}

@@ -55,6 +55,9 @@ func (d *Dispatcher) routeEarlier(ctx context.Context, u contract.User, subject 
 			log.Warn().Err(err).Uint64("in_seq", m.Sequence).Msg("earlier message unreadable; skipped")
 			continue
 		}
+		if d.own(log.WithContext(ctx), m.Subject, in) != nil {
+			continue // its own delivery terminates it
+		}
 		log.Info().Str("user", u.Key()).Str("job_id", in.ID).Uint64("in_seq", m.Sequence).Uint64("before_seq", seq).
 			Msg("routing an earlier message first: it is still in IN (a dispatcher stopped with it in hand)")
 		if err := d.route(log.WithContext(ctx), in, m.Sequence); err != nil {
