@@ -179,7 +179,7 @@ func (s *telegramSender) Send(ctx context.Context, u contract.User, m Message) (
 	case m.Progress:
 		return s.progress(ctx, chat, m)
 	case len(m.Media) == 0:
-		sent, err = s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: m.Body, ReplyMarkup: keyboard(m.Choices, m.Links)})
+		sent, err = s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: m.Body, LinkPreviewOptions: noLinkPreview, ReplyMarkup: keyboard(m.Choices, m.Links)})
 	case m.Document:
 		var doc models.InputFile
 		if doc, err = s.document(ctx, m.Media[0]); err == nil {
@@ -262,11 +262,19 @@ func (s *telegramSender) buttons(ctx context.Context, u contract.User, choices [
 	if len(choices) > 0 {
 		text = ask(choices)
 	}
-	_, err := s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: u.ID, Text: text, ReplyMarkup: markup})
+	_, err := s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: u.ID, Text: text, LinkPreviewOptions: noLinkPreview, ReplyMarkup: markup})
 	if err != nil {
 		zerolog.Ctx(ctx).Warn().Err(telegramError(err, s.cfg.BotToken)).Str("user", u.Key()).Msg("buttons after a media group not sent")
 	}
 }
+
+// noLinkPreview turns off the preview Telegram shows of a text's first
+// link, which its servers fetch: a preview link would open the person's
+// dev server to Telegram's crawler. Every text goes without one, as on
+// Slack: the preview links the message carries (Message.Links) are not
+// the only ones its text can hold (a page of a long reply, a progress
+// line, the status of a person's previews).
+var noLinkPreview = &models.LinkPreviewOptions{IsDisabled: bot.True()}
 
 // keyboard is one row of buttons, one per choice, whose press sends the
 // choice ("yes" shows as "Yes"), then a row per https link with a button
@@ -321,7 +329,7 @@ func (s *telegramSender) progress(ctx context.Context, chat string, m Message) (
 		if st.text == m.Body {
 			return strconv.Itoa(st.id), nil
 		}
-		_, err := s.bot.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: chat, MessageID: st.id, Text: m.Body})
+		_, err := s.bot.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: chat, MessageID: st.id, Text: m.Body, LinkPreviewOptions: noLinkPreview})
 		if err == nil || strings.Contains(err.Error(), "message is not modified") {
 			s.remember(chat, statusMessage{job: m.JobID, id: st.id, text: m.Body})
 			return strconv.Itoa(st.id), nil
@@ -331,7 +339,7 @@ func (s *telegramSender) progress(ctx context.Context, chat string, m Message) (
 		}
 		// The status message is gone (deleted by the person): a new one.
 	}
-	sent, err := s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: m.Body})
+	sent, err := s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: m.Body, LinkPreviewOptions: noLinkPreview})
 	if err != nil {
 		return "", telegramError(err, s.cfg.BotToken)
 	}

@@ -415,3 +415,30 @@ func TestTelegramLinkButtons(t *testing.T) {
 		}
 	}
 }
+
+// Telegram's crawler never fetches a link textslash sends (a preview link
+// opens the person's dev server to whoever has it): every text goes with
+// its link preview off, a reply carrying preview links, a page of a long
+// reply whose link is not among the reply's preview links, and progress
+// lines, sent or edited.
+func TestTelegramShowsNoLinkPreviews(t *testing.T) {
+	h := startTelegram(t, false)
+	link := "https://abc.preview.example.com/"
+	h.publish(contract.Event{Kind: contract.KindDone, Text: "The app is running: " + link, Status: contract.StatusOK,
+		Links: []contract.Link{{URL: link, Label: "Open port 5173"}}})
+	h.publish(contract.Event{Kind: contract.KindDone, Text: "See " + link + "\n" + strings.Repeat("line of the reply\n", 300), Status: contract.StatusOK,
+		Links: []contract.Link{{URL: link, Label: "Open port 5173"}}})
+	h.api.WaitCalls(t, 2, 5*time.Second)
+	h.publish(contract.Event{Kind: contract.KindProgress, JobID: "job1", Text: "Running npm run dev"})
+	h.api.WaitCalls(t, 3, 5*time.Second)
+	h.publish(contract.Event{Kind: contract.KindProgress, JobID: "job1", Text: "Fetching " + link})
+	calls := h.api.WaitCalls(t, 4, 5*time.Second)
+	if got := methods(calls); !slices.Equal(got, []string{"sendMessage", "sendMessage", "sendMessage", "editMessageText"}) {
+		t.Fatalf("methods %q", got)
+	}
+	for i, c := range calls {
+		if !c.NoLinkPreview {
+			t.Errorf("call %d: %s %q with its link preview on; want it off", i, c.Method, c.Text[:min(len(c.Text), 40)])
+		}
+	}
+}

@@ -1,7 +1,8 @@
 // Package telegramtest is a fake Telegram Bot API for tests: it takes the
 // methods textslash calls (sendMessage, editMessageText, sendPhoto,
 // sendDocument, sendMediaGroup, editMessageReplyMarkup, answerCallbackQuery,
-// sendChatAction, getFile and file downloads), records them, keeps the
+// sendChatAction, getFile and file downloads), records them (link
+// previews asked off too), keeps the
 // messages sent to check edits against, and fails on request the way
 // Telegram does (429 with retry_after, 400, 403).
 package telegramtest
@@ -41,6 +42,11 @@ type Call struct {
 	DocumentData []byte
 	// Keyboard is the inline keyboard sent or set (reply_markup), by rows.
 	Keyboard [][]Button
+	// NoLinkPreview: the text is shown without a preview of its links
+	// (sendMessage and editMessageText with link_preview_options'
+	// is_disabled, or the older disable_web_page_preview); without it,
+	// Telegram fetches the first link to show one.
+	NoLinkPreview bool
 	// QueryID is the callback query answered (answerCallbackQuery).
 	QueryID string
 	At      time.Time

@@ -35,6 +35,9 @@ func (a *API) fill(call *Call, form url.Values, files map[string][]byte, names m
 		if len([]rune(call.Text)) > 4096 {
 			return http.StatusBadRequest, "Bad Request: message is too long"
 		}
+		if call.NoLinkPreview, err = noLinkPreview(form); err != nil {
+			return http.StatusBadRequest, "Bad Request: " + err.Error()
+		}
 	case "editMessageReplyMarkup":
 	case "sendPhoto":
 		call.Text = form.Get("caption")
@@ -56,6 +59,26 @@ func (a *API) fill(call *Call, form url.Values, files map[string][]byte, names m
 		return http.StatusBadRequest, "Bad Request: " + err.Error()
 	}
 	return 0, ""
+}
+
+// noLinkPreview reads whether a text's link preview is off: its
+// link_preview_options' is_disabled, or disable_web_page_preview (the
+// parameter link_preview_options replaced, which the Bot API still takes).
+func noLinkPreview(form url.Values) (bool, error) {
+	if form.Get("disable_web_page_preview") == "true" {
+		return true, nil
+	}
+	opts := form.Get("link_preview_options")
+	if opts == "" {
+		return false, nil
+	}
+	var o struct {
+		IsDisabled bool `json:"is_disabled"`
+	}
+	if err := json.Unmarshal([]byte(opts), &o); err != nil {
+		return false, errors.New("can't parse link preview options JSON object")
+	}
+	return o.IsDisabled, nil
 }
 
 // keyboard reads a reply_markup as Telegram does. The fake takes inline
