@@ -25,7 +25,8 @@ type statusMessage struct {
 // edit of the run's progress message. The message goes to the channel
 // its job came from, else the one the person last wrote in, else their
 // DM. It pings nobody, whatever the
-// text says (no @everyone from an agent's output). A text over the
+// text says (no @everyone from an agent's output), and embeds none of its
+// links. A text over the
 // channel's limit, which the kit's paging should have cut, is cut here
 // rather than refused by Discord.
 func (d *Discord) Send(ctx context.Context, u contract.User, m egress.Message) (string, error) {
@@ -41,7 +42,7 @@ func (d *Discord) Send(ctx context.Context, u contract.User, m egress.Message) (
 		return "", err
 	}
 	sent, err := d.s.ChannelMessageSendComplex(ch, &discordgo.MessageSend{
-		Content: d.fit(m.Body), Components: buttons(m.Choices), Files: files, AllowedMentions: noPings(),
+		Content: d.fit(m.Body), Components: buttons(m.Choices), Files: files, AllowedMentions: noPings(), Flags: noEmbeds,
 	}, discordgo.WithContext(ctx))
 	if err != nil {
 		return "", sendError(err)
@@ -58,6 +59,14 @@ func (d *Discord) fit(body string) string {
 func noPings() *discordgo.MessageAllowedMentions {
 	return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
 }
+
+// noEmbeds is SUPPRESS_EMBEDS: Discord makes no embed of a message's
+// links, which its servers would fetch (a preview link would open the
+// person's dev server to Discord's crawler). Every message goes with it,
+// as on Slack: the preview links a message carries (Message.Links) are
+// not the only ones its text can hold (a page of a long reply, a progress
+// line, the status of a person's previews).
+const noEmbeds = discordgo.MessageFlagsSuppressEmbeds
 
 // buttons are one action row of a button per choice, whose custom_id is
 // the choice: "approve" green, "reject" and "no" red, others blue. Nil
@@ -100,7 +109,7 @@ func (d *Discord) progress(ctx context.Context, ch string, m egress.Message) (st
 		if st.text == body {
 			return st.id, nil
 		}
-		_, err := d.s.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: st.id, Channel: ch, Content: &body, AllowedMentions: noPings()},
+		_, err := d.s.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: st.id, Channel: ch, Content: &body, AllowedMentions: noPings(), Flags: noEmbeds},
 			discordgo.WithContext(ctx))
 		if err == nil {
 			d.remember(ch, statusMessage{job: m.JobID, id: st.id, text: body})
@@ -110,7 +119,7 @@ func (d *Discord) progress(ctx context.Context, ch string, m egress.Message) (st
 			return "", sendError(err)
 		}
 	}
-	sent, err := d.s.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: body, AllowedMentions: noPings()}, discordgo.WithContext(ctx))
+	sent, err := d.s.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: body, AllowedMentions: noPings(), Flags: noEmbeds}, discordgo.WithContext(ctx))
 	if err != nil {
 		return "", sendError(err)
 	}

@@ -240,3 +240,32 @@ func TestReplyGoesWhereItsJobCameFrom(t *testing.T) {
 		t.Errorf("the DM holds %+v; want the notice", msgs)
 	}
 }
+
+// Discord's crawler never fetches a link textslash sends (a preview link
+// opens the person's dev server to whoever has it): every message goes
+// with SUPPRESS_EMBEDS, a reply carrying preview links, one with
+// attachments, and progress lines, sent or edited.
+func TestSendEmbedsNoLinks(t *testing.T) {
+	r := newRig(t)
+	link := "https://abc.preview.example.com/"
+	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{1}, 100)...)
+	for _, m := range []egress.Message{
+		{Body: "The app is running: " + link, Links: []contract.Link{{URL: link, Label: "Open port 5173"}}},
+		{Body: "Here it is: " + link, Media: []string{r.put(t, "image/png", "", png)}},
+		{Body: "Running npm run dev", Progress: true, JobID: "j1"},
+		{Body: "Fetching " + link, Progress: true, JobID: "j1"},
+	} {
+		if _, err := r.d.Send(t.Context(), user(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs := r.fake.Messages(r.fake.DM(person))
+	if len(msgs) != 3 || msgs[2].Content != "Fetching "+link {
+		t.Fatalf("messages %+v; want the two replies, then the progress message edited", msgs)
+	}
+	for i, m := range msgs {
+		if m.Flags&discordtest.FlagSuppressEmbeds == 0 {
+			t.Errorf("message %d %q: flags %b; want SUPPRESS_EMBEDS (%b)", i, m.Content, m.Flags, discordtest.FlagSuppressEmbeds)
+		}
+	}
+}

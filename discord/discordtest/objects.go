@@ -42,11 +42,22 @@ type Component struct {
 	Disabled   bool        `json:"disabled,omitempty"`
 }
 
-// Component types and the message flag of a voice message.
+// Component types and message flags: a voice message's, and
+// SUPPRESS_EMBEDS (no embeds of the content's links, which Discord would
+// otherwise fetch to make).
 const (
 	ComponentActionRow = 1
 	ComponentButton    = 2
+	FlagSuppressEmbeds = 1 << 2
 	FlagVoiceMessage   = 1 << 13
+)
+
+// Flags a bot may set: SUPPRESS_EMBEDS, SUPPRESS_NOTIFICATIONS and
+// IS_VOICE_MESSAGE on a message it creates, SUPPRESS_EMBEDS alone on an
+// edit; Discord ignores the others.
+const (
+	createFlags = FlagSuppressEmbeds | 1<<12 | FlagVoiceMessage
+	editFlags   = FlagSuppressEmbeds
 )
 
 // AllowedMentions is who a sent message may ping.

@@ -145,7 +145,7 @@ type messageBody struct {
 	Content         *string          `json:"content"`
 	Components      *[]Component     `json:"components"`
 	AllowedMentions *AllowedMentions `json:"allowed_mentions"`
-	Flags           int              `json:"flags"`
+	Flags           *int             `json:"flags"`
 }
 
 // createMessage answers POST /channels/{channel}/messages.
@@ -170,7 +170,8 @@ func (s *Server) createMessage(r *http.Request, req *Request) (int, any) {
 	}
 	now := time.Now()
 	m := &Message{ID: snowflake(now), ChannelID: channel, GuildID: ch.GuildID, Author: s.Bot, Content: content,
-		Timestamp: now.UTC().Format(time.RFC3339Nano), Mentions: []User{}, Components: components, AllowedMentions: body.AllowedMentions}
+		Timestamp: now.UTC().Format(time.RFC3339Nano), Mentions: []User{}, Components: components, AllowedMentions: body.AllowedMentions,
+		Flags: deref(body.Flags) & createFlags}
 	for _, f := range req.Files {
 		id := snowflake(now)
 		p := "/attachments/" + channel + "/" + id + "/" + f.Name
@@ -283,6 +284,9 @@ func (s *Server) editMessage(r *http.Request, req *Request) (int, any) {
 	}
 	if body.Components != nil {
 		m.Components = *body.Components
+	}
+	if body.Flags != nil {
+		m.Flags = m.Flags&^editFlags | *body.Flags&editFlags
 	}
 	at := time.Now().UTC().Format(time.RFC3339Nano)
 	m.EditedTimestamp = &at

@@ -3,7 +3,7 @@
 // RESUME after a drop with the missed events replayed, dispatches of
 // MESSAGE_CREATE and INTERACTION_CREATE) and the REST API a bot uses
 // (GET /gateway and /gateway/bot, messages sent as JSON or multipart with
-// attachments, edited and listed, DM channels opened, interactions
+// attachments and flags, edited and listed, DM channels opened, interactions
 // answered), with per-route rate limits (429 with retry_after and the
 // X-RateLimit-* headers) and the CDN serving people's attachments. It is
 // written from Discord's developer reference (discord.com/developers/docs:
