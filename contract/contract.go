@@ -9,6 +9,7 @@ package contract
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -26,6 +27,14 @@ const (
 	ChannelSMS      = "sms"
 	ChannelTelegram = "telegram"
 )
+
+// BuiltInChannels are the channels textslash's own services carry
+// (ingress and egress); any other is a plug-in channel, a program of its
+// own with a NATS user of its own (channels.md).
+var BuiltInChannels = []string{ChannelWeb, ChannelWhatsApp, ChannelSMS, ChannelTelegram}
+
+// IsBuiltIn reports whether channel is one of BuiltInChannels.
+func IsBuiltIn(channel string) bool { return slices.Contains(BuiltInChannels, channel) }
 
 // tokenRE is what a channel or user id may look like: safe as a NATS
 // subject token, a KV key part and a directory name at once.

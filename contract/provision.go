@@ -220,30 +220,39 @@ func Consumers() map[string][]jetstream.ConsumerConfig {
 	}
 }
 
-// EgressConsumer is the durable consumer of one channel's egress.
+// EgressConsumer is the durable consumer of one channel's events,
+// egress-<channel>. A built-in channel's (egress's own) filters the kinds
+// egress acts on (EgressKinds), so that a message's state events are not
+// delivered for nothing. A plug-in channel's filters every event of its
+// people with one filter (ts.ev.<channel>.>), which nats.go puts in the
+// create request's subject
+// ($JS.API.CONSUMER.CREATE.EVENTS.egress-<channel>.ts.ev.<channel>.>): its
+// NATS user is allowed that subject alone, where a filter in the body only
+// could re-filter its durable to every channel's events. The kinds it
+// does not act on are acknowledged as they come.
 func EgressConsumer(channel string) jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
-		Durable:        "egress-" + channel,
-		Description:    "egress: deliver " + channel + " users' events",
-		FilterSubjects: egressSubjects(channel),
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        EgressAckWait,
-		MaxAckPending:  1000,
+	c := jetstream.ConsumerConfig{
+		Durable:       "egress-" + channel,
+		Description:   "egress: deliver " + channel + " users' events",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       EgressAckWait,
+		MaxAckPending: 1000,
 	}
+	if !IsBuiltIn(channel) {
+		c.FilterSubject = ChannelEvents(channel)
+		return c
+	}
+	for _, k := range EgressKinds {
+		c.FilterSubjects = append(c.FilterSubjects, subjectEv+"."+channel+".*."+string(k))
+	}
+	return c
 }
 
 // EgressKinds are the events a channel's egress acts on; the others
-// (state, image, steer, undelivered) are not delivered to it.
+// (state, image, steer, undelivered) a built-in channel's consumer is not
+// delivered.
 var EgressKinds = []EventKind{KindNotice, KindProgress, KindDone, KindMore, KindQuestion,
 	KindStarted, KindAnswer, KindWindow, KindDelivery}
-
-func egressSubjects(channel string) []string {
-	var out []string
-	for _, k := range EgressKinds {
-		out = append(out, subjectEv+"."+channel+".*."+string(k))
-	}
-	return out
-}
 
 // UsersBucket is the dispatcher's per-user state.
 func UsersBucket(o Options) jetstream.KeyValueConfig {
