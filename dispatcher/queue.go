@@ -141,8 +141,40 @@ func (d *Dispatcher) head(ctx context.Context, u contract.User, st contract.User
 		default:
 			return &queued{in: in, seq: raw.Sequence, trace: trace}, nil
 		}
-		if err := d.queue.DeleteMsg(ctx, raw.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil, fmt.Errorf("dequeue: %w", err)
+		if err := d.dequeue(ctx, log.With().Str("user", u.Key()).Logger(), raw.Sequence); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// dequeue removes the queued message at seq; one already gone counts as
+// removed.
+//
+// Two steps of one person's may both remove the same head, and the second
+// finds it gone: a start repeated while the first is between publishing its
+// job and dequeuing (fsm's restart, on a done of an earlier job: the done
+// consumer and an inbound message's catchUp take in the same done, or a
+// done redelivered), or head dropping a started message as its start
+// dequeues it. Sequences are never reused, so gone is done: the job is
+// published once (deduplicated by its id) and nothing else is lost.
+//
+// The server answers such a delete with 10043 "sequence N not found" (10057
+// "no message found" at the stream's first), which nats.go hands back as
+// ErrMsgDeleteUnsuccessful with that answer as text only: errors.Is(err,
+// jetstream.ErrMsgNotFound) never matches it. So a failed delete looks the
+// message up; ErrMsgNotFound (10037) there means the other step removed it.
+// Returning the error instead had the handler tried again in place (Consume),
+// holding up the people behind it in its worker, to find the same.
+func (d *Dispatcher) dequeue(ctx context.Context, log zerolog.Logger, seq uint64) error {
+	err := d.queue.DeleteMsg(ctx, seq)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) || errors.Is(err, jetstream.ErrMsgNotFound) {
+		if _, gerr := d.queue.GetMsg(ctx, seq); errors.Is(gerr, jetstream.ErrMsgNotFound) {
+			log.Debug().Uint64("queue_seq", seq).Err(err).Msg("dequeued already")
+			return nil
+		}
+	}
+	return fmt.Errorf("dequeue: %w", err)
 }
