@@ -889,3 +889,45 @@ func FuzzSafeName(f *testing.F) {
 		}
 	})
 }
+
+func TestPluginChannelsGetMediaStoresOfTheirOwn(t *testing.T) {
+	for _, tt := range []struct{ channel, want string }{
+		{contract.ChannelWhatsApp, "media"}, {contract.ChannelSMS, "media"},
+		{contract.ChannelTelegram, "media"}, {contract.ChannelWeb, "media"},
+		{"slack", "media-slack"}, {"discord", "media-discord"}, {"line", "media-line"},
+	} {
+		if got := contract.MediaBucketOf(tt.channel); got != tt.want {
+			t.Errorf("MediaBucketOf(%q) = %q; want %q", tt.channel, got, tt.want)
+		}
+	}
+	s := natstest.RunJetStream(t)
+	ctx := t.Context()
+	o := contract.Options{Channels: []string{"slack", "line", contract.ChannelWeb}, MediaTTL: time.Hour}
+	for range 2 { // again: Provision updates what is there
+		if err := contract.Provision(ctx, s.JS, o); err != nil {
+			t.Fatalf("Provision(%+v): %v", o, err)
+		}
+	}
+	for _, ch := range []string{"slack", "line"} {
+		store, err := s.JS.ObjectStore(ctx, contract.MediaBucketOf(ch))
+		if err != nil {
+			t.Fatalf("object store of %s: %v", ch, err)
+		}
+		status, err := store.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status.TTL() != time.Hour {
+			t.Errorf("%s: TTL got %v; want the media TTL, 1h", status.Bucket(), status.TTL())
+		}
+	}
+	if _, err := s.JS.ObjectStore(ctx, "media-web"); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Errorf("media-web: got %v; want %v (a built-in channel's objects are in media)", err, jetstream.ErrBucketNotFound)
+	}
+	if _, err := s.JS.ObjectStore(ctx, "media-discord"); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Errorf("media-discord: got %v; want %v (not named)", err, jetstream.ErrBucketNotFound)
+	}
+	if err := contract.Provision(ctx, s.JS, contract.Options{Channels: []string{"a.b"}}); !errors.Is(err, contract.ErrInvalidUser) {
+		t.Errorf("Provision of channel a.b: got %v; want %v", err, contract.ErrInvalidUser)
+	}
+}

@@ -19,6 +19,21 @@ import (
 	"github.com/nats-io/nuid"
 )
 
+// MediaBucketOf is the object store holding the images and files of
+// channel's people: BucketMedia for a built-in channel (IsBuiltIn), whose
+// objects the media service serves by URL; media-<channel> for a plug-in
+// channel, which reads its own (Options.Channels provisions it). Each
+// plug-in channel has a store of its own because an object store's
+// subjects ($O.<bucket>.C.<nuid>, $O.<bucket>.M.<name>) cannot tell one
+// writer's objects from another's: NATS permissions can grant a channel's
+// login a bucket, never part of one.
+func MediaBucketOf(channel string) string {
+	if IsBuiltIn(channel) {
+		return BucketMedia
+	}
+	return BucketMedia + "-" + channel
+}
+
 // PutImage stores an image in the media object store under a fresh
 // unguessable id, with its Content-Type as an object header, and describes
 // it for an image event. Width and height are the caller's to fill in.

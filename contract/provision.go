@@ -87,6 +87,9 @@ const (
 	SmallMaxBytes = 16 << 20
 	// MediaMaxBytes holds MediaKeep images of a few MB each.
 	MediaMaxBytes = 512 << 20
+	// ChannelMediaMaxBytes bounds each plug-in channel's own media store
+	// (ChannelMediaBucket): a few dozen images and files at once.
+	ChannelMediaMaxBytes = 128 << 20
 )
 
 // Options tunes Provision.
@@ -95,6 +98,10 @@ type Options struct {
 	Replicas int
 	// MediaTTL overrides the image lifetime.
 	MediaTTL time.Duration
+	// Channels are the plug-in channels (any but BuiltInChannels) that get
+	// a media store of their own, media-<name> (MediaBucketOf); nil for
+	// none. A built-in channel named here changes nothing.
+	Channels []string
 }
 
 // Streams returns the configuration of every stream.
@@ -345,6 +352,18 @@ func MediaBucket(o Options) jetstream.ObjectStoreConfig {
 	}
 }
 
+// ChannelMediaBucket is the media store of plug-in channel (MediaBucketOf):
+// media's lifetime, storage and replicas, a bound of its own. A plug-in
+// channel's NATS login is allowed its own store alone: inside one bucket,
+// permissions cannot tell one channel's objects from another's.
+func ChannelMediaBucket(o Options, channel string) jetstream.ObjectStoreConfig {
+	cfg := MediaBucket(o)
+	cfg.Bucket = MediaBucketOf(channel)
+	cfg.Description = "images and files of the " + channel + " channel's people"
+	cfg.MaxBytes = ChannelMediaMaxBytes
+	return cfg
+}
+
 func (o Options) withDefaults() Options {
 	if o.Replicas <= 0 {
 		o.Replicas = 1
@@ -381,7 +400,16 @@ func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
 			return fmt.Errorf("provision bucket %s: %w", cfg.Bucket, err)
 		}
 	}
-	for _, cfg := range []jetstream.ObjectStoreConfig{MediaBucket(o), SnapshotsBucket(o)} {
+	stores := []jetstream.ObjectStoreConfig{MediaBucket(o), SnapshotsBucket(o)}
+	for _, ch := range o.Channels {
+		if !tokenRE.MatchString(ch) {
+			return fmt.Errorf("provision media store of channel %q: %w", ch, ErrInvalidUser)
+		}
+		if !IsBuiltIn(ch) {
+			stores = append(stores, ChannelMediaBucket(o, ch))
+		}
+	}
+	for _, cfg := range stores {
 		if _, err := js.CreateOrUpdateObjectStore(ctx, cfg); err != nil {
 			return fmt.Errorf("provision object store %s: %w", cfg.Bucket, err)
 		}
