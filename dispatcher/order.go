@@ -60,7 +60,15 @@ func (d *Dispatcher) routeEarlier(ctx context.Context, u contract.User, subject 
 		}
 		log.Info().Str("user", u.Key()).Str("job_id", in.ID).Uint64("in_seq", m.Sequence).Uint64("before_seq", seq).
 			Msg("routing an earlier message first: it is still in IN (a dispatcher stopped with it in hand)")
-		if err := d.route(log.WithContext(ctx), in, m.Sequence); err != nil {
+		if err := d.route(log.WithContext(ctx), in, m.Sequence); contract.IsPermanent(err) {
+			// It can never be routed (a use when the person's projects
+			// were written by a newer contract): its own delivery
+			// terminates it. Returned, the error would terminate this
+			// later message too, which would then never be routed.
+			log.Warn().Err(err).Str("user", u.Key()).Str("job_id", in.ID).Uint64("in_seq", m.Sequence).
+				Msg("earlier message can never be routed; skipped")
+			continue
+		} else if err != nil {
 			return fmt.Errorf("earlier message %d: %w", m.Sequence, err)
 		}
 		d.routed.note(u, m.Sequence)
