@@ -29,9 +29,10 @@ type attachment struct {
 
 // attach copies a job's attachments into the workspace's inbox and returns
 // them with their paths relative to the workspace. Files are fetched
-// through ingress's media fetch service (the runner holds no provider
-// credentials), or read from the media store when ingress took them
-// (contract.StoredMedia). An attachment that cannot be had is logged and
+// through the channel's media fetch service (the runner holds no provider
+// credentials), which puts them in the media store of the person's
+// channel (contract.MediaBucketOf), or are there already when ingress took
+// them (contract.StoredMedia). An attachment that cannot be had is logged and
 // counted in failed; one over the size limit is also told to the person
 // (tell). Files are written readable, never executable: they are saved,
 // not run.
@@ -39,7 +40,7 @@ func (r *Runner) attach(ctx context.Context, log zerolog.Logger, job contract.Jo
 	if len(job.Media) == 0 {
 		return nil, 0
 	}
-	store, err := r.js.ObjectStore(ctx, contract.BucketMedia)
+	store, err := r.js.ObjectStore(ctx, contract.MediaBucketOf(job.User.Channel))
 	if err != nil {
 		log.Error().Err(err).Msg("media store; attachments skipped")
 		return nil, len(job.Media)

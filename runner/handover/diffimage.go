@@ -25,7 +25,7 @@ func (s *Endpoint) DiffImage(ctx context.Context, log zerolog.Logger, job contra
 	if err != nil {
 		return contract.Image{}, err
 	}
-	img, err := s.store.storeImage(ctx, shot)
+	img, err := s.store.storeImage(ctx, job.User, shot)
 	if err != nil {
 		return contract.Image{}, err
 	}

@@ -264,7 +264,7 @@ func checkShotURL(raw string) error {
 	return nil
 }
 
-// capture takes the shot and stores it in the media bucket.
+// capture takes the shot and stores it in the media store of the run's person.
 func (s *Endpoint) capture(ctx context.Context, sr ShotRequest, run *shotRun) (contract.Image, error) {
 	start := time.Now()
 	o := pageshot.Options{URL: sr.URL, Desktop: sr.Desktop, FullPage: sr.FullPage, MaxBytes: screenshotMaxBytes, Profile: run.job.User.Key()}
@@ -281,7 +281,7 @@ func (s *Endpoint) capture(ctx context.Context, sr ShotRequest, run *shotRun) (c
 		return contract.Image{}, err
 	}
 	shotSeconds.WithLabelValues("ok").Observe(time.Since(start).Seconds())
-	return s.store.storeImage(ctx, shot)
+	return s.store.storeImage(ctx, run.job.User, shot)
 }
 
 // Shoot asks the runner's endpoint (as given by the environment of an

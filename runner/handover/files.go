@@ -77,10 +77,10 @@ func fileType(name string, data []byte) string {
 	return ct
 }
 
-// collectFile stores the FILE_CAPTURED file p, the n-th of the run, and
-// returns it; a file that cannot be sent returns a note for the person
+// collectFile stores the FILE_CAPTURED file p, the n-th of the run, in
+// the media store of u's channel and returns it; a file that cannot be sent returns a note for the person
 // instead.
-func (s *Store) collectFile(ctx context.Context, log zerolog.Logger, dir, p string, n int) (contract.Image, string) {
+func (s *Store) collectFile(ctx context.Context, log zerolog.Logger, u contract.User, dir, p string, n int) (contract.Image, string) {
 	if n >= filesPerRun {
 		log.Warn().Str("path", p).Int("max", filesPerRun).Msg("file skipped: too many in one run")
 		return contract.Image{}, fmt.Sprintf("The file %s was not sent: at most %d files go with one reply.", p, filesPerRun)
@@ -96,7 +96,7 @@ func (s *Store) collectFile(ctx context.Context, log zerolog.Logger, dir, p stri
 		}
 		return contract.Image{}, fmt.Sprintf("The file %s was not sent: it is not a file inside your workspace.", p)
 	}
-	store, err := s.js.ObjectStore(ctx, contract.BucketMedia)
+	store, err := s.js.ObjectStore(ctx, contract.MediaBucketOf(u.Channel))
 	var f contract.Image
 	if err == nil {
 		name := filepath.Base(p)

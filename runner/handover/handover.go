@@ -157,7 +157,7 @@ func (s *Store) Collect(ctx context.Context, log zerolog.Logger, job contract.Jo
 	tried, room := 0, screenshotsPerRun-taken
 	for _, h := range handedOver(log, dir, reported, task, started) {
 		if h.File {
-			f, note := s.collectFile(ctx, log, dir, h.Path, tried)
+			f, note := s.collectFile(ctx, log, job.User, dir, h.Path, tried)
 			tried++
 			if note != "" {
 				notes = append(notes, note)
@@ -173,7 +173,7 @@ func (s *Store) Collect(ctx context.Context, log zerolog.Logger, job contract.Jo
 			log.Warn().Str("path", h.Path).Int("max", screenshotsPerRun).Msg("screenshot skipped: too many in one run")
 			continue
 		}
-		img, note, err := s.storeScreenshot(ctx, dir, h.Path)
+		img, note, err := s.storeScreenshot(ctx, job.User, dir, h.Path)
 		if note != "" {
 			notes = append(notes, note)
 		}
@@ -228,10 +228,10 @@ func linkBeneath(dir, p string) bool {
 }
 
 // storeScreenshot reads the image at p in the workspace dir
-// (readScreenshot), compresses it and stores it in the media store. An
+// (readScreenshot), compresses it and stores it in u's media store. An
 // image dropped in DropDir and refused, or too large to decode, also
 // returns a note for the person.
-func (s *Store) storeScreenshot(ctx context.Context, dir, p string) (img contract.Image, note string, err error) {
+func (s *Store) storeScreenshot(ctx context.Context, u contract.User, dir, p string) (img contract.Image, note string, err error) {
 	data, err := readScreenshot(dir, p)
 	if err != nil && inDropDir(p) {
 		return contract.Image{}, unreadNote(dir, p, err), err
@@ -246,15 +246,16 @@ func (s *Store) storeScreenshot(ctx context.Context, dir, p string) (img contrac
 	if err != nil {
 		return contract.Image{}, note, fmt.Errorf("compress: %w", err)
 	}
-	if img, err = s.storeImage(ctx, shot); err != nil {
+	if img, err = s.storeImage(ctx, u, shot); err != nil {
 		return contract.Image{}, "", err
 	}
 	return img, "", nil
 }
 
-// storeImage puts a JPEG in the media bucket.
-func (s *Store) storeImage(ctx context.Context, shot pageshot.Shot) (contract.Image, error) {
-	store, err := s.js.ObjectStore(ctx, contract.BucketMedia)
+// storeImage puts a JPEG in the media store of u's channel
+// (contract.MediaBucketOf), the one that channel reads.
+func (s *Store) storeImage(ctx context.Context, u contract.User, shot pageshot.Shot) (contract.Image, error) {
+	store, err := s.js.ObjectStore(ctx, contract.MediaBucketOf(u.Channel))
 	if err != nil {
 		return contract.Image{}, fmt.Errorf("media store: %w", err)
 	}
