@@ -2,8 +2,11 @@ package contract
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync/atomic"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -14,9 +17,19 @@ import (
 // is one person on WhatsApp and SMS alike (PersonKey). Until Open has
 // followed the people bucket, only the configured lists count.
 type Allowlist struct {
-	listed  map[string]bool // PersonKeys; written by NewAllowlist only
-	people  atomic.Pointer[People]
-	pairing atomic.Pointer[Pairing]
+	listed map[string]bool // PersonKeys; written by NewAllowlist only
+	// keys filters the people bucket's keys followed: a plug-in channel's
+	// own (<channel>.>), which is all its NATS user may read; "" all.
+	keys   string
+	people atomic.Pointer[People]
+	opened atomic.Pointer[opened]
+}
+
+// opened is what Open found: the people bucket, and the connection the
+// pairing service is asked on.
+type opened struct {
+	people jetstream.KeyValue
+	nc     *nats.Conn
 }
 
 // NewAllowlist lists the E.164 numbers (WhatsApp and SMS) and the
@@ -39,9 +52,10 @@ func NewAllowlist(numbers, chats []string) *Allowlist {
 
 // NewChannelAllowlist lists the people ids allowed on one channel, a
 // channel the configuration names by its ids alone (a plug-in channel:
-// kit.Channel.Allowed). An id that is no subject token lists nobody.
+// kit.Channel.Allowed), and follows that channel's people paired in
+// alone. An id that is no subject token lists nobody.
 func NewChannelAllowlist(channel string, ids []string) *Allowlist {
-	a := &Allowlist{listed: map[string]bool{}}
+	a := &Allowlist{listed: map[string]bool{}, keys: channel + ".>"}
 	for _, id := range ids {
 		if u, err := NewUser(channel, id); err == nil {
 			a.listed[PersonKey(u)] = true
@@ -52,15 +66,15 @@ func NewChannelAllowlist(channel string, ids []string) *Allowlist {
 
 // Open follows the people paired in until ctx ends.
 func (a *Allowlist) Open(ctx context.Context, js jetstream.JetStream) error {
-	p, err := OpenPairing(ctx, js)
+	kv, err := js.KeyValue(ctx, BucketPeople)
+	if err != nil {
+		return fmt.Errorf("bucket %s: %w", BucketPeople, err)
+	}
+	people, err := watchPeople(ctx, kv, a.keys)
 	if err != nil {
 		return err
 	}
-	people, err := WatchPeople(ctx, js)
-	if err != nil {
-		return err
-	}
-	a.pairing.Store(p)
+	a.opened.Store(&opened{people: kv, nc: js.Conn()})
 	a.people.Store(people)
 	return nil
 }
@@ -78,19 +92,23 @@ func (a *Allowlist) AllowsNow(ctx context.Context, u User) (bool, error) {
 	if a.Allows(u) {
 		return true, nil
 	}
-	p := a.pairing.Load()
-	if p == nil {
+	o := a.opened.Load()
+	if o == nil {
 		return false, nil
 	}
-	return p.Has(ctx, u)
+	_, err := o.people.Get(ctx, PersonKey(u))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
-// Redeem pairs u in if text is a pending code (Pairing.Redeem); before
-// Open, nobody is.
+// Redeem asks the pairing service (RequestPair) to pair u in if text is
+// a pending code; before Open, nobody is.
 func (a *Allowlist) Redeem(ctx context.Context, u User, text string) (bool, error) {
-	p := a.pairing.Load()
-	if p == nil {
+	o := a.opened.Load()
+	if o == nil {
 		return false, nil
 	}
-	return p.Redeem(ctx, u, text)
+	return RequestPair(ctx, o.nc, u, text)
 }

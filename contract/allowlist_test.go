@@ -2,8 +2,11 @@ package contract_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/natstest"
@@ -48,6 +51,7 @@ func TestAllowlist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	servePairing(t, s, p)
 	code, err := p.NewCode(ctx, "operator")
 	if err != nil {
 		t.Fatal(err)
@@ -85,5 +89,58 @@ func TestChannelAllowlist(t *testing.T) {
 		if got := a.Allows(tt.u); got != tt.want {
 			t.Errorf("Allows(%s) = %v; want %v", tt.u, got, tt.want)
 		}
+	}
+}
+
+// servePairing serves the pairing service with p until the test ends,
+// and returns once it answers.
+func servePairing(t *testing.T, s *natstest.Server, p *contract.Pairing) {
+	t.Helper()
+	go contract.ServePairing(t.Context(), s.NC, p, zerolog.Nop())
+	natstest.CheckFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+		_, err := s.NC.Request("$SRV.PING.pairing", nil, time.Second)
+		return err
+	})
+}
+
+// The pairing service pairs in only a person of the channel whose
+// subject the request came on: a channel asking for somebody of another
+// channel is refused, and the code stays pending for its own person.
+func TestPairingTakesTheSubjectsChannel(t *testing.T) {
+	s := natstest.RunJetStream(t)
+	ctx := t.Context()
+	if err := contract.Provision(ctx, s.JS, contract.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := contract.OpenPairing(ctx, s.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servePairing(t, s, p)
+	code, err := p.NewCode(ctx, "operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := contract.User{Channel: contract.ChannelWhatsApp, ID: "15550001111"}
+	data, err := contract.Encode(&contract.PairRequest{User: victim, Code: code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.NC.Request(contract.PairSubject("slack"), data, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Header.Get("Nats-Service-Error-Code"); got != "400" {
+		t.Errorf("a WhatsApp person paired on Slack's subject: error code %q; want 400", got)
+	}
+	if ok, _ := p.Has(ctx, victim); ok {
+		t.Error("the WhatsApp person was paired in")
+	}
+	own := contract.User{Channel: "slack", ID: "U1"}
+	if ok, err := contract.RequestPair(ctx, s.NC, own, strings.ToLower(code)); !ok || err != nil {
+		t.Errorf("Slack's own person with the code: %v, %v; want paired", ok, err)
+	}
+	if ok, err := contract.RequestPair(ctx, s.NC, own, "hello there"); ok || err != nil {
+		t.Errorf("a message that is no code: %v, %v; want false, nil", ok, err)
 	}
 }

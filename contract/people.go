@@ -284,7 +284,18 @@ func WatchPeople(ctx context.Context, js jetstream.JetStream) (*People, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", BucketPeople, err)
 	}
-	w, err := kv.WatchAll(ctx)
+	return watchPeople(ctx, kv, "")
+}
+
+// watchPeople follows the keys of the people bucket kv that keys filters
+// ("" all) until ctx ends. One filter goes in the consumer's create
+// request's subject, which a channel's NATS user may be allowed for its
+// own people's keys alone.
+func watchPeople(ctx context.Context, kv jetstream.KeyValue, keys string) (*People, error) {
+	if keys == "" {
+		keys = ">"
+	}
+	w, err := kv.Watch(ctx, keys)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", BucketPeople, err)
 	}

@@ -75,8 +75,8 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Dispatcher, e
 	return &Dispatcher{cfg: cfg, js: js, log: log.With().Str("svc", "dispatcher").Logger()}, nil
 }
 
-// Run consumes inbound messages, done events and approval timeouts until
-// ctx ends.
+// Run consumes inbound messages, done events and approval timeouts, and
+// serves the pairing service (contract.ServePairing), until ctx ends.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	err := d.run(ctx)
 	if err != nil && ctx.Err() != nil {
@@ -133,6 +133,8 @@ func (d *Dispatcher) run(ctx context.Context) error {
 	for _, c := range consumers {
 		g.Go(func() error { return contract.Consume(ctx, d.js, c.cons, c.h, d.log) })
 	}
+	// Codes are the dispatcher's: channels ask it to pair a stranger in.
+	g.Go(func() error { return contract.ServePairing(ctx, d.js.Conn(), d.pairing, d.log) })
 	return g.Wait()
 }
 

@@ -94,6 +94,12 @@ func TestPublish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The dispatcher's pairing service.
+	go contract.ServePairing(ctx, s.NC, p, zerolog.Nop())
+	natstest.CheckFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+		_, err := s.NC.Request("$SRV.PING.pairing", nil, time.Second)
+		return err
+	})
 	code, err := p.NewCode(ctx, "operator")
 	if err != nil {
 		t.Fatal(err)
