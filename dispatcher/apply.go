@@ -25,6 +25,9 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 	log := zerolog.Ctx(ctx).With().Str("user", u.Key()).Str("job_id", input.ID).Logger()
 	input.Agent = d.agent()
 	for {
+		// The queue's head is looked at again on each pass: one an earlier
+		// pass saw may be gone.
+		input.QueueHead = ""
 		st, rev, mem, err := d.load(ctx, u)
 		if err != nil {
 			return err

@@ -987,6 +987,29 @@ func TestStartedMessageLeftInQueue(t *testing.T) {
 	}
 }
 
+// The same crash with nothing queued behind the started message: when its
+// run ends the person is idle. A head the machine saw on an earlier pass
+// of the compare-and-set loop is not kept once the queue is found empty,
+// which left the person working on a job never published.
+func TestStartedLastMessageLeftInQueue(t *testing.T) {
+	h := start(t, 1)
+	u := user(t, "alice")
+	h.inboundHandled(h.send(u, "m1", "first"))
+	h.inboundHandled(h.send(u, "m2", "second"))
+	if got := h.queued(u); !slices.Equal(got, []string{"m2"}) {
+		t.Fatalf("queue %q; want m2", got)
+	}
+	h.setState(u, func(st *contract.UserState) {
+		st.JobID, st.Finished = "m2", append(st.Finished, "m1")
+	})
+
+	h.doneHandled(h.done(u, "m2"))
+	h.waitState(u, contract.StateIdle, "")
+	if got := h.queued(u); len(got) != 0 {
+		t.Errorf("queue %q; want empty", got)
+	}
+}
+
 // A crash can leave the state behind the runs: m2's run ended (its done is
 // in) while the state still says m1 is running and m2 waits in the queue.
 // When m1's done comes (again), m2 must not start a second time: the

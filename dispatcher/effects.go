@@ -6,7 +6,6 @@ package dispatcher
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -194,8 +193,8 @@ func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.U
 	log.Info().Str("started", e.ID).Str("started_trace", contract.TraceFrom(ctx)).Str("action", e.Action).
 		Bool("from_queue", fromQueue).Msg("job published")
 	if fromQueue {
-		if err := d.queue.DeleteMsg(ctx, head.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-			return fmt.Errorf("dequeue: %w", err)
+		if err := d.dequeue(ctx, log, head.seq); err != nil {
+			return err
 		}
 	}
 	return nil
