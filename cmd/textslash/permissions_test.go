@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/cmd/internal/app"
 	"github.com/textslash/textslash/contract"
@@ -160,10 +161,7 @@ func TestNATSPermissions(t *testing.T) {
 	n := runNATSUsers(t)
 	u, _ := contract.NewUser(contract.ChannelWeb, "perm")
 
-	for _, tt := range []struct {
-		user, what string
-		try        func(ctx context.Context, js jetstream.JetStream) error
-	}{
+	for _, tt := range append([]attempt{
 		{app.Ingress, "subscribe to events", func(ctx context.Context, js jetstream.JetStream) error {
 			_, err := js.Conn().SubscribeSync(contract.UserEvents(u))
 			return err
@@ -273,7 +271,7 @@ func TestNATSPermissions(t *testing.T) {
 			_, err := js.Conn().Request("$JS.API.CONSUMER.MSG.NEXT.EVENTS.egress-slack", []byte(`{"batch":1}`), time.Second)
 			return err
 		}},
-	} {
+	}, channelAttempts(t, u)...) {
 		t.Run(tt.user+" cannot "+tt.what, func(t *testing.T) {
 			before := len(n.violations())
 			js, errs := n.connect(t, tt.user)
@@ -308,6 +306,74 @@ func TestNATSPermissions(t *testing.T) {
 			})
 		})
 	}
+}
+
+// attempt is something a NATS user must be refused.
+type attempt struct {
+	user, what string
+	try        func(ctx context.Context, js jetstream.JetStream) error
+}
+
+// channelAttempts are what a channel's login was found doing to other
+// channels' people, run as every channel user of nats.conf (and, for
+// pairing codes, as ingress too): reading another channel's replies by a
+// message get, re-filtering its own durable to every channel's events,
+// listing, minting or reading pairing codes, pairing anyone in, reading
+// or writing the built-in channels' media, listing who wrote.
+func channelAttempts(t *testing.T, victim contract.User) []attempt {
+	var out []attempt
+	apiRequest := func(subject, body string) func(ctx context.Context, js jetstream.JetStream) error {
+		return func(ctx context.Context, js jetstream.JetStream) error {
+			m, err := js.Conn().RequestWithContext(ctx, subject, []byte(body))
+			if err == nil && strings.Contains(string(m.Data), `"error"`) {
+				return nil // refused by JetStream, not by the permissions: the test wants the latter
+			}
+			return err
+		}
+	}
+	publish := func(subject string) func(ctx context.Context, js jetstream.JetStream) error {
+		return func(ctx context.Context, js jetstream.JetStream) error {
+			if err := js.Conn().Publish(subject, []byte(`{}`)); err != nil {
+				return err
+			}
+			return js.Conn().FlushWithContext(ctx)
+		}
+	}
+	pairing := []attempt{
+		{"", "list the pending pairing codes", apiRequest("$JS.API.STREAM.INFO.KV_pairing", `{"subjects_filter":">"}`)},
+		{"", "mint a pairing code", publish("$KV.pairing.code.ABCDEF")},
+		{"", "read the newest pairing code with a literal *", apiRequest("$JS.API.DIRECT.GET.KV_pairing.$KV.pairing.code.*", ``)},
+		{"", "pair a person in", publish("$KV.people." + contract.PersonKey(victim))},
+	}
+	for _, a := range pairing {
+		a.user = app.Ingress
+		out = append(out, a)
+	}
+	for _, user := range natsConfUsers(t) {
+		name, ok := strings.CutPrefix(user, "channel-")
+		if !ok {
+			continue
+		}
+		own := "egress-" + name
+		for _, a := range append([]attempt{
+			{"", "read another channel's reply by a message get", apiRequest("$JS.API.STREAM.MSG.GET.EVENTS",
+				`{"last_by_subj":"`+contract.EventSubject(victim, contract.KindDone)+`"}`)},
+			{"", "re-filter its durable to every channel's events", apiRequest("$JS.API.CONSUMER.CREATE.EVENTS."+own,
+				`{"stream_name":"EVENTS","config":{"durable_name":"`+own+`","filter_subject":"ts.ev.>","ack_policy":"explicit"}}`)},
+			{"", "read another channel's event by a direct get", apiRequest("$JS.API.DIRECT.GET.EVENTS."+contract.EventSubject(victim, contract.KindDone), ``)},
+			{"", "list who wrote", apiRequest("$JS.API.STREAM.INFO.IN", `{"subjects_filter":">"}`)},
+			{"", "read whether another channel's person is paired", apiRequest("$JS.API.DIRECT.GET.KV_people.$KV.people."+contract.PersonKey(victim), ``)},
+			{"", "watch every channel's people", apiRequest("$JS.API.CONSUMER.CREATE.KV_people.w.$KV.people.>",
+				`{"stream_name":"KV_people","config":{"name":"w","filter_subject":"$KV.people.>","ack_policy":"none"}}`)},
+			{"", "write an image into the built-in channels' media", publish("$O.media.M.aW1hZ2U")},
+			{"", "read the built-in channels' newest image with a literal *", apiRequest("$JS.API.DIRECT.GET.OBJ_media.$O.media.M.*", ``)},
+			{"", "list the built-in channels' media", apiRequest("$JS.API.STREAM.INFO.OBJ_media", `{"subjects_filter":">"}`)},
+		}, pairing...) {
+			a.user = user
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // The runner reads a person's answers and added messages, which the
@@ -357,49 +423,64 @@ func TestNATSRunnerReadsAnswers(t *testing.T) {
 	}
 }
 
-// Ingress, with nothing more than its own login, pairs a stranger in with
-// a code the dispatcher made and sees them among the people paired in.
-func TestNATSIngressPairs(t *testing.T) {
+// Ingress and each plug-in channel, with nothing more than their own
+// logins, pair a stranger in with a code the dispatcher made (asking the
+// dispatcher's pairing service, logged in as dispatcher) and see them
+// among the people paired in; a channel sees its own people only.
+func TestNATSChannelsPair(t *testing.T) {
 	n := runNATSUsers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	disp, _ := n.connect(t, app.Dispatcher)
-	in, _ := n.connect(t, app.Ingress)
 	before := len(n.violations())
 	dp, err := contract.OpenPairing(ctx, disp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, err := dp.NewCode(ctx, "web.operator")
-	if err != nil {
-		t.Fatal(err)
+	go contract.ServePairing(ctx, disp.Conn(), dp, zerolog.Nop())
+	type pairer struct {
+		login string
+		allow *contract.Allowlist
+		u     contract.User
 	}
-	ip, err := contract.OpenPairing(ctx, in)
-	if err != nil {
-		t.Fatalf("ingress opens the pairing buckets: %v", err)
+	pairers := []pairer{
+		{app.Ingress, contract.NewAllowlist(nil, nil), contract.User{Channel: contract.ChannelWhatsApp, ID: "15551230000"}},
+		{app.Ingress, contract.NewAllowlist(nil, nil), contract.User{Channel: contract.ChannelTelegram, ID: "-1001234"}},
 	}
-	people, err := contract.WatchPeople(ctx, in)
-	if err != nil {
-		t.Fatalf("ingress watches the people: %v", err)
-	}
-	for _, u := range []contract.User{
-		{Channel: contract.ChannelTelegram, ID: "-1001234"},
-		{Channel: contract.ChannelWhatsApp, ID: "15551230000"},
-	} {
-		if ok, err := ip.Redeem(ctx, u, "WRONG2"); ok || err != nil {
-			t.Fatalf("%s redeems a wrong code: %v, %v; want false, nil", u.Key(), ok, err)
+	for _, user := range natsConfUsers(t) {
+		if name, ok := strings.CutPrefix(user, "channel-"); ok {
+			pairers = append(pairers, pairer{user, contract.NewChannelAllowlist(name, nil), contract.User{Channel: name, ID: "U1"}})
 		}
 	}
-	u := contract.User{Channel: contract.ChannelWhatsApp, ID: "15551230000"}
-	if ok, err := ip.Redeem(ctx, u, code); !ok || err != nil {
-		t.Fatalf("ingress redeems the code: %v, %v; want true, nil", ok, err)
-	}
-	natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
-		if !people.Has(u) {
-			return errors.New("not among the people ingress watches")
+	for _, p := range pairers {
+		js, _ := n.connect(t, p.login)
+		if err := p.allow.Open(ctx, js); err != nil {
+			t.Fatalf("%s follows the people: %v", p.login, err)
 		}
-		return nil
-	})
+		natstest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+			_, err := p.allow.Redeem(ctx, p.u, "WRONG2")
+			return err // no responders until the service is up
+		})
+		code, err := dp.NewCode(ctx, "web.operator")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := p.allow.Redeem(ctx, p.u, code); !ok || err != nil {
+			t.Fatalf("%s redeems the code for %s: %v, %v; want true, nil", p.login, p.u.Key(), ok, err)
+		}
+		natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+			if !p.allow.Allows(p.u) {
+				return fmt.Errorf("%s not among the people %s follows", p.u.Key(), p.login)
+			}
+			return nil
+		})
+	}
+	// The first channel's login sees none of the others' people.
+	for _, p := range pairers {
+		if last := pairers[len(pairers)-1]; p.u.Channel != last.u.Channel && last.allow.Allows(p.u) {
+			t.Errorf("%s sees %s paired in", last.login, p.u.Key())
+		}
+	}
 	if v := n.violations(); len(v) > before {
 		t.Errorf("violations: %q", v[before:])
 	}

@@ -20,13 +20,13 @@ import (
 // KV_<bucket>, an object store OBJ_<bucket>): a service of its own waits
 // for them at start and is ready only while they are there.
 var streamsOf = map[string][]string{
-	Ingress: {contract.StreamIn, contract.StreamEvents, "OBJ_" + contract.BucketMedia, "KV_" + contract.BucketPeople, "KV_" + contract.BucketPairing},
+	Ingress: {contract.StreamIn, contract.StreamEvents, "OBJ_" + contract.BucketMedia, "KV_" + contract.BucketPeople},
 	Dispatcher: {contract.StreamIn, contract.StreamQueue, contract.StreamJobs, contract.StreamEvents, contract.StreamTimers,
 		"KV_" + contract.BucketUsers, "KV_" + contract.BucketCosts, "KV_" + contract.BucketPeople, "KV_" + contract.BucketPairing},
 	Runner: {contract.StreamJobs, contract.StreamEvents, "KV_" + contract.BucketUsers, "KV_" + contract.BucketRunners,
 		"KV_" + contract.BucketWorkspaces, "OBJ_" + contract.BucketMedia},
 	Media:  {"OBJ_" + contract.BucketMedia},
-	Egress: {contract.StreamEvents, "KV_" + contract.BucketEgress, "KV_" + contract.BucketPeople, "KV_" + contract.BucketPairing},
+	Egress: {contract.StreamEvents, "KV_" + contract.BucketEgress, "KV_" + contract.BucketPeople},
 }
 
 // streams is every stream the process's services use.
