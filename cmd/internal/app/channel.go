@@ -95,9 +95,11 @@ func parseChannel(name string, args []string, env lookupEnv, stderr io.Writer) (
 	return c, explain(err)
 }
 
-// channelStreams are the streams a plug-in channel uses.
-var channelStreams = []string{contract.StreamIn, contract.StreamEvents, "KV_" + contract.BucketEgress,
-	"KV_" + contract.BucketPeople, "KV_" + contract.BucketPairing, "OBJ_" + contract.BucketMedia}
+// channelStreams are the streams a plug-in channel looks up: its login
+// may look up no other (IN's and EVENTS' subjects would say who wrote).
+func channelStreams(name string) []string {
+	return []string{"KV_" + contract.BucketEgress, "KV_" + contract.BucketPeople, "OBJ_" + contract.MediaBucketOf(name)}
+}
 
 // runChannel runs channel name with the kit against cfg's NATS until ctx
 // ends, serving its health and routes.
@@ -111,7 +113,7 @@ func runChannel(ctx context.Context, name string, cfg config, log zerolog.Logger
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	if err := waitStreams(ctx, js, channelStreams, log); err != nil {
+	if err := waitStreams(ctx, js, channelStreams(name), log); err != nil {
 		return err
 	}
 	o, err := plugins[name].open(&cfg, log)
