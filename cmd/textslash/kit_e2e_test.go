@@ -127,7 +127,8 @@ func waitSent[M any](t *testing.T, within time.Duration, sent func() []M, text f
 	return found
 }
 
-// lineChannel is examples/linechat running against inst as admin.
+// lineChannel is examples/linechat running against inst under its own
+// login.
 type lineChannel struct {
 	bin, url string
 	env      []string
@@ -147,7 +148,9 @@ func startLineChannel(t *testing.T, inst *instance, p *lineProvider) *lineChanne
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build examples/linechat: %v\n%s", err, out)
 	}
-	login := natsLogin(t, inst.Data, "admin")
+	// The login textslash serve made for it (TEXTSLASH_CHANNELS=linechat):
+	// a channel's rights and no more, as nats.conf's template gives.
+	login := natsLogin(t, inst.Data, "channel-linechat")
 	port := freePort(t)
 	c := &lineChannel{bin: bin, url: "http://127.0.0.1:" + port, env: []string{
 		"NATS_URL=" + login["NATS_URL"], "NATS_USER=" + login["NATS_USER"], "NATS_PASSWORD=" + login["NATS_PASSWORD"],
@@ -222,7 +225,7 @@ func TestPluginChannelEndToEnd(t *testing.T) {
 	}
 	// The agent runs each message's line as a bash script (not the line
 	// naming its attachments): its ::progress:: lines are progress.
-	inst := startServe(t, "TEXTSLASH_AGENT=head -n1 | bash", "TEXTSLASH_SANDBOX_SHARE="+src)
+	inst := startServe(t, "TEXTSLASH_AGENT=head -n1 | bash", "TEXTSLASH_SANDBOX_SHARE="+src, "TEXTSLASH_CHANNELS=linechat")
 	p := newLineProvider(t)
 	p.files["photo.png"] = buf.Bytes()
 	c := startLineChannel(t, inst, p)
@@ -292,7 +295,7 @@ func TestPluginChannelQuestion(t *testing.T) {
 		claudetest.ToolUse("Bash", map[string]any{"command": "echo pressed > pressed.txt"}),
 		claudetest.Text("Made it with one press."),
 	)
-	inst := startServe(t, claudeEnv(t, model)...)
+	inst := startServe(t, append(claudeEnv(t, model), "TEXTSLASH_CHANNELS=linechat")...)
 	p := newLineProvider(t)
 	c := startLineChannel(t, inst, p)
 	c.say(t, "q1", "alice", "make it")

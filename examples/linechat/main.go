@@ -134,6 +134,8 @@ func run(log zerolog.Logger) error {
 		switch err := p.k.Publish(r.Context(), msg); {
 		case errors.Is(err, kit.ErrNotAllowed):
 			http.Error(w, "not allowed", http.StatusForbidden)
+		case errors.Is(err, contract.ErrInvalidPayload), errors.Is(err, contract.ErrInvalidUser):
+			http.Error(w, err.Error(), http.StatusBadRequest) // no id, a bad user: retrying cannot help
 		case err != nil:
 			http.Error(w, err.Error(), http.StatusServiceUnavailable) // the provider retries
 		}

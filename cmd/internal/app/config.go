@@ -336,12 +336,26 @@ func (c *config) validate() error {
 	return c.validateServices()
 }
 
+// options are the streams' and buckets' options textslash provision and
+// serve provision with: a media store for each plug-in channel, the ones
+// textslash ships (compose runs them) and those of TEXTSLASH_CHANNELS.
+func (s *storage) options() contract.Options {
+	channels := slices.Sorted(maps.Keys(plugins))
+	return contract.Options{Replicas: s.Replicas, MediaTTL: s.MediaTTL, Channels: pluginChannels(append(channels, s.Channels...))}
+}
+
 func (s *storage) validate() error {
 	if s.Replicas < 1 || s.Replicas > 5 {
 		return fmt.Errorf("TEXTSLASH_REPLICAS=%d: must be 1 to 5", s.Replicas)
 	}
 	if s.MediaTTL < time.Minute {
 		return fmt.Errorf("TEXTSLASH_MEDIA_TTL=%s: at least 1m", s.MediaTTL)
+	}
+	for _, name := range s.Channels {
+		if _, err := contract.NewUser(name, "x"); err != nil || contract.IsBuiltIn(name) {
+			return fmt.Errorf("TEXTSLASH_CHANNELS: %q is no plug-in channel's name (letters, digits, - and _, at most 64; not one of %s, which are built in)",
+				name, strings.Join(contract.BuiltInChannels, ", "))
+		}
 	}
 	return nil
 }

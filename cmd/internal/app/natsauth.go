@@ -28,9 +28,12 @@ import (
 //   - tap: reads ts.> live and looks the streams up (nats sub, nats stream
 //     ls, nats stream info); publishes nothing else, so no message and no
 //     consumer (a push consumer delivers onto a subject of its choosing).
+//   - channel-<name>, for each plug-in channel TEXTSLASH_CHANNELS names: the
+//     rights of nats.conf's channel template (channellogin.go), so that a
+//     channel run against the all-in-one runs as it will in production.
 //
-// admin's and tap's passwords are made at the first start and kept in
-// <data>/nats/<user>.env (a directory only textslash may open), as the
+// admin's, tap's and the channels' passwords are made at the first start
+// and kept in <data>/nats/<user>.env (a directory only textslash may open), as the
 // NATS_URL, NATS_USER and NATS_PASSWORD lines the nats CLI and textslash's
 // own programs read from their environment.
 const (
@@ -64,13 +67,15 @@ var tapPermissions = &server.Permissions{
 type natsLogins struct {
 	dir       string            // where admin's and tap's are kept; "" when the server takes no TCP clients
 	self      string            // this process's
-	passwords map[string]string // admin's and tap's
+	passwords map[string]string // admin's, tap's and the plug-in channels'
+	channels  []string          // the plug-in channels with a login (channel-<name>)
 }
 
-// loadNATSLogins makes this process's password and reads admin's and
-// tap's from dir, making those it does not find; dir "" (the server
-// takes no TCP clients) gives this process's only.
-func loadNATSLogins(dir string) (*natsLogins, error) {
+// loadNATSLogins makes this process's password and reads admin's, tap's
+// and those of the plug-in channels named (channel-<name>, channellogin.go)
+// from dir, making those it does not find; dir "" (the server takes no
+// TCP clients) gives this process's only.
+func loadNATSLogins(dir string, channels []string) (*natsLogins, error) {
 	l := &natsLogins{self: newToken(), passwords: map[string]string{}}
 	if dir == "" {
 		return l, nil
@@ -79,7 +84,8 @@ func loadNATSLogins(dir string) (*natsLogins, error) {
 	if l.dir, err = filepath.Abs(dir); err != nil {
 		return nil, err
 	}
-	for _, user := range []string{natsAdmin, natsTap} {
+	l.channels = pluginChannels(channels)
+	for _, user := range l.kept() {
 		pw, err := readNATSPassword(l.file(user))
 		if err != nil {
 			return nil, err
@@ -90,6 +96,15 @@ func loadNATSLogins(dir string) (*natsLogins, error) {
 		l.passwords[user] = pw
 	}
 	return l, nil
+}
+
+// kept are the users whose logins are kept in dir.
+func (l *natsLogins) kept() []string {
+	users := []string{natsAdmin, natsTap}
+	for _, ch := range l.channels {
+		users = append(users, channelUser(ch))
+	}
+	return users
 }
 
 // file is where user's login is kept.
@@ -108,6 +123,9 @@ func (l *natsLogins) users() ([]*server.User, error) {
 	}
 	if pw, ok := l.passwords[natsTap]; ok {
 		users = append(users, &server.User{Username: natsTap, Password: pw, Permissions: tapPermissions})
+	}
+	for _, ch := range l.channels {
+		users = append(users, &server.User{Username: channelUser(ch), Password: l.passwords[channelUser(ch)], Permissions: channelPermissions(ch)})
 	}
 	for _, u := range users {
 		hash, err := bcrypt.GenerateFromPassword([]byte(u.Password), bcrypt.MinCost)
@@ -138,10 +156,10 @@ func (l *natsLogins) write(addr net.Addr) error {
 	if err := os.Chmod(l.dir, 0o700); err != nil {
 		return err
 	}
-	for _, user := range []string{natsAdmin, natsTap} {
+	for _, user := range l.kept() {
 		body := fmt.Sprintf("NATS_URL=%s\nNATS_USER=%s\nNATS_PASSWORD=%s\n", url, user, l.passwords[user])
-		if user == natsTap {
-			body += "NATS_INBOX_PREFIX=" + tapInboxPrefix + "\n"
+		if user != natsAdmin {
+			body += "NATS_INBOX_PREFIX=" + InboxPrefix(user) + "\n"
 		}
 		if err := writePrivate(l.file(user), body); err != nil {
 			return err

@@ -132,7 +132,7 @@ func Provision(args []string, stderr io.Writer) int {
 	js, log, closeNATS, err := connectAdmin(c.common, "provision", stderr)
 	if err == nil {
 		defer closeNATS()
-		err = contract.Provision(context.Background(), js, contract.Options{Replicas: c.Replicas, MediaTTL: c.MediaTTL})
+		err = contract.Provision(context.Background(), js, c.storage.options())
 	}
 	if err != nil {
 		log.Error().Err(err).Msg("provision failed")

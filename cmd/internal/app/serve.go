@@ -194,7 +194,7 @@ func (cfg *config) openStreams(ctx context.Context, js jetstream.JetStream, log 
 	if !cfg.Provision {
 		return waitStreams(ctx, js, cfg.streams(), log)
 	}
-	if err := contract.Provision(ctx, js, contract.Options{Replicas: cfg.Replicas, MediaTTL: cfg.MediaTTL}); err != nil {
+	if err := contract.Provision(ctx, js, cfg.storage.options()); err != nil {
 		return fmt.Errorf("%w (textslash serve creates the streams: its NATS user must be allowed to, as nats.conf's admin is)", err)
 	}
 	return nil
@@ -305,7 +305,7 @@ func connectNATS(cfg config, log zerolog.Logger) (*nats.Conn, func(), error) {
 		sopts.Port, _ = strconv.Atoi(port)
 		loginDir = filepath.Join(cfg.Data, "nats")
 	}
-	logins, err := loadNATSLogins(loginDir)
+	logins, err := loadNATSLogins(loginDir, cfg.Channels)
 	if err == nil {
 		sopts.Users, err = logins.users()
 	}
@@ -327,8 +327,8 @@ func connectNATS(cfg config, log zerolog.Logger) (*nats.Conn, func(), error) {
 			ns.Shutdown()
 			return nil, nil, fmt.Errorf("embedded NATS logins: %w", err)
 		}
-		log.Info().Str("nats_logins", logins.dir).
-			Msg("embedded NATS takes logins only: tap.env (reads ts.>) and admin.env (everything) in nats_logins, for the nats CLI (scripts/nats)")
+		log.Info().Str("nats_logins", logins.dir).Strs("channel_logins", logins.channels).
+			Msg("embedded NATS takes logins only: tap.env (reads ts.>) and admin.env (everything) in nats_logins, for the nats CLI (scripts/nats); channel-<name>.env for each plug-in channel of TEXTSLASH_CHANNELS (a channel's rights alone)")
 	}
 	nc, err := nats.Connect("", append(opts, nats.InProcessServer(ns), logins.login())...)
 	if err != nil {
