@@ -53,11 +53,6 @@ type Channel struct {
 	// attachment of the channel; contentType may be "" (the URL's media's
 	// is kept). Nil: the channel takes no attachments.
 	Fetch func(ctx context.Context, url string) (data []byte, contentType string, err error)
-	// MediaURL links an image or file of a reply in egress.Message.Media
-	// (a signed link of the media service, for channels whose provider
-	// downloads by URL). Nil: MediaRef's stored:<id>[/<name>], which the
-	// Sender reads with Kit.Media.
-	MediaURL func(contract.Image) string
 }
 
 // Kit runs one plug-in channel against textslash's NATS.
@@ -78,9 +73,6 @@ func Open(ctx context.Context, nc *nats.Conn, ch Channel, log zerolog.Logger) (*
 	if nc == nil {
 		return nil, errors.New("kit: no NATS connection")
 	}
-	if ch.MediaURL == nil {
-		ch.MediaURL = MediaRef
-	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("kit: jetstream: %w", err)
@@ -93,7 +85,7 @@ func Open(ctx context.Context, nc *nats.Conn, ch Channel, log zerolog.Logger) (*
 			errs = append(errs, contract.BadSetting("kit", "Channel.Allowed", id, "not a person id: letters, digits, - and _, at most 64"))
 		}
 	}
-	pusher, err := egress.NewPusher(js, allow, ch.Retry, log, egress.Channel{Name: ch.Name, Rules: ch.Rules, Sender: ch.Sender, MediaURL: ch.MediaURL})
+	pusher, err := egress.NewPusher(js, allow, ch.Retry, log, egress.Channel{Name: ch.Name, Rules: ch.Rules, Sender: ch.Sender, MediaURL: MediaRef})
 	if err := errors.Join(append(errs, err)...); err != nil {
 		return nil, err
 	}

@@ -10,7 +10,8 @@ import (
 )
 
 // MediaRef is the link to an image or file of a reply that the kit puts
-// in egress.Message.Media unless Channel.MediaURL says otherwise:
+// in egress.Message.Media (the channel's own media store, media-<name>,
+// which the media service does not serve: a channel uploads the bytes):
 // stored:<object id> for an image, stored:<object id>/<name> for a file
 // (its name made safe, contract.SafeName). Kit.Media reads it.
 func MediaRef(img contract.Image) string {
