@@ -261,7 +261,10 @@ func (i *Ingress) settleCallback(ctx context.Context, log zerolog.Logger, q *mod
 	chat, id, _ := callbackMessage(q)
 	m := q.Message.Message
 	if text := "\n\n→ " + label(q.Data); m != nil && m.Text != "" && utf8.RuneCountInString(m.Text+text) <= telegramTextLimit {
-		_, err = b.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: chat, MessageID: id, Text: m.Text + text})
+		// Egress sent it without its links' previews; an edit without the
+		// option would bring them back (a crawler fetching a preview link).
+		_, err = b.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: chat, MessageID: id, Text: m.Text + text,
+			LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: bot.True()}})
 	} else {
 		_, err = b.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: chat, MessageID: id})
 	}
