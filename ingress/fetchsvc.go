@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -33,15 +32,22 @@ const fetchTimeout = time.Minute
 // ServeFetch answers the media fetches of channels (on
 // contract.MediaFetchSubject of each; micro service name, queue group
 // name) until ctx ends: each asks fetch for the attachment, stores it in
-// the media object store and replies with its contract.Image. Refusals
+// the media store of the person's channel (contract.MediaBucketOf: media
+// for a built-in channel, media-<name> for a plug-in one, each opened at
+// start) and replies with its contract.Image. Refusals
 // are micro errors: 400 (unreadable request), 403 (another channel's
 // person, or ErrNotMine), 413 (ErrTooLarge), 502 (the provider failed),
 // 503 (the store). Used by ingress for the built-in channels and by the
 // kit for a plug-in one: one path.
 func ServeFetch(ctx context.Context, js jetstream.JetStream, name string, channels []string, fetch Fetcher, log zerolog.Logger) error {
-	store, err := js.ObjectStore(ctx, contract.BucketMedia)
-	if err != nil {
-		return fmt.Errorf("object store %s: %w", contract.BucketMedia, err)
+	stores := make(map[string]jetstream.ObjectStore, len(channels))
+	for _, ch := range channels {
+		bucket := contract.MediaBucketOf(ch)
+		store, err := js.ObjectStore(ctx, bucket)
+		if err != nil {
+			return fmt.Errorf("object store %s: %w", bucket, err)
+		}
+		stores[ch] = store
 	}
 	svc, err := micro.AddService(js.Conn(), micro.Config{
 		Name:        name,
@@ -54,7 +60,7 @@ func ServeFetch(ctx context.Context, js jetstream.JetStream, name string, channe
 	}
 	h := micro.HandlerFunc(func(req micro.Request) {
 		// Downloads may be slow: one at a time would hold up everyone.
-		go serveOne(ctx, store, channels, fetch, log, req)
+		go serveOne(ctx, stores, fetch, log, req)
 	})
 	for _, ch := range channels {
 		if err := svc.AddEndpoint("media-fetch-"+ch, h, micro.WithEndpointSubject(contract.MediaFetchSubject(ch))); err != nil {
@@ -66,8 +72,9 @@ func ServeFetch(ctx context.Context, js jetstream.JetStream, name string, channe
 	return svc.Stop()
 }
 
-// serveOne answers one media fetch.
-func serveOne(ctx context.Context, store jetstream.ObjectStore, channels []string, fetch Fetcher, log zerolog.Logger, req micro.Request) {
+// serveOne answers one media fetch of a person of one of the channels
+// stores has the media store of.
+func serveOne(ctx context.Context, stores map[string]jetstream.ObjectStore, fetch Fetcher, log zerolog.Logger, req micro.Request) {
 	var f contract.MediaFetch
 	if err := contract.Decode(req.Data(), &f); err != nil {
 		_ = req.Error("400", err.Error(), nil)
@@ -75,7 +82,8 @@ func serveOne(ctx context.Context, store jetstream.ObjectStore, channels []strin
 	}
 	// The runner asks with the trace of the message the media came with.
 	log = contract.TraceLog(log, contract.Trace(nats.Header(req.Headers()))).With().Str("user", f.User.Key()).Logger()
-	if !slices.Contains(channels, f.User.Channel) || req.Subject() != contract.MediaFetchSubject(f.User.Channel) {
+	store, ok := stores[f.User.Channel]
+	if !ok || req.Subject() != contract.MediaFetchSubject(f.User.Channel) {
 		log.Warn().Str("subject", req.Subject()).Msg("media fetch refused: a person of another channel")
 		_ = req.Error("403", "a person of another channel", nil)
 		return
