@@ -62,7 +62,7 @@ func (s *sender) bodies() []string {
 
 func open(t *testing.T, s *natstest.Server, ch kit.Channel) *kit.Kit {
 	t.Helper()
-	if err := contract.Provision(t.Context(), s.JS, contract.Options{}); err != nil {
+	if err := contract.Provision(t.Context(), s.JS, contract.Options{Channels: []string{ch.Name}}); err != nil {
 		t.Fatal(err)
 	}
 	k, err := kit.Open(t.Context(), s.NC, ch, zerolog.New(zerolog.NewTestWriter(t)))

@@ -21,15 +21,17 @@ func MediaRef(img contract.Image) string {
 	return contract.StoredMedia + img.ID + "/" + contract.SafeName(img.Name)
 }
 
-// Attachment is an image or file of a reply, read from the media store.
+// Attachment is an image or file of a reply, read from the channel's
+// media store.
 type Attachment struct {
 	Data        []byte
 	ContentType string // image/jpeg or image/png for an image (contract.IsImage)
 	Name        string // a file's name; an image's is made up: image.<ext>
 }
 
-// Media reads the image or file a MediaRef link names from the media
-// store (objects live contract.MediaTTL, 30 minutes by default):
+// Media reads the image or file a MediaRef link names from the channel's
+// own media store, media-<name> (contract.MediaBucketOf; objects live
+// contract.MediaTTL, 30 minutes by default):
 // ErrNotStored for any other link, jetstream.ErrObjectNotFound once it
 // expired.
 func (k *Kit) Media(ctx context.Context, ref string) (Attachment, error) {
@@ -38,9 +40,10 @@ func (k *Kit) Media(ctx context.Context, ref string) (Attachment, error) {
 	if !ok || id == "" {
 		return Attachment{}, fmt.Errorf("%w: %q", ErrNotStored, ref)
 	}
-	store, err := k.js.ObjectStore(ctx, contract.BucketMedia)
+	bucket := contract.MediaBucketOf(k.ch.Name)
+	store, err := k.js.ObjectStore(ctx, bucket)
 	if err != nil {
-		return Attachment{}, fmt.Errorf("object store %s: %w", contract.BucketMedia, err)
+		return Attachment{}, fmt.Errorf("object store %s: %w", bucket, err)
 	}
 	res, err := store.Get(ctx, id)
 	if err != nil {
