@@ -39,7 +39,7 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	r := &rig{fake: discordtest.New(t, discordtest.Options{}), ns: natstest.RunJetStream(t), logs: &logLines{t: t}}
-	if err := contract.Provision(t.Context(), r.ns.JS, contract.Options{}); err != nil {
+	if err := contract.Provision(t.Context(), r.ns.JS, contract.Options{Channels: []string{discord.Channel}}); err != nil {
 		t.Fatal(err)
 	}
 	log := zerolog.New(r.logs)
@@ -84,11 +84,11 @@ func (l *logLines) n(msg string) int {
 	return l.count[msg]
 }
 
-// put stores a reply's image or file in the media store as the runner
-// does, and returns the kit's link to it.
+// put stores a reply's image or file in the channel's media store as the
+// runner does, and returns the kit's link to it.
 func (r *rig) put(t *testing.T, contentType, name string, data []byte) string {
 	t.Helper()
-	store, err := r.ns.JS.ObjectStore(t.Context(), contract.BucketMedia)
+	store, err := r.ns.JS.ObjectStore(t.Context(), contract.MediaBucketOf(discord.Channel))
 	if err != nil {
 		t.Fatal(err)
 	}
