@@ -890,6 +890,9 @@ func FuzzSafeName(f *testing.F) {
 	})
 }
 
+// A plug-in channel keeps its images and files, and what it sent, in
+// stores of its own, which Provision makes for the channels it is named;
+// the built-in channels share media and egress.
 func TestPluginChannelsGetMediaStoresOfTheirOwn(t *testing.T) {
 	for _, tt := range []struct{ channel, want string }{
 		{contract.ChannelWhatsApp, "media"}, {contract.ChannelSMS, "media"},
@@ -898,6 +901,9 @@ func TestPluginChannelsGetMediaStoresOfTheirOwn(t *testing.T) {
 	} {
 		if got := contract.MediaBucketOf(tt.channel); got != tt.want {
 			t.Errorf("MediaBucketOf(%q) = %q; want %q", tt.channel, got, tt.want)
+		}
+		if got, want := contract.EgressBucketOf(tt.channel), strings.Replace(tt.want, "media", "egress", 1); got != want {
+			t.Errorf("EgressBucketOf(%q) = %q; want %q", tt.channel, got, want)
 		}
 	}
 	s := natstest.RunJetStream(t)
@@ -919,6 +925,11 @@ func TestPluginChannelsGetMediaStoresOfTheirOwn(t *testing.T) {
 		}
 		if status.TTL() != time.Hour {
 			t.Errorf("%s: TTL got %v; want the media TTL, 1h", status.Bucket(), status.TTL())
+		}
+	}
+	for _, ch := range []string{"slack", "line"} {
+		if _, err := s.JS.KeyValue(ctx, contract.EgressBucketOf(ch)); err != nil {
+			t.Errorf("egress bucket of %s: %v", ch, err)
 		}
 	}
 	if _, err := s.JS.ObjectStore(ctx, "media-web"); !errors.Is(err, jetstream.ErrBucketNotFound) {

@@ -90,6 +90,9 @@ const (
 	// ChannelMediaMaxBytes bounds each plug-in channel's own media store
 	// (ChannelMediaBucket): a few dozen images and files at once.
 	ChannelMediaMaxBytes = 128 << 20
+	// ChannelEgressMaxBytes bounds each plug-in channel's own egress
+	// bucket (EgressBucketOf).
+	ChannelEgressMaxBytes = 64 << 20
 )
 
 // Options tunes Provision.
@@ -290,6 +293,29 @@ func EgressBucket(o Options) jetstream.KeyValueConfig {
 	}
 }
 
+// EgressBucketOf is the bucket a channel's sent marks and pages are kept
+// in: egress for the built-in channels, egress-<channel> for a plug-in
+// one (Options.Channels provisions it). A plug-in channel has its own
+// because a bucket a login may use is one it may look up, and a look-up
+// with a subjects filter lists its keys: in a shared bucket, everyone
+// egress wrote to (sent.<channel>.<id>.…).
+func EgressBucketOf(channel string) string {
+	if IsBuiltIn(channel) {
+		return BucketEgress
+	}
+	return BucketEgress + "-" + channel
+}
+
+// ChannelEgressBucket is the egress bucket of plug-in channel
+// (EgressBucketOf): egress's, with a bound of its own.
+func ChannelEgressBucket(o Options, channel string) jetstream.KeyValueConfig {
+	cfg := EgressBucket(o)
+	cfg.Bucket = EgressBucketOf(channel)
+	cfg.Description = "egress: sent marks and pending pages of the " + channel + " channel"
+	cfg.MaxBytes = ChannelEgressMaxBytes
+	return cfg
+}
+
 // RunnersBucket holds a key per runner alive: each runner writes its own
 // every RunnerTTL/3, and a key not written for RunnerTTL expires.
 func RunnersBucket(o Options) jetstream.KeyValueConfig {
@@ -394,19 +420,21 @@ func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
 			}
 		}
 	}
-	for _, cfg := range []jetstream.KeyValueConfig{UsersBucket(o), EgressBucket(o), RunnersBucket(o), WorkspacesBucket(o), CostsBucket(o),
-		PeopleBucket(o), PairingBucket(o), NotionBucket(o), ProjectsBucket(o)} {
-		if _, err := js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
-			return fmt.Errorf("provision bucket %s: %w", cfg.Bucket, err)
-		}
-	}
+	buckets := []jetstream.KeyValueConfig{UsersBucket(o), EgressBucket(o), RunnersBucket(o), WorkspacesBucket(o), CostsBucket(o),
+		PeopleBucket(o), PairingBucket(o), NotionBucket(o), ProjectsBucket(o)}
 	stores := []jetstream.ObjectStoreConfig{MediaBucket(o), SnapshotsBucket(o)}
 	for _, ch := range o.Channels {
 		if !tokenRE.MatchString(ch) {
-			return fmt.Errorf("provision media store of channel %q: %w", ch, ErrInvalidUser)
+			return fmt.Errorf("provision the stores of channel %q: %w", ch, ErrInvalidUser)
 		}
 		if !IsBuiltIn(ch) {
+			buckets = append(buckets, ChannelEgressBucket(o, ch))
 			stores = append(stores, ChannelMediaBucket(o, ch))
+		}
+	}
+	for _, cfg := range buckets {
+		if _, err := js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+			return fmt.Errorf("provision bucket %s: %w", cfg.Bucket, err)
 		}
 	}
 	for _, cfg := range stores {

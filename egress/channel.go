@@ -70,6 +70,13 @@ func NewPusher(js jetstream.JetStream, allow *contract.Allowlist, retry Retry, l
 		errs = append(errs, ch.Rules.validate(path+".Rules")...)
 		p.channels[ch.Name] = channel{rules: ch.Rules, sender: ch.Sender, mediaURL: ch.MediaURL}
 	}
+	for _, ch := range chs {
+		if b := contract.EgressBucketOf(ch.Name); p.bucket == "" {
+			p.bucket = b
+		} else if b != p.bucket {
+			errs = append(errs, bad("Channel["+ch.Name+"].Name", ch.Name, "a pusher carries the built-in channels or one plug-in channel: each plug-in channel keeps what it sent in a bucket of its own"))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -81,11 +88,12 @@ func NewPusher(js jetstream.JetStream, allow *contract.Allowlist, retry Retry, l
 // back, unsent, the events it holds when ctx ends.
 func (p *Pusher) Run(ctx context.Context) error { return p.p.runBucket(ctx) }
 
-// runBucket opens the egress bucket and runs the pusher on it.
+// runBucket opens the channels' egress bucket (contract.EgressBucketOf)
+// and runs the pusher on it.
 func (p *pusher) runBucket(ctx context.Context) error {
-	kv, err := p.js.KeyValue(ctx, contract.BucketEgress)
+	kv, err := p.js.KeyValue(ctx, p.bucket)
 	if err != nil {
-		return fmt.Errorf("bucket %s: %w", contract.BucketEgress, err)
+		return fmt.Errorf("bucket %s: %w", p.bucket, err)
 	}
 	return p.run(ctx, kv)
 }

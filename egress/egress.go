@@ -50,7 +50,7 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error
 // call; the retry bounds of the first channel apply to all.
 func (e *Egress) pusher(r Retry) *pusher {
 	if e.push == nil {
-		e.push = &pusher{js: e.js, log: e.log, retry: r, channels: map[string]channel{},
+		e.push = &pusher{js: e.js, log: e.log, retry: r, channels: map[string]channel{}, bucket: contract.BucketEgress,
 			allow: allowlist(e.cfg), typing: typing{log: e.log}}
 	}
 	return e.push

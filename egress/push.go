@@ -24,6 +24,8 @@ type pusher struct {
 	status *sentWaiter // nil: do not wait for delivery status
 
 	channels map[string]channel
+	// bucket is the channels' egress bucket (contract.EgressBucketOf).
+	bucket string
 	// allow is who may be answered: EVENTS can be written by more than
 	// textslash's own services, and a send costs the operator money and
 	// reputation.

@@ -369,7 +369,7 @@ var streamUsers = map[string][]string{
 	"KV_workspaces": {"runner"},
 	"KV_egress":     {"ingress", "egress"},
 	"KV_people":     {"ingress", "dispatcher", "egress"},
-	"KV_pairing":    {"ingress", "dispatcher", "egress"},
+	"KV_pairing":    {"dispatcher"},
 	"KV_notion":     {"ingress"},
 	"OBJ_media":     {"ingress", "runner", "media"},
 	"OBJ_snapshots": {"runner"},

@@ -98,7 +98,7 @@ func parseChannel(name string, args []string, env lookupEnv, stderr io.Writer) (
 // channelStreams are the streams a plug-in channel looks up: its login
 // may look up no other (IN's and EVENTS' subjects would say who wrote).
 func channelStreams(name string) []string {
-	return []string{"KV_" + contract.BucketEgress, "KV_" + contract.BucketPeople, "OBJ_" + contract.MediaBucketOf(name)}
+	return []string{"KV_" + contract.EgressBucketOf(name), "KV_" + contract.BucketPeople, "OBJ_" + contract.MediaBucketOf(name)}
 }
 
 // runChannel runs channel name with the kit against cfg's NATS until ctx

@@ -44,7 +44,7 @@ type common struct {
 type storage struct {
 	Replicas int           `name:"replicas" var:"TEXTSLASH_REPLICAS" default:"1" help:"replicas of each stream and bucket (3 on a NATS cluster)"`
 	MediaTTL time.Duration `name:"media-ttl" var:"TEXTSLASH_MEDIA_TTL" default:"${media_ttl}" help:"how long images (and their links) last"`
-	Channels []string      `name:"channels" var:"TEXTSLASH_CHANNELS" placeholder:"NAME,..." help:"plug-in channels of your own (channels.md), run as programs of their own against this textslash: each gets its media store (media-<name>), and textslash serve makes it a NATS login of its own, channel-<name>, with nothing but a channel's rights (<data>/nats/channel-<name>.env); Slack and Discord need not be named"`
+	Channels []string      `name:"channels" var:"TEXTSLASH_CHANNELS" placeholder:"NAME,..." help:"plug-in channels of your own (channels.md), run as programs of their own against this textslash: each gets its media store (media-<name>) and egress bucket (egress-<name>), and textslash serve makes it a NATS login of its own, channel-<name>, with nothing but a channel's rights (<data>/nats/channel-<name>.env); Slack and Discord need not be named"`
 }
 
 // config is everything `textslash serve` and the single-service binaries
