@@ -14,7 +14,9 @@ import (
 
 type nopSender struct{}
 
-func (nopSender) Send(context.Context, contract.User, egress.Message) (string, error) { return "x", nil }
+func (nopSender) Send(context.Context, contract.User, egress.Message) (string, error) {
+	return "x", nil
+}
 
 // A pusher keeps what it sent in one bucket: the built-in channels' egress
 // or a plug-in channel's own egress-<name>, so one pusher carries the

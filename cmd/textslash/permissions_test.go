@@ -363,7 +363,7 @@ func channelAttempts(t *testing.T, victim contract.User) []attempt {
 			{"", "read another channel's event by a direct get", apiRequest("$JS.API.DIRECT.GET.EVENTS."+contract.EventSubject(victim, contract.KindDone), ``)},
 			{"", "list who wrote", apiRequest("$JS.API.STREAM.INFO.IN", `{"subjects_filter":">"}`)},
 			{"", "list whom egress wrote to", apiRequest("$JS.API.STREAM.INFO.KV_egress", `{"subjects_filter":">"}`)},
-			{"", "mark another channel's message sent", publish("$KV.egress.sent."+victim.Key()+".1.0")},
+			{"", "mark another channel's message sent", publish("$KV.egress.sent." + victim.Key() + ".1.0")},
 			{"", "read whether another channel's person is paired", apiRequest("$JS.API.DIRECT.GET.KV_people.$KV.people."+contract.PersonKey(victim), ``)},
 			{"", "watch every channel's people", apiRequest("$JS.API.CONSUMER.CREATE.KV_people.w.$KV.people.>",
 				`{"stream_name":"KV_people","config":{"name":"w","filter_subject":"$KV.people.>","ack_policy":"none"}}`)},
