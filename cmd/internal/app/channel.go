@@ -87,7 +87,7 @@ func parseChannel(name string, args []string, env lookupEnv, stderr io.Writer) (
 	case c.NATSURL == "":
 		return c, errors.New("NATS_URL: required (the channel meets the services on that NATS)")
 	case !p.on(&c):
-		return c, fmt.Errorf("the %s channel is off: set %s (README: %s)", name, p.token, name)
+		return c, fmt.Errorf("the %s channel is off: set %s (docs/channels.md: %s)", name, p.token, name)
 	case c.Port < 0 || c.Port > 65535:
 		return c, fmt.Errorf("PORT=%d: not a port", c.Port)
 	}

@@ -13,7 +13,7 @@ import (
 // discordConfig is the Discord channel's settings (discord.Config, which
 // checks them): on when DISCORD_BOT_TOKEN is set.
 type discordConfig struct {
-	BotToken string `name:"discord-bot-token" var:"DISCORD_BOT_TOKEN" sets:"discord.BotToken" help:"Discord bot's token (Developer Portal → Bot → Reset Token); setting it turns Discord on (README: Discord)"`
+	BotToken string `name:"discord-bot-token" var:"DISCORD_BOT_TOKEN" sets:"discord.BotToken" help:"Discord bot's token (Developer Portal → Bot → Reset Token); setting it turns Discord on (docs/channels.md: Discord)"`
 	Allowed  string `name:"discord-allowed" var:"DISCORD_ALLOWED" sets:"discord.Allowed" help:"comma-separated Discord user ids (Developer Mode on, right-click a person, Copy User ID) that may use textslash; others can pair in with a code"`
 	API      string `name:"discord-api-url" var:"DISCORD_API_URL" sets:"discord.APIURL" help:"send Discord REST requests to this base URL instead of https://discord.com (tests, proxies); the gateway is where its GET /gateway points"`
 	CDN      string `name:"discord-cdn-urls" var:"DISCORD_CDN_URLS" sets:"discord.CDNURLs" help:"comma-separated bases people's attachments are downloaded from (default https://cdn.discordapp.com,https://media.discordapp.net)"`

@@ -13,7 +13,7 @@ import (
 // slackConfig is the Slack channel's settings (slack.Config, which checks
 // them): on when SLACK_BOT_TOKEN is set.
 type slackConfig struct {
-	BotToken      string `name:"slack-bot-token" var:"SLACK_BOT_TOKEN" sets:"slack.BotToken" help:"Slack app's bot token (xoxb-…, OAuth & Permissions); setting it turns Slack on (README: Slack)"`
+	BotToken      string `name:"slack-bot-token" var:"SLACK_BOT_TOKEN" sets:"slack.BotToken" help:"Slack app's bot token (xoxb-…, OAuth & Permissions); setting it turns Slack on (docs/channels.md: Slack)"`
 	AppToken      string `name:"slack-app-token" var:"SLACK_APP_TOKEN" sets:"slack.AppToken" help:"Slack app-level token (xapp-…, scope connections:write): events come over Socket Mode, no public URL needed; without it, the Events API at PUBLIC_URL/slack/events, checked with SLACK_SIGNING_SECRET"`
 	SigningSecret string `name:"slack-signing-secret" var:"SLACK_SIGNING_SECRET" sets:"slack.SigningSecret" help:"Slack app's signing secret (Basic Information), which checks the Events API's requests when SLACK_APP_TOKEN is not set"`
 	Allowed       string `name:"slack-allowed" var:"SLACK_ALLOWED" sets:"slack.Allowed" help:"comma-separated Slack user ids (U…, a profile's ⋮ → Copy member ID) that may use textslash; others can pair in with a code"`
