@@ -51,7 +51,7 @@ func (ru *run) prepare(ctx, runCtx context.Context) (stop bool, err error) {
 		OutputCap:   ru.r.cfg.OutputCap,
 		Progress:    ru.prog.report,
 	}
-	if total, ok := session.ReadTotal(ru.home, session.FileOf(ru.project), resume); ok && resume != "" {
+	if total, ok := session.ReadTotal(ru.home, session.FileOf(ru.project), resume); ok {
 		ru.spec.SessionTotal = &total
 	}
 	ru.pickAgent()
