@@ -51,6 +51,9 @@ func (ru *run) prepare(ctx, runCtx context.Context) (stop bool, err error) {
 		OutputCap:   ru.r.cfg.OutputCap,
 		Progress:    ru.prog.report,
 	}
+	if total, ok := session.ReadTotal(ru.home, session.FileOf(ru.project), resume); ok {
+		ru.spec.SessionTotal = &total
+	}
 	ru.pickAgent()
 	if _, claude := ru.agent.(*agent.Claude); claude && ru.kept != nil && ru.job.Action == "" {
 		ru.spec.Warm = ru.kept.warm

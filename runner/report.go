@@ -204,8 +204,14 @@ func (ru *run) aftermath(ctx context.Context) (kept bool) {
 		done.Text = joinText(done.Text, r.notAdded(ctx, job, ru.conv))
 	}
 	if ru.res.SessionID != "" && job.Action == "" {
-		if err := session.Write(ru.home, session.FileOf(ru.project), ru.res.SessionID); err != nil {
+		file := session.FileOf(ru.project)
+		if err := session.Write(ru.home, file, ru.res.SessionID); err != nil {
 			log.Warn().Err(err).Msg("session not saved; the next message starts a new one")
+		}
+		if t := ru.res.SessionTotal; t != nil {
+			if err := session.WriteTotal(ru.home, file, ru.res.SessionID, *t); err != nil {
+				log.Warn().Err(err).Msg("session's running total not saved; the next run may not count its first result")
+			}
 		}
 	}
 	if job.Action != contract.ActionClone && ctx.Err() == nil {

@@ -31,6 +31,11 @@ type Run struct {
 	// SessionID is the agent session to continue (the user's last), or
 	// empty for a new one.
 	SessionID string
+	// SessionTotal is SessionID's running total at its last result
+	// (Result.SessionTotal of the run that kept it), nil when not known.
+	// A Claude Code CLI that does not say what a result adds to the
+	// session's total (2.1.197) is counted by it after a --resume.
+	SessionTotal *Usage
 	// Command prepares a program to run in Dir as the agent's OS user, in its
 	// own process group, with the agent's environment; cancelling ctx ends
 	// the whole group. Agents must start every program through it, and
@@ -60,7 +65,11 @@ type Result struct {
 	// The model's tokens, when known: input (cache included) and output.
 	InputTokens, OutputTokens int
 	SessionID                 string // the agent's session, when it has one
-	Truncated                 bool   // output went past OutputCap and was cut
+	// SessionTotal is the session's running total as the run's last
+	// result said it, for the next run continuing the session
+	// (Run.SessionTotal); nil when there was no result.
+	SessionTotal *Usage
+	Truncated    bool // output went past OutputCap and was cut
 	// Approval: the agent asked for the person's approval of its changes
 	// (it printed ::approval::).
 	Approval bool

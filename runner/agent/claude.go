@@ -67,7 +67,7 @@ func (c *Claude) Run(ctx context.Context, r *Run) (Result, error) {
 func (c *Claude) Describe(ctx context.Context, r *Run, prompt string) (Result, error) {
 	d := *r
 	d.Job.Text, d.Job.Mode, d.Job.Action = prompt, contract.ModePlan, ""
-	d.SessionID, d.Attachments, d.Unfetched, d.Spoken = "", nil, 0, false
+	d.SessionID, d.SessionTotal, d.Attachments, d.Unfetched, d.Spoken = "", nil, nil, 0, false
 	d.Ask, d.Steers, d.Progress, d.Warm = nil, nil, nil, nil
 	res, err := c.run(ctx, &d, c.bin(), "")
 	res.Text = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(res.Text), msgPlanGo))
@@ -130,7 +130,7 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 	stderr := &sandbox.CappedBuffer{Max: stderrKeep}
 	cmd.Stderr = stderr
 	in := &claudeInput{w: stdin, quit: make(chan struct{})}
-	st := newStream(r, in, session != "")
+	st := newStream(r, in, session)
 	lines := &lineWriter{max: maxStreamLine, line: func(line []byte) { st.handle(ctx, line) }}
 	cmd.Stdout = lines
 
@@ -180,15 +180,29 @@ func (c *Claude) args(r *Run, session string, capUSD float64) []string {
 	return args
 }
 
-// newStream is a stream for run r on a CLI whose stdin is in; resumed
-// says the CLI continues a session.
-func newStream(r *Run, in *claudeInput, resumed bool) *claudeStream {
-	st := &claudeStream{run: r, in: in, dir: r.Dir, progress: r.Progress, cap: r.OutputCap, resumed: resumed,
+// newStream is a stream for run r on a CLI whose stdin is in, continuing
+// session ("" for a new one).
+func newStream(r *Run, in *claudeInput, session string) *claudeStream {
+	st := &claudeStream{run: r, in: in, dir: r.Dir, progress: r.Progress, cap: r.OutputCap,
 		held: map[string]string{}, hold: r.Job.Mode != contract.ModeAuto}
+	st.last, st.unknown = sessionTotal(r, session)
 	if st.cap <= 0 {
 		st.cap = defaultOutputCap
 	}
 	return st
+}
+
+// sessionTotal is the running total a CLI continuing session (for run r)
+// starts from: nothing for a new session, else the session's at its last
+// result (Run.SessionTotal); unknown when that is not known.
+func sessionTotal(r *Run, session string) (total Usage, unknown bool) {
+	switch {
+	case session == "":
+		return Usage{}, false
+	case r.SessionTotal != nil:
+		return *r.SessionTotal, false
+	}
+	return Usage{}, true
 }
 
 // finish makes a run's result of its stream once the stream is done
@@ -247,11 +261,15 @@ type claudeStream struct {
 	sessionID string
 	truncated bool
 	started   bool // the CLI began a conversation (its system init line came)
+	results   int  // result lines so far
 
-	resumed bool  // the CLI continues a session (--resume)
-	results int   // result lines so far
-	last    usage // the running totals of the previous result
-	spent   usage // what the model did in this run
+	// last is the session's running total at the previous result (or
+	// before the first: nothing for a new session, else
+	// Run.SessionTotal); unknown says it is not known, as for a session
+	// resumed without its total.
+	last    Usage
+	unknown bool
+	spent   Usage // what the model did in this run
 }
 
 // handle folds one line in; ctx is the run's, for the person's answer to
@@ -372,22 +390,27 @@ func (s *claudeStream) permission(ctx context.Context, id string, req *controlRe
 // previous result (model_usage_since_last_result), once: the result's
 // running totals (total_cost_usd, modelUsage) are the session's, and a
 // resumed session's start with what its earlier runs cost. From a CLI
-// that does not say, the running totals less the previous result's; but
-// nothing for a resumed session's first result, which cannot tell this
-// run's part from the earlier runs'.
+// that does not say (2.1.197), the running totals less the previous
+// result's, or for a resumed session's first result less the session's
+// total at its last result (Run.SessionTotal); nothing when that is not
+// known, as this run's part cannot be told from the earlier runs'.
 func (s *claudeStream) count(ev streamEvent) {
 	switch d := ev.Total.minus(s.last); {
 	case ev.Since != nil:
 		s.spent = s.spent.plus(*ev.Since)
-	case (s.results > 0 || !s.resumed) && d.USD >= 0 && d.In >= 0 && d.Out >= 0:
+	case !s.unknown && d.USD >= 0 && d.In >= 0 && d.Out >= 0:
 		s.spent = s.spent.plus(d)
 	}
-	s.last = ev.Total
+	s.last, s.unknown = ev.Total, false
 	s.results++
 }
 
 func (s *claudeStream) result() Result {
 	res := Result{CostUSD: s.spent.USD, SessionID: s.sessionID, Truncated: s.truncated, InputTokens: s.spent.In, OutputTokens: s.spent.Out}
+	if s.results > 0 {
+		total := s.last
+		res.SessionTotal = &total
+	}
 	res.Text = s.text.String()
 	if s.done && s.final != "" { // a run stopped short has no result text: what it said so far
 		res.Text, res.Truncated = s.final, false

@@ -45,11 +45,11 @@ func TestParseStreamLine(t *testing.T) {
 			Tools: []toolCall{{ID: "toolu_04", Name: "Grep", Input: map[string]string{"pattern": "func main"}}}}, false},
 		{"task started", lineTaskStarted, streamEvent{Type: "system", Subtype: "task_started", SessionID: "s1"}, false},
 		{"result", lineResult, streamEvent{Type: "result", Subtype: "success", SessionID: "76b0fba1-db67-40da-9838-571efcc61e14",
-			Result: "All done: wrote hello.txt", Total: usage{USD: 0.00048}}, false},
+			Result: "All done: wrote hello.txt", Total: Usage{USD: 0.00048}}, false},
 		{"result error", lineResultError, streamEvent{Type: "result", Subtype: "success", SessionID: "036985db-e50e-4ead-8f7b-2972f24a2458",
 			Result: "API Error: 500 server exploded. This is a server-side issue, usually temporary — try again in a moment.", IsError: true}, false},
 		{"api error message", lineAPIError, streamEvent{Type: "assistant", SessionID: "036985db-e50e-4ead-8f7b-2972f24a2458", Text: "API Error: 500 server exploded."}, false},
-		{"max turns", lineMaxTurns, streamEvent{Type: "result", Subtype: "error_max_turns", SessionID: "s2", IsError: true, Total: usage{USD: 1.25}}, false},
+		{"max turns", lineMaxTurns, streamEvent{Type: "result", Subtype: "error_max_turns", SessionID: "s2", IsError: true, Total: Usage{USD: 1.25}}, false},
 		{"string content", `{"type":"assistant","message":{"content":"plain"}}`, streamEvent{Type: "assistant", Text: "plain"}, false},
 		{"wrong field types", `{"type":"result","result":42,"is_error":"yes","total_cost_usd":"1","session_id":7}`, streamEvent{Type: "result"}, false},
 		{"tool without input", `{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash"}]}}`,
@@ -148,7 +148,7 @@ func TestStreamResult(t *testing.T) {
 			name:         "full run",
 			cap:          1000,
 			lines:        []string{lineInit, lineBash, lineToolResult, lineText, lineResult},
-			want:         Result{Text: "All done: wrote hello.txt", CostUSD: 0.00048, SessionID: "76b0fba1-db67-40da-9838-571efcc61e14"},
+			want:         Result{Text: "All done: wrote hello.txt", CostUSD: 0.00048, SessionID: "76b0fba1-db67-40da-9838-571efcc61e14", SessionTotal: &Usage{USD: 0.00048}},
 			wantDone:     true,
 			wantProgress: []string{"Running `echo hi > hello.txt`"},
 		},
@@ -163,14 +163,14 @@ func TestStreamResult(t *testing.T) {
 			name:     "the last result counts",
 			cap:      1000,
 			lines:    []string{lineResultError, "", "junk", lineResult},
-			want:     Result{Text: "All done: wrote hello.txt", CostUSD: 0.00048, SessionID: "76b0fba1-db67-40da-9838-571efcc61e14"},
+			want:     Result{Text: "All done: wrote hello.txt", CostUSD: 0.00048, SessionID: "76b0fba1-db67-40da-9838-571efcc61e14", SessionTotal: &Usage{USD: 0.00048}},
 			wantDone: true,
 		},
 		{
 			name:     "result cut at the cap",
 			cap:      8,
 			lines:    []string{lineText, lineResult},
-			want:     Result{Text: "All done", CostUSD: 0.00048, SessionID: "76b0fba1-db67-40da-9838-571efcc61e14", Truncated: true},
+			want:     Result{Text: "All done", CostUSD: 0.00048, SessionID: "76b0fba1-db67-40da-9838-571efcc61e14", SessionTotal: &Usage{USD: 0.00048}, Truncated: true},
 			wantDone: true,
 		},
 		{
@@ -184,7 +184,7 @@ func TestStreamResult(t *testing.T) {
 			name:     "an over-long line is skipped",
 			cap:      1000,
 			lines:    []string{lineBash, huge, lineResult},
-			want:     Result{Text: "All done: wrote hello.txt", CostUSD: 0.00048, SessionID: "76b0fba1-db67-40da-9838-571efcc61e14"},
+			want:     Result{Text: "All done: wrote hello.txt", CostUSD: 0.00048, SessionID: "76b0fba1-db67-40da-9838-571efcc61e14", SessionTotal: &Usage{USD: 0.00048}},
 			wantDone: true, wantProgress: []string{"Running `echo hi > hello.txt`"},
 		},
 	}
@@ -259,7 +259,9 @@ func TestMarkerLines(t *testing.T) {
 
 // A result's running totals are the session's, and a resumed session's
 // start with its earlier runs'; a run counts what each of its results
-// says the model did since the process's previous one, once.
+// says the model did since the process's previous one, once. From a CLI
+// that does not say, a resumed session's first result counts from the
+// session's total at its last result, when it was kept.
 func TestStreamCountsTheRunOnce(t *testing.T) {
 	// A resumed session whose earlier runs used 20 tokens in, 10 out,
 	// $0.00028; this run makes three requests, in two turns (a second
@@ -271,26 +273,36 @@ func TestStreamCountsTheRunOnce(t *testing.T) {
 		firstOld  = `{"type":"result","subtype":"success","result":"a","total_cost_usd":0.00056,"modelUsage":{"m":{"inputTokens":40,"outputTokens":20}}}`
 		secondOld = `{"type":"result","subtype":"success","result":"b","total_cost_usd":0.0007,"modelUsage":{"m":{"inputTokens":45,"outputTokens":25,"cacheReadInputTokens":5}}}`
 	)
+	kept := &Usage{USD: 0.00028, In: 20, Out: 10} // the session's total at its last result
 	for _, c := range []struct {
 		name    string
 		resumed bool
+		kept    *Usage
 		lines   []string
-		want    usage
+		want    Usage
 	}{
-		{"resumed", true, []string{first, second}, usage{USD: 0.00042, In: 30, Out: 15}},
-		{"nothing counted", true, []string{strings.Replace(first, `{"m":{"inputTokens":20,"outputTokens":10,"costUSD":0.00028}}`, `{}`, 1)}, usage{}},
-		{"resumed, older CLI", true, []string{firstOld, secondOld}, usage{USD: 0.00014, In: 10, Out: 5}},
-		{"new session, older CLI", false, []string{firstOld, secondOld}, usage{USD: 0.0007, In: 50, Out: 25}},
-		{"zeroed error result", false, []string{firstOld, lineResultError}, usage{USD: 0.00056, In: 40, Out: 20}},
+		{"resumed", true, nil, []string{first, second}, Usage{USD: 0.00042, In: 30, Out: 15}},
+		{"nothing counted", true, nil, []string{strings.Replace(first, `{"m":{"inputTokens":20,"outputTokens":10,"costUSD":0.00028}}`, `{}`, 1)}, Usage{}},
+		{"resumed, older CLI", true, nil, []string{firstOld, secondOld}, Usage{USD: 0.00014, In: 10, Out: 5}},
+		{"resumed, older CLI, total kept", true, kept, []string{firstOld, secondOld}, Usage{USD: 0.00042, In: 30, Out: 15}},
+		{"new session, older CLI", false, nil, []string{firstOld, secondOld}, Usage{USD: 0.0007, In: 50, Out: 25}},
+		{"zeroed error result", false, nil, []string{firstOld, lineResultError}, Usage{USD: 0.00056, In: 40, Out: 20}},
 	} {
-		st := &claudeStream{cap: 1000, resumed: c.resumed}
+		session := ""
+		if c.resumed {
+			session = "s0"
+		}
+		st := newStream(&Run{OutputCap: 1000, SessionTotal: c.kept}, nil, session)
 		for _, line := range c.lines {
 			st.handle(t.Context(), []byte(line))
 		}
 		res := st.result()
-		got := usage{USD: res.CostUSD, In: res.InputTokens, Out: res.OutputTokens}
+		got := Usage{USD: res.CostUSD, In: res.InputTokens, Out: res.OutputTokens}
 		if d := got.minus(c.want); d.In != 0 || d.Out != 0 || math.Abs(d.USD) > 1e-12 {
 			t.Errorf("%s: counted %+v; want %+v", c.name, got, c.want)
+		}
+		if res.SessionTotal == nil || *res.SessionTotal != st.last {
+			t.Errorf("%s: session total %v; want the last result's, %+v", c.name, res.SessionTotal, st.last)
 		}
 	}
 }

@@ -28,8 +28,8 @@ type streamEvent struct {
 	// Total is the session's running total (total_cost_usd, modelUsage);
 	// Since what this process counted since its previous result
 	// (model_usage_since_last_result), nil when the CLI does not say.
-	Total usage
-	Since *usage
+	Total Usage
+	Since *Usage
 
 	// control_request
 	RequestID string
@@ -198,25 +198,26 @@ func (ev *streamEvent) parseControlRequest(top map[string]json.RawMessage) {
 	}
 }
 
-// usage is what the model did: its cost in USD as Claude Code reckons
+// Usage is what the model did: its cost in USD as Claude Code reckons
 // it, and its tokens, input (with cache reads and writes) and output.
-type usage struct {
-	USD     float64
-	In, Out int
+type Usage struct {
+	USD float64 `json:"usd"`
+	In  int     `json:"input_tokens"`
+	Out int     `json:"output_tokens"`
 }
 
-func (u usage) plus(v usage) usage {
-	return usage{USD: u.USD + v.USD, In: u.In + v.In, Out: u.Out + v.Out}
+func (u Usage) plus(v Usage) Usage {
+	return Usage{USD: u.USD + v.USD, In: u.In + v.In, Out: u.Out + v.Out}
 }
 
-func (u usage) minus(v usage) usage {
-	return usage{USD: u.USD - v.USD, In: u.In - v.In, Out: u.Out - v.Out}
+func (u Usage) minus(v Usage) Usage {
+	return Usage{USD: u.USD - v.USD, In: u.In - v.In, Out: u.Out - v.Out}
 }
 
 // modelUsage sums a result's per-model usage (modelUsage and
 // model_usage_since_last_result are shaped alike); ok is false when raw
 // is not such an object ({} is: nothing was used).
-func modelUsage(raw json.RawMessage) (u usage, ok bool) {
+func modelUsage(raw json.RawMessage) (u Usage, ok bool) {
 	var models map[string]struct {
 		In          int     `json:"inputTokens"`
 		Out         int     `json:"outputTokens"`
@@ -228,7 +229,7 @@ func modelUsage(raw json.RawMessage) (u usage, ok bool) {
 		return u, false
 	}
 	for _, m := range models {
-		u = u.plus(usage{USD: m.USD, In: m.In + m.CacheRead + m.CacheCreate, Out: m.Out})
+		u = u.plus(Usage{USD: m.USD, In: m.In + m.CacheRead + m.CacheCreate, Out: m.Out})
 	}
 	return u, true
 }

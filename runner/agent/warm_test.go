@@ -78,26 +78,30 @@ func TestWarmStreamCountsEachTurn(t *testing.T) {
 	for _, c := range []struct {
 		name          string
 		resumed       string
+		kept          *Usage // the session's total at its last result, if kept
 		first, second string
-		want1, want2  usage
+		want1, want2  Usage
 	}{
-		{"new session", "", first, second, usage{USD: 0.00028, In: 20, Out: 10}, usage{USD: 0.00014, In: 10, Out: 5}},
-		{"new session, older CLI", "", firstOld, secondOld, usage{USD: 0.00028, In: 20, Out: 10}, usage{USD: 0.00014, In: 10, Out: 5}},
-		{"resumed", "s0", first, second, usage{USD: 0.00028, In: 20, Out: 10}, usage{USD: 0.00014, In: 10, Out: 5}},
+		{"new session", "", nil, first, second, Usage{USD: 0.00028, In: 20, Out: 10}, Usage{USD: 0.00014, In: 10, Out: 5}},
+		{"new session, older CLI", "", nil, firstOld, secondOld, Usage{USD: 0.00028, In: 20, Out: 10}, Usage{USD: 0.00014, In: 10, Out: 5}},
+		{"resumed", "s0", nil, first, second, Usage{USD: 0.00028, In: 20, Out: 10}, Usage{USD: 0.00014, In: 10, Out: 5}},
 		// The first turn of a resumed session cannot tell its part from
 		// the earlier runs'; the second can.
-		{"resumed, older CLI", "s0", firstOld, secondOld, usage{}, usage{USD: 0.00014, In: 10, Out: 5}},
+		{"resumed, older CLI", "s0", nil, firstOld, secondOld, Usage{}, Usage{USD: 0.00014, In: 10, Out: 5}},
+		// Unless the session's total at its last result was kept.
+		{"resumed, older CLI, total kept", "s0", &Usage{}, firstOld, secondOld, Usage{USD: 0.00028, In: 20, Out: 10}, Usage{USD: 0.00014, In: 10, Out: 5}},
 	} {
 		p := &claudeProc{resumed: c.resumed}
+		p.last, p.unknown = sessionTotal(&Run{SessionTotal: c.kept}, c.resumed) // as startProc does
 		for i, turn := range []struct {
 			line string
-			want usage
+			want Usage
 		}{{c.first, c.want1}, {c.second, c.want2}} {
 			st := p.stream(&Run{OutputCap: 1000})
 			st.handle(t.Context(), []byte(turn.line))
 			p.keep(st)
 			res := st.result()
-			got := usage{USD: res.CostUSD, In: res.InputTokens, Out: res.OutputTokens}
+			got := Usage{USD: res.CostUSD, In: res.InputTokens, Out: res.OutputTokens}
 			if d := got.minus(turn.want); d.In != 0 || d.Out != 0 || math.Abs(d.USD) > 1e-12 {
 				t.Errorf("%s, turn %d: counted %+v; want %+v", c.name, i+1, got, turn.want)
 			}

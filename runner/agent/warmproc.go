@@ -34,8 +34,8 @@ type claudeProc struct {
 	capUSD   float64 // its --max-budget-usd
 	spent    float64 // what its runs cost so far
 	session  string  // the session it holds
-	results  int     // result lines so far
-	last     usage   // the running totals of its last result
+	last     Usage   // the session's running total at its last result
+	unknown  bool    // last is not known (sessionTotal)
 	requests int     // interrupts sent, for their ids
 	chain    []int   // from its process down to the CLI, once found
 
@@ -49,6 +49,7 @@ type claudeProc struct {
 func startProc(ctx context.Context, c *Claude, r *Run, session string) (*claudeProc, error) {
 	p := &claudeProc{resumed: session, bin: warmBin(c.bin()), exited: make(chan struct{}),
 		stderr: &sandbox.CappedBuffer{Max: stderrKeep}}
+	p.last, p.unknown = sessionTotal(r, session)
 	if b := r.Job.Budget; b != nil {
 		p.budget, p.capUSD = true, b.LeftUSD
 	}
@@ -185,8 +186,8 @@ func (p *claudeProc) turn(ctx context.Context, r *Run) (*claudeStream, turnOutco
 // turns: a result's running totals are the process's, and what the model
 // did since its previous result is what this turn did.
 func (p *claudeProc) stream(r *Run) *claudeStream {
-	st := newStream(r, p.in, p.resumed != "" || p.results > 0)
-	st.results, st.last, st.sessionID = p.results, p.last, p.session
+	st := newStream(r, p.in, p.resumed)
+	st.last, st.unknown, st.sessionID = p.last, p.unknown, p.session
 	return st
 }
 
@@ -195,7 +196,7 @@ func (p *claudeProc) keep(st *claudeStream) {
 	if st.sessionID != "" {
 		p.session = st.sessionID
 	}
-	p.results, p.last = st.results, st.last
+	p.last, p.unknown = st.last, st.unknown
 	p.spent += st.spent.USD
 }
 

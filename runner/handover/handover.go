@@ -166,8 +166,8 @@ func (s *Store) Collect(ctx context.Context, log zerolog.Logger, job contract.Jo
 			}
 			continue
 		}
-		if inDropDir(h.Path) {
-			defer sandbox.RemoveBeneath(dir, h.Path)
+		if inDropDir(dir, h.Path) {
+			defer sandbox.RemoveBeneath(dir, handoverKey(dir, h).Path)
 		}
 		if len(images) >= room {
 			log.Warn().Str("path", h.Path).Int("max", screenshotsPerRun).Msg("screenshot skipped: too many in one run")
@@ -193,8 +193,15 @@ func (s *Store) Collect(ctx context.Context, log zerolog.Logger, job contract.Jo
 	return append(images, files...), notes
 }
 
-// inDropDir reports whether p is a file an agent dropped in DropDir.
-func inDropDir(p string) bool { return strings.HasPrefix(filepath.Clean(p), DropDir+"/") }
+// inDropDir reports whether p (relative to the workspace dir, or
+// absolute) is a file an agent dropped in DropDir, however the agent
+// wrote its path: ./tmp/ai_screenshots/x.png or the absolute path name
+// the same file as tmp/ai_screenshots/x.png, and all are deleted once
+// taken.
+func inDropDir(dir, p string) bool {
+	rel, err := workspacePath(dir, p)
+	return err == nil && strings.HasPrefix(rel, DropDir+"/")
+}
 
 // unreadNote tells the person why the image at p, which readScreenshot
 // refused with err, was not sent.
@@ -233,7 +240,7 @@ func linkBeneath(dir, p string) bool {
 // returns a note for the person.
 func (s *Store) storeScreenshot(ctx context.Context, u contract.User, dir, p string) (img contract.Image, note string, err error) {
 	data, err := readScreenshot(dir, p)
-	if err != nil && inDropDir(p) {
+	if err != nil && inDropDir(dir, p) {
 		return contract.Image{}, unreadNote(dir, p, err), err
 	}
 	if err != nil {

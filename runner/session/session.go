@@ -1,7 +1,8 @@
 // Package session keeps a person's agent session ids: the id of the last
 // Claude Code session of each of their projects, in a file of the agent's
 // home next to the sessions the CLI itself keeps there, so that the next
-// message resumes it. The workspace reads and writes them; snapshots carry
+// message resumes it; and beside it the session's running total at its
+// last result (total.go), from which a resumed CLI's costs are counted. The workspace reads and writes them; snapshots carry
 // them from one runner to another.
 package session
 
