@@ -10,6 +10,14 @@ import (
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
+// ReasonNotLoggedIn is CheckAuth's SetupError's reason when the CLI has
+// no credentials.
+const ReasonNotLoggedIn = "Not logged in"
+
+// FixClaudeAuth says how the operator gives Claude Code credentials
+// every run sees.
+const FixClaudeAuth = "set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN to a token from `claude setup-token` (a Claude subscription), where textslash runs"
+
 // authCheckTimeout bounds CheckAuth: the CLI answers in a fraction of a
 // second, a loaded machine may take a few.
 const authCheckTimeout = 30 * time.Second
@@ -46,7 +54,7 @@ func (c *Claude) CheckAuth(ctx context.Context, command func(ctx context.Context
 		return nil
 	}
 	if !*status.LoggedIn {
-		return &SetupError{Reason: "Not logged in"}
+		return &SetupError{Reason: ReasonNotLoggedIn, Fix: FixClaudeAuth}
 	}
 	return nil
 }

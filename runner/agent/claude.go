@@ -223,7 +223,7 @@ func finish(ctx context.Context, r *Run, st *claudeStream, exitCode int, stderr 
 	case st.isError && st.authFailed:
 		// Not logged in, or a key refused: every run fails so until the
 		// operator gives it credentials.
-		return res, fmt.Errorf("claude: %w", &SetupError{Reason: contract.CutRunes(contract.FirstLine(res.Text), reasonRunes)})
+		return res, fmt.Errorf("claude: %w", &SetupError{Reason: contract.CutRunes(contract.FirstLine(res.Text), reasonRunes), Fix: FixClaudeAuth})
 	case st.isError:
 		return res, fmt.Errorf("claude: %w: %s", ErrFailed, contract.CutRunes(contract.FirstLine(res.Text), 200))
 	case res.ExitCode != 0:

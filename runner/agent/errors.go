@@ -22,7 +22,8 @@ var errNoCLI = errors.New("the CLI is not among its processes")
 // program or shell said, is for the person too. It is ErrFailed as well.
 type SetupError struct {
 	Reason string
-	Err    error // the cause, if any
+	Fix    string // how the operator fixes it, when known
+	Err    error  // the cause, if any
 }
 
 func (e *SetupError) Error() string {

@@ -54,3 +54,22 @@ func lastLine(b []byte) string {
 	}
 	return contract.CutRunes(line, reasonRunes)
 }
+
+// Program is the program c's line starts with, when that can be told
+// before it runs: its first word, when the word is plain (no quotes,
+// expansions, assignments or other shell syntax) and not a relative path
+// (which runs in the person's workspace). "" when it cannot be told.
+func (c Command) Program() string {
+	fields := strings.Fields(c.Line)
+	if len(fields) == 0 {
+		return ""
+	}
+	word := fields[0]
+	if strings.ContainsAny(word, "'\"$`\\=(){}[]*?~!<>|&;#") {
+		return ""
+	}
+	if strings.Contains(word, "/") && !strings.HasPrefix(word, "/") {
+		return ""
+	}
+	return word
+}
