@@ -122,3 +122,23 @@ func TestClaudeCheckAuth(t *testing.T) {
 		})
 	}
 }
+
+// A Claude Code binary that is missing or not executable fails the run
+// with a SetupError naming it.
+func TestClaudeBinarySetupFailure(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	notExec := filepath.Join(dir, "claude")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, bin := range []string{notExec, filepath.Join(dir, "no-claude")} {
+		r, _ := claudeRun(t, "hello")
+		_, err := (&Claude{Bin: bin}).Run(t.Context(), r)
+		if se, ok := errors.AsType[*SetupError](err); !ok || !strings.Contains(se.Reason, bin) {
+			t.Errorf("%s: error %v; want a SetupError naming it", bin, err)
+		}
+	}
+}
