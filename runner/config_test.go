@@ -119,6 +119,19 @@ func TestNewRefusesMachine(t *testing.T) {
 			t.Setenv("PATH", t.TempDir())
 			return Config{Agent: AgentClaude}
 		}},
+		{name: "agent command not found", setting: "Agent", text: "claud", cfg: func(t *testing.T) Config {
+			return Config{Agent: "claud"}
+		}},
+		{name: "agent command not found, with arguments", setting: "Agent", text: "my-agent", cfg: func(t *testing.T) Config {
+			return Config{Agent: "my-agent --fast"}
+		}},
+		{name: "agent command not executable", setting: "Agent", text: "agent.sh", cfg: func(t *testing.T) Config {
+			bin := filepath.Join(t.TempDir(), "agent.sh")
+			if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return Config{Agent: bin + " --fast"}
+		}},
 		{name: "claude as root", setting: "AgentUser", text: "root", cfg: func(t *testing.T) Config {
 			if os.Geteuid() != 0 {
 				t.Skip("not root")
@@ -248,5 +261,20 @@ func skipUnlessSandbox(t *testing.T) {
 	}
 	if err := (&sandbox.Sandbox{}).Probe(u); err != nil {
 		t.Skip(err)
+	}
+}
+
+// A command line whose program New cannot judge (a relative path, run in
+// the person's workspace; a builtin; shell syntax first) or finds is
+// taken.
+func TestNewTakesCommandLines(t *testing.T) {
+	e := newRunnerEnv(t)
+	for _, line := range []string{"cat", "bash -c 'echo hi'", "./agent.sh", "cd . && echo hi", "FOO=1 env",
+		"exec cat", "{ echo hi; }", "'cat'", "/bin/cat -"} {
+		t.Run(line, func(t *testing.T) {
+			if _, err := New(Config{Agent: line, Workspaces: t.TempDir()}, e.js, zerolog.Nop()); err != nil {
+				t.Errorf("New with agent %q: %v; want nil", line, err)
+			}
+		})
 	}
 }

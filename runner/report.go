@@ -21,8 +21,11 @@ import (
 // Friendly texts for runs that did not end well: the person reads these,
 // never the error behind them, which goes to the log.
 const (
-	MsgTimeout     = "That took too long. Try a simpler request."
-	MsgFailed      = "Something went wrong. Try again in a moment."
+	MsgTimeout = "That took too long. Try a simpler request."
+	MsgFailed  = "Something went wrong. Try again in a moment."
+	// With the reason the agent cannot run, as its program or the shell
+	// said it (agent.SetupError), and how to fix it when known.
+	MsgSetup       = "The agent cannot run here: %s"
 	MsgInterrupted = "textslash restarted while working on this, so it was stopped. Send it again if you still need it."
 	MsgNoOutput    = "(no output)"
 	MsgCancelled   = "Stopped."
@@ -82,6 +85,7 @@ func (ru *run) outcome(ctx, runCtx context.Context) {
 	}
 	var lim *sandbox.LimitError
 	var refused *workspace.Refusal
+	var setup *agent.SetupError
 	cause := context.Cause(runCtx)
 	if !errors.As(cause, &lim) && ru.cg != nil {
 		lim = ru.cg.Exceeded() // reached as the agent ended, before the watch saw it
@@ -111,6 +115,11 @@ func (ru *run) outcome(ctx, runCtx context.Context) {
 		ru.log.Info().Float64("cost_usd", res.CostUSD).Msg("run stopped at its budget")
 		done.Status = contract.StatusBudget
 		done.Text = joinText(fmt.Sprintf(MsgBudgetStopped, ru.job.Budget.Of), done.Text)
+	case errors.As(ru.err, &setup):
+		// Every message would fail so until the operator fixes it: the
+		// person (often the operator) is told what the agent said.
+		ru.log.Error().Err(ru.err).Msg("agent cannot run here")
+		done.Status, done.Text = contract.StatusError, setupText(setup)
 	case ru.err != nil:
 		// What the agent said about its failure is for the log, not the
 		// person: it may name internals (API errors, paths).
@@ -123,6 +132,15 @@ func (ru *run) outcome(ctx, runCtx context.Context) {
 		}
 	}
 	ru.diskFull()
+}
+
+// setupText is the reply to a run the agent could not do as set up.
+func setupText(e *agent.SetupError) string {
+	text := fmt.Sprintf(MsgSetup, strings.TrimSuffix(e.Reason, "."))
+	if e.Fix != "" {
+		text += ". To fix it: " + e.Fix + "."
+	}
+	return text
 }
 
 // homeNow is the home the run was in, or, for a keyword about the home

@@ -198,6 +198,9 @@ func (r *Runner) pickAgent() error {
 	r.cfg.Agent = AgentOf(r.cfg)
 	switch r.cfg.Agent {
 	default:
+		if err := checkCommand(r.cfg.Agent); err != nil {
+			return err
+		}
 		r.agent = agent.Command{Line: r.cfg.Agent}
 	case AgentShell:
 		r.agent = agent.Shell{}
@@ -285,6 +288,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	if os.Geteuid() == 0 && r.user == nil {
 		r.log.Warn().Str("agent", r.cfg.Agent).Msg("agents run as root: set TEXTSLASH_AGENT_USER to run them as an unprivileged user")
 	}
+	r.checkAuth(ctx)
 	r.log.Info().Str("runner", r.cfg.ID).Str("agent", r.cfg.Agent).Str("workspaces", r.cfg.Workspaces).Int("concurrency", r.cfg.Concurrency).Msg("runner ready")
 	runs, stopRuns := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRuns()

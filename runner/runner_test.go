@@ -652,3 +652,16 @@ func TestRunnerCancelledRunSaysNothingTwice(t *testing.T) {
 		t.Errorf("done %q with text %q; want canceled with none", ev.Status, ev.Text)
 	}
 }
+
+// A run that fails because the agent cannot run here says why in its
+// reply, not MsgFailed: the same would happen to every message.
+func TestSetupFailureSaysWhy(t *testing.T) {
+	e := newRunnerEnv(t)
+	e.start(Config{Agent: "true && claud", Timeout: time.Minute})
+	u := e.user(contract.ChannelWeb, "setup")
+	e.job(u, "SM1", "hi")
+	ev := e.waitDone(u, "SM1", runnerWait)
+	if ev.Status != contract.StatusError || !strings.Contains(ev.Text, "claud: command not found") || strings.Contains(ev.Text, MsgFailed) {
+		t.Errorf("done: got %q %q; want an error saying claud: command not found", ev.Status, ev.Text)
+	}
+}

@@ -135,6 +135,9 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 	cmd.Stdout = lines
 
 	if err := cmd.Start(); err != nil {
+		if se := setupStart(cmd, err); se != nil {
+			err = se
+		}
 		return claudeResult{Result: Result{ExitCode: -1}}, fmt.Errorf("claude: %w", err)
 	}
 	in.initialize()
@@ -221,10 +224,20 @@ func finish(ctx context.Context, r *Run, st *claudeStream, exitCode int, stderr 
 	switch {
 	case ctx.Err() != nil:
 		return res, fmt.Errorf("claude: %w: %w", ErrFailed, ctx.Err())
+	case !st.done && !st.started && setupExit(res.ExitCode, stderr()) != nil:
+		// The CLI did not run at all: bwrap or env could not find or
+		// execute it (or node).
+		se := setupExit(res.ExitCode, stderr())
+		se.Err = fmt.Errorf("exit code %d", res.ExitCode)
+		return res, fmt.Errorf("claude: %w", se)
 	case !st.done:
 		return res, fmt.Errorf("claude: %w: exit code %d without a result: %s", ErrFailed, res.ExitCode, stderrEnd(stderr()))
 	case st.subtype == "error_max_budget_usd":
 		return res, fmt.Errorf("claude: %w", ErrBudget)
+	case st.isError && st.authFailed:
+		// Not logged in, or a key refused: every run fails so until the
+		// operator gives it credentials.
+		return res, fmt.Errorf("claude: %w", &SetupError{Reason: contract.CutRunes(contract.FirstLine(res.Text), reasonRunes), Fix: FixClaudeAuth})
 	case st.isError:
 		return res, fmt.Errorf("claude: %w: %s", ErrFailed, contract.CutRunes(contract.FirstLine(res.Text), 200))
 	case res.ExitCode != 0:
@@ -253,15 +266,19 @@ type claudeStream struct {
 	// turnEnd, when set, is called at a result instead of closing stdin.
 	turnEnd func()
 
-	text      strings.Builder // assistant text, for a run without a result
-	done      bool            // a result line came
-	isError   bool
-	subtype   string // the result's: success, error_max_budget_usd, ...
-	final     string
-	sessionID string
-	truncated bool
-	started   bool // the CLI began a conversation (its system init line came)
-	results   int  // result lines so far
+	text    strings.Builder // assistant text, for a run without a result
+	done    bool            // a result line came
+	isError bool
+	// authFailed: the CLI could not authenticate to the model API (not
+	// logged in, a key refused): its assistant message said
+	// authentication_failed.
+	authFailed bool
+	subtype    string // the result's: success, error_max_budget_usd, ...
+	final      string
+	sessionID  string
+	truncated  bool
+	started    bool // the CLI began a conversation (its system init line came)
+	results    int  // result lines so far
 
 	// last is the session's running total at the previous result (or
 	// before the first: nothing for a new session, else
@@ -288,6 +305,9 @@ func (s *claudeStream) handle(ctx context.Context, line []byte) {
 	case "system":
 		s.started = true
 	case "assistant":
+		if ev.APIError == apiErrorAuth {
+			s.authFailed = true
+		}
 		for _, tc := range ev.Tools {
 			if s.hold && tc.ID != "" {
 				s.held[tc.ID] = progressLine(tc, s.dir)

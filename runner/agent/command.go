@@ -66,7 +66,9 @@ const (
 // logged when the program fails.
 //
 // Exit code 0 means it answered; any other code is a failure, and the reply
-// so far is still kept. When the run is cancelled or times out, its process
+// so far is still kept. Exit codes 126 and 127 are bash's for a program
+// not executable or not found: the person is told the last line of stderr
+// (a SetupError), since every message would fail the same way. When the run is cancelled or times out, its process
 // group gets SIGTERM, then SIGKILL; whatever is still running in the group
 // once the program has exited is killed.
 type Command struct {
@@ -108,6 +110,10 @@ func (c Command) Run(ctx context.Context, r *Run) (Result, error) {
 	case ctx.Err() != nil:
 		return res, fmt.Errorf("command: %w: %w", ErrFailed, ctx.Err())
 	case res.ExitCode != 0:
+		if se := setupExit(res.ExitCode, stderr.Bytes()); se != nil {
+			se.Err = fmt.Errorf("exit code %d", res.ExitCode)
+			return res, fmt.Errorf("command: %w", se)
+		}
 		return res, fmt.Errorf("command: %w: exit code %d: %s", ErrFailed, res.ExitCode, stderrEnd(stderr.Bytes()))
 	}
 	return res, nil

@@ -18,6 +18,9 @@ type streamEvent struct {
 	// assistant
 	Text  string     // its text blocks, joined by blank lines
 	Tools []toolCall // its tool_use blocks
+	// APIError is set on the message the CLI makes of a failed API call:
+	// "authentication_failed" (apiErrorAuth), "rate_limit", ...
+	APIError string
 
 	// user: the tool uses its tool_result blocks answer
 	ToolResults []string
@@ -35,6 +38,11 @@ type streamEvent struct {
 	RequestID string
 	Request   *controlRequest
 }
+
+// apiErrorAuth is the assistant message's error when the CLI could not
+// authenticate: no credentials ("Not logged in · Please run /login"), or
+// a key or token the API refused ("Invalid API key · …").
+const apiErrorAuth = "authentication_failed"
 
 // controlRequest is the request of a control_request line.
 type controlRequest struct {
@@ -105,6 +113,7 @@ func parseStreamLine(line []byte) (streamEvent, error) {
 	switch ev.Type {
 	case "assistant":
 		ev.parseAssistant(top["message"])
+		ev.APIError = jsonString(top["error"])
 	case "user":
 		ev.ToolResults = toolResults(top["message"])
 	case "result":

@@ -62,6 +62,9 @@ func startProc(ctx context.Context, c *Claude, r *Run, session string) (*claudeP
 	lines := &lineWriter{max: maxStreamLine, line: p.deliver}
 	p.cmd.Stdout, p.cmd.Stderr = lines, p.stderr
 	if err := p.cmd.Start(); err != nil {
+		if se := setupStart(p.cmd, err); se != nil {
+			return nil, se
+		}
 		return nil, err
 	}
 	p.log = zerolog.Ctx(ctx).With().Int("claude_pid", p.cmd.Process.Pid).Logger()

@@ -24,6 +24,6 @@ func agentLine(asked, picked, claudeBin, user string) string {
 		return "agent: shell, not Claude Code: Claude Code is installed (" + claudeBin + ") but will not run as root; " +
 			"set TEXTSLASH_AGENT_USER to an unprivileged OS user (scripts/dev makes textslash-agent)"
 	default:
-		return "agent: shell: bash runs each message (for Claude Code: npm install -g @anthropic-ai/claude-code, and set ANTHROPIC_API_KEY)"
+		return "agent: shell: bash runs each message (for Claude Code: npm install -g @anthropic-ai/claude-code, and set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token`)"
 	}
 }
