@@ -184,8 +184,7 @@ func (inst *instance) launch(t testing.TB) error {
 }
 
 // waitReady waits until the program answers /readyz, for 30 s; it fails
-// early when the program exits or logs that a port of its is in use (the
-// embedded NATS server only gives up on that after 30 s).
+// early when the program exits or logs that a port of its is in use.
 func (inst *instance) waitReady() error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -99,7 +99,7 @@ var makeParts = map[string]func(context.Context, *config, partEnv) (part, error)
 		}
 		p := part{run: out.Run, web: map[string]http.Handler{}}
 		if cfg.Web {
-			p.web["GET /api/events"] = out.Handler()
+			p.web["GET /api/events"] = endsAtShutdown(out.Handler())
 		}
 		return p, nil
 	},

@@ -53,6 +53,10 @@ func Serve(name string, services []string, args []string, stdout, stderr io.Writ
 	// a second signal ends it at once, which loses nothing JetStream holds.
 	go func() { <-ctx.Done(); stop() }()
 	if err := runServe(ctx, cfg, log, started); err != nil {
+		if errors.Is(err, errDataInUse) {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			return 1
+		}
 		if errors.Is(err, contract.ErrConfig) {
 			// A setting only a running service could check: said as the
 			// settings checked before anything started are.
@@ -85,16 +89,21 @@ func newLogger(cfg config, w io.Writer) zerolog.Logger {
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
 }
 
-// runServe runs NATS and this process's services until ctx ends.
 // serveHTTP serves h on cfg's host and PORT in g until ctx ends, then
-// shuts the server down (5 s for the requests in flight).
+// shuts the server down (5 s for the requests in flight; the streams
+// marked endsAtShutdown end at once).
 func serveHTTP(ctx context.Context, g *errgroup.Group, cfg config, h http.Handler) (net.Listener, error) {
 	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s (PORT, TEXTSLASH_HOST): %w", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	stopping, stop := context.WithCancel(context.Background())
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context {
+			return context.WithValue(context.Background(), stoppingKey{}, stopping)
+		}}
+	srv.RegisterOnShutdown(stop)
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("http: %w", err)
@@ -108,6 +117,28 @@ func serveHTTP(ctx context.Context, g *errgroup.Group, cfg config, h http.Handle
 		return srv.Shutdown(sctx)
 	})
 	return ln, nil
+}
+
+// stoppingKey is the context value of serveHTTP's requests that is done
+// when the server begins to shut down.
+type stoppingKey struct{}
+
+// endsAtShutdown ends h's requests when the server serving them begins to
+// shut down. For streams that never end on their own (the web chat's
+// events): http.Server.Shutdown waits for the requests in flight, and
+// would wait for them until its deadline.
+func endsAtShutdown(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stopping, ok := r.Context().Value(stoppingKey{}).(context.Context)
+		if !ok {
+			h.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		defer context.AfterFunc(stopping, cancel)()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // parts are the services cfg runs, in the order of All (whatever
@@ -136,7 +167,13 @@ func (cfg *config) parts(ctx context.Context, env partEnv) ([]part, error) {
 	return parts, nil
 }
 
+// runServe runs NATS and this process's services until ctx ends.
 func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.Time) error {
+	lock, err := lockData(cfg.Data)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	nc, shutdownNATS, err := connectNATS(cfg, log)
 	if err != nil {
 		return err
@@ -316,11 +353,12 @@ func connectNATS(cfg config, log zerolog.Logger) (*nats.Conn, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("embedded NATS: %w", err)
 	}
-	ns.SetLoggerV2(natsLogger{log.With().Str("svc", "nats").Logger()}, false, false, false)
+	fatal := make(chan string, 1)
+	ns.SetLoggerV2(natsLogger{log.With().Str("svc", "nats").Logger(), fatal}, false, false, false)
 	go ns.Start()
-	if !ns.ReadyForConnections(30 * time.Second) {
+	if err := natsReady(ns, fatal); err != nil {
 		ns.Shutdown()
-		return nil, nil, fmt.Errorf("embedded NATS did not start (is %s in use? set TEXTSLASH_NATS_LISTEN)", cfg.NATSListen)
+		return nil, nil, fmt.Errorf("embedded NATS: %w (TEXTSLASH_NATS_LISTEN=%s)", err, cfg.NATSListen)
 	}
 	if logins.dir != "" {
 		if err := logins.write(ns.Addr()); err != nil {
@@ -340,6 +378,24 @@ func connectNATS(cfg config, log zerolog.Logger) (*nats.Conn, func(), error) {
 		ns.Shutdown()
 		ns.WaitForShutdown()
 	}, nil
+}
+
+// natsReady waits until ns takes connections. An error the server meets
+// starting (its port taken, say) it logs as fatal and stops trying, so
+// that ends the wait at once: ReadyForConnections would wait out its time.
+func natsReady(ns *server.Server, fatal <-chan string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for !ns.ReadyForConnections(25 * time.Millisecond) {
+		select {
+		case msg := <-fatal:
+			return errors.New(msg)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return errors.New("not ready in 30s")
+		}
+	}
+	return nil
 }
 
 func drain(nc *nats.Conn) func() {
@@ -381,15 +437,25 @@ func webSecrets(cfg config) (contract.WebSessions, string, error) {
 }
 
 // natsLogger sends the embedded server's log to zerolog; its chatty notices
-// go to debug.
-type natsLogger struct{ l zerolog.Logger }
+// go to debug. The first fatal error goes to fatal too, when there is room.
+type natsLogger struct {
+	l     zerolog.Logger
+	fatal chan<- string
+}
 
 func (n natsLogger) Noticef(format string, v ...any) { n.l.Debug().Msgf(format, v...) }
 func (n natsLogger) Warnf(format string, v ...any)   { n.l.Warn().Msgf(format, v...) }
-func (n natsLogger) Fatalf(format string, v ...any)  { n.l.Error().Msgf(format, v...) }
 func (n natsLogger) Errorf(format string, v ...any)  { n.l.Error().Msgf(format, v...) }
 func (n natsLogger) Debugf(format string, v ...any)  { n.l.Trace().Msgf(format, v...) }
 func (n natsLogger) Tracef(format string, v ...any)  { n.l.Trace().Msgf(format, v...) }
+
+func (n natsLogger) Fatalf(format string, v ...any) {
+	n.l.Error().Msgf(format, v...)
+	select {
+	case n.fatal <- fmt.Sprintf(format, v...):
+	default:
+	}
+}
 
 // servePprof serves net/http/pprof's handlers on their own listener, apart
 // from the public mux, until ctx ends.
