@@ -14,7 +14,7 @@ import (
 
 // hostileMarkdown is a reply as an agent could write it: Markdown, with
 // HTML and links that must not reach the page as HTML or as links.
-const hostileMarkdown = "# Plan\n" +
+var hostileMarkdown = "# Plan\n" +
 	"Some **bold**, some *italic*, `inline <b>code</b>` and ***both*** and **bold with *italic* inside**.\n" +
 	"A line break here\nand snake_case_names stay as they are.\n\n" +
 	"- one\n- two\n  - nested\n\n" +
@@ -25,6 +25,7 @@ const hostileMarkdown = "# Plan\n" +
 	"<img src=x onerror=\"window.__pwned = 'img'\">\n" +
 	"&lt;b&gt;entities&lt;/b&gt; &amp; more\n\n" +
 	"Long: " + "averyveryverylongwordwithoutanyspaces" + "averyveryverylongwordwithoutanyspaces" + "averyveryverylongwordwithoutanyspaces" + "\n\n" +
+	"| Column | Value |\n|---|:-:|\n| `a` | **b** |\n| " + strings.Repeat("averyveryverylongcell", 4) + " | <img src=x onerror=\"window.__pwned = 'table'\"> |\n\n" +
 	"```go\n" +
 	"func main() { fmt.Println(\"" + "a very long line of code that must scroll inside its own block and not the page " + "<img src=x onerror=window.__pwned='code'>\") }\n" +
 	"```\n\n" +
@@ -52,8 +53,15 @@ func TestWebChatMarkdownInBrowser(t *testing.T) {
 		"from the shell", "the shell's reply with its bold rendered")
 
 	publish(u, contract.Event{Kind: contract.KindDone, JobID: "md-1", Status: contract.StatusOK, Text: hostileMarkdown}, "")
-	waitPage(ctx, t, replyHas, "still code", "the Markdown reply")
-	const reply = `[...document.querySelectorAll('#messages .reply')].find(e => e.dataset.job === 'md-1').querySelector('.text')`
+	// It is longer than a screen: it shows folded, its start rendered, and
+	// Show all renders all of it.
+	waitPage(ctx, t, `(want) => [...document.querySelectorAll('#messages .reply h1')].some(e => e.textContent === want)`,
+		"Plan", "the Markdown reply's heading")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#messages .reply[data-job="md-1"] button.show-all`))); err != nil {
+		t.Fatalf("press Show all: %v", err)
+	}
+	waitPage(ctx, t, replyHas, "still code", "the whole Markdown reply")
+	const reply = `document.querySelector('#messages .reply[data-job="md-1"] .text')`
 
 	texts := func(sel string) []string {
 		t.Helper()
@@ -68,9 +76,11 @@ func TestWebChatMarkdownInBrowser(t *testing.T) {
 		want []string
 	}{
 		{"h1", []string{"Plan"}},
-		{"strong", []string{"bold", "both", "bold with italic inside"}},
+		{"strong", []string{"bold", "both", "bold with italic inside", "b"}},
 		{"em", []string{"italic", "both", "italic"}},
-		{":not(pre) > code", []string{"inline <b>code</b>"}},
+		{":not(pre) > code", []string{"inline <b>code</b>", "a"}},
+		{"th", []string{"Column", "Value"}},
+		{"td", []string{"a", "b", strings.Repeat("averyveryverylongcell", 4), `<img src=x onerror="window.__pwned = 'table'">`}},
 		{"ul > li", []string{"one", "twonested", "nested"}},
 		{"ol > li", []string{"first", "second"}},
 		{"pre > code", []string{
@@ -121,9 +131,11 @@ func TestWebChatMarkdownInBrowser(t *testing.T) {
 	widths, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](`(() => {
 		const pre = `+reply+`.querySelector('pre');
 		const m = document.getElementById('messages');
+		const table = `+reply+`.querySelector('table').parentElement;
 		return {inner: innerWidth, page: document.documentElement.scrollWidth, body: document.body.scrollWidth,
 			messages: m.scrollWidth, messagesBox: m.clientWidth, pre: pre.scrollWidth, preBox: pre.clientWidth,
-			preRight: pre.getBoundingClientRect().right};
+			preRight: pre.getBoundingClientRect().right,
+			table: table.scrollWidth, tableBox: table.clientWidth, tableRight: table.getBoundingClientRect().right};
 	})()`))
 	if err != nil {
 		t.Fatal(err)
@@ -135,9 +147,12 @@ func TestWebChatMarkdownInBrowser(t *testing.T) {
 	if widths["pre"] <= widths["preBox"] || widths["preRight"] > widths["inner"] {
 		t.Errorf("the code block does not scroll on its own within the screen: %v", widths)
 	}
+	if widths["table"] <= widths["tableBox"] || widths["tableRight"] > widths["inner"] {
+		t.Errorf("the wide table does not scroll on its own within the screen: %v", widths)
+	}
 
 	// A copy to look at afterwards.
-	_, _ = chromedp.Run(ctx, chromedp.Evaluate[bool](`(`+reply+`.scrollIntoView(), true)`))
+	_, _ = chromedp.Run(ctx, chromedp.Evaluate[bool](`(`+reply+`.querySelector('.table').scrollIntoView(), true)`))
 	if png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot()); err == nil {
 		_ = os.WriteFile(filepath.Join(os.TempDir(), "webchat-markdown.png"), png, 0o644)
 	}
