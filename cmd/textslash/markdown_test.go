@@ -94,6 +94,16 @@ func TestWebChatMarkdownInBrowser(t *testing.T) {
 		}
 	}
 
+	// Only the renderer's own elements and attributes, whatever the text.
+	odd, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...`+reply+`.querySelectorAll('*')].flatMap(e => {
+		const tags = /^(P|H[1-6]|STRONG|EM|DEL|CODE|PRE|UL|OL|LI|A|SPAN|BLOCKQUOTE|HR|DIV|TABLE|THEAD|TBODY|TR|TH|TD)$/;
+		const attrs = /^(class|href|target|rel|start|style)$/;
+		return [...(tags.test(e.tagName) ? [] : [e.tagName]), ...[...e.attributes].map(a => a.name).filter(n => !attrs.test(n))];
+	})`))
+	if err != nil || len(odd) > 0 {
+		t.Errorf("the reply has elements or attributes the renderer does not make: %q (%v)", odd, err)
+	}
+
 	links, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...`+reply+`.querySelectorAll('a')].map(a => a.getAttribute('href') + ' ' + a.target + ' ' + a.rel)`))
 	if err != nil {
 		t.Fatal(err)
