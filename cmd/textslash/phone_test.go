@@ -84,12 +84,13 @@ func TestWebChatFoldsLongReplyInBrowser(t *testing.T) {
 	const whole = `(want) => document.querySelector('#messages .reply .text').textContent.includes(want)`
 	waitPage(ctx, t, whole, "\n20000\n", "the whole reply after Show all")
 	waitPage(ctx, t, whole, "[Reply cut: the agent wrote", "the whole reply after Show all, to its end")
-	shown, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#messages .reply .text').textContent`))
+	shown, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#messages .reply .text').innerText`))
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	// The download is the whole text, as shown.
+	// The download is the whole text as the agent wrote it (its Markdown,
+	// which the page renders): the words shown, its own line breaks kept.
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#messages .reply a.download`))); err != nil {
 		t.Fatalf("press Download: %v", err)
 	}
@@ -99,8 +100,11 @@ func TestWebChatFoldsLongReplyInBrowser(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if string(data) != shown {
-			return fmt.Errorf("downloaded %d bytes; want the %d shown", len(data), len(shown))
+		if got, want := strings.Join(strings.Fields(string(data)), " "), strings.Join(strings.Fields(shown), " "); got != want {
+			return fmt.Errorf("downloaded %d bytes, %d words; want the %d words shown", len(data), len(strings.Fields(got)), len(strings.Fields(want)))
+		}
+		if !strings.HasPrefix(string(data), "1\n2\n3\n") || !strings.Contains(string(data), "\n\n[Reply cut: the agent wrote") {
+			return fmt.Errorf("downloaded %q…%q; want the reply's lines as written", data[:min(len(data), 20)], tail(string(data), 80))
 		}
 		return nil
 	})
