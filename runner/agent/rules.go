@@ -113,7 +113,7 @@ func questionText(tool string, input map[string]any, dir string) string {
 	var what string
 	switch tool {
 	case "Bash":
-		what = "run `" + contract.CutRunes(strings.TrimSpace(str(input["command"])), 300) + "` in your workspace"
+		what = "run " + codeSpan(contract.CutRunes(strings.TrimSpace(str(input["command"])), 300)) + " in your workspace"
 	case "Write":
 		what = "write " + path()
 	case "Edit", "MultiEdit", "NotebookEdit":
@@ -126,6 +126,27 @@ func questionText(tool string, input map[string]any, dir string) string {
 		what = "use " + contract.CutRunes(tool, 80)
 	}
 	return "Claude wants to " + what + ". " + contract.QuestionPrompt
+}
+
+// codeSpan is s as one Markdown code span, however many backticks it
+// holds: fenced by a run of backticks longer than any in s, and padded
+// with a space where s starts or ends with one (CommonMark strips one
+// space each side).
+func codeSpan(s string) string {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
 }
 
 // AllowList is a person's "always" rules for their current agent session,

@@ -1,6 +1,9 @@
 package agent
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // What an "always" allows: the same tool use again, simple commands with
 // the same start, every edit after an edit; never a command smuggled
@@ -54,5 +57,22 @@ func TestAllowListPerSession(t *testing.T) {
 	}
 	if LoadAllowList(path, "s2").Allows("Bash", in) || LoadAllowList(path, "").Allows("Bash", in) {
 		t.Error("a new session allows what s1 was allowed")
+	}
+}
+
+// A command is shown as one Markdown code span whatever backticks it
+// holds: the span's fence is longer than any run of backticks inside, and
+// a command starting or ending with one is padded with a space.
+func TestQuestionTextCodeSpan(t *testing.T) {
+	for _, tt := range []struct{ command, want string }{
+		{"npm test", "run `npm test` in"},
+		{"echo `date`", "run `` echo `date` `` in"},
+		{"echo ``x``", "run ``` echo ``x`` ``` in"},
+		{"`whoami`", "run `` `whoami` `` in"},
+	} {
+		got := questionText("Bash", map[string]any{"command": tt.command}, "/w")
+		if !strings.Contains(got, tt.want) {
+			t.Errorf("command %q: %q; want it to contain %q", tt.command, got, tt.want)
+		}
 	}
 }
