@@ -421,7 +421,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
 		}
 	}
 	buckets := []jetstream.KeyValueConfig{UsersBucket(o), EgressBucket(o), RunnersBucket(o), WorkspacesBucket(o), CostsBucket(o),
-		PeopleBucket(o), PairingBucket(o), NotionBucket(o), ProjectsBucket(o)}
+		PeopleBucket(o), PairingBucket(o), NotionBucket(o), ProjectsBucket(o), TelegramBucket(o)}
 	stores := []jetstream.ObjectStoreConfig{MediaBucket(o), SnapshotsBucket(o)}
 	for _, ch := range o.Channels {
 		if !tokenRE.MatchString(ch) {

@@ -12,15 +12,19 @@ import (
 	"github.com/textslash/textslash/contract"
 )
 
-// Run serves the media fetch service (contract.SubjectMediaFetch) and
-// polls Notion (when configured) until ctx ends: the runner asks the
-// service for the images people send, which only ingress, holding
+// Run serves the media fetch service (contract.SubjectMediaFetch),
+// polls Notion (when configured) and receives Telegram's updates (when
+// configured: sets the webhook, or polls) until ctx ends: the runner asks
+// the service for the images people send, which only ingress, holding
 // Twilio's and Telegram's credentials, may download. Webhooks are served
-// by Handler; Run is not needed for them.
+// by Handler.
 func (i *Ingress) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	if i.cfg.Notion != nil {
 		g.Go(func() error { return i.pollNotion(ctx) })
+	}
+	if i.cfg.Telegram != nil {
+		g.Go(func() error { return i.receiveTelegram(ctx) })
 	}
 	g.Go(func() error { return i.serveFetch(ctx) })
 	return g.Wait()

@@ -36,7 +36,9 @@ type Config struct {
 	NewSessions SessionLimit
 	// Twilio, when set, serves the Twilio webhooks (WhatsApp and SMS).
 	Twilio *Twilio
-	// Telegram, when set, serves the Telegram bot's webhook.
+	// Telegram, when set, takes the Telegram bot's updates: at its webhook
+	// (served when it has a secret) and, without an https public URL, by
+	// polling (Run).
 	Telegram *Telegram
 	// Notion, when set, turns a Notion database's pages into messages.
 	Notion *Notion
@@ -153,7 +155,7 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Ingress, erro
 
 // Handler serves the provider webhooks, which authenticate themselves
 // (Twilio's signature, Telegram's secret token): they must be reachable by
-// the providers.
+// the providers. Telegram's is served only with its secret.
 func (i *Ingress) Handler() http.Handler {
 	mux := http.NewServeMux()
 	if i.cfg.Twilio != nil {
@@ -161,7 +163,7 @@ func (i *Ingress) Handler() http.Handler {
 		mux.HandleFunc("POST /sms", i.twilioWebhook)
 		mux.HandleFunc("POST /twilio/status", i.twilioStatus)
 	}
-	if i.cfg.Telegram != nil {
+	if i.cfg.Telegram != nil && i.cfg.Telegram.Secret != "" {
 		mux.HandleFunc("POST "+TelegramPath, i.telegramWebhook)
 	}
 	return mux
@@ -187,7 +189,7 @@ func (i *Ingress) Routes() []string {
 	if i.cfg.Twilio != nil {
 		routes = append(routes, "POST /webhook", "POST /sms", "POST /twilio/status")
 	}
-	if i.cfg.Telegram != nil {
+	if i.cfg.Telegram != nil && i.cfg.Telegram.Secret != "" {
 		routes = append(routes, "POST "+TelegramPath)
 	}
 	return routes

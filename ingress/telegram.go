@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -20,17 +22,32 @@ import (
 	"github.com/textslash/textslash/contract"
 )
 
-// Telegram configures the Telegram bot webhook.
+// Telegram configures the Telegram bot: how its updates come in (a
+// webhook at an https PublicURL, else polling) and who may talk.
 type Telegram struct {
-	// BotToken fetches the photos people send.
+	// BotToken receives the updates and fetches the files people send.
 	BotToken string
-	// Secret is the secret_token given to setWebhook: Telegram sends it in
-	// X-Telegram-Bot-Api-Secret-Token with every update.
+	// PublicURL, when https, is where Telegram reaches ingress: at start
+	// ingress sets the bot's webhook to PublicURL+TelegramPath with Secret.
+	// Empty (or http, which Telegram refuses for webhooks), ingress polls
+	// for the updates instead (getUpdates): no public URL needed.
+	PublicURL string
+	// Secret is the webhook's secret_token: Telegram sends it in
+	// X-Telegram-Bot-Api-Secret-Token with every update. Required with an
+	// https PublicURL; without one, the webhook is served only when set.
 	Secret string
 	// Allowed are the chat ids that may talk to the agent.
 	Allowed []string
 	// APIURL replaces https://api.telegram.org.
 	APIURL string
+	// PollTimeout is how long one getUpdates waits for an update before
+	// it comes back empty (whole seconds; 25s when zero). A poller's lease
+	// lasts PollTimeout+pollLeaseMargin.
+	PollTimeout time.Duration
+	// Poller names this ingress among those that may poll the bot (one
+	// polls at a time); the host name when empty. A restart under the same
+	// name resumes at once; under another, after the last lease ends.
+	Poller string
 }
 
 // TelegramPath is where Telegram posts updates.
@@ -47,8 +64,19 @@ func (t Telegram) withDefaults() Telegram {
 		t.APIURL = "https://api.telegram.org"
 	}
 	t.APIURL = strings.TrimSuffix(t.APIURL, "/")
+	t.PublicURL = strings.TrimSuffix(t.PublicURL, "/")
+	if t.PollTimeout == 0 {
+		t.PollTimeout = 25 * time.Second
+	}
+	if t.Poller == "" {
+		t.Poller, _ = os.Hostname()
+	}
 	return t
 }
+
+// webhook reports whether Telegram posts the updates (an https PublicURL)
+// rather than ingress polling for them.
+func (t Telegram) webhook() bool { return strings.HasPrefix(t.PublicURL, "https://") }
 
 // validate refuses each bad setting of t, the missing ones all at once.
 func (t Telegram) validate() error {
@@ -56,8 +84,17 @@ func (t Telegram) validate() error {
 	if t.BotToken == "" {
 		errs = append(errs, bad("Telegram.BotToken", nil, "required for Telegram"))
 	}
-	if len(t.Secret) < 16 {
-		errs = append(errs, bad("Telegram.Secret", nil, "must have 16 or more characters (give the same to setWebhook as secret_token)"))
+	switch {
+	case t.Secret == "" && t.webhook():
+		errs = append(errs, bad("Telegram.Secret", nil, "required with an https Telegram.PublicURL (16 or more letters, digits, _ or -): the webhook's secret_token"))
+	case t.Secret != "" && !secretRE.MatchString(t.Secret):
+		errs = append(errs, bad("Telegram.Secret", nil, "must have 16 to 256 characters, letters, digits, _ or - (Telegram's secret_token)"))
+	}
+	if t.PollTimeout < time.Second || t.PollTimeout%time.Second != 0 {
+		errs = append(errs, bad("Telegram.PollTimeout", t.PollTimeout, "must be whole seconds, at least 1s"))
+	}
+	if t.Poller == "" {
+		errs = append(errs, bad("Telegram.Poller", nil, "empty and no host name to take"))
 	}
 	if len(t.Allowed) == 0 {
 		errs = append(errs, bad("Telegram.Allowed", nil, "empty, so nobody could use textslash; list the chat ids that may"))
@@ -73,6 +110,10 @@ func (t Telegram) validate() error {
 	return errors.Join(errs...)
 }
 
+// secretRE is what Telegram takes as a webhook's secret_token, at least
+// 16 characters long.
+var secretRE = regexp.MustCompile(`^[A-Za-z0-9_-]{16,256}$`)
+
 // ParseList splits a comma-separated list, dropping empty items: the
 // numbers or chat ids allowed, as a binary reads them.
 func ParseList(s string) []string {
@@ -85,10 +126,9 @@ func ParseList(s string) []string {
 	return out
 }
 
-// telegramWebhook takes one update from Telegram: a message, or the press
-// of a button under one of the bot's messages (a callback query). Telegram
-// retries an update until it gets a 2xx, so every update it should not
-// retry gets 200: those from chats not allowed and those that are neither.
+// telegramWebhook takes one update Telegram posts: with the webhook's
+// secret, the update as telegramUpdate takes it; 503 when it could not be
+// stored, so that Telegram sends it again.
 func (i *Ingress) telegramWebhook(w http.ResponseWriter, r *http.Request) {
 	t := i.cfg.Telegram
 	got := r.Header.Get("X-Telegram-Bot-Api-Secret-Token")
@@ -102,12 +142,37 @@ func (i *Ingress) telegramWebhook(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		return
 	}
-	var upd models.Update
-	if err := json.Unmarshal(body, &upd); err != nil || upd.ID <= 0 {
+	upd, err := parseUpdate(body)
+	if err != nil {
 		http.Error(w, "malformed update", http.StatusBadRequest)
 		return
 	}
 	ctx, log := i.traced(r)
+	if err := i.telegramUpdate(ctx, log, upd); err != nil {
+		http.Error(w, "could not take the message", http.StatusServiceUnavailable)
+	}
+}
+
+// parseUpdate reads one update of the Bot API, as the webhook and
+// getUpdates hand them over.
+func parseUpdate(data []byte) (*models.Update, error) {
+	var upd models.Update
+	if err := json.Unmarshal(data, &upd); err != nil {
+		return nil, err
+	}
+	if upd.ID <= 0 {
+		return nil, errors.New("no update_id")
+	}
+	return &upd, nil
+}
+
+// telegramUpdate takes one update from Telegram, by webhook or polling: a
+// message, or the press of a button under one of the bot's messages (a
+// callback query). It fails only when the update should come again: when
+// IN did not store it. Telegram sends an update again until it is taken,
+// so every update it should not send again is taken: those from chats not
+// allowed and those that are neither.
+func (i *Ingress) telegramUpdate(ctx context.Context, log zerolog.Logger, upd *models.Update) error {
 	log = log.With().Int64("update_id", upd.ID).Logger()
 	var in contract.Inbound
 	var ok bool
@@ -120,16 +185,16 @@ func (i *Ingress) telegramWebhook(w http.ResponseWriter, r *http.Request) {
 		log.Debug().Msg("telegram update is neither a new message nor a button pressed; ignored")
 	}
 	if !ok {
-		return
+		return nil
 	}
 	if err := i.Publish(ctx, in); err != nil {
-		log.Error().Err(err).Msg("telegram update not stored; Telegram will retry")
-		http.Error(w, "could not take the message", http.StatusServiceUnavailable)
-		return
+		log.Error().Err(err).Msg("telegram update not stored; Telegram will send it again")
+		return err
 	}
 	if upd.CallbackQuery != nil {
 		i.settleCallback(ctx, log.With().Str("user", in.User.Key()).Logger(), upd.CallbackQuery)
 	}
+	return nil
 }
 
 // telegramUser is the user of a chat, and whether the chat is allowed
@@ -289,8 +354,12 @@ func (t *Telegram) newBot() (*bot.Bot, error) {
 	return bot.New(t.BotToken, bot.WithServerURL(t.APIURL), bot.WithSkipGetMe())
 }
 
-// clean is err without the bot token, which the Bot API's URLs hold.
+// clean is err without the bot token, which the Bot API's URLs hold; nil
+// for nil.
 func (t *Telegram) clean(err error) error {
+	if err == nil {
+		return nil
+	}
 	return errors.New(strings.ReplaceAll(err.Error(), t.BotToken, "<token>"))
 }
 

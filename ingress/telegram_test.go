@@ -242,7 +242,10 @@ func TestTelegramConfig(t *testing.T) {
 		tg       ingress.Telegram
 		settings []string
 	}{
-		{"nothing", ingress.Telegram{}, []string{"Telegram.BotToken", "Telegram.Secret", "Telegram.Allowed"}},
+		{"nothing", ingress.Telegram{}, []string{"Telegram.BotToken", "Telegram.Allowed"}},
+		{"webhook without a secret", ingress.Telegram{BotToken: telegramtest.Token, Allowed: []string{"1"}, PublicURL: "https://bot.example.net"}, []string{"Telegram.Secret"}},
+		{"secret Telegram refuses", ingress.Telegram{BotToken: telegramtest.Token, Secret: "a secret with spaces", Allowed: []string{"1"}}, []string{"Telegram.Secret"}},
+		{"poll timeout not in seconds", ingress.Telegram{BotToken: telegramtest.Token, Allowed: []string{"1"}, PollTimeout: 1500 * time.Millisecond}, []string{"Telegram.PollTimeout"}},
 		{"no token", ingress.Telegram{Secret: tgSecret, Allowed: []string{"1"}}, []string{"Telegram.BotToken"}},
 		{"short secret", ingress.Telegram{BotToken: telegramtest.Token, Secret: "short", Allowed: []string{"1"}}, []string{"Telegram.Secret"}},
 		{"no allowlist", ingress.Telegram{BotToken: telegramtest.Token, Secret: tgSecret}, []string{"Telegram.Allowed"}},

@@ -2,7 +2,8 @@
 // methods textslash calls (sendMessage, editMessageText, sendPhoto,
 // sendDocument, sendMediaGroup, editMessageReplyMarkup, answerCallbackQuery,
 // sendChatAction, getFile and file downloads), records them (link
-// previews asked off too), keeps the
+// previews asked off too), hands out updates by long polling (getUpdates,
+// with setWebhook and deleteWebhook: poll.go), keeps the
 // messages sent to check edits against, and fails on request the way
 // Telegram does (429 with retry_after, 400, 403).
 package telegramtest
@@ -94,6 +95,13 @@ type API struct {
 
 	actions     []ChatAction // sendChatAction calls taken, apart from calls
 	failActions []failure
+
+	// Receiving updates (poll.go).
+	pending                   []pending // updates not yet confirmed
+	arrived                   chan struct{}
+	waiting                   *waiter // the getUpdates waiting, if any
+	webhookURL, webhookSecret string
+	updateCalls               []UpdateCall
 }
 
 // NewAPI starts the fake; it stops with the test.
@@ -200,6 +208,9 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if method == "sendChatAction" {
 		a.chatAction(w, form)
+		return
+	}
+	if a.updateMethod(w, r, method, form) {
 		return
 	}
 	a.mu.Lock()

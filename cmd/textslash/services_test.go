@@ -142,6 +142,12 @@ func TestSeparateServices(t *testing.T) {
 		len(c.Photos) != 1 || !strings.HasPrefix(c.Photos[0], front.URL+"/images/") {
 		t.Fatalf("telegram reply %+v; want the photo back by its link, captioned tg", c)
 	}
+	// PUBLIC_URL is http, where Telegram posts nothing: ingress polls too,
+	// keeping its offset in the telegram bucket as nats.conf's ingress.
+	tg.Send(telegramtest.Update(11, 4242, "echo polled", ""))
+	if c := tg.WaitCalls(t, 2, 20*time.Second)[1]; c.Method != "sendMessage" || c.Text != "polled" {
+		t.Fatalf("telegram reply %+v; want polled", c)
+	}
 
 	// Each serves its health, and only its own routes.
 	for _, tt := range []struct {

@@ -121,3 +121,26 @@ func TestThreeChannelsAtOnce(t *testing.T) {
 		t.Errorf("telegram calls %+v; want one, \"from telegram\" to 4242", tgCalls)
 	}
 }
+
+// A newcomer's Telegram: the bot token and the chats, no PUBLIC_URL, no
+// webhook secret. textslash polls the bot's updates, says so in its log,
+// and answers.
+func TestTelegramPollingEndToEnd(t *testing.T) {
+	api := telegramtest.NewAPI(t)
+	inst := startServe(t, "TELEGRAM_BOT_TOKEN="+telegramtest.Token, "TELEGRAM_ALLOWED_CHATS=4242",
+		"TEXTSLASH_TELEGRAM_API_URL="+api.URL, "TEXTSLASH_AGENT=shell")
+	api.Send(telegramtest.Update(1, 4242, "echo polled", ""))
+	if c := api.WaitCalls(t, 1, 20*time.Second)[0]; c.Method != "sendMessage" || c.ChatID != "4242" || c.Text != "polled" {
+		t.Fatalf("reply %+v; want polled to chat 4242", c)
+	}
+	log, err := os.ReadFile(inst.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(log, []byte("telegram: polling for the bot's updates")) {
+		t.Errorf("the log does not say Telegram is polled")
+	}
+	if code := telegramUpdate(t, inst, "", telegramtest.Update(2, 4242, "echo posted", "")); code == http.StatusOK {
+		t.Errorf("an update posted without a webhook secret: %d; want it refused (no webhook served)", code)
+	}
+}
