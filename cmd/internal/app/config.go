@@ -226,8 +226,11 @@ func parseConfig(name string, services []string, args []string, env lookupEnv, s
 		f.List = strings.Join(services, ",")
 		usage = fmt.Sprintf(serviceUsage, services[0], serviceRoutes[services[0]])
 	}
+	// Every bad setting is reported at once: those whose values do not
+	// parse, then those the checks refuse.
 	set, err := parse(name, usage, target, vars, args, env, stderr)
-	if err != nil {
+	var bad *badVariables
+	if err != nil && !errors.As(err, &bad) {
 		return f.config, err
 	}
 	c := f.config
@@ -236,9 +239,17 @@ func parseConfig(name string, services []string, args []string, env lookupEnv, s
 	// not create them.
 	c.Provision = services == nil
 	if err := c.setServices(f.List, set["web"]); err != nil {
-		return c, err
+		return c, joinBad(bad, err)
 	}
-	return c, c.validate()
+	return c, joinBad(bad, c.validate())
+}
+
+// joinBad puts the variables that did not parse (if any) before err.
+func joinBad(bad *badVariables, err error) error {
+	if bad == nil {
+		return err
+	}
+	return errors.Join(bad, err)
 }
 
 // settingsVars fill in the settings' tags of a process (alone: a runner on
@@ -298,42 +309,37 @@ func (c *config) setServices(list string, webSet bool) error {
 // runs reports whether this process runs service s.
 func (c *config) runs(s string) bool { return slices.Contains(c.Services, s) }
 
+// validate checks the settings and the services' settings, and says
+// every one refused.
 func (c *config) validate() error {
+	var errs []error
 	if c.Data == "" {
-		return errors.New("TEXTSLASH_DATA: must not be empty")
+		errs = append(errs, errors.New("TEXTSLASH_DATA: must not be empty"))
 	}
 	if c.Workspaces == "" {
 		c.Workspaces = filepath.Join(c.Data, "workspaces")
 	}
 	if c.Port < 0 || c.Port > 65535 {
-		return fmt.Errorf("PORT=%d: not a port", c.Port)
+		errs = append(errs, fmt.Errorf("PORT=%d: not a port", c.Port))
 	}
 	if c.NATSListen != "off" && c.NATSURL == "" {
 		if _, _, err := net.SplitHostPort(c.NATSListen); err != nil {
-			return fmt.Errorf("TEXTSLASH_NATS_LISTEN=%q: want host:port or off", c.NATSListen)
+			errs = append(errs, fmt.Errorf("TEXTSLASH_NATS_LISTEN=%q: want host:port or off", c.NATSListen))
 		}
 	}
-	if err := c.validateNotion(); err != nil {
-		return err
-	}
-	if err := c.validatePlugins(); err != nil {
-		return err
-	}
-	if err := c.storage.validate(); err != nil {
-		return err
-	}
+	errs = append(errs, c.validateNotion(), c.validatePlugins(), c.storage.validate())
 	if c.MediaKey == "" {
 		c.MediaKey = newToken()
 	}
 	if len(c.MediaKey) < 16 {
-		return errors.New("TEXTSLASH_MEDIA_KEY: at least 16 characters")
+		errs = append(errs, errors.New("TEXTSLASH_MEDIA_KEY: at least 16 characters"))
 	}
 	switch c.LogFormat {
 	case "auto", "json", "console":
 	default:
-		return fmt.Errorf("TEXTSLASH_LOG_FORMAT=%q: want json, console or auto", c.LogFormat)
+		errs = append(errs, fmt.Errorf("TEXTSLASH_LOG_FORMAT=%q: want json, console or auto", c.LogFormat))
 	}
-	return c.validateServices()
+	return errors.Join(append(errs, c.validateServices())...)
 }
 
 // options are the streams' and buckets' options textslash provision and

@@ -127,3 +127,20 @@ func TestConfigHelpNamesEveryVariable(t *testing.T) {
 		t.Errorf("runner --help (%v):\n%s", err, stderr.String())
 	}
 }
+
+// Every bad setting is reported at start, not the first alone: a person
+// fixing TEXTSLASH_TIMEOUT should not restart to learn of the next.
+func TestConfigReportsEveryBadSettingAtOnce(t *testing.T) {
+	env := map[string]string{"TEXTSLASH_TIMEOUT": "5", "PORT": "x", "TEXTSLASH_DEFAULT_MODE": "bogus",
+		"TEXTSLASH_REPLICAS": "7", "TEXTSLASH_LOG_FORMAT": "loud", "TEXTSLASH_CONCURRENCY": "0"}
+	_, err := parseWith(t, nil, env)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`TEXTSLASH_TIMEOUT="5"`, `PORT="x"`, "TEXTSLASH_DEFAULT_MODE", "TEXTSLASH_REPLICAS=7",
+		`TEXTSLASH_LOG_FORMAT="loud"`, "TEXTSLASH_CONCURRENCY=0"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %s:\n%v", want, err)
+		}
+	}
+}
