@@ -64,7 +64,7 @@ func parse(name, usage string, target any, vars kong.Vars, args []string, env lo
 // badVariables are the variables whose values do not parse, each named.
 type badVariables struct{ errs []error }
 
-func (b *badVariables) Error() string { return errors.Join(b.errs...).Error() }
+func (b *badVariables) Error() string   { return errors.Join(b.errs...).Error() }
 func (b *badVariables) Unwrap() []error { return b.errs }
 
 // fromEnv resolves a flag not given on the command line from its
