@@ -206,7 +206,7 @@ func (c *costs) report(ctx context.Context, u contract.User) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Today: %s in %s.\nThis week: %s in %s.", today, plural(today.Runs, "run"), week, plural(week.Runs, "run"))
 	if last.Runs > 0 {
-		fmt.Fprintf(&b, "\nLast run: %s (%s ago).", last, time.Since(last.At).Round(time.Second))
+		fmt.Fprintf(&b, "\nLast run: %s (%s ago).", last, contract.Duration(time.Since(last.At)))
 	}
 	ls, err := c.limits(ctx, u, now)
 	if err != nil {

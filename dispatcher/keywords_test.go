@@ -443,7 +443,8 @@ func TestKeywordStatus(t *testing.T) {
 				b.say(u, "a1", "yes")
 				b.waitState(u, contract.StateWorking, "w1")
 			},
-			want: []string{"Working for 1h0m", " on: “sleep 100”.", "\nLast step: asking (59m"},
+			want: []string{"Working for 1h", " on: “sleep 100”.", "\nLast step: asking (59m"},
+			not:  []string{"1h0m", "59m0s"},
 		},
 		{
 			name: "awaiting approval, one waiting",

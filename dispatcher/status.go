@@ -25,7 +25,7 @@ const msgBackground = "In the background: %s %s, for %s (stop %s ends it)."
 // status describes what is happening for the person.
 func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.UserState) string {
 	var b strings.Builder
-	ago := func(t time.Time) string { return time.Since(t).Round(time.Second).String() }
+	ago := func(t time.Time) string { return contract.Duration(time.Since(t)) }
 	switch st.State {
 	case contract.StateWorking:
 		// The run's time, from its start: Since restarts when a question
@@ -87,12 +87,12 @@ func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.Us
 }
 
 // lasted is how long something has run, to the minute past one
-// ("12m", "1h5m"), to the second under it.
+// ("12m", "1h 5m"), to the second under it.
 func lasted(d time.Duration) string {
-	if d < time.Minute {
-		return d.Round(time.Second).String()
+	if d >= time.Minute {
+		d = d.Round(time.Minute)
 	}
-	return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+	return contract.Duration(d)
 }
 
 func plural(n int, unit string) string {
