@@ -197,13 +197,19 @@ var serviceRoutes = map[string]string{
 // the settings' tags (${name}): each is written once, where it is used.
 func defaults() kong.Vars {
 	return kong.Vars{
-		"media_ttl": contract.MediaTTL.String(), "media_keep": strconv.Itoa(contract.MediaKeep),
-		"approval_timeout": contract.ApprovalTimeout.String(), "permission_timeout": contract.PermissionTimeout.String(),
-		"progress_every": egress.DefaultProgressEvery.String(),
-		"concurrency":    strconv.Itoa(runner.DefaultConcurrency), "timeout": runner.DefaultTimeout.String(),
-		"homes_max": strconv.Itoa(sandbox.DefaultHomesMax), "home_idle": sandbox.DefaultHomeIdle.String(),
-		"voice_max": runner.DefaultVoiceMax.String(),
+		"media_ttl": flagDuration(contract.MediaTTL), "media_keep": strconv.Itoa(contract.MediaKeep),
+		"approval_timeout": flagDuration(contract.ApprovalTimeout), "permission_timeout": flagDuration(contract.PermissionTimeout),
+		"progress_every": flagDuration(egress.DefaultProgressEvery),
+		"concurrency":    strconv.Itoa(runner.DefaultConcurrency), "timeout": flagDuration(runner.DefaultTimeout),
+		"homes_max": strconv.Itoa(sandbox.DefaultHomesMax), "home_idle": flagDuration(sandbox.DefaultHomeIdle),
+		"voice_max": flagDuration(runner.DefaultVoiceMax),
 	}
+}
+
+// flagDuration writes d as a person reads it and a flag takes it: 30m,
+// 1h30m (not Go's 30m0s).
+func flagDuration(d time.Duration) string {
+	return strings.ReplaceAll(contract.Duration(d), " ", "")
 }
 
 // serveFlags are serve's settings: the services it runs, and the rest.
@@ -355,7 +361,7 @@ func (s *storage) validate() error {
 		return fmt.Errorf("TEXTSLASH_REPLICAS=%d: must be 1 to 5", s.Replicas)
 	}
 	if s.MediaTTL < time.Minute {
-		return fmt.Errorf("TEXTSLASH_MEDIA_TTL=%s: at least 1m", s.MediaTTL)
+		return fmt.Errorf("TEXTSLASH_MEDIA_TTL=%s: at least 1m", flagDuration(s.MediaTTL))
 	}
 	for _, name := range s.Channels {
 		if _, err := contract.NewUser(name, "x"); err != nil || contract.IsBuiltIn(name) {

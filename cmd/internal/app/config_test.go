@@ -64,7 +64,7 @@ func TestConfigRejectsBadInput(t *testing.T) {
 		{env: map[string]string{"PORT": "x"}, want: `PORT="x"`},
 		{env: map[string]string{"TEXTSLASH_TIMEOUT": "5"}, want: `TEXTSLASH_TIMEOUT="5"`},
 		{env: map[string]string{"TEXTSLASH_WEB": "maybe"}, want: `TEXTSLASH_WEB="maybe"`},
-		{env: map[string]string{"TEXTSLASH_TIMEOUT": "10m"}, want: "TEXTSLASH_TIMEOUT=10m0s: must be between 1s and 9m"},
+		{env: map[string]string{"TEXTSLASH_TIMEOUT": "10m"}, want: "TEXTSLASH_TIMEOUT=10m: must be between 1s and 9m"},
 		{env: map[string]string{"TEXTSLASH_PREVIEW_URL": "https://preview.example.com"}, want: `TEXTSLASH_PREVIEW_URL="https://preview.example.com": `},
 		{env: map[string]string{"TEXTSLASH_PREVIEW_URL": "https://*.example.com", "PUBLIC_URL": "https://chat.example.com"}, want: `TEXTSLASH_PREVIEW_URL="https://*.example.com": `},
 		{env: map[string]string{"TEXTSLASH_SERVICES": "ingress,bogus"}, want: `unknown service "bogus"`},
@@ -119,6 +119,12 @@ func TestConfigHelpNamesEveryVariable(t *testing.T) {
 	for _, v := range []string{"$TEXTSLASH_SERVICES", "$PORT", "$NATS_URL", "$TWILIO_AUTH_TOKEN", "$NOTION_TOKEN", "$TEXTSLASH_MEDIA_TTL", "Usage: textslash serve"} {
 		if !strings.Contains(stderr.String(), v) {
 			t.Errorf("--help does not name %s", v)
+		}
+	}
+	// Defaults read as a person writes them, and as the flag takes them.
+	for _, v := range []string{"--media-ttl=30m ", "--timeout=5m ", "--approval-timeout=30m "} {
+		if !strings.Contains(stderr.String(), v) {
+			t.Errorf("--help does not say %s", v)
 		}
 	}
 	stderr.Reset()
