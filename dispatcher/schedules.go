@@ -136,6 +136,16 @@ func (d *Dispatcher) handleScheduled(ctx context.Context, msg jetstream.Msg) err
 	return d.apply(ctx, s.User, fsm.Input{Kind: fsm.Message, ID: in.ID, Text: in.Text, Scheduled: true}, &in)
 }
 
+// serverZone is the server's own zone by its IANA name (Etc/UTC), so that
+// schedules, status and cron name it alike; time.Local, which calls itself
+// "Local", when the name does not load.
+func serverZone() *time.Location {
+	if loc, err := time.LoadLocation(zoneName(time.Local)); err == nil {
+		return loc
+	}
+	return time.Local
+}
+
 // zoneName is loc's IANA name for cron schedules; the server's own zone
 // is looked up ($TZ, /etc/localtime), else UTC.
 func zoneName(loc *time.Location) string {
