@@ -150,7 +150,8 @@ func (a homeAgent) Run(ctx context.Context, run *agent.Run) (agent.Result, error
 		if h != nil {
 			procs = h.StopBackground("")
 		}
-		text = fmt.Sprintf("Previews off: %d link(s) ended, %d background process(es) stopped.", links, procs)
+		text = fmt.Sprintf("Previews off: %s ended, %s stopped.", contract.Plural(links, "link"),
+			contract.Plural(procs, "background process", "background processes"))
 	case h == nil:
 		text = MsgNoHome
 	default:
