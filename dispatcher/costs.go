@@ -204,7 +204,7 @@ func (c *costs) report(ctx context.Context, u contract.User) (string, error) {
 		return "", err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Today: %s in %s.\nThis week: %s in %s.", today, plural(today.Runs, "run"), week, plural(week.Runs, "run"))
+	fmt.Fprintf(&b, "Today: %s in %s.\nThis week: %s in %s.", today, contract.Plural(today.Runs, "run"), week, contract.Plural(week.Runs, "run"))
 	if last.Runs > 0 {
 		fmt.Fprintf(&b, "\nLast run: %s (%s ago).", last, contract.Duration(time.Since(last.At)))
 	}

@@ -60,7 +60,7 @@ func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.Us
 	if st.Project != "" || len(st.Parked) > 0 {
 		fmt.Fprintf(&b, "\nProject: %s.", contract.ProjectOf(st.Project))
 		if n := len(st.Parked); n > 0 {
-			fmt.Fprintf(&b, " Changes wait for your approval in %s (reply projects).", plural(n, "other project"))
+			fmt.Fprintf(&b, " Changes wait for your approval in %s (reply projects).", contract.Plural(n, "other project"))
 		}
 	}
 	b.WriteString("\n" + fsm.ModeStatus(d.agent(), d.mode(st.Mode)))
@@ -81,7 +81,7 @@ func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.Us
 		}
 	}
 	if n := d.queueDepth(ctx, u); n > 0 {
-		fmt.Fprintf(&b, "\n%s waiting.", plural(int(n), "message"))
+		fmt.Fprintf(&b, "\n%s waiting.", contract.Plural(int(n), "message"))
 	}
 	return b.String()
 }
@@ -93,13 +93,6 @@ func lasted(d time.Duration) string {
 		d = d.Round(time.Minute)
 	}
 	return contract.Duration(d)
-}
-
-func plural(n int, unit string) string {
-	if n == 1 {
-		return "1 " + unit
-	}
-	return fmt.Sprintf("%d %ss", n, unit)
 }
 
 // lastEvent is the user's last event of a kind, if it is about job.
