@@ -43,11 +43,10 @@ func dayKey(owner string, t time.Time) string   { return owner + ".d." + t.Forma
 func monthKey(owner string, t time.Time) string { return owner + ".m." + t.Format("2006-01") }
 func lastKey(u contract.User) string            { return u.Key() + ".last" }
 
-// record counts a run's cost once, however often its done event is read.
+// record counts a run and its cost once, however often its done event is
+// read. A run that cost nothing (the shell's, or one that never reached
+// the model) is counted too.
 func (c *costs) record(ctx context.Context, ev contract.Event) error {
-	if ev.CostUSD == 0 && ev.InputTokens == 0 && ev.OutputTokens == 0 {
-		return nil // the shell, or nothing reached the model
-	}
 	at := ev.At.In(c.loc)
 	for i, key := range []string{dayKey(ev.User.Key(), at), monthKey(ev.User.Key(), at), dayKey(everybody, at), monthKey(everybody, at)} {
 		added, err := c.add(ctx, key, ev)
