@@ -202,7 +202,7 @@ func (r *Runner) listen(ctx context.Context, log zerolog.Logger, voices []attach
 			log.Warn().Err(err).Str("path", v.Path).Msg("voice note not transcribed")
 			return "", errVoice{fmt.Sprintf(MsgVoiceFailed, v.Path)}
 		}
-		log.Info().Str("path", v.Path).Dur("length", length).Dur("took", time.Since(start)).Int("text_len", len(text)).Msg("voice note transcribed")
+		log.Info().Str("path", v.Path).Dur("length_ms", length).Dur("took_ms", time.Since(start)).Int("text_len", len(text)).Msg("voice note transcribed")
 		if text == "" {
 			return "", errVoice{fmt.Sprintf(MsgVoiceSilent, v.Path)}
 		}

@@ -239,7 +239,7 @@ func (cfg *config) mux(parts []part, nc *nats.Conn, js jetstream.JetStream, log 
 
 // logReady says the process is ready, with where to reach it.
 func (cfg *config) logReady(log zerolog.Logger, ln net.Listener, parts []part, started time.Time) {
-	ev := log.Info().Strs("services", cfg.Services).Dur("cold_start", time.Since(started))
+	ev := log.Info().Strs("services", cfg.Services).Dur("cold_start_ms", time.Since(started))
 	for _, p := range parts {
 		if p.agent != "" {
 			ev = ev.Str("agent", p.agent)
