@@ -129,6 +129,8 @@ func (d *Dispatcher) handleScheduled(ctx context.Context, msg jetstream.Msg) err
 	if err != nil {
 		return err
 	}
+	// The web chat knows a scheduled run by its id's sch- and shows it as
+	// textslash's own, not as a message of the person's.
 	in := contract.Inbound{ID: fmt.Sprintf("sch-%s-%d", s.ID, md.Sequence.Stream), User: s.User, Text: s.Text, At: md.Timestamp}
 	if err := d.notice(ctx, s.User, in.ID, "scheduled", fmt.Sprintf("Scheduled task %s: “%s”", s.ID, s.Text)); err != nil {
 		return err

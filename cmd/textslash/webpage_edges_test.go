@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -21,4 +22,36 @@ func TestWebChatEmptyStateInBrowser(t *testing.T) {
 	waitPage(ctx, t, replyHas, "first", "the reply")
 	const gone = `() => { const e = document.getElementById('empty'); return !e || e.offsetParent === null; }`
 	waitPage(ctx, t, gone, "", "the hint gone once the chat has messages")
+}
+
+// A task the person scheduled runs as textslash's own: a notice in plain
+// text, not a bubble of the person's in curly quotes.
+func TestWebChatScheduledTaskIsTextslashsInBrowser(t *testing.T) {
+	ctx := browser(t, 60*time.Second) // first: skips without Chromium
+	inst := startServe(t, "TEXTSLASH_AGENT=shell")
+	if err := chromedp.Do(ctx, chromedp.Navigate(inst.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	sendInPage(ctx, t, "in 2s echo sched-ran")
+	waitPage(ctx, t, replyHas, "sched-ran", "the scheduled task's reply")
+	mine, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#messages .mine')].map(e => e.innerText)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mine {
+		if strings.Contains(m, "sched-ran") && !strings.HasPrefix(m, "in 2s") {
+			t.Errorf("the person's bubbles %q; want none for the scheduled run", mine)
+		}
+	}
+	notices, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#messages .notice')].map(e => e.innerText)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, n := range notices {
+		found = found || strings.HasPrefix(n, "Scheduled task ") && strings.Contains(n, "echo sched-ran")
+	}
+	if !found {
+		t.Errorf("notices %q; want one saying the scheduled task runs", notices)
+	}
 }
