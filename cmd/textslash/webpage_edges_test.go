@@ -55,3 +55,27 @@ func TestWebChatScheduledTaskIsTextslashsInBrowser(t *testing.T) {
 		t.Errorf("notices %q; want one saying the scheduled task runs", notices)
 	}
 }
+// The attach and microphone buttons draw their icons themselves (inline
+// SVG), with names for screen readers: no emoji font needed.
+func TestWebChatToolIconsInBrowser(t *testing.T) {
+	ctx := browser(t, 60*time.Second) // first: skips without Chromium
+	inst := startServe(t, "TEXTSLASH_AGENT=shell")
+	if err := chromedp.Do(ctx, chromedp.Navigate(inst.URL+"/"), chromedp.WaitVisible(chromedp.ID("input"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"attach", "mic"} {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](`(() => {
+			const b = document.getElementById('`+id+`');
+			const svg = b.querySelector('svg');
+			const box = svg ? svg.getBoundingClientRect() : null;
+			return { label: b.getAttribute('aria-label') || '', text: b.textContent.trim(), svg: !!svg,
+				hidden: svg ? svg.getAttribute('aria-hidden') || '' : '', w: box ? box.width : 0 };
+		})()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got["svg"] != true || got["text"] != "" || got["label"] == "" || got["hidden"] != "true" || got["w"].(float64) < 10 {
+			t.Errorf("#%s: %v; want an inline SVG icon (aria-hidden, drawn), no emoji text, an aria-label", id, got)
+		}
+	}
+}
