@@ -55,6 +55,7 @@ func TestWebChatScheduledTaskIsTextslashsInBrowser(t *testing.T) {
 		t.Errorf("notices %q; want one saying the scheduled task runs", notices)
 	}
 }
+
 // The attach and microphone buttons draw their icons themselves (inline
 // SVG), with names for screen readers: no emoji font needed.
 func TestWebChatToolIconsInBrowser(t *testing.T) {
