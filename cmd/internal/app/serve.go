@@ -250,7 +250,12 @@ func (cfg *config) logReady(log zerolog.Logger, ln net.Listener, parts []part, s
 		if cfg.Host == "127.0.0.1" || cfg.Host == "localhost" {
 			url = "http://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 		}
-		url += "/?token=" + cfg.WebToken
+		url += "/"
+		if cfg.exposed() {
+			// Required: the URL carries it. On loopback alone the chat opens
+			// without it (<data>/web/token still marks the operator).
+			url += "?token=" + cfg.WebToken
+		}
 		ev = ev.Str("web_chat", url)
 	}
 	if cfg.twilio() && cfg.runs(Ingress) {

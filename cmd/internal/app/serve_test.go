@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -30,5 +31,35 @@ func TestReadyLineNamesItsUnits(t *testing.T) {
 	}
 	if _, ok := line["cold_start"]; ok {
 		t.Errorf("ready line %s has a cold_start without its unit", out.String())
+	}
+}
+
+// The ready line's web chat URL carries the token only where the token is
+// required: on loopback alone the plain URL opens the chat.
+func TestReadyLineTokenOnlyWhereRequired(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	for _, tc := range []struct {
+		name string
+		cfg  config
+		want string
+	}{
+		{"loopback", config{Host: "127.0.0.1", Web: true, WebToken: "s3cret"}, "http://localhost:" + port + "/"},
+		{"PUBLIC_URL", config{Host: "127.0.0.1", Web: true, WebToken: "s3cret", PublicURL: "https://chat.example.com"},
+			"http://localhost:" + port + "/?token=s3cret"},
+	} {
+		var out bytes.Buffer
+		tc.cfg.Services = All
+		tc.cfg.logReady(zerolog.New(&out), ln, nil, time.Now())
+		var line struct {
+			WebChat string `json:"web_chat"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &line); err != nil || line.WebChat != tc.want {
+			t.Errorf("%s: web_chat %q (%v); want %q", tc.name, line.WebChat, err, tc.want)
+		}
 	}
 }
