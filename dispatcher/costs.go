@@ -45,8 +45,12 @@ func lastKey(u contract.User) string            { return u.Key() + ".last" }
 
 // record counts a run and its cost once, however often its done event is
 // read. A run that cost nothing (the shell's, or one that never reached
-// the model) is counted too.
+// the model) is counted too; a job refused because a budget was used up
+// ("Not run: …") is no run.
 func (c *costs) record(ctx context.Context, ev contract.Event) error {
+	if ev.Status == contract.StatusBudget && ev.CostUSD == 0 && ev.InputTokens == 0 && ev.OutputTokens == 0 {
+		return nil
+	}
 	at := ev.At.In(c.loc)
 	for i, key := range []string{dayKey(ev.User.Key(), at), monthKey(ev.User.Key(), at), dayKey(everybody, at), monthKey(everybody, at)} {
 		added, err := c.add(ctx, key, ev)
