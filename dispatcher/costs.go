@@ -209,7 +209,7 @@ func (c *costs) report(ctx context.Context, u contract.User) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Today: %s in %s.\nThis week: %s in %s.", today, contract.Plural(today.Runs, "run"), week, contract.Plural(week.Runs, "run"))
 	if last.Runs > 0 {
-		fmt.Fprintf(&b, "\nLast run: %s (%s ago).", last, contract.Duration(time.Since(last.At)))
+		fmt.Fprintf(&b, "\nLast run: %s (%s ago).", last, contract.Duration(time.Since(last.At).Round(time.Second)))
 	}
 	ls, err := c.limits(ctx, u, now)
 	if err != nil {

@@ -25,7 +25,7 @@ const msgBackground = "In the background: %s %s, for %s (stop %s ends it)."
 // status describes what is happening for the person.
 func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.UserState) string {
 	var b strings.Builder
-	ago := func(t time.Time) string { return contract.Duration(time.Since(t)) }
+	ago := func(t time.Time) string { return contract.Duration(time.Since(t).Round(time.Second)) }
 	switch st.State {
 	case contract.StateWorking:
 		// The run's time, from its start: Since restarts when a question
@@ -90,9 +90,9 @@ func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.Us
 // ("12m", "1h 5m"), to the second under it.
 func lasted(d time.Duration) string {
 	if d >= time.Minute {
-		d = d.Round(time.Minute)
+		return contract.Duration(d.Round(time.Minute))
 	}
-	return contract.Duration(d)
+	return contract.Duration(d.Round(time.Second))
 }
 
 // lastEvent is the user's last event of a kind, if it is about job.

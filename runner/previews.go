@@ -201,7 +201,7 @@ func (r *Runner) listHome(person string, h *sandbox.Home) string {
 	if h != nil {
 		for _, bg := range h.Backgrounds() {
 			fmt.Fprintf(&b, "%s: %s (running %s; output in %s; stop %s ends it)\n", bg.ID, bg.Command,
-				contract.Duration(time.Since(bg.Started)), bg.Log, bg.ID)
+				contract.Duration(time.Since(bg.Started).Round(time.Second)), bg.Log, bg.ID)
 		}
 	}
 	if b.Len() == 0 {
