@@ -217,7 +217,7 @@ func settle(ctx context.Context, msg jetstream.Msg, h Handler, log zerolog.Logge
 	err := run()
 	giveUp := time.Now().Add(retryFor)
 	for wait := 100 * time.Millisecond; err != nil && !IsPermanent(err) && time.Now().Add(wait).Before(giveUp); wait = min(2*wait, 2*time.Second) {
-		l.Warn().Err(err).Dur("retry_in", wait).Msg("message failed; trying it again in place")
+		l.Warn().Err(err).Dur("retry_in_ms", wait).Msg("message failed; trying it again in place")
 		_ = msg.InProgress()
 		select {
 		case <-ctx.Done():
@@ -241,7 +241,7 @@ func settle(ctx context.Context, msg jetstream.Msg, h Handler, log zerolog.Logge
 		if mdErr == nil {
 			delay = Backoff(md.NumDelivered)
 		}
-		l.Warn().Err(err).Dur("retry_in", delay).Msg("message will be redelivered")
+		l.Warn().Err(err).Dur("retry_in_ms", delay).Msg("message will be redelivered")
 		_ = msg.NakWithDelay(delay)
 	}
 }

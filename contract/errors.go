@@ -3,6 +3,8 @@ package contract
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 )
 
 var (
@@ -64,13 +66,16 @@ func (e *ConfigError) Unwrap() []error {
 }
 
 // BadSetting is a ConfigError with value as text: quoted when it is a
-// string, left out when nil (a secret, or nothing set).
+// string, left out when nil (a secret, or nothing set), a duration as it
+// is written (10m, not 10m0s).
 func BadSetting(service, setting string, value any, reason string) *ConfigError {
 	e := &ConfigError{Service: service, Setting: setting, Reason: reason}
 	switch v := value.(type) {
 	case nil:
 	case string:
 		e.Value = fmt.Sprintf("%q", v)
+	case time.Duration:
+		e.Value = strings.ReplaceAll(Duration(v), " ", "")
 	default:
 		e.Value = fmt.Sprint(v)
 	}

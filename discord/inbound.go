@@ -195,7 +195,7 @@ func (d *Discord) publishRetry(ctx context.Context, log zerolog.Logger, in contr
 		if err == nil || errors.Is(err, kit.ErrNotAllowed) || errors.Is(err, contract.ErrInvalidUser) || errors.Is(err, contract.ErrInvalidPayload) {
 			return err
 		}
-		log.Warn().Err(err).Int("try", try).Dur("wait", wait).Msg("discord message not stored yet; trying again")
+		log.Warn().Err(err).Int("try", try).Dur("wait_ms", wait).Msg("discord message not stored yet; trying again")
 		select {
 		case <-ctx.Done():
 			return errors.Join(err, ctx.Err())

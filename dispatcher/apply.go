@@ -50,6 +50,9 @@ func (d *Dispatcher) apply(ctx context.Context, u contract.User, input fsm.Input
 				continue
 			}
 		}
+		if input.Kind == fsm.Keyword && input.Keyword == fsm.Cancel {
+			input.Waiting = int(d.queueDepth(ctx, u)) // what it drops
+		}
 		var head *queued
 		empty := false // the queue is empty at rev
 		if needsHead(st, input) {

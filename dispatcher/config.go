@@ -49,8 +49,8 @@ func (c Config) Default() Config {
 	if c.DefaultMode == "" {
 		c.DefaultMode = contract.ModeAsk
 	}
-	if c.Location == nil {
-		c.Location = time.Local
+	if c.Location == nil || c.Location == time.Local {
+		c.Location = serverZone()
 	}
 	return c
 }

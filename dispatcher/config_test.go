@@ -95,7 +95,10 @@ func TestDefaultValidates(t *testing.T) {
 		t.Fatalf("Config{}.Default().Validate(): got %v; want nil", err)
 	}
 	want := dispatcher.Config{ApprovalTimeout: contract.ApprovalTimeout, PermissionTimeout: contract.PermissionTimeout,
-		DefaultMode: contract.ModeAsk, Location: time.Local}
+		DefaultMode: contract.ModeAsk, Location: got.Location}
+	if got.Location == nil || got.Location.String() == "Local" {
+		t.Errorf("Config{}.Default().Location: %v; want the server's zone by its name", got.Location)
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Config{}.Default(): got %+v; want %+v", got, want)
 	}

@@ -43,10 +43,13 @@ func dayKey(owner string, t time.Time) string   { return owner + ".d." + t.Forma
 func monthKey(owner string, t time.Time) string { return owner + ".m." + t.Format("2006-01") }
 func lastKey(u contract.User) string            { return u.Key() + ".last" }
 
-// record counts a run's cost once, however often its done event is read.
+// record counts a run and its cost once, however often its done event is
+// read. A run that cost nothing (the shell's, or one that never reached
+// the model) is counted too; a job refused because a budget was used up
+// ("Not run: …") is no run.
 func (c *costs) record(ctx context.Context, ev contract.Event) error {
-	if ev.CostUSD == 0 && ev.InputTokens == 0 && ev.OutputTokens == 0 {
-		return nil // the shell, or nothing reached the model
+	if ev.Status == contract.StatusBudget && ev.CostUSD == 0 && ev.InputTokens == 0 && ev.OutputTokens == 0 {
+		return nil
 	}
 	at := ev.At.In(c.loc)
 	for i, key := range []string{dayKey(ev.User.Key(), at), monthKey(ev.User.Key(), at), dayKey(everybody, at), monthKey(everybody, at)} {
@@ -204,9 +207,9 @@ func (c *costs) report(ctx context.Context, u contract.User) (string, error) {
 		return "", err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Today: %s in %s.\nThis week: %s in %s.", today, plural(today.Runs, "run"), week, plural(week.Runs, "run"))
+	fmt.Fprintf(&b, "Today: %s in %s.\nThis week: %s in %s.", today, contract.Plural(today.Runs, "run"), week, contract.Plural(week.Runs, "run"))
 	if last.Runs > 0 {
-		fmt.Fprintf(&b, "\nLast run: %s (%s ago).", last, time.Since(last.At).Round(time.Second))
+		fmt.Fprintf(&b, "\nLast run: %s (%s ago).", last, contract.Duration(time.Since(last.At).Round(time.Second)))
 	}
 	ls, err := c.limits(ctx, u, now)
 	if err != nil {

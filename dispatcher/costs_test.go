@@ -68,3 +68,27 @@ func TestBudgets(t *testing.T) {
 		t.Errorf("cost: %q; want both budgets and what is left", got)
 	}
 }
+
+// Runs that cost nothing (the shell agent's, a run that never reached the
+// model) are runs all the same: cost counts them.
+func TestCostCountsRunsThatCostNothing(t *testing.T) {
+	b := newBench(t, dispatcher.Config{})
+	u := user(t, "alice")
+	var ran []string
+	for _, id := range []string{"r1", "r2", "r3"} {
+		b.say(u, id, "echo "+id)
+		ran = append(ran, id)
+		b.waitRan(u, ran...)
+		b.finish(u, id, false)
+		b.waitState(u, contract.StateIdle, "")
+	}
+	// A job refused at a used-up budget is no run.
+	b.say(u, "r4", "echo r4")
+	b.waitRan(u, append(ran, "r4")...)
+	b.event(contract.Event{Kind: contract.KindDone, User: u, JobID: "r4", Status: contract.StatusBudget, Text: "Not run: your daily budget is used up."})
+	b.waitState(u, contract.StateIdle, "")
+	got := b.say(u, "c1", "cost")
+	if len(got) != 1 || !strings.Contains(got[0], "Today: $0.0000, 0 tokens in, 0 out in 3 runs.") || !strings.Contains(got[0], "Last run: ") {
+		t.Errorf("cost: %q; want today's 3 runs and the last", got)
+	}
+}

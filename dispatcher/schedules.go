@@ -129,11 +129,23 @@ func (d *Dispatcher) handleScheduled(ctx context.Context, msg jetstream.Msg) err
 	if err != nil {
 		return err
 	}
+	// The web chat knows a scheduled run by its id's sch- and shows it as
+	// textslash's own, not as a message of the person's.
 	in := contract.Inbound{ID: fmt.Sprintf("sch-%s-%d", s.ID, md.Sequence.Stream), User: s.User, Text: s.Text, At: md.Timestamp}
 	if err := d.notice(ctx, s.User, in.ID, "scheduled", fmt.Sprintf("Scheduled task %s: “%s”", s.ID, s.Text)); err != nil {
 		return err
 	}
 	return d.apply(ctx, s.User, fsm.Input{Kind: fsm.Message, ID: in.ID, Text: in.Text, Scheduled: true}, &in)
+}
+
+// serverZone is the server's own zone by its IANA name (Etc/UTC), so that
+// schedules, status and cron name it alike; time.Local, which calls itself
+// "Local", when the name does not load.
+func serverZone() *time.Location {
+	if loc, err := time.LoadLocation(zoneName(time.Local)); err == nil {
+		return loc
+	}
+	return time.Local
 }
 
 // zoneName is loc's IANA name for cron schedules; the server's own zone

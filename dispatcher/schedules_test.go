@@ -125,3 +125,23 @@ func TestScheduleAtFormsAndTypos(t *testing.T) {
 	b.say(u, "top", "at the top of the file, add a comment")
 	b.waitState(u, contract.StateWorking, "top")
 }
+
+// With the server's own zone, a schedule names it as status does (its IANA
+// name, Etc/UTC), never Go's "Local".
+func TestScheduleNamesTheServersZone(t *testing.T) {
+	b := newBench(t, dispatcher.Config{})
+	u := user(t, "alice")
+	got := b.say(u, "s1", "in 2h echo soon")
+	if len(got) != 1 || strings.Contains(got[0], "(Local)") {
+		t.Fatalf("notices %q; want one naming the zone", got)
+	}
+	open, close := strings.LastIndex(got[0], "("), strings.LastIndex(got[0], ")")
+	if open < 0 || close < open {
+		t.Fatalf("notice %q names no zone", got[0])
+	}
+	if name := got[0][open+1 : close]; name == "Local" || name == "" {
+		t.Errorf("zone %q; want an IANA name", name)
+	} else if _, err := time.LoadLocation(name); err != nil {
+		t.Errorf("zone %q: %v; want an IANA name", name, err)
+	}
+}

@@ -25,7 +25,7 @@ const msgBackground = "In the background: %s %s, for %s (stop %s ends it)."
 // status describes what is happening for the person.
 func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.UserState) string {
 	var b strings.Builder
-	ago := func(t time.Time) string { return time.Since(t).Round(time.Second).String() }
+	ago := func(t time.Time) string { return contract.Duration(time.Since(t).Round(time.Second)) }
 	switch st.State {
 	case contract.StateWorking:
 		// The run's time, from its start: Since restarts when a question
@@ -60,7 +60,7 @@ func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.Us
 	if st.Project != "" || len(st.Parked) > 0 {
 		fmt.Fprintf(&b, "\nProject: %s.", contract.ProjectOf(st.Project))
 		if n := len(st.Parked); n > 0 {
-			fmt.Fprintf(&b, " Changes wait for your approval in %s (reply projects).", plural(n, "other project"))
+			fmt.Fprintf(&b, " Changes wait for your approval in %s (reply projects).", contract.Plural(n, "other project"))
 		}
 	}
 	b.WriteString("\n" + fsm.ModeStatus(d.agent(), d.mode(st.Mode)))
@@ -81,25 +81,18 @@ func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.Us
 		}
 	}
 	if n := d.queueDepth(ctx, u); n > 0 {
-		fmt.Fprintf(&b, "\n%s waiting.", plural(int(n), "message"))
+		fmt.Fprintf(&b, "\n%s waiting.", contract.Plural(int(n), "message"))
 	}
 	return b.String()
 }
 
 // lasted is how long something has run, to the minute past one
-// ("12m", "1h5m"), to the second under it.
+// ("12m", "1h 5m"), to the second under it.
 func lasted(d time.Duration) string {
-	if d < time.Minute {
-		return d.Round(time.Second).String()
+	if d >= time.Minute {
+		return contract.Duration(d.Round(time.Minute))
 	}
-	return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
-}
-
-func plural(n int, unit string) string {
-	if n == 1 {
-		return "1 " + unit
-	}
-	return fmt.Sprintf("%d %ss", n, unit)
+	return contract.Duration(d.Round(time.Second))
 }
 
 // lastEvent is the user's last event of a kind, if it is about job.

@@ -88,9 +88,9 @@ func (d *Dispatcher) timedOut(question int) string {
 func humanDuration(d time.Duration) string {
 	switch {
 	case d%time.Hour == 0 && d >= time.Hour:
-		return plural(int(d/time.Hour), "hour")
+		return contract.Plural(int(d/time.Hour), "hour")
 	case d%time.Minute == 0 && d >= time.Minute:
-		return plural(int(d/time.Minute), "minute")
+		return contract.Plural(int(d/time.Minute), "minute")
 	}
-	return plural(int(d.Round(time.Second)/time.Second), "second")
+	return contract.Plural(int(d.Round(time.Second)/time.Second), "second")
 }

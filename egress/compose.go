@@ -95,7 +95,7 @@ const (
 	MsgTruncated     = "\n\n[Response truncated]"
 	MsgNoMore        = "There is nothing more: that was the whole reply."
 	msgTooLarge      = "(%d image(s) too large for this channel were left out.)"
-	msgFilesTooLarge = "(%d file(s) too large for this channel were left out.)"
+	msgFilesTooLarge = "(Left out: %s too large for this channel.)"
 )
 
 // pageFooter ends each page of a long reply.
@@ -131,7 +131,7 @@ func (r Rules) compose(text string, images []contract.Image, mediaURL func(contr
 		text += "\n\n" + fmt.Sprintf(msgTooLarge, tooLarge)
 	}
 	if filesTooLarge > 0 {
-		text += "\n\n" + fmt.Sprintf(msgFilesTooLarge, filesTooLarge)
+		text += "\n\n" + fmt.Sprintf(msgFilesTooLarge, contract.Plural(filesTooLarge, "file"))
 	}
 	first := text
 	switch {

@@ -76,7 +76,7 @@ func TestTelegramDocumentTooLarge(t *testing.T) {
 	big.Size = 60 << 20
 	h.publish(contract.Event{Kind: contract.KindDone, Text: "big", Images: []contract.Image{big}, Status: contract.StatusOK})
 	calls := h.api.WaitCalls(t, 1, 5*time.Second)
-	if calls[0].Method != "sendMessage" || !strings.Contains(calls[0].Text, "1 file(s) too large") {
+	if calls[0].Method != "sendMessage" || !strings.Contains(calls[0].Text, "1 file too large") {
 		t.Errorf("call %+v; want the text with a note", calls[0])
 	}
 }

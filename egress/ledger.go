@@ -150,7 +150,7 @@ func (lg *ledger) failed(ctx context.Context, log zerolog.Logger, ch channel, it
 		return errUndeliverable
 	}
 	d := max(lg.retry.delay(attempt), se.RetryAfter)
-	l.Warn().Dur("retry_in", d).Msg("send failed; will retry")
+	l.Warn().Dur("retry_in_ms", d).Msg("send failed; will retry")
 	return sleep(ctx, it.msg, d)
 }
 

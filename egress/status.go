@@ -90,7 +90,7 @@ func (s *sentWaiter) await(ctx context.Context, log zerolog.Logger, msg jetstrea
 		s.mu.Lock()
 		delete(s.waiting, id)
 		s.mu.Unlock()
-		log.Warn().Str("provider_id", id).Dur("waited", s.timeout).Msg("no status callback in time; sending on (is PUBLIC_URL reachable by Twilio?)")
+		log.Warn().Str("provider_id", id).Dur("waited_ms", s.timeout).Msg("no status callback in time; sending on (is PUBLIC_URL reachable by Twilio?)")
 	}
 	return d
 }

@@ -89,7 +89,7 @@ func (i *Ingress) pollNotion(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		if err := p.poll(ctx); err != nil && ctx.Err() == nil {
-			log.Error().Err(err).Dur("next_poll", n.Every).Msg("notion poll failed")
+			log.Error().Err(err).Dur("next_poll_ms", n.Every).Msg("notion poll failed")
 		}
 		select {
 		case <-ctx.Done():

@@ -39,7 +39,7 @@ func (i *Ingress) webPage(w http.ResponseWriter, r *http.Request) {
 		ip := clientIP(r)
 		if !operator(r) && !i.sessions.allow(ip) {
 			i.log.Warn().Str("remote", ip).Msg("web chat session refused: too many new sessions from this address without the token")
-			http.Error(w, "textslash: too many new web chat sessions from your address. Open the web chat with the ?token= URL from textslash's log, or try again in a minute.", http.StatusTooManyRequests)
+			http.Error(w, "textslash: too many new web chat sessions from your address. Open the web chat with ?token= and the token kept in textslash's data directory (web/token), or try again in a minute.", http.StatusTooManyRequests)
 			return
 		}
 		value, u := i.cfg.Sessions.New()

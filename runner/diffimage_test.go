@@ -22,7 +22,7 @@ printf 'one\nTWO\n' > a.txt && printf 'new\n' > b.txt && echo changed`)
 	if !ev.Approval || len(ev.Images) != 1 {
 		t.Fatalf("approval %t with %d images; want an approval request with the diff image:\n%s", ev.Approval, len(ev.Images), ev.Text)
 	}
-	for _, want := range []string{"Changes waiting for your approval: 2 file(s), +2 −1", "M a.txt (+1 −1)", "A b.txt (+1 −0)", MsgApprove} {
+	for _, want := range []string{"Changes waiting for your approval: 2 files, +2 −1", "M a.txt (+1 −1)", "A b.txt (+1 −0)", MsgApprove} {
 		if !strings.Contains(ev.Text, want) {
 			t.Errorf("text lacks %q:\n%s", want, ev.Text)
 		}

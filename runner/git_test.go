@@ -39,7 +39,7 @@ func TestApproveCommitMessage(t *testing.T) {
 			} else if ev := e.run(contract.Job{ID: "m1", User: u, Text: tt.request}); !ev.Approval {
 				t.Fatalf("run: no approval request (%q)", ev.Text)
 			}
-			if ev := e.run(contract.Job{ID: "a1", User: u, Action: contract.ActionApprove}); !strings.HasPrefix(ev.Text, "Committed the changes to 1 file(s)") {
+			if ev := e.run(contract.Job{ID: "a1", User: u, Action: contract.ActionApprove}); !strings.HasPrefix(ev.Text, "Committed the changes to 1 file") {
 				t.Fatalf("approve: %q %q", ev.Status, ev.Text)
 			}
 			if got := gitIn(t, dir, "log", "-1", "--format=%s"); got != tt.subject {

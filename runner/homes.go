@@ -42,7 +42,7 @@ func (r *Runner) keepHomes() {
 	} else {
 		r.homes.Network = &netns.Options{Refuse: netns.HostAddrs()}
 	}
-	r.log.Info().Int("max", m).Dur("idle", r.cfg.HomeIdle).Msg("homes kept: a person's sandbox is made once and kept between their runs")
+	r.log.Info().Int("max", m).Dur("idle_ms", r.cfg.HomeIdle).Msg("homes kept: a person's sandbox is made once and kept between their runs")
 }
 
 // homeState is what the runner keeps with a home: its warm agent, and

@@ -150,7 +150,8 @@ func (a homeAgent) Run(ctx context.Context, run *agent.Run) (agent.Result, error
 		if h != nil {
 			procs = h.StopBackground("")
 		}
-		text = fmt.Sprintf("Previews off: %d link(s) ended, %d background process(es) stopped.", links, procs)
+		text = fmt.Sprintf("Previews off: %s ended, %s stopped.", contract.Plural(links, "link"),
+			contract.Plural(procs, "background process", "background processes"))
 	case h == nil:
 		text = MsgNoHome
 	default:
@@ -178,7 +179,7 @@ func (a homeAgent) preview(ctx context.Context, person string, h *sandbox.Home, 
 	if err != nil {
 		return "No preview: " + err.Error() + "."
 	}
-	text := fmt.Sprintf(MsgPreview, port, l.URL, time.Until(l.Expires).Round(time.Minute))
+	text := fmt.Sprintf(MsgPreview, port, l.URL, contract.Duration(time.Until(l.Expires).Round(time.Minute)))
 	if !slices.Contains(ports, port) {
 		text += fmt.Sprintf("\nNothing listens on port %d in your workspace yet: start your app, then open the link.", port)
 	} else if a.r.shots != nil {
@@ -194,13 +195,13 @@ func (r *Runner) listHome(person string, h *sandbox.Home) string {
 	var b strings.Builder
 	if r.previews != nil {
 		for _, l := range r.previews.List(person) {
-			fmt.Fprintf(&b, "Port %d: %s (for %s more)\n", l.Port, l.URL, time.Until(l.Expires).Round(time.Minute))
+			fmt.Fprintf(&b, "Port %d: %s (for %s more)\n", l.Port, l.URL, contract.Duration(time.Until(l.Expires).Round(time.Minute)))
 		}
 	}
 	if h != nil {
 		for _, bg := range h.Backgrounds() {
 			fmt.Fprintf(&b, "%s: %s (running %s; output in %s; stop %s ends it)\n", bg.ID, bg.Command,
-				time.Since(bg.Started).Round(time.Second), bg.Log, bg.ID)
+				contract.Duration(time.Since(bg.Started).Round(time.Second)), bg.Log, bg.ID)
 		}
 	}
 	if b.Len() == 0 {

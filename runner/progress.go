@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/textslash/textslash/contract"
 )
 
 // progress is a run's progress events. Each line the agent reports is
@@ -68,7 +70,7 @@ func (p *progress) due(now time.Time) (string, bool) {
 		return "", false
 	}
 	p.last = now
-	return fmt.Sprintf("Still working (%s): %s", now.Sub(p.start).Round(time.Second), p.line), true
+	return fmt.Sprintf("Still working (%s): %s", contract.Duration(now.Sub(p.start).Round(time.Second)), p.line), true
 }
 
 // send publishes line as the next event.

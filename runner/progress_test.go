@@ -24,9 +24,9 @@ func TestProgressHeartbeat(t *testing.T) {
 		want string // "": none due
 	}{
 		{30 * time.Second, ""},
-		{time.Minute, "Still working (1m0s): “fix it”"},
+		{time.Minute, "Still working (1m): “fix it”"},
 		{90 * time.Second, ""},
-		{2*time.Minute + 10*time.Second, "Still working (2m10s): “fix it”"},
+		{2*time.Minute + 10*time.Second, "Still working (2m 10s): “fix it”"},
 	}
 	for _, s := range steps {
 		got, ok := p.due(at(s.at))
@@ -38,7 +38,7 @@ func TestProgressHeartbeat(t *testing.T) {
 	if got, ok := p.due(at(3*time.Minute + 59*time.Second)); ok {
 		t.Errorf("a heartbeat after a line: due %q; want none yet", got)
 	}
-	if got, _ := p.due(at(4 * time.Minute)); got != "Still working (4m0s): Running `npm test`" {
+	if got, _ := p.due(at(4 * time.Minute)); got != "Still working (4m): Running `npm test`" {
 		t.Errorf("due %q; want the last line, without its ellipsis", got)
 	}
 	p.wait(true)

@@ -380,7 +380,7 @@ func TestProjectApprove(t *testing.T) {
 		}
 	}
 	ev := e.run(contract.Job{ID: "approve-a-0001", User: u, Project: "a", Action: contract.ActionApprove})
-	if !strings.HasPrefix(ev.Text, "Committed the changes to 1 file(s) on branch textslash/approve-a-00") {
+	if !strings.HasPrefix(ev.Text, "Committed the changes to 1 file on branch textslash/approve-a-00") {
 		t.Fatalf("approve in a: got %q %q; want the commit", ev.Status, ev.Text)
 	}
 	a, b := e.projectDir(u, "a"), e.projectDir(u, "b")

@@ -347,7 +347,7 @@ func (r *Runner) takeJobs(ctx, runs context.Context, cons jetstream.Consumer, af
 	idle := func() time.Duration { return time.Since(time.Unix(0, lastWork.Load())) }
 	for {
 		if r.cfg.IdleExit > 0 && len(slots) == 0 && idle() >= r.cfg.IdleExit {
-			r.log.Info().Dur("idle", r.cfg.IdleExit).Msg("no work for a while; the runner exits (jobs wait in JetStream)")
+			r.log.Info().Dur("idle_ms", r.cfg.IdleExit).Msg("no work for a while; the runner exits (jobs wait in JetStream)")
 			return
 		}
 		// Take a job only when a slot is free, so no job waits
@@ -400,13 +400,13 @@ func (r *Runner) finishRuns(wg *sync.WaitGroup, stopRuns context.CancelFunc) {
 	n := len(r.running)
 	r.mu.Unlock()
 	if n > 0 {
-		r.log.Info().Int("runs", n).Dur("grace", r.cfg.StopGrace).Msg("stopping: letting the runs under way finish")
+		r.log.Info().Int("runs", n).Dur("grace_ms", r.cfg.StopGrace).Msg("stopping: letting the runs under way finish")
 	}
 	select {
 	case <-over:
 	case <-time.After(r.cfg.StopGrace):
 		if n > 0 {
-			r.log.Warn().Dur("grace", r.cfg.StopGrace).Msg("runs still going after the grace period: stopping them")
+			r.log.Warn().Dur("grace_ms", r.cfg.StopGrace).Msg("runs still going after the grace period: stopping them")
 		}
 	}
 	stopRuns()

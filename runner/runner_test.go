@@ -562,7 +562,7 @@ func TestRunnerApprovalRequest(t *testing.T) {
 	if !ev.Approval {
 		t.Fatalf("changes left: no approval request (%q)", ev.Text)
 	}
-	for _, want := range []string{"wrote\n\nChanges waiting for your approval: 1 file(s), +2 −0", "A notes.txt (+2 −0)", MsgApprove} {
+	for _, want := range []string{"wrote\n\nChanges waiting for your approval: 1 file, +2 −0", "A notes.txt (+2 −0)", MsgApprove} {
 		if !strings.Contains(ev.Text, want) {
 			t.Errorf("approval text lacks %q:\n%s", want, ev.Text)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/sandbox"
 )
@@ -175,7 +176,7 @@ func (r *Runner) listen(ctx context.Context, log zerolog.Logger, voices []attach
 			return "", errVoice{fmt.Sprintf(MsgNoEngine, v.Path)}
 		}
 		if time.Duration(v.Media.Seconds)*time.Second > r.cfg.VoiceMax {
-			return "", errVoice{fmt.Sprintf(MsgVoiceTooLong, r.cfg.VoiceMax, v.Path)}
+			return "", errVoice{fmt.Sprintf(MsgVoiceTooLong, contract.Duration(r.cfg.VoiceMax), v.Path)}
 		}
 		limit := int(r.cfg.VoiceMax.Seconds()*pcmRate*2) + 2*pcmRate*2
 		cmd := command(ctx, "ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-i", v.Path,
@@ -190,7 +191,7 @@ func (r *Runner) listen(ctx context.Context, log zerolog.Logger, voices []attach
 		}
 		length := time.Duration(pcm.Len()) * time.Second / (2 * pcmRate)
 		if length > r.cfg.VoiceMax {
-			return "", errVoice{fmt.Sprintf(MsgVoiceTooLong, r.cfg.VoiceMax, v.Path)}
+			return "", errVoice{fmt.Sprintf(MsgVoiceTooLong, contract.Duration(r.cfg.VoiceMax), v.Path)}
 		}
 		start := time.Now()
 		text, err := r.cfg.Transcriber.Transcribe(ctx, wavFile(pcm.Bytes()), command)
@@ -201,7 +202,7 @@ func (r *Runner) listen(ctx context.Context, log zerolog.Logger, voices []attach
 			log.Warn().Err(err).Str("path", v.Path).Msg("voice note not transcribed")
 			return "", errVoice{fmt.Sprintf(MsgVoiceFailed, v.Path)}
 		}
-		log.Info().Str("path", v.Path).Dur("length", length).Dur("took", time.Since(start)).Int("text_len", len(text)).Msg("voice note transcribed")
+		log.Info().Str("path", v.Path).Dur("length_ms", length).Dur("took_ms", time.Since(start)).Int("text_len", len(text)).Msg("voice note transcribed")
 		if text == "" {
 			return "", errVoice{fmt.Sprintf(MsgVoiceSilent, v.Path)}
 		}

@@ -124,7 +124,7 @@ func TestWorktreeApprove(t *testing.T) {
 		t.Errorf("branches %q; want textslash/w1", b)
 	}
 	ev = w.answer("a1", contract.ActionApprove)
-	if want := "Merged the changes to 1 file(s) from branch textslash/w1 into main."; ev.Status != contract.StatusOK || !strings.HasPrefix(ev.Text, want) {
+	if want := "Merged the changes to 1 file from branch textslash/w1 into main."; ev.Status != contract.StatusOK || !strings.HasPrefix(ev.Text, want) {
 		t.Fatalf("approve: %q %q; want %q", ev.Status, ev.Text, want)
 	}
 	if f := gitIn(t, w.checkout, "show", "main:f.txt"); f != "x" {
@@ -152,7 +152,7 @@ func TestWorktreeReject(t *testing.T) {
 	w := newWorktreeEnv(t, Config{}, nil)
 	askedOn(t, w.message("w1", "echo x > f.txt && echo y >> app.txt", true), "textslash/w1", "f.txt")
 	ev := w.answer("r1", contract.ActionReject)
-	if want := "Discarded branch textslash/w1 (2 file(s)); your checkout is untouched."; ev.Status != contract.StatusOK || ev.Text != want {
+	if want := "Discarded branch textslash/w1 (2 files); your checkout is untouched."; ev.Status != contract.StatusOK || ev.Text != want {
 		t.Fatalf("reject: %q %q; want %q", ev.Status, ev.Text, want)
 	}
 	w.untouched("after reject", "f.txt")
@@ -210,7 +210,7 @@ func TestWorktreeKept(t *testing.T) {
 	if !ev.Approval || !strings.HasSuffix(ev.Text, MsgApprove) {
 		t.Fatalf("branches off: approval %t %q; want the checkout's approval request", ev.Approval, ev.Text)
 	}
-	if ev := w.answer("a1", contract.ActionApprove); !strings.HasPrefix(ev.Text, "Committed the changes to 2 file(s) on branch textslash/a1.") {
+	if ev := w.answer("a1", contract.ActionApprove); !strings.HasPrefix(ev.Text, "Committed the changes to 2 files on branch textslash/a1.") {
 		t.Fatalf("approve of the checkout's changes: %q", ev.Text)
 	}
 	if _, err := os.Stat(filepath.Join(w.tree, "g.txt")); err != nil {
@@ -223,7 +223,7 @@ func TestWorktreeKept(t *testing.T) {
 	if !ev.Approval || !strings.Contains(ev.Text, "The changes are on branch textslash/w2; your checkout is untouched. Reply approve to merge them into textslash/a1") {
 		t.Fatalf("branches on again: approval %t %q", ev.Approval, ev.Text)
 	}
-	if ev := w.answer("a2", contract.ActionApprove); !strings.HasPrefix(ev.Text, "Merged the changes to 2 file(s) from branch textslash/w2 into textslash/a1.") {
+	if ev := w.answer("a2", contract.ActionApprove); !strings.HasPrefix(ev.Text, "Merged the changes to 2 files from branch textslash/w2 into textslash/a1.") {
 		t.Fatalf("approve: %q", ev.Text)
 	}
 	w.gone("after approve")
@@ -264,7 +264,7 @@ func TestWorktreeNotMerged(t *testing.T) {
 			gitIn(t, w.checkout, "commit", "-q", "-m", "meanwhile", "--", "app.txt")
 			head := gitIn(t, w.checkout, "rev-parse", "HEAD")
 			ev = w.answer("a1", contract.ActionApprove)
-			if want := "Committed the changes to 1 file(s) on branch textslash/w1 (kept: " + tt.reason + ")."; !strings.HasPrefix(ev.Text, want) {
+			if want := "Committed the changes to 1 file on branch textslash/w1 (kept: " + tt.reason + ")."; !strings.HasPrefix(ev.Text, want) {
 				t.Fatalf("approve: %q; want %q", ev.Text, want)
 			}
 			if h := gitIn(t, w.checkout, "rev-parse", "HEAD"); h != head {
@@ -331,7 +331,7 @@ func TestWorktreeAsAgentUser(t *testing.T) {
 				t.Errorf("run: %q; want it to start %q", ev.Text, want)
 			}
 			askedOn(t, ev, "textslash/w1", "f.txt")
-			if ev := w.answer("a1", contract.ActionApprove); !strings.HasPrefix(ev.Text, "Merged the changes to 1 file(s) from branch textslash/w1 into main.") {
+			if ev := w.answer("a1", contract.ActionApprove); !strings.HasPrefix(ev.Text, "Merged the changes to 1 file from branch textslash/w1 into main.") {
 				t.Fatalf("approve: %q %q", ev.Status, ev.Text)
 			}
 			if f := gitIn(t, w.checkout, "show", "main:f.txt"); f != "x" {
@@ -341,7 +341,7 @@ func TestWorktreeAsAgentUser(t *testing.T) {
 			w.gone("after approve")
 
 			askedOn(t, w.message("w2", "echo y > g.txt", true), "textslash/w2", "g.txt")
-			if ev := w.answer("r1", contract.ActionReject); ev.Text != "Discarded branch textslash/w2 (1 file(s)); your checkout is untouched." {
+			if ev := w.answer("r1", contract.ActionReject); ev.Text != "Discarded branch textslash/w2 (1 file); your checkout is untouched." {
 				t.Fatalf("reject: %q %q", ev.Status, ev.Text)
 			}
 			w.untouched("after reject", "g.txt")

@@ -290,7 +290,7 @@ func TestApproveRejectInGitWorkspace(t *testing.T) {
 			keyword: "approve",
 			notice:  "Approved.",
 			reply: func(id string) string {
-				return fmt.Sprintf("Committed the changes to 2 file(s) on branch textslash/%s.", id[:12])
+				return fmt.Sprintf("Committed the changes to 2 files on branch textslash/%s.", id[:12])
 			},
 			check: func(t *testing.T, git func(...string) string, ws, id, initial string) {
 				if got, want := git("branch", "--show-current"), "textslash/"+id[:12]; got != want {
@@ -307,7 +307,7 @@ func TestApproveRejectInGitWorkspace(t *testing.T) {
 		{
 			keyword: "reject",
 			notice:  "Rejected.",
-			reply:   func(string) string { return "Discarded the changes to 2 file(s)." },
+			reply:   func(string) string { return "Discarded the changes to 2 files." },
 			check: func(t *testing.T, git func(...string) string, ws, id, initial string) {
 				if got := git("rev-parse", "HEAD"); got != initial {
 					t.Errorf("HEAD after reject: got %s; want the initial commit %s", got, initial)

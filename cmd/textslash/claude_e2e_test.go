@@ -190,7 +190,7 @@ func TestClaudeApproval(t *testing.T) {
 		t.Fatalf("reply %q without approval; want an approval request", got.Text)
 	}
 	awaiting()
-	for _, want := range []string{"Edited.", "Changes waiting for your approval: 2 file(s), +2 −0", "M kept.txt (+1 −0)", "A new.txt (+1 −0)", "Reply approve"} {
+	for _, want := range []string{"Edited.", "Changes waiting for your approval: 2 files, +2 −0", "M kept.txt (+1 −0)", "A new.txt (+1 −0)", "Reply approve"} {
 		if !strings.Contains(got.Text, want) {
 			t.Errorf("approval request lacks %q:\n%s", want, got.Text)
 		}

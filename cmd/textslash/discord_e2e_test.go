@@ -224,7 +224,7 @@ func TestDiscordEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.wait(t, "Approved.")
-	c.wait(t, "Committed the changes to 1 file(s)")
+	c.wait(t, "Committed the changes to 1 file")
 	if cbs := fake.Callbacks(ic.ID); len(cbs) != 1 || cbs[0].Type != 7 {
 		t.Errorf("the press answered %+v; want once, with the message updated (7)", cbs)
 	}

@@ -252,7 +252,7 @@ func TestPluginChannelEndToEnd(t *testing.T) {
 	}
 	c.say(t, "m5", "alice", ask.Choices[0]) // the button pressed: its choice is the next message
 	p.wait(t, "Approved.")
-	p.wait(t, "Committed the changes to 1 file(s)")
+	p.wait(t, "Committed the changes to 1 file")
 
 	// Killed while the provider holds the second message of three.
 	p.mu.Lock()

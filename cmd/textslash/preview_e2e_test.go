@@ -153,7 +153,7 @@ func TestPreviewOfDevServerInBrowser(t *testing.T) {
 	}
 
 	// preview off: the link ends, and the server.
-	if got := a.reply(aEvents, "preview off", 30*time.Second); !strings.Contains(got, "1 link(s) ended, 1 background process(es) stopped") {
+	if got := a.reply(aEvents, "preview off", 30*time.Second); !strings.Contains(got, "1 link ended, 1 background process stopped") {
 		t.Errorf("preview off: %q", got)
 	}
 	if code, body := getLink(t, link); code != http.StatusGone || !strings.Contains(body, "turned off") {

@@ -203,7 +203,7 @@ func TestSeparateServices(t *testing.T) {
 	}
 	s.webhook(t, "whatsapp:"+phoneAlice, "approve", nil)
 	msgs = api.WaitMessages(t, 7, 30*time.Second)
-	if !strings.HasPrefix(msgs[5].Body, "Approved.") || !strings.HasPrefix(msgs[6].Body, "Committed the changes to 1 file(s)") {
+	if !strings.HasPrefix(msgs[5].Body, "Approved.") || !strings.HasPrefix(msgs[6].Body, "Committed the changes to 1 file") {
 		t.Fatalf("sent %q; want Approved., then Committed the changes …", sentBodies(msgs[5:]))
 	}
 	// Media keeps one image: the diff's; the first is gone.

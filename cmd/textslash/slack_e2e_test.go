@@ -182,7 +182,7 @@ func TestSlackEndToEnd(t *testing.T) {
 	}
 	alice.press(t, ask, "approve")
 	waitSlack(t, fake, "Approved.")
-	waitSlack(t, fake, "Committed the changes to 1 file(s)")
+	waitSlack(t, fake, "Committed the changes to 1 file")
 	if m := waitSlack(t, fake, "→ Approve"); m.TS != ask.TS || m.Blocks != nil || !strings.Contains(m.Text, "changed it") {
 		t.Errorf("the pressed message %+v; want its buttons replaced by the choice", m)
 	}

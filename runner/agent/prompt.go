@@ -3,6 +3,8 @@ package agent
 import (
 	"fmt"
 	"strings"
+
+	"github.com/textslash/textslash/contract"
 )
 
 // SystemPrompt is appended to Claude Code's: how its answers reach the
@@ -25,7 +27,7 @@ func prompt(r *Run) string {
 		p += "\n\n[The person attached these files, in the workspace: " + strings.Join(r.Attachments, ", ") + "]"
 	}
 	if r.Unfetched > 0 {
-		p += fmt.Sprintf("\n\n[%d more attachment(s) could not be fetched.]", r.Unfetched)
+		p += fmt.Sprintf("\n\n[%s could not be fetched.]", contract.Plural(r.Unfetched, "more attachment"))
 	}
 	return strings.TrimSpace(p)
 }

@@ -180,7 +180,7 @@ func (p *claudeProc) turn(ctx context.Context, r *Run) (*claudeStream, turnOutco
 		out.died = true
 	case <-t.C:
 		out.stuck = true
-		p.log.Warn().Dur("waited", interruptWait).Msg("claude: the warm CLI did not end its turn on interrupt; ending it")
+		p.log.Warn().Dur("waited_ms", interruptWait).Msg("claude: the warm CLI did not end its turn on interrupt; ending it")
 	}
 	return st, out
 }

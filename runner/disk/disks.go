@@ -255,7 +255,7 @@ func (d *Disks) mountImage(ctx context.Context, key string) (*Disk, error) {
 		if err := d.attachImage(ctx, k, log); err != nil {
 			return nil, err
 		}
-		log.Info().Dur("took", time.Since(start)).Msg("disk mounted")
+		log.Info().Dur("took_ms", time.Since(start)).Msg("disk mounted")
 	}
 	info, err := os.Stat(k.image)
 	if err != nil {

@@ -75,7 +75,7 @@ div{white-space:pre-wrap;overflow-wrap:anywhere;tab-size:4;padding:0 8px 0 20px;
 		}
 	}
 	if rest := len(lines) - maxLines; rest > 0 {
-		fmt.Fprintf(&b, "<div class=m>… and %d more line(s)</div>\n", rest)
+		fmt.Fprintf(&b, "<div class=m>… and %s</div>\n", contract.Plural(rest, "more line"))
 	}
 	return b.String()
 }

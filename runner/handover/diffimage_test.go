@@ -38,7 +38,7 @@ new file mode 100644
 	}
 	// Of the 8 lines shown in full, 3 and the count of the rest.
 	short := diffHTML(diff, 3)
-	if !strings.Contains(short, "… and 5 more line(s)") || !strings.Contains(short, "const a") || strings.Contains(short, "-if") {
+	if !strings.Contains(short, "… and 5 more lines") || !strings.Contains(short, "const a") || strings.Contains(short, "-if") {
 		t.Errorf("cut at 3 lines:\n%s", short)
 	}
 }

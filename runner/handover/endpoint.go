@@ -225,7 +225,7 @@ func (s *Endpoint) shot(w http.ResponseWriter, req *http.Request, run *shotRun) 
 	start := time.Now()
 	img, err := s.capture(req.Context(), sr, run)
 	if err != nil {
-		log.Warn().Err(err).Dur("took", time.Since(start)).Msg("screenshot failed")
+		log.Warn().Err(err).Dur("took_ms", time.Since(start)).Msg("screenshot failed")
 		code := http.StatusBadGateway
 		if errors.Is(err, pageshot.ErrNoChromium) {
 			code = http.StatusServiceUnavailable

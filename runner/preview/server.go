@@ -61,7 +61,7 @@ func Listen(cfg Config, log zerolog.Logger) (*Server, error) {
 	protos.SetUnencryptedHTTP2(true)
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, Protocols: &protos}
 	go func() { _ = s.srv.Serve(ln) }()
-	s.log.Info().Str("addr", s.addr).Str("url", pattern).Dur("ttl", ls.ttl).Msg("preview links served")
+	s.log.Info().Str("addr", s.addr).Str("url", pattern).Dur("ttl_ms", ls.ttl).Msg("preview links served")
 	return s, nil
 }
 

@@ -86,7 +86,7 @@ func (hs *Homes) Enter(box *Sandbox, dir, home, bin string, u *User, log zerolog
 		return nil, nil, err
 	}
 	hs.starts.Add(1)
-	log.Info().Str("home", h.id).Dur("took", time.Since(t0)).Msg("home made")
+	log.Info().Str("home", h.id).Dur("took_ms", time.Since(t0)).Msg("home made")
 	h.users = 1
 	hs.mu.Lock()
 	if old := hs.homes[key]; old != nil {

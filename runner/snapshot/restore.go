@@ -337,15 +337,15 @@ func (r *restorer) say(files int, fileBytes int64, sessions int) {
 		if r.unpushed != "" || r.refetched == "" && m.Head != "" && m.Bundle == 0 {
 			what = "a git repository on branch " + cmp.Or(m.Branch, "HEAD")
 		}
-		parts = append(parts, what, fmt.Sprintf("%d uncommitted file(s) (%s)", files, sizeText(fileBytes)))
+		parts = append(parts, what, fmt.Sprintf("%s (%s)", contract.Plural(files, "uncommitted file"), sizeText(fileBytes)))
 		if n := len(m.Deleted); n > 0 {
-			parts = append(parts, fmt.Sprintf("%d deleted file(s)", n))
+			parts = append(parts, contract.Plural(n, "deleted file"))
 		}
 	} else {
-		parts = append(parts, fmt.Sprintf("a folder of %d file(s) (%s)", files, sizeText(fileBytes)))
+		parts = append(parts, fmt.Sprintf("a folder of %s (%s)", contract.Plural(files, "file"), sizeText(fileBytes)))
 	}
 	if r.session {
-		parts = append(parts, fmt.Sprintf("your conversation with the agent (%d file(s))", sessions))
+		parts = append(parts, fmt.Sprintf("your conversation with the agent (%s)", contract.Plural(sessions, "file")))
 	}
 	r.notes = append(r.notes, "Your workspace moved to another server: "+strings.Join(parts, ", ")+".")
 
@@ -383,7 +383,7 @@ func (r *restorer) say(files int, fileBytes int64, sessions int) {
 		}
 	}
 	if moreFiles > 0 {
-		r.notes = append(r.notes, fmt.Sprintf("Not moved (over the %s limit): %d more file(s) (%s).", limit, moreFiles, sizeText(moreBytes)))
+		r.notes = append(r.notes, fmt.Sprintf("Not moved (over the %s limit): %s (%s).", limit, contract.Plural(moreFiles, "more file"), sizeText(moreBytes)))
 	}
 	if r.unpushed != "" {
 		r.notes = append(r.notes, r.unpushed)

@@ -129,11 +129,11 @@ func describe(m *manifest) string {
 		if m.Bundle > 0 {
 			fmt.Fprintf(&b, "; history %s", sizeText(m.Bundle))
 		}
-		fmt.Fprintf(&b, "; %d uncommitted file(s), %s; %d deleted", m.Files, sizeText(m.FileBytes), len(m.Deleted))
+		fmt.Fprintf(&b, "; %s, %s; %d deleted", contract.Plural(m.Files, "uncommitted file"), sizeText(m.FileBytes), len(m.Deleted))
 	} else {
-		fmt.Fprintf(&b, "folder; %d file(s), %s", m.Files, sizeText(m.FileBytes))
+		fmt.Fprintf(&b, "folder; %s, %s", contract.Plural(m.Files, "file"), sizeText(m.FileBytes))
 	}
-	fmt.Fprintf(&b, "; %d session file(s)", m.Transcripts)
+	fmt.Fprintf(&b, "; %s", contract.Plural(m.Transcripts, "session file"))
 	if n := len(m.LeftOut); n > 0 {
 		var size int64
 		for _, l := range m.LeftOut {

@@ -454,7 +454,7 @@ func TestSnapshotFolderRoundTrip(t *testing.T) {
 	if err != nil || !found {
 		t.Fatalf("Restore: found %v, err %v", found, err)
 	}
-	if len(notes) != 1 || !strings.Contains(notes[0], "a folder of 4 file(s)") {
+	if len(notes) != 1 || !strings.Contains(notes[0], "a folder of 4 files") {
 		t.Errorf("notes: got %q; want one saying a folder of 4 files", notes)
 	}
 	if d := diffTrees(describeTree(t, to.Dir), describeTree(t, from.Dir, "fifo")); d != "" {
@@ -829,7 +829,7 @@ func TestSnapshotReplaces(t *testing.T) {
 	if err != nil || len(infos) != 1 {
 		t.Fatalf("objects: got %d (%v); want 1", len(infos), err)
 	}
-	if d := infos[0].Description; !strings.Contains(d, "folder; 1 file(s), 7 bytes") {
+	if d := infos[0].Description; !strings.Contains(d, "folder; 1 file, 7 bytes") {
 		t.Errorf("description: got %q; want the folder's files and bytes", d)
 	}
 	if m := infos[0].Metadata; m["kind"] != "folder" || m["files"] != "1" {

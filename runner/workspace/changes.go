@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/sandbox"
 )
@@ -108,6 +109,6 @@ func Pending(ctx context.Context, r *agent.Run) (Changes, error) {
 		d, _ := git("diff", "--no-index", "--", "/dev/null", path)
 		diff += d
 	}
-	head := fmt.Sprintf("Changes waiting for your approval: %d file(s), +%d −%d\n", files, added, removed)
+	head := fmt.Sprintf("Changes waiting for your approval: %s, +%d −%d\n", contract.Plural(files, "file"), added, removed)
 	return Changes{Summary: head + b.String(), Diff: diff}, nil
 }

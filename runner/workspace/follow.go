@@ -91,7 +91,7 @@ func (w *Workspaces) restore(ctx context.Context, log zerolog.Logger, job contra
 	case !found:
 		return project == "" // gone meanwhile: the default workspace starts empty
 	default:
-		log.Info().Str("snapshot", name).Dur("took", time.Since(start)).Msg("workspace restored from its snapshot")
+		log.Info().Str("snapshot", name).Dur("took_ms", time.Since(start)).Msg("workspace restored from its snapshot")
 	}
 	tell("restored", text)
 	return err == nil || project == ""

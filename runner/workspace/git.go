@@ -70,7 +70,7 @@ func (a gitAction) Run(ctx context.Context, r *agent.Run) (agent.Result, error) 
 		if _, err := git("clean", "-fd"); err != nil {
 			return agent.Result{}, err
 		}
-		return agent.Result{Text: fmt.Sprintf("Discarded the changes to %d file(s).", files)}, nil
+		return agent.Result{Text: fmt.Sprintf("Discarded the changes to %s.", contract.Plural(files, "file"))}, nil
 	case contract.ActionApprove:
 		branch := "textslash/" + shortID(r.Job.ID)
 		if _, err := git("checkout", "-B", branch); err != nil {
@@ -82,7 +82,7 @@ func (a gitAction) Run(ctx context.Context, r *agent.Run) (agent.Result, error) 
 		if _, err := git(append([]string{"commit", "-q"}, commitMessage(a.request)...)...); err != nil {
 			return agent.Result{}, err
 		}
-		text := fmt.Sprintf("Committed the changes to %d file(s) on branch %s.", files, branch)
+		text := fmt.Sprintf("Committed the changes to %s on branch %s.", contract.Plural(files, "file"), branch)
 		if url, err := pullRequest(ctx, r, git, branch); err != nil {
 			text += " No pull request: " + err.Error() + "."
 		} else {
@@ -170,7 +170,7 @@ func (a worktreeAction) Run(ctx context.Context, r *agent.Run) (agent.Result, er
 			if _, err := git(ctx, "branch", "-D", w.branch); err != nil {
 				return agent.Result{}, err
 			}
-			res.Text = fmt.Sprintf(MsgBranchDiscarded, w.branch, len(files))
+			res.Text = fmt.Sprintf(MsgBranchDiscarded, w.branch, contract.Plural(len(files), "file"))
 		case contract.ActionApprove:
 			if len(files) == 0 {
 				if w.present {
@@ -215,10 +215,10 @@ func (a worktreeAction) approve(ctx context.Context, r *agent.Run, git gitFunc, 
 		}
 	}
 	into, why := w.merge(ctx, git)
-	text := fmt.Sprintf(MsgMerged, files, w.branch, into)
+	text := fmt.Sprintf(MsgMerged, contract.Plural(files, "file"), w.branch, into)
 	if why != "" {
 		log.Info().Str("reason", why).Msg("branch not merged")
-		text = fmt.Sprintf(MsgBranchKept, files, w.branch, why)
+		text = fmt.Sprintf(MsgBranchKept, contract.Plural(files, "file"), w.branch, why)
 	}
 	if url, err := pullRequest(ctx, r, func(args ...string) (string, error) { return git(ctx, args...) }, w.branch); err != nil {
 		text += " No pull request: " + err.Error() + "."

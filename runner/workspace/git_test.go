@@ -71,7 +71,7 @@ esac
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := "Committed the changes to 1 file(s) on branch textslash/abcdef012345. " + tt.wantSuffix
+			want := "Committed the changes to 1 file on branch textslash/abcdef012345. " + tt.wantSuffix
 			if res.Text != want {
 				t.Errorf("reply %q; want %q", res.Text, want)
 			}

@@ -71,11 +71,11 @@ const (
 	// With the branch and what approve merges it into.
 	MsgApproveBranch = "The changes are on branch %s; your checkout is untouched. Reply approve to merge them into %s, or reject to delete the branch."
 	// With how many files, the branch and the checkout's branch.
-	MsgMerged = "Merged the changes to %d file(s) from branch %s into %s."
+	MsgMerged = "Merged the changes to %s from branch %s into %s."
 	// With how many files, the branch and why it was not merged.
-	MsgBranchKept = "Committed the changes to %d file(s) on branch %s (kept: %s)."
+	MsgBranchKept = "Committed the changes to %s on branch %s (kept: %s)."
 	// With the branch and how many files.
-	MsgBranchDiscarded = "Discarded branch %s (%d file(s)); your checkout is untouched."
+	MsgBranchDiscarded = "Discarded branch %s (%s); your checkout is untouched."
 	// With the branch.
 	MsgBranchGone = "Nothing waits on branch %s any more: it has no changes, or it is gone."
 )

@@ -59,7 +59,7 @@ type config struct {
 	Host                string        `name:"host" var:"TEXTSLASH_HOST" default:"127.0.0.1" help:"address the HTTP listener binds; anything but loopback requires the web chat token"`
 	Port                int           `name:"port" var:"PORT" default:"3000" help:"HTTP port"`
 	Web                 bool          `name:"web" var:"TEXTSLASH_WEB" sets:"ingress.WebChat,egress.WebChat" default:"true" negatable:"" help:"serve the local web chat (needs ingress and egress in this process)"`
-	WebToken            string        `name:"web-token" var:"TEXTSLASH_WEB_TOKEN" help:"token the web chat requires when others can reach it (bound beyond loopback, PUBLIC_URL, a provider or TEXTSLASH_ALLOWED_HOSTS set); made once and kept in <data>/web/token when empty, and logged in the web chat's URL"`
+	WebToken            string        `name:"web-token" var:"TEXTSLASH_WEB_TOKEN" help:"token the web chat requires when others can reach it (bound beyond loopback, PUBLIC_URL, a provider or TEXTSLASH_ALLOWED_HOSTS set); made once and kept in <data>/web/token when empty, and logged in the web chat's URL when required (on loopback alone it still lets you in when others used up the new sessions: open /?token=<it>)"`
 	AllowedHosts        string        `name:"allowed-hosts" var:"TEXTSLASH_ALLOWED_HOSTS" help:"comma-separated host names the HTTP listener answers besides localhost and PUBLIC_URL's (a tunnel's or proxy's name); requests for any other name are refused, as a DNS-rebinding page's are"`
 	Agent               string        `name:"agent" var:"TEXTSLASH_AGENT" sets:"runner.Agent,dispatcher.Agent" help:"agent: shell (bash in the workspace), claude (Claude Code headless), or any command line (run with bash -c; the message on stdin, the reply on stdout, lines ::progress:: <text> and ::approval:: as markers); default claude when installed and runnable (not as root without --agent-user), else shell"`
 	ClaudeBin           string        `name:"claude-bin" var:"TEXTSLASH_CLAUDE_BIN" sets:"runner.ClaudeBin" help:"Claude Code binary; default claude from PATH"`
@@ -197,13 +197,19 @@ var serviceRoutes = map[string]string{
 // the settings' tags (${name}): each is written once, where it is used.
 func defaults() kong.Vars {
 	return kong.Vars{
-		"media_ttl": contract.MediaTTL.String(), "media_keep": strconv.Itoa(contract.MediaKeep),
-		"approval_timeout": contract.ApprovalTimeout.String(), "permission_timeout": contract.PermissionTimeout.String(),
-		"progress_every": egress.DefaultProgressEvery.String(),
-		"concurrency":    strconv.Itoa(runner.DefaultConcurrency), "timeout": runner.DefaultTimeout.String(),
-		"homes_max": strconv.Itoa(sandbox.DefaultHomesMax), "home_idle": sandbox.DefaultHomeIdle.String(),
-		"voice_max": runner.DefaultVoiceMax.String(),
+		"media_ttl": flagDuration(contract.MediaTTL), "media_keep": strconv.Itoa(contract.MediaKeep),
+		"approval_timeout": flagDuration(contract.ApprovalTimeout), "permission_timeout": flagDuration(contract.PermissionTimeout),
+		"progress_every": flagDuration(egress.DefaultProgressEvery),
+		"concurrency":    strconv.Itoa(runner.DefaultConcurrency), "timeout": flagDuration(runner.DefaultTimeout),
+		"homes_max": strconv.Itoa(sandbox.DefaultHomesMax), "home_idle": flagDuration(sandbox.DefaultHomeIdle),
+		"voice_max": flagDuration(runner.DefaultVoiceMax),
 	}
+}
+
+// flagDuration writes d as a person reads it and a flag takes it: 30m,
+// 1h30m (not Go's 30m0s).
+func flagDuration(d time.Duration) string {
+	return strings.ReplaceAll(contract.Duration(d), " ", "")
 }
 
 // serveFlags are serve's settings: the services it runs, and the rest.
@@ -226,8 +232,11 @@ func parseConfig(name string, services []string, args []string, env lookupEnv, s
 		f.List = strings.Join(services, ",")
 		usage = fmt.Sprintf(serviceUsage, services[0], serviceRoutes[services[0]])
 	}
+	// Every bad setting is reported at once: those whose values do not
+	// parse, then those the checks refuse.
 	set, err := parse(name, usage, target, vars, args, env, stderr)
-	if err != nil {
+	var bad *badVariables
+	if err != nil && !errors.As(err, &bad) {
 		return f.config, err
 	}
 	c := f.config
@@ -236,9 +245,17 @@ func parseConfig(name string, services []string, args []string, env lookupEnv, s
 	// not create them.
 	c.Provision = services == nil
 	if err := c.setServices(f.List, set["web"]); err != nil {
-		return c, err
+		return c, joinBad(bad, err)
 	}
-	return c, c.validate()
+	return c, joinBad(bad, c.validate())
+}
+
+// joinBad puts the variables that did not parse (if any) before err.
+func joinBad(bad *badVariables, err error) error {
+	if bad == nil {
+		return err
+	}
+	return errors.Join(bad, err)
 }
 
 // settingsVars fill in the settings' tags of a process (alone: a runner on
@@ -298,42 +315,37 @@ func (c *config) setServices(list string, webSet bool) error {
 // runs reports whether this process runs service s.
 func (c *config) runs(s string) bool { return slices.Contains(c.Services, s) }
 
+// validate checks the settings and the services' settings, and says
+// every one refused.
 func (c *config) validate() error {
+	var errs []error
 	if c.Data == "" {
-		return errors.New("TEXTSLASH_DATA: must not be empty")
+		errs = append(errs, errors.New("TEXTSLASH_DATA: must not be empty"))
 	}
 	if c.Workspaces == "" {
 		c.Workspaces = filepath.Join(c.Data, "workspaces")
 	}
 	if c.Port < 0 || c.Port > 65535 {
-		return fmt.Errorf("PORT=%d: not a port", c.Port)
+		errs = append(errs, fmt.Errorf("PORT=%d: not a port", c.Port))
 	}
 	if c.NATSListen != "off" && c.NATSURL == "" {
 		if _, _, err := net.SplitHostPort(c.NATSListen); err != nil {
-			return fmt.Errorf("TEXTSLASH_NATS_LISTEN=%q: want host:port or off", c.NATSListen)
+			errs = append(errs, fmt.Errorf("TEXTSLASH_NATS_LISTEN=%q: want host:port or off", c.NATSListen))
 		}
 	}
-	if err := c.validateNotion(); err != nil {
-		return err
-	}
-	if err := c.validatePlugins(); err != nil {
-		return err
-	}
-	if err := c.storage.validate(); err != nil {
-		return err
-	}
+	errs = append(errs, c.validateNotion(), c.validatePlugins(), c.storage.validate())
 	if c.MediaKey == "" {
 		c.MediaKey = newToken()
 	}
 	if len(c.MediaKey) < 16 {
-		return errors.New("TEXTSLASH_MEDIA_KEY: at least 16 characters")
+		errs = append(errs, errors.New("TEXTSLASH_MEDIA_KEY: at least 16 characters"))
 	}
 	switch c.LogFormat {
 	case "auto", "json", "console":
 	default:
-		return fmt.Errorf("TEXTSLASH_LOG_FORMAT=%q: want json, console or auto", c.LogFormat)
+		errs = append(errs, fmt.Errorf("TEXTSLASH_LOG_FORMAT=%q: want json, console or auto", c.LogFormat))
 	}
-	return c.validateServices()
+	return errors.Join(append(errs, c.validateServices())...)
 }
 
 // options are the streams' and buckets' options textslash provision and
@@ -349,7 +361,7 @@ func (s *storage) validate() error {
 		return fmt.Errorf("TEXTSLASH_REPLICAS=%d: must be 1 to 5", s.Replicas)
 	}
 	if s.MediaTTL < time.Minute {
-		return fmt.Errorf("TEXTSLASH_MEDIA_TTL=%s: at least 1m", s.MediaTTL)
+		return fmt.Errorf("TEXTSLASH_MEDIA_TTL=%s: at least 1m", flagDuration(s.MediaTTL))
 	}
 	for _, name := range s.Channels {
 		if _, err := contract.NewUser(name, "x"); err != nil || contract.IsBuiltIn(name) {

@@ -64,7 +64,7 @@ func TestConfigRejectsBadInput(t *testing.T) {
 		{env: map[string]string{"PORT": "x"}, want: `PORT="x"`},
 		{env: map[string]string{"TEXTSLASH_TIMEOUT": "5"}, want: `TEXTSLASH_TIMEOUT="5"`},
 		{env: map[string]string{"TEXTSLASH_WEB": "maybe"}, want: `TEXTSLASH_WEB="maybe"`},
-		{env: map[string]string{"TEXTSLASH_TIMEOUT": "10m"}, want: "TEXTSLASH_TIMEOUT=10m0s: must be between 1s and 9m"},
+		{env: map[string]string{"TEXTSLASH_TIMEOUT": "10m"}, want: "TEXTSLASH_TIMEOUT=10m: must be between 1s and 9m"},
 		{env: map[string]string{"TEXTSLASH_PREVIEW_URL": "https://preview.example.com"}, want: `TEXTSLASH_PREVIEW_URL="https://preview.example.com": `},
 		{env: map[string]string{"TEXTSLASH_PREVIEW_URL": "https://*.example.com", "PUBLIC_URL": "https://chat.example.com"}, want: `TEXTSLASH_PREVIEW_URL="https://*.example.com": `},
 		{env: map[string]string{"TEXTSLASH_SERVICES": "ingress,bogus"}, want: `unknown service "bogus"`},
@@ -121,9 +121,32 @@ func TestConfigHelpNamesEveryVariable(t *testing.T) {
 			t.Errorf("--help does not name %s", v)
 		}
 	}
+	// Defaults read as a person writes them, and as the flag takes them.
+	for _, v := range []string{"--media-ttl=30m ", "--timeout=5m ", "--approval-timeout=30m "} {
+		if !strings.Contains(stderr.String(), v) {
+			t.Errorf("--help does not say %s", v)
+		}
+	}
 	stderr.Reset()
 	_, err = parseConfig("runner", []string{Runner}, []string{"--help"}, envMap(map[string]string{}), &stderr)
 	if !errors.Is(err, errHelp) || strings.Contains(stderr.String(), "--services") || !strings.Contains(stderr.String(), "$TEXTSLASH_CONCURRENCY") {
 		t.Errorf("runner --help (%v):\n%s", err, stderr.String())
+	}
+}
+
+// Every bad setting is reported at start, not the first alone: a person
+// fixing TEXTSLASH_TIMEOUT should not restart to learn of the next.
+func TestConfigReportsEveryBadSettingAtOnce(t *testing.T) {
+	env := map[string]string{"TEXTSLASH_TIMEOUT": "5", "PORT": "x", "TEXTSLASH_DEFAULT_MODE": "bogus",
+		"TEXTSLASH_REPLICAS": "7", "TEXTSLASH_LOG_FORMAT": "loud", "TEXTSLASH_CONCURRENCY": "0"}
+	_, err := parseWith(t, nil, env)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`TEXTSLASH_TIMEOUT="5"`, `PORT="x"`, "TEXTSLASH_DEFAULT_MODE", "TEXTSLASH_REPLICAS=7",
+		`TEXTSLASH_LOG_FORMAT="loud"`, "TEXTSLASH_CONCURRENCY=0"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %s:\n%v", want, err)
+		}
 	}
 }

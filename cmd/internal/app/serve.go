@@ -276,7 +276,7 @@ func (cfg *config) mux(parts []part, nc *nats.Conn, js jetstream.JetStream, log 
 
 // logReady says the process is ready, with where to reach it.
 func (cfg *config) logReady(log zerolog.Logger, ln net.Listener, parts []part, started time.Time) {
-	ev := log.Info().Strs("services", cfg.Services).Dur("cold_start", time.Since(started))
+	ev := log.Info().Strs("services", cfg.Services).Dur("cold_start_ms", time.Since(started))
 	for _, p := range parts {
 		if p.agent != "" {
 			ev = ev.Str("agent", p.agent)
@@ -287,7 +287,12 @@ func (cfg *config) logReady(log zerolog.Logger, ln net.Listener, parts []part, s
 		if cfg.Host == "127.0.0.1" || cfg.Host == "localhost" {
 			url = "http://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 		}
-		url += "/?token=" + cfg.WebToken
+		url += "/"
+		if cfg.exposed() {
+			// Required: the URL carries it. On loopback alone the chat opens
+			// without it (<data>/web/token still marks the operator).
+			url += "?token=" + cfg.WebToken
+		}
 		ev = ev.Str("web_chat", url)
 	}
 	if cfg.twilio() && cfg.runs(Ingress) {

@@ -68,6 +68,8 @@ type Input struct {
 	Question int
 	// QueueHead is the id of the user's oldest waiting message, "" if none.
 	QueueHead string
+	// Waiting: a cancel's, how many messages wait in the queue it drops.
+	Waiting int
 	// Exists: the project a use names is one of the person's.
 	Exists bool
 	// Refusal: why a clone cannot be done (a bad URL or name, a name
@@ -252,19 +254,30 @@ func startNext(s contract.UserState, head string) (contract.UserState, []Effect)
 
 // cancel stops the run and clears the queue, or ends the wait for an
 // approval (the changes stay).
-func cancel(s contract.UserState, _ Input) (contract.UserState, []Effect) {
+func cancel(s contract.UserState, in Input) (contract.UserState, []Effect) {
 	switch s.State {
 	case contract.StateWorking:
 		return idle(s), []Effect{
-			{Kind: CancelRun, ID: s.JobID}, {Kind: ClearQueue}, {Kind: Notice, Text: MsgCancelled}}
+			{Kind: CancelRun, ID: s.JobID}, {Kind: ClearQueue}, {Kind: Notice, Text: MsgCancelled + dropped(in.Waiting)}}
 	case contract.StateAwaitingPermission:
 		return idle(s), []Effect{{Kind: CancelTimeout, ID: s.JobID, Question: s.Question},
-			{Kind: CancelRun, ID: s.JobID}, {Kind: ClearQueue}, {Kind: Notice, Text: MsgCancelled}}
+			{Kind: CancelRun, ID: s.JobID}, {Kind: ClearQueue}, {Kind: Notice, Text: MsgCancelled + dropped(in.Waiting)}}
 	case contract.StateAwaitingApproval:
 		return idle(s), []Effect{
-			{Kind: CancelTimeout, ID: s.JobID}, {Kind: ClearQueue}, {Kind: Notice, Text: MsgCancelledKept}}
+			{Kind: CancelTimeout, ID: s.JobID}, {Kind: ClearQueue}, {Kind: Notice, Text: MsgCancelledKept + dropped(in.Waiting)}}
 	}
 	return s, []Effect{{Kind: Notice, Text: MsgNothingToStop}}
+}
+
+// dropped is what a cancel adds about the n waiting messages it dropped.
+func dropped(n int) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return " " + MsgDroppedOne
+	}
+	return " " + fmt.Sprintf(MsgDropped, n)
 }
 
 // approve answers an approval request: approve or reject.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/textslash/textslash/contract"
 )
 
 // Schedule is a message the person asked to send later, once (At) or again
@@ -92,7 +94,7 @@ func parseEvery(words, w []string, loc *time.Location) (Schedule, error) {
 		if s.Every < 5*time.Second {
 			return s, errors.New("every 5s at the most often")
 		}
-		s.When = "every " + short(s.Every)
+		s.When = "every " + contract.Duration(s.Every)
 		return s, nonEmpty(s)
 	}
 	if len(w) == 0 {
@@ -118,16 +120,4 @@ func nonEmpty(s Schedule) error {
 		return errors.New("say what to do, after when")
 	}
 	return nil
-}
-
-// short writes 2h0m0s as 2h and 30m0s as 30m.
-func short(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
 }

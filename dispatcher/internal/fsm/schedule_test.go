@@ -30,7 +30,7 @@ func TestParseSchedule(t *testing.T) {
 		{Every, "day 7:00 check the build", Schedule{Text: "check the build", Cron: "0 0 7 * * *", When: "every day at 07:00 (Europe/Paris)"}},
 		{Every, "2h look at the queue", Schedule{Text: "look at the queue", Every: 2 * time.Hour, When: "every 2h"}},
 		{Every, "30m ping", Schedule{Text: "ping", Every: 30 * time.Minute, When: "every 30m"}},
-		{Every, "90s ping", Schedule{Text: "ping", Every: 90 * time.Second, When: "every 1m30s"}},
+		{Every, "90s ping", Schedule{Text: "ping", Every: 90 * time.Second, When: "every 1m 30s"}},
 		// Forms people type: am/pm clocks, a day before or after the
 		// clock, a weekday, a time from now.
 		{At, "6pm echo later-please", Schedule{Text: "echo later-please", At: time.Date(2026, 11, 24, 18, 0, 0, 0, paris), When: "at Tue 24 Nov 18:00 (Europe/Paris)"}},
@@ -57,7 +57,7 @@ func TestParseSchedule(t *testing.T) {
 		{Every, "day at 6:30 pm wrap up", Schedule{Text: "wrap up", Cron: "0 30 18 * * *", When: "every day at 18:30 (Europe/Paris)"}},
 		{Every, "2 hours look", Schedule{Text: "look", Every: 2 * time.Hour, When: "every 2h"}},
 		{Every, "30 minutes ping", Schedule{Text: "ping", Every: 30 * time.Minute, When: "every 30m"}},
-		{Every, "1h30m ping", Schedule{Text: "ping", Every: 90 * time.Minute, When: "every 1h30m"}},
+		{Every, "1h30m ping", Schedule{Text: "ping", Every: 90 * time.Minute, When: "every 1h 30m"}},
 	} {
 		got, err := ParseSchedule(c.kw, c.arg, now, paris)
 		if err != nil || got.Text != c.want.Text || !got.At.Equal(c.want.At) || got.Cron != c.want.Cron || got.Every != c.want.Every || got.When != c.want.When {

@@ -11,6 +11,10 @@ const (
 	MsgEmpty         = "I received an empty message."
 	MsgCancelled     = "Cancelled. Nothing is running now."
 	MsgCancelledKept = "Cancelled. The changes stay in your workspace, uncommitted."
+	// MsgDropped and MsgDroppedOne end a cancel's notice when messages
+	// waited: the cancel dropped them.
+	MsgDropped       = "%d waiting messages were dropped."
+	MsgDroppedOne    = "1 waiting message was dropped."
 	MsgNothingToStop = "Nothing is running, so there is nothing to cancel."
 	MsgNoApproval    = "Nothing is waiting for your approval."
 	MsgStillWorking  = "Nothing is waiting for your approval yet: the agent is still working. Reply cancel to stop it."

@@ -1,0 +1,65 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// The ready line names its units: cold_start_ms, not a bare cold_start
+// of 270.69.
+func TestReadyLineNamesItsUnits(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var out bytes.Buffer
+	cfg := config{Services: All}
+	cfg.logReady(zerolog.New(&out), ln, nil, time.Now().Add(-270*time.Millisecond))
+	var line map[string]any
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
+		t.Fatalf("%s: %v", out.String(), err)
+	}
+	if ms, ok := line["cold_start_ms"].(float64); !ok || ms < 270 {
+		t.Errorf("ready line %s; want cold_start_ms of at least 270", out.String())
+	}
+	if _, ok := line["cold_start"]; ok {
+		t.Errorf("ready line %s has a cold_start without its unit", out.String())
+	}
+}
+
+// The ready line's web chat URL carries the token only where the token is
+// required: on loopback alone the plain URL opens the chat.
+func TestReadyLineTokenOnlyWhereRequired(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	for _, tc := range []struct {
+		name string
+		cfg  config
+		want string
+	}{
+		{"loopback", config{Host: "127.0.0.1", Web: true, WebToken: "s3cret"}, "http://localhost:" + port + "/"},
+		{"PUBLIC_URL", config{Host: "127.0.0.1", Web: true, WebToken: "s3cret", PublicURL: "https://chat.example.com"},
+			"http://localhost:" + port + "/?token=s3cret"},
+	} {
+		var out bytes.Buffer
+		tc.cfg.Services = All
+		tc.cfg.logReady(zerolog.New(&out), ln, nil, time.Now())
+		var line struct {
+			WebChat string `json:"web_chat"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &line); err != nil || line.WebChat != tc.want {
+			t.Errorf("%s: web_chat %q (%v); want %q", tc.name, line.WebChat, err, tc.want)
+		}
+	}
+}
