@@ -133,7 +133,11 @@ func TestPairingTakesTheSubjectsChannel(t *testing.T) {
 	if got := m.Header.Get("Nats-Service-Error-Code"); got != "400" {
 		t.Errorf("a WhatsApp person paired on Slack's subject: error code %q; want 400", got)
 	}
-	if ok, _ := p.Has(ctx, victim); ok {
+	everyone := contract.NewAllowlist(nil, nil)
+	if err := everyone.Open(ctx, s.JS); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := everyone.AllowsNow(ctx, victim); ok {
 		t.Error("the WhatsApp person was paired in")
 	}
 	own := contract.User{Channel: "slack", ID: "U1"}

@@ -228,15 +228,6 @@ func (p *Pairing) Redeem(ctx context.Context, u User, text string) (bool, error)
 	return true, nil
 }
 
-// Has reports whether u was paired in.
-func (p *Pairing) Has(ctx context.Context, u User) (bool, error) {
-	_, err := p.people.Get(ctx, PersonKey(u))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
 // List is everybody paired in.
 func (p *Pairing) List(ctx context.Context) ([]Person, error) {
 	keys, err := p.people.ListKeys(ctx)
@@ -276,15 +267,6 @@ func (p *Pairing) Revoke(ctx context.Context, key string) error {
 type People struct {
 	mu   sync.RWMutex
 	keys map[string]bool
-}
-
-// WatchPeople follows the people bucket until ctx ends.
-func WatchPeople(ctx context.Context, js jetstream.JetStream) (*People, error) {
-	kv, err := js.KeyValue(ctx, BucketPeople)
-	if err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", BucketPeople, err)
-	}
-	return watchPeople(ctx, kv, "")
 }
 
 // watchPeople follows the keys of the people bucket kv that keys filters
