@@ -55,7 +55,8 @@ func (s *hitServer) got() []string {
 // own addresses) for a page and notes what it got.
 func (s *hitServer) hookScript(name string) string {
 	addrs := []string{"127.0.0.1"}
-	for _, p := range netns.HostAddrs() {
+	own, _ := netns.HostAddrs()
+	for _, p := range own {
 		if p.Addr().Is4() {
 			addrs = append(addrs, p.Addr().String())
 		}

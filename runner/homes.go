@@ -40,7 +40,7 @@ func (r *Runner) keepHomes() {
 	} else if err := os.MkdirAll(r.homes.Dir, 0o755); err != nil {
 		r.log.Error().Err(err).Msg("homes share the host's network: their directory cannot be made")
 	} else {
-		r.homes.Network = &netns.Options{Refuse: netns.HostAddrs()}
+		r.homes.Network = &netns.Options{RefuseHost: true}
 	}
 	r.log.Info().Int("max", m).Dur("idle_ms", r.cfg.HomeIdle).Msg("homes kept: a person's sandbox is made once and kept between their runs")
 }

@@ -233,7 +233,7 @@ func TestHomeOwnNetwork(t *testing.T) {
 		t.Skip(err)
 	}
 	private, forwarded := serveHost(t, "127.0.0.1:0"), serveHost(t, "127.0.0.1:0")
-	hs := &Homes{Network: &netns.Options{Forward: []string{forwarded}, Refuse: netns.HostAddrs()}, Dir: t.TempDir()}
+	hs := &Homes{Network: &netns.Options{Forward: []string{forwarded}, RefuseHost: true}, Dir: t.TempDir()}
 	defer hs.Close()
 	ws, home := t.TempDir(), t.TempDir()
 	h, leave, err := hs.Enter(box, ws, home, "", nil, zerolog.Nop())

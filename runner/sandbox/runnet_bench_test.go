@@ -34,7 +34,7 @@ func BenchmarkGitByNetwork(b *testing.B) {
 				if ProbeHomes() != nil || netns.Probe(netns.Options{}) != nil {
 					b.Skip("a run's network needs root and slirp4netns")
 				}
-				hs := &Homes{Network: &netns.Options{Refuse: netns.HostAddrs()}, Dir: b.TempDir()}
+				hs := &Homes{Network: &netns.Options{RefuseHost: true}, Dir: b.TempDir()}
 				n, err := hs.RunNet(zerolog.Nop())
 				if err != nil {
 					b.Fatal(err)
@@ -63,7 +63,7 @@ func BenchmarkRunNet(b *testing.B) {
 	if ProbeHomes() != nil || netns.Probe(netns.Options{}) != nil {
 		b.Skip("a run's network needs root and slirp4netns")
 	}
-	hs := &Homes{Network: &netns.Options{Refuse: netns.HostAddrs()}, Dir: b.TempDir()}
+	hs := &Homes{Network: &netns.Options{RefuseHost: true}, Dir: b.TempDir()}
 	for b.Loop() {
 		n, err := hs.RunNet(zerolog.Nop())
 		if err != nil {

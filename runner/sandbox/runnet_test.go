@@ -39,8 +39,9 @@ func tcpScript(addr string) string {
 
 // firstIPv4 is one of this machine's own IPv4 addresses, "" when none.
 func firstIPv4() string {
-	for _, p := range netns.HostAddrs() {
-		if p.Addr().Is4() {
+	addrs, _ := netns.HostAddrs()
+	for _, p := range addrs {
+		if p.Addr().Is4() && !p.Addr().IsLinkLocalUnicast() {
 			return p.Addr().String()
 		}
 	}

@@ -112,7 +112,7 @@ func benchColdHome(b *testing.B, box *Sandbox, network bool) time.Duration {
 		if err := netns.Probe(netns.Options{}); err != nil {
 			b.Skip(err)
 		}
-		hs.Network, hs.Dir = &netns.Options{Refuse: netns.HostAddrs()}, b.TempDir()
+		hs.Network, hs.Dir = &netns.Options{RefuseHost: true}, b.TempDir()
 	}
 	defer hs.Close()
 	home := b.TempDir()

@@ -23,9 +23,11 @@
 // The host's loopback addresses a home must still reach (the model API
 // behind a loopback gateway, the screenshot endpoint) are Options.Forward:
 // a listener opened inside the namespace on the same address, whose
-// connections this package carries to the host's address. Anything else on
-// the host that listens on a non-loopback address stays reachable through
-// slirp4netns as it is from any other machine.
+// connections this package carries to the host's address. The host's
+// other addresses (its LAN address, docker0, a VPN's, link-local ones)
+// slirp4netns would reach as any other machine's; Options.RefuseHost puts
+// a prohibit route for each in the namespace, for those the host has at
+// Attach and, watched by netlink, for those it takes later (hostwatch.go).
 //
 // Entering the namespace (setns on a locked OS thread, then back) needs
 // CAP_SYS_ADMIN: Probe says whether this process has it.

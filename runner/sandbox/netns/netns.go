@@ -42,10 +42,11 @@ type Options struct {
 	// inside the namespace at the same address: the model API behind a
 	// loopback gateway, textslash's screenshot endpoint.
 	Forward []string
-	// Refuse are addresses nothing in the namespace may reach: the host's
-	// own (HostAddrs), which slirp4netns would otherwise carry to as to
-	// any machine.
-	Refuse []netip.Prefix
+	// RefuseHost: nothing in the namespace may reach the host's own
+	// addresses (HostAddrs), which slirp4netns would otherwise carry to as
+	// to any machine's: those the host has when Attach is called, and
+	// those it takes while the network lives.
+	RefuseHost bool
 }
 
 func (o Options) binary() (string, error) {
@@ -82,6 +83,9 @@ type Net struct {
 	dns   *net.Resolver
 	conns *conns // forwarded and proxied connections, closed by Close
 
+	refuseMu sync.Mutex
+	refused  map[netip.Prefix]bool // the prohibit routes in the namespace
+
 	mu        sync.Mutex
 	closed    bool
 	listeners []net.Listener
@@ -117,7 +121,7 @@ func Attach(ctx context.Context, pid int, o Options, log zerolog.Logger) (*Net, 
 	if err != nil {
 		return nil, err
 	}
-	n := &Net{pid: pid, ns: ns, log: log, conns: newConns()}
+	n := &Net{pid: pid, ns: ns, log: log, conns: newConns(), refused: map[netip.Prefix]bool{}}
 	n.dns = &net.Resolver{PreferGo: true, Dial: n.dialDNS}
 	start := time.Now()
 	if err := n.waitLoopback(ctx); err != nil {
@@ -135,9 +139,15 @@ func Attach(ctx context.Context, pid int, o Options, log zerolog.Logger) (*Net, 
 			return nil, err
 		}
 	}
-	if err := n.refuse(o.Refuse); err != nil {
-		n.Close()
-		return nil, err
+	if o.RefuseHost {
+		if err := hostAddrs.add(n); err != nil {
+			n.Close()
+			return nil, err
+		}
+		if err := n.refuseHost(); err != nil {
+			n.Close()
+			return nil, err
+		}
 	}
 	log.Info().Str("slirp_bin", bin).Int("slirp_pid", n.slirp.cmd.Process.Pid).
 		Strs("forward", o.Forward).Int64("duration_ms", time.Since(start).Milliseconds()).
@@ -177,6 +187,7 @@ func (n *Net) Done() <-chan struct{} { return n.slirp.done }
 // Close stops the proxy, the forwards and their connections, and
 // slirp4netns, and waits for them. A second Close does nothing.
 func (n *Net) Close() error {
+	hostAddrs.remove(n)
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()

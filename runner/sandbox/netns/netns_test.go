@@ -65,12 +65,12 @@ func TestRefuseHostAddresses(t *testing.T) {
 		t.Skip("no non-loopback IPv4 address on this machine")
 	}
 	addr := serve(t, net.JoinHostPort(ip, "0"), "out")
-	refuse := HostAddrs()
-	if !slices.ContainsFunc(refuse, func(p netip.Prefix) bool { return p.Addr().String() == ip }) {
-		t.Fatalf("HostAddrs() = %v; want %s among them", refuse, ip)
+	refuse, err := HostAddrs()
+	if err != nil || !slices.ContainsFunc(refuse, func(p netip.Prefix) bool { return p.Addr().String() == ip }) {
+		t.Fatalf("HostAddrs() = %v, %v; want %s among them", refuse, err, ip)
 	}
 	pid := startHome(t)
-	attach(t, pid, Options{Refuse: refuse})
+	attach(t, pid, Options{RefuseHost: true})
 	if reaches(t, pid, addr) {
 		t.Errorf("from the home, the host's %s answered; want it refused", addr)
 	}

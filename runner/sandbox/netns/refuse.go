@@ -2,6 +2,7 @@ package netns
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -10,11 +11,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// HostAddrs are this machine's own addresses other than loopback: a home
-// reaches them through slirp4netns as any other machine would (the web
-// chat or NATS bound beyond loopback), unless Options.Refuse lists them.
-func HostAddrs() []netip.Prefix {
-	addrs, _ := net.InterfaceAddrs()
+// HostAddrs are this machine's own addresses as they are now, link-local
+// ones (169.254.0.0/16, fe80::/10) included, but for loopback's (inside a
+// namespace, 127.0.0.1 and ::1 are its own): a home reaches them through
+// slirp4netns as any other machine would (the web chat or NATS bound
+// beyond loopback) unless Options.RefuseHost.
+func HostAddrs() ([]netip.Prefix, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("host's addresses: %w", err)
+	}
 	var out []netip.Prefix
 	for _, a := range addrs {
 		ipn, ok := a.(*net.IPNet)
@@ -22,18 +28,53 @@ func HostAddrs() []netip.Prefix {
 			continue
 		}
 		ip, ok := netip.AddrFromSlice(ipn.IP)
-		if !ok || ip.Unmap().IsLoopback() || ip.IsLinkLocalUnicast() {
+		if !ok || ip.Unmap().IsLoopback() {
 			continue
 		}
 		ip = ip.Unmap()
 		out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
 	}
-	return out
+	return out, nil
+}
+
+// refuseHost adds a prohibit route for each of the host's addresses now
+// that the namespace does not refuse yet. Attach calls it once the host
+// is watched, and the watch again at each change of the host's addresses.
+func (n *Net) refuseHost() error {
+	addrs, err := HostAddrs()
+	if err != nil {
+		return err
+	}
+	n.refuseMu.Lock()
+	defer n.refuseMu.Unlock()
+	var todo []netip.Prefix
+	var names []string
+	for _, p := range addrs {
+		if !n.refused[p] {
+			todo = append(todo, p)
+			names = append(names, p.Addr().String())
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if err := n.refuse(todo); err != nil {
+		return err
+	}
+	later := len(n.refused) > 0
+	for _, p := range todo {
+		n.refused[p] = true
+	}
+	if later {
+		n.log.Info().Strs("refused", names).Msg("netns: the host's new addresses refused")
+	}
+	return nil
 }
 
 // refuse adds a prohibit route for each prefix inside the namespace: a
 // connection there fails at once (EACCES), and the person's programs,
-// without CAP_NET_ADMIN in the namespace, cannot take the routes away.
+// without CAP_NET_ADMIN in the namespace, cannot take the routes away. A
+// route already there is left as it is.
 func (n *Net) refuse(prefixes []netip.Prefix) error {
 	if len(prefixes) == 0 {
 		return nil
@@ -45,7 +86,7 @@ func (n *Net) refuse(prefixes []netip.Prefix) error {
 		}
 		defer unix.Close(fd)
 		for i, p := range prefixes {
-			if err := addProhibit(fd, uint32(i+1), p); err != nil {
+			if err := addProhibit(fd, uint32(i+1), p); err != nil && !errors.Is(err, unix.EEXIST) {
 				return fmt.Errorf("prohibit route %s: %w", p, err)
 			}
 		}
