@@ -64,9 +64,10 @@ type homeHands struct {
 	command func(ctx context.Context, name string, args ...string) *exec.Cmd
 }
 
-// Background starts argv in the home, kept past the run.
-func (hh homeHands) Background(argv []string) (string, string, error) {
-	b, err := hh.h.StartBackground(hh.command, argv)
+// Background starts argv in the home, kept past the run, in dir with env
+// (the caller's).
+func (hh homeHands) Background(argv []string, dir string, env []string) (string, string, error) {
+	b, err := hh.h.StartBackground(hh.command, sandbox.BackgroundCall{Argv: argv, Dir: dir, Env: env})
 	if err != nil {
 		return "", "", err
 	}

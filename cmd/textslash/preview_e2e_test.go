@@ -176,3 +176,26 @@ func TestPreviewOfDevServerInBrowser(t *testing.T) {
 		return nil
 	})
 }
+
+// textslash background starts its command where it is run from, with the
+// caller's environment: `cd web && textslash background npm run dev` runs
+// npm in web. A directory outside the workspace is refused. Before, the
+// command ran in the workspace's root whatever the caller's directory.
+func TestBackgroundStartsInTheCallersDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("homes need root")
+	}
+	inst := startServe(t, "TEXTSLASH_AGENT=shell")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := inst.newChat(t)
+	events := a.events(ctx)
+	script := `mkdir -p web && cd web && export WHO=caller && textslash background sh -c 'echo "$PWD $WHO" > where.txt' >/dev/null 2>&1 && for i in $(seq 100); do [ -s where.txt ] && break; sleep 0.1; done; cat where.txt 2>/dev/null || cat ../.textslash/background/*.log`
+	got := a.reply(events, script, 60*time.Second)
+	if !strings.HasSuffix(got, "/web caller") {
+		t.Errorf("textslash background run from web, WHO=caller: %q; want its directory web and WHO caller", got)
+	}
+	if got := a.reply(events, `cd / && textslash background true 2>&1; echo "exit $?"`, 60*time.Second); !strings.Contains(got, "outside your workspace") || !strings.HasSuffix(got, "exit 1") {
+		t.Errorf("textslash background run from /: %q; want it refused as outside the workspace", got)
+	}
+}

@@ -195,7 +195,7 @@ func (s *Endpoint) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		fail(http.StatusUnauthorized, "no run of yours is going on: send $%s as a bearer token", ShotTokenVar)
 		return
 	}
-	req.Body = http.MaxBytesReader(w, req.Body, 16<<10)
+	req.Body = http.MaxBytesReader(w, req.Body, 256<<10) // a background's caller's environment
 	if err := req.ParseForm(); err != nil {
 		fail(http.StatusBadRequest, "bad form: %v", err)
 		return

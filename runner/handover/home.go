@@ -18,8 +18,10 @@ import (
 // endpoint: `textslash background` and `textslash preview`.
 type Home interface {
 	// Background starts argv in the home as a process that outlives the
-	// run; it returns its id and the file its output goes to.
-	Background(argv []string) (id, log string, err error)
+	// run, in dir with env (the caller's: `textslash background`'s
+	// directory and environment); it returns its id and the file its
+	// output goes to.
+	Background(argv []string, dir string, env []string) (id, log string, err error)
 	// Preview opens a link to port in the home.
 	Preview(port int) (link string, err error)
 }
@@ -43,14 +45,14 @@ func (s *Endpoint) SetHome(token string, h Home) {
 }
 
 // background starts the form's arg values as a background process of the
-// run's home.
+// run's home, in its dir with its env values.
 func (s *Endpoint) background(w http.ResponseWriter, req *http.Request, run *shotRun) {
 	if run.home == nil {
 		reply(w, http.StatusConflict, HomeReply{Error: "this run has no home to keep a process in (homes need root, and are off for approvals and clones)"})
 		return
 	}
 	argv := req.Form["arg"]
-	id, log, err := run.home.Background(argv)
+	id, log, err := run.home.Background(argv, req.Form.Get("dir"), req.Form["env"])
 	if err != nil {
 		run.log.Warn().Err(err).Strs("argv", argv).Msg("background process not started")
 		reply(w, http.StatusBadRequest, HomeReply{Error: err.Error()})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,13 +43,28 @@ func (b *Background) Running() bool {
 // in (the workspace), its output file is: <id>.log.
 const BackgroundLogDir = ".textslash/background"
 
-// StartBackground starts argv in the home through command (the run's
-// command function, Confined to the home), in command's directory, its
-// output appended to BackgroundLogDir/<id>.log there: the redirection is
-// made inside the home, as the agent's user, so textslash opens nothing
-// the agent names. The process and all it starts are kept by EndRun.
-func (h *Home) StartBackground(command func(ctx context.Context, name string, args ...string) *exec.Cmd, argv []string) (*Background, error) {
-	if len(argv) == 0 {
+// BackgroundCall is what a run asks for (`textslash background npm run
+// dev`): the command, and where it is asked from.
+type BackgroundCall struct {
+	Argv []string
+	// Dir is the caller's directory, in the workspace; "": the
+	// workspace's root.
+	Dir string
+	// Env is the caller's environment; nil: the run's.
+	Env []string
+}
+
+// StartBackground starts c's command in the home through command (the
+// run's command function, Confined to the home) in c's directory, beneath
+// command's directory (the workspace; one outside it is refused), with
+// c's environment; its output is appended to BackgroundLogDir/<id>.log
+// in the workspace. The redirection, the change of directory and the
+// environment are made inside the home, as the agent's user, so textslash
+// opens nothing the agent names and runs nothing (nsenter, as root) with
+// the agent's environment. The process and all it starts are kept by
+// EndRun.
+func (h *Home) StartBackground(command func(ctx context.Context, name string, args ...string) *exec.Cmd, c BackgroundCall) (*Background, error) {
+	if len(c.Argv) == 0 {
 		return nil, ErrNoCommand
 	}
 	h.mu.Lock()
@@ -56,14 +72,31 @@ func (h *Home) StartBackground(command func(ctx context.Context, name string, ar
 	if !h.Alive() {
 		return nil, ErrHomeGone
 	}
-	b := &Background{ID: h.newBackgroundID(), Command: strings.Join(argv, " "), Started: time.Now(), exited: make(chan struct{})}
+	b := &Background{ID: h.newBackgroundID(), Command: strings.Join(c.Argv, " "), Started: time.Now(), exited: make(chan struct{})}
 	b.Log = BackgroundLogDir + "/" + b.ID + ".log"
-	// The shell makes the log's directory, then becomes the command.
-	args := append([]string{"-c", `mkdir -p "$0" && exec "$@" >>"$0/` + b.ID + `.log" 2>&1 </dev/null`, BackgroundLogDir}, argv...)
-	cmd := command(context.Background(), "/bin/sh", args...)
+	// The shell makes the log's directory and sends its output there,
+	// goes to the caller's directory, then becomes the command.
+	script := `mkdir -p "$0" && exec >>"$0/` + b.ID + `.log" 2>&1 </dev/null && cd "$1" && shift && exec "$@"`
+	cmd := command(context.Background(), "/bin/sh", "-c", script, BackgroundLogDir)
 	if cmd.Err != nil {
 		return nil, cmd.Err
 	}
+	rel, err := beneath(cmd.Dir, c.Dir)
+	if err != nil {
+		return nil, err
+	}
+	// The rest of the shell's arguments: a wrapper (nsenter, a cgroup's
+	// shell) ends with the program and its arguments.
+	cmd.Args = append(cmd.Args, rel)
+	if c.Env != nil {
+		// Its own run mark, not the caller's: the run's end must not end it.
+		env := append(WithoutMark(c.Env), runMarkVar+"="+RunMark(cmd))
+		cmd.Args = append(append(cmd.Args, "env", "-i", "--"), env...)
+		if strings.Contains(c.Argv[0], "=") {
+			cmd.Args = append(cmd.Args, "/bin/sh", "-c", `exec "$@"`, "sh") // env would take it for a variable
+		}
+	}
+	cmd.Args = append(cmd.Args, c.Argv...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("background %q: %w", b.Command, err)
@@ -72,6 +105,30 @@ func (h *Home) StartBackground(command func(ctx context.Context, name string, ar
 	go func() { _ = cmd.Wait(); close(b.exited) }()
 	h.background = append(h.background, b)
 	return b, nil
+}
+
+// beneath is dir relative to root ("." for "" and root itself), its links
+// followed; a directory outside root is refused.
+func beneath(root, dir string) (string, error) {
+	if dir == "" {
+		return ".", nil
+	}
+	if !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("directory %q: not an absolute path", dir)
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("%s %w (%s)", dir, ErrOutsideWorkspace, root)
+	}
+	rel, err := filepath.Rel(realRoot, real)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("%s %w (%s): start it from there", dir, ErrOutsideWorkspace, root)
+	}
+	return rel, nil
 }
 
 // newBackgroundID is an id no background process of the home has. h.mu

@@ -40,7 +40,7 @@ func homeBackground(t *testing.T, box *Sandbox, hs *Homes) {
 		t.Fatal(err)
 	}
 	command := h.Confined(CommandFunc(ws, home, nil, false))
-	bg, err := h.StartBackground(command, []string{"sh", "-c", "echo serving; sleep 300.5151 & exec sleep 300.6161"})
+	bg, err := h.StartBackground(command, BackgroundCall{Argv: []string{"sh", "-c", "echo serving; sleep 300.5151 & exec sleep 300.6161"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func homeBackground(t *testing.T, box *Sandbox, hs *Homes) {
 	}
 
 	// One more, ended with the home.
-	if _, err := h.StartBackground(command, []string{"sh", "-c", "exec sleep 300.8181"}); err != nil {
+	if _, err := h.StartBackground(command, BackgroundCall{Argv: []string{"sh", "-c", "exec sleep 300.8181"}}); err != nil {
 		t.Fatal(err)
 	}
 	var last int

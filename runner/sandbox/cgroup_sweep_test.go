@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -80,4 +81,58 @@ func holdCgroup() {
 	}
 	os.Stdout.WriteString(strings.Join(cg.dirs(), " ") + "\n")
 	select {}
+}
+
+// A runner that is not root, started after a root one left textslash's
+// cgroups root's, cannot make its runs' cgroups there: it says so at
+// start, naming the owner, and runs without cgroups. Before, the
+// directories being there passed for writable, and every run then
+// failed on its cgroup ("permission denied").
+func TestCgroupsOfRootNotWritableByAnother(t *testing.T) {
+	if os.Getenv("TEXTSLASH_TEST_CGROUP_PROBE") != "" {
+		if err := cgroupsWritable(); err != nil {
+			os.Stdout.WriteString("not writable: " + err.Error() + "\n")
+		} else {
+			os.Stdout.WriteString("writable\n")
+		}
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to leave the cgroups root's")
+	}
+	if err := cgroupsWritable(); err != nil {
+		t.Skip(err)
+	}
+	u, err := LookupUser("nobody")
+	if err != nil {
+		t.Skip(err)
+	}
+	// This test's binary, where nobody can run it.
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "sandbox.test")
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestCgroupsOfRootNotWritableByAnother$")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TEXTSLASH_TEST_CGROUP_PROBE=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the probe as nobody: %v\n%s", err, out)
+	}
+	got, _, _ := strings.Cut(string(out), "\n")
+	t.Log(got)
+	if !strings.HasPrefix(got, "not writable: ") || !strings.Contains(got, "root") {
+		t.Errorf("as nobody, with textslash's cgroups root's: %q; want not writable, naming root as their owner", got)
+	}
 }

@@ -37,3 +37,7 @@ var ErrNoCommand = errors.New("no command")
 
 // ErrHomeGone: the home was taken down.
 var ErrHomeGone = errors.New("the home was taken down")
+
+// ErrOutsideWorkspace: a background process asked for from a directory
+// outside the workspace.
+var ErrOutsideWorkspace = errors.New("is outside your workspace")

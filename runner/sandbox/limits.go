@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -117,6 +118,9 @@ func cgroupsWritable() error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("cgroup %s: %w", dir, err)
 		}
+		if err := canMakeIn(dir); err != nil {
+			return err
+		}
 		if isV2() {
 			// Children of textslash's cgroup may limit these.
 			_ = os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+memory +pids +cpu"), 0)
@@ -126,6 +130,32 @@ func cgroupsWritable() error {
 		}
 	}
 	return nil
+}
+
+// canMakeIn reports whether this process can make cgroups in dir, by
+// making one and removing it: dir being there says nothing of who may
+// write in it (a root runner's, and the next runner is not root).
+func canMakeIn(dir string) error {
+	probe := filepath.Join(dir, "probe-"+NewMark())
+	if err := os.Mkdir(probe, 0o755); err != nil {
+		if fi, serr := os.Stat(dir); serr == nil && errors.Is(err, os.ErrPermission) {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				return fmt.Errorf("cgroup %s is owned by %s, and uid %d may not make cgroups in it: %w", dir, userName(st.Uid), os.Geteuid(), err)
+			}
+		}
+		return fmt.Errorf("cgroup %s: %w", dir, err)
+	}
+	_ = os.Remove(probe) // left behind, the next runner's sweep removes it
+	return nil
+}
+
+// userName is uid's user name, else uid.
+func userName(uid uint32) string {
+	id := strconv.FormatUint(uint64(uid), 10)
+	if u, err := user.LookupId(id); err == nil {
+		return u.Username + " (uid " + id + ")"
+	}
+	return "uid " + id
 }
 
 func isV2() bool {

@@ -212,16 +212,19 @@ func (s *Sandbox) Ready(u *User, workspaces, claudeBin string, log zerolog.Logge
 	if err := s.Probe(u); err != nil {
 		return false, err
 	}
+	var why error // runs are not limited
 	if !s.Limits.zero() {
-		if err := cgroupsWritable(); err != nil {
-			log.Error().Err(err).Msg("runs are NOT limited (memory, processes, CPU): textslash cannot make cgroups here; run it as root or in a cgroup it may write")
-		} else {
+		if why = cgroupsWritable(); why == nil {
 			limited = true
 			sweepCgroups(log)
 		}
 	}
-	log.Info().Bool("limited", limited).Int64("memory", s.Limits.Memory).Int("pids", s.Limits.Pids).
-		Float64("cpu", s.Limits.CPU).Msg("runs sandboxed (bubblewrap)")
+	ev, msg := log.Info(), "runs sandboxed (bubblewrap)"
+	if why != nil {
+		ev, msg = log.Error().Err(why), "runs sandboxed (bubblewrap) but NOT limited one by one (memory, processes, CPU): they run without cgroups of their own, since textslash cannot make cgroups here; run it as root, or give it textslash's cgroups (chown -R to its user)"
+	}
+	ev.Bool("limited", limited).Int64("memory", s.Limits.Memory).Int("pids", s.Limits.Pids).
+		Float64("cpu", s.Limits.CPU).Msg(msg)
 	return limited, nil
 }
 

@@ -19,13 +19,18 @@ func Background(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stderr, `Usage: textslash background <command> [args...]
 
-Starts command in your home, kept running after this run ends (a dev
-server); its output goes to .textslash/background/<id>.log in the
+Starts command in your home, in this directory with this environment,
+kept running after this run ends (a dev server); its output goes to .textslash/background/<id>.log in the
 workspace. preview off, stop <id>, or the home's end stops it.
 `)
 		return 2
 	}
-	rep, err := askHome("/background", url.Values{"arg": args})
+	// The command starts where this is run, with its environment.
+	form := url.Values{"arg": args, "env": os.Environ()}
+	if dir, err := os.Getwd(); err == nil {
+		form.Set("dir", dir)
+	}
+	rep, err := askHome("/background", form)
 	if err != nil {
 		fmt.Fprintln(stderr, "textslash background:", err)
 		return 1
