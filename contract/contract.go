@@ -172,9 +172,16 @@ const (
 	HeaderTrace = "Textslash-Trace"
 )
 
-// WebSessionCookie names the browser session of a web chat user: its value
-// is a session WebSessions issued. Ingress sets it; egress reads it.
+// WebSessionCookie names the browser session of a web chat user over
+// plain http (localhost): its value is a session WebSessions issued.
+// Ingress sets it; egress reads it (WebSession).
 const WebSessionCookie = "ts_web"
+
+// WebSessionCookieHTTPS names the session over https: a __Host- cookie,
+// which the browser keeps to the chat's host alone (Secure, Path=/, no
+// Domain), so a cookie that a page of a sibling host (a preview app) sets
+// for the shared domain cannot stand in for it.
+const WebSessionCookieHTTPS = "__Host-" + WebSessionCookie
 
 // PhoneUser is the user of a phone number on a phone channel (WhatsApp,
 // SMS). The number is E.164 ("+15551234567"), optionally a Twilio

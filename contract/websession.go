@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 )
 
@@ -55,4 +56,25 @@ func (s WebSessions) sign(id string) string {
 	m := hmac.New(sha256.New, s.key)
 	m.Write([]byte("textslash web session\x00" + id))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:18])
+}
+
+// WebSessionCookieName is the session cookie's name over https or not.
+func WebSessionCookieName(https bool) string {
+	if https {
+		return WebSessionCookieHTTPS
+	}
+	return WebSessionCookie
+}
+
+// WebSession is the session r carries: its __Host- cookie, else its
+// plain one; http.ErrNoCookie when it carries neither.
+func WebSession(r *http.Request) (string, error) {
+	c, err := r.Cookie(WebSessionCookieHTTPS)
+	if err != nil {
+		c, err = r.Cookie(WebSessionCookie)
+	}
+	if err != nil {
+		return "", err
+	}
+	return c.Value, nil
 }

@@ -62,12 +62,12 @@ func (e *Egress) webEvents(w http.ResponseWriter, r *http.Request) {
 // webUser is the web chat user of r's session; false when there is none,
 // and r is answered.
 func (e *Egress) webUser(w http.ResponseWriter, r *http.Request) (contract.User, bool) {
-	c, err := r.Cookie(contract.WebSessionCookie)
+	session, err := contract.WebSession(r)
 	if err != nil {
 		http.Error(w, "no web chat session: open / first", http.StatusUnauthorized)
 		return contract.User{}, false
 	}
-	u, err := e.cfg.Sessions.User(c.Value)
+	u, err := e.cfg.Sessions.User(session)
 	if err != nil {
 		http.Error(w, "no web chat session: open / first", http.StatusUnauthorized)
 		return contract.User{}, false

@@ -43,12 +43,13 @@ func (i *Ingress) webPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		value, u := i.cfg.Sessions.New()
+		https := HTTPS(r, i.cfg.PublicURL)
 		http.SetCookie(w, &http.Cookie{
-			Name:     contract.WebSessionCookie,
+			Name:     contract.WebSessionCookieName(https), // __Host-… over https
 			Value:    value,
 			Path:     "/",
 			HttpOnly: true,
-			Secure:   HTTPS(r, i.cfg.PublicURL),
+			Secure:   https,
 			// Lax: a link followed from elsewhere opens the person's own
 			// chat; requests of other pages are refused by origin anyway.
 			SameSite: http.SameSiteLaxMode,
@@ -204,9 +205,10 @@ func (i *Ingress) storeFile(ctx context.Context, contentType, name string, data 
 	return contract.PutFile(ctx, store, contentType, name, data)
 }
 
-// webUser is the web chat user of a request's session cookie.
+// webUser is the web chat user of a request's session cookie: over https
+// the __Host- one alone, which no other host can have set.
 func (i *Ingress) webUser(r *http.Request) (contract.User, error) {
-	c, err := r.Cookie(contract.WebSessionCookie)
+	c, err := r.Cookie(contract.WebSessionCookieName(HTTPS(r, i.cfg.PublicURL)))
 	if err != nil {
 		return contract.User{}, err
 	}

@@ -47,6 +47,10 @@ type link struct {
 	ended   string // why it no longer opens ("" while it does)
 	endedAt time.Time
 	proxy   *appProxy
+	// ctx ends with the link (its TTL, or stop), and with it every
+	// request and upgraded connection it serves.
+	ctx  context.Context
+	stop context.CancelFunc
 }
 
 // Why a link no longer opens.
@@ -122,6 +126,7 @@ func (ls *links) open(t Target) (Link, error) {
 	id := newID()
 	l := &link{Link: Link{ID: id, URL: ls.url(id), Port: t.Port, Opened: ls.now().UTC(), Expires: ls.now().Add(ls.ttl).UTC()}, target: t}
 	l.proxy = newAppProxy(l, ls.url(id))
+	l.ctx, l.stop = context.WithDeadline(context.Background(), l.Expires)
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	ls.sweepLocked()
@@ -151,6 +156,7 @@ func (ls *links) end(why string, match func(*link) bool) int {
 	for _, l := range ls.m {
 		if l.ended == "" && ls.now().Before(l.Expires) && match(l) {
 			l.ended, l.endedAt = why, ls.now()
+			l.stop()
 			n++
 		}
 	}
@@ -179,6 +185,7 @@ func (ls *links) sweepLocked() {
 			end = l.Expires
 		}
 		if ls.now().Sub(end) > forget {
+			l.stop()
 			delete(ls.m, id)
 		}
 	}

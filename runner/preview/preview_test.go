@@ -3,11 +3,14 @@ package preview
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +29,22 @@ func app(t *testing.T) (port int, dial func(ctx context.Context, network, addr s
 	})
 	mux.HandleFunc("/go", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "http://"+r.Host+"/seen", http.StatusFound)
+	})
+	mux.HandleFunc("/cookie", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Set-Cookie", "fix=1; Domain=preview.localhost; Path=/")
+		w.Header().Add("Set-Cookie", "own=2; HttpOnly; domain=.PREVIEW.localhost ;SameSite=Lax")
+		w.Header().Add("Set-Cookie", "plain=3; Path=/app")
+	})
+	mux.HandleFunc("/tick", func(w http.ResponseWriter, r *http.Request) {
+		for {
+			fmt.Fprintln(w, "tick")
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(50 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
 	})
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -97,7 +116,7 @@ func TestPreviewRequestAsTheAppWantsIt(t *testing.T) {
 	}
 	origin := strings.TrimSuffix(l.URL, "/")
 	code, body, _ := get(t, s, l.URL, "/seen", http.Header{
-		"Cookie": {"ts_web=secret.mac; app=1; ts_token=tok"}, "Origin": {origin}, "Textslash-Trace": {"abc"}})
+		"Cookie": {"ts_web=secret.mac; app=1; ts_token=tok; __Host-ts_web=secret.mac"}, "Origin": {origin}, "Textslash-Trace": {"abc"}})
 	want := fmt.Sprintf("host=localhost:%d cookie=app=1 origin=http://localhost:%d trace=", port, port)
 	if code != 200 || body != want {
 		t.Errorf("the app saw %d %q; want %q", code, body, want)
@@ -217,5 +236,76 @@ func TestPreviewServesHTTP2Cleartext(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.ProtoMajor != 2 || resp.StatusCode != 200 || !strings.HasPrefix(string(body), fmt.Sprintf("host=localhost:%d ", port)) {
 		t.Errorf("over h2c: %s %d %q; want HTTP/2 200 from the app", resp.Proto, resp.StatusCode, body)
+	}
+}
+
+// Every cookie the app sets through a link is the link's own (host-only):
+// one with a Domain would be sent to every other link under it, and to
+// the chat when the links share its name.
+func TestPreviewCookiesStayOnTheLink(t *testing.T) {
+	port, dial := app(t)
+	s := serve(t)
+	l, _ := s.Open(Target{Person: "web.a", Home: "h1", Port: port, Dial: dial})
+	_, _, h := get(t, s, l.URL, "/cookie", nil)
+	want := []string{"fix=1; Path=/", "own=2; HttpOnly;SameSite=Lax", "plain=3; Path=/app"}
+	if got := h.Values("Set-Cookie"); !slices.Equal(got, want) {
+		t.Errorf("Set-Cookie through the link: %q; want %q (no Domain)", got, want)
+	}
+}
+
+// Streams opened through a link end with it: a streaming response and an
+// upgraded connection once the link is turned off or its home goes, a
+// stream once the link expires.
+func TestPreviewStreamsEndWithTheLink(t *testing.T) {
+	port, dial := app(t)
+	for _, tt := range []struct {
+		name string
+		ttl  time.Duration
+		end  func(s *Server)
+	}{
+		{"off", 0, func(s *Server) { s.Off("web.a") }},
+		{"home gone", 0, func(s *Server) { s.HomeGone("h1") }},
+		{"expired", 3 * time.Second, func(*Server) {}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Listen(Config{TTL: tt.ttl}, zerolog.Nop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			l, _ := s.Open(Target{Person: "web.a", Home: "h1", Port: port, Dial: dial})
+			host := strings.TrimSuffix(strings.TrimPrefix(l.URL, "http://"), "/")
+			open := func(req string) (net.Conn, *bufio.Reader) {
+				c, err := net.Dial("tcp", s.Addr())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close() })
+				c.SetDeadline(time.Now().Add(time.Minute)) // a guard: the test fails, not hangs
+				fmt.Fprintf(c, req, host)
+				r := bufio.NewReader(c)
+				resp, err := http.ReadResponse(r, nil)
+				if err != nil || resp.StatusCode/100 == 4 || resp.StatusCode/100 == 5 {
+					t.Fatalf("%q: %v %v", req, resp, err)
+				}
+				return c, r
+			}
+			_, stream := open("GET /tick HTTP/1.1\r\nHost: %s\r\n\r\n")
+			if line, err := stream.ReadString('\n'); err != nil || !strings.HasSuffix(line, "\n") {
+				t.Fatalf("the stream's first line: %q %v", line, err)
+			}
+			_, wr := open("GET /ws HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+			tt.end(s)
+			for what, r := range map[string]*bufio.Reader{"the stream": stream, "the upgraded connection": wr} {
+				for {
+					if _, err := r.ReadString('\n'); err != nil {
+						if errors.Is(err, os.ErrDeadlineExceeded) {
+							t.Errorf("%s still open a minute after the link ended", what)
+						}
+						break
+					}
+				}
+			}
+		})
 	}
 }

@@ -86,7 +86,7 @@ func stripTextslash(h http.Header) {
 	for _, line := range cookies {
 		for part := range strings.SplitSeq(line, ";") {
 			name, _, _ := strings.Cut(strings.TrimSpace(part), "=")
-			if name != "" && !strings.HasPrefix(strings.ToLower(name), "ts_") {
+			if name != "" && !textslashCookie(name) {
 				keep = append(keep, strings.TrimSpace(part))
 			}
 		}
@@ -97,10 +97,43 @@ func stripTextslash(h http.Header) {
 	}
 }
 
+// textslashCookie reports whether a cookie is one of textslash's: ts_…,
+// also behind a __Host- or __Secure- prefix.
+func textslashCookie(name string) bool {
+	name = strings.ToLower(name)
+	for _, prefix := range []string{"__host-", "__secure-"} {
+		name = strings.TrimPrefix(name, prefix)
+	}
+	return strings.HasPrefix(name, "ts_")
+}
+
+// hostOnly is a Set-Cookie line without its Domain attributes: the
+// cookie is then the link's alone, where one for a parent domain would
+// be sent to every other link under it, and to the chat when the links
+// share its name.
+func hostOnly(line string) string {
+	parts := strings.Split(line, ";")
+	keep := parts[:1]
+	for _, attr := range parts[1:] {
+		name, _, _ := strings.Cut(attr, "=")
+		if !strings.EqualFold(strings.TrimSpace(name), "domain") {
+			keep = append(keep, attr)
+		}
+	}
+	return strings.Join(keep, ";")
+}
+
 // response rewrites what the app answers: a redirect to its own
 // localhost address comes back to the link, and the link (a bearer
-// token in its host) is never sent on as a referrer.
+// token in its host) is never sent on as a referrer, and its cookies are
+// the link's alone (hostOnly).
 func (p *appProxy) response(resp *http.Response) error {
+	if cookies := resp.Header.Values("Set-Cookie"); len(cookies) > 0 {
+		resp.Header.Del("Set-Cookie")
+		for _, c := range cookies {
+			resp.Header.Add("Set-Cookie", hostOnly(c))
+		}
+	}
 	if loc := resp.Header.Get("Location"); loc != "" {
 		for _, own := range []string{"http://" + p.app, "http://127.0.0.1:" + strconv.Itoa(p.port)} {
 			if loc == own || strings.HasPrefix(loc, own+"/") {
@@ -118,6 +151,8 @@ func (p *appProxy) failed(w http.ResponseWriter, r *http.Request, err error) {
 	case refused(err):
 		page(w, http.StatusBadGateway, "Nothing listens on port "+strconv.Itoa(p.port),
 			fmt.Sprintf("Nothing listens on port %d in your workspace. Start your app's server there (textslash background <command>), then reload.", p.port))
+	case errors.Is(context.Cause(r.Context()), errEnded):
+		page(w, http.StatusGone, "Preview link ended", "This preview link ended while the app was answering.")
 	case errors.Is(err, context.Canceled):
 		// The browser went away.
 	default:

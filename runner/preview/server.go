@@ -1,6 +1,7 @@
 package preview
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -118,7 +119,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if l.target.Touch != nil {
 		l.target.Touch()
 	}
-	l.proxy.ServeHTTP(w, r)
+	// The request, a stream or an upgraded connection (a WebSocket) ends
+	// with the link: the proxy closes the app's side when its context ends.
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	defer context.AfterFunc(l.ctx, func() { cancel(errEnded) })()
+	l.proxy.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // refused reports whether err is a connection refused: nothing listens.
