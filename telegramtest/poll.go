@@ -179,14 +179,7 @@ func (a *API) deleteWebhook(w http.ResponseWriter, form url.Values) {
 // ends the first with 409 ("terminated by other getUpdates request"): one
 // bot, one poller.
 func (a *API) getUpdates(w http.ResponseWriter, r *http.Request, form url.Values) {
-	c := UpdateCall{Method: "getUpdates", AllowedUpdates: allowedUpdates(form)}
-	c.Offset, _ = strconv.ParseInt(form.Get("offset"), 10, 64)
-	c.Timeout, _ = strconv.Atoi(form.Get("timeout"))
-	c.Limit, _ = strconv.Atoi(form.Get("limit"))
-	limit := c.Limit
-	if limit <= 0 || limit > 100 {
-		limit = 100
-	}
+	c, limit := readUpdateCall(form)
 	a.mu.Lock()
 	i := a.recordUpdateCall(c)
 	answer := func(code int) { a.updateCalls[i].Status = code } // a.mu held
@@ -196,15 +189,7 @@ func (a *API) getUpdates(w http.ResponseWriter, r *http.Request, form url.Values
 		fail(w, http.StatusConflict, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first")
 		return
 	}
-	if c.Offset > 0 {
-		kept := a.pending[:0]
-		for _, p := range a.pending {
-			if p.id >= c.Offset {
-				kept = append(kept, p)
-			}
-		}
-		a.pending = kept
-	}
+	a.confirmBelow(c.Offset)
 	if a.waiting != nil {
 		close(a.waiting.conflict)
 	}
@@ -216,13 +201,7 @@ func (a *API) getUpdates(w http.ResponseWriter, r *http.Request, form url.Values
 	expired := false
 	for {
 		a.mu.Lock()
-		var out []json.RawMessage
-		var ids []int64
-		for _, p := range a.pending {
-			if len(out) < limit {
-				out, ids = append(out, p.body), append(ids, p.id)
-			}
-		}
+		out, ids := a.pendingUpTo(limit)
 		if len(out) > 0 || expired {
 			if a.waiting == me {
 				a.waiting = nil
@@ -261,6 +240,48 @@ func (a *API) getUpdates(w http.ResponseWriter, r *http.Request, form url.Values
 			return
 		}
 	}
+}
+
+// readUpdateCall is a getUpdates call as its form asks it, and the most
+// updates it takes (limit, 100 when unset or more).
+func readUpdateCall(form url.Values) (UpdateCall, int) {
+	c := UpdateCall{Method: "getUpdates", AllowedUpdates: allowedUpdates(form)}
+	c.Offset, _ = strconv.ParseInt(form.Get("offset"), 10, 64)
+	c.Timeout, _ = strconv.Atoi(form.Get("timeout"))
+	c.Limit, _ = strconv.Atoi(form.Get("limit"))
+	limit := c.Limit
+	if limit <= 0 || limit > 100 {
+		limit = 100
+	}
+	return c, limit
+}
+
+// confirmBelow forgets the updates before offset, which the poller
+// confirmed by asking from it (a.mu held; 0 confirms nothing).
+func (a *API) confirmBelow(offset int64) {
+	if offset <= 0 {
+		return
+	}
+	kept := a.pending[:0]
+	for _, p := range a.pending {
+		if p.id >= offset {
+			kept = append(kept, p)
+		}
+	}
+	a.pending = kept
+}
+
+// pendingUpTo is the first limit updates not confirmed, and their ids
+// (a.mu held).
+func (a *API) pendingUpTo(limit int) ([]json.RawMessage, []int64) {
+	var out []json.RawMessage
+	var ids []int64
+	for _, p := range a.pending {
+		if len(out) < limit {
+			out, ids = append(out, p.body), append(ids, p.id)
+		}
+	}
+	return out, ids
 }
 
 // allowedUpdates reads allowed_updates, a JSON array of update types.

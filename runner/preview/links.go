@@ -47,10 +47,10 @@ type link struct {
 	ended   string // why it no longer opens ("" while it does)
 	endedAt time.Time
 	proxy   *appProxy
-	// ctx ends with the link (its TTL, or stop), and with it every
-	// request and upgraded connection it serves.
-	ctx  context.Context
-	stop context.CancelFunc
+	// done is closed when the link ends (its TTL, or stop), and with it
+	// ends every request and upgraded connection it serves.
+	done chan struct{}
+	stop func() // closes done, once
 }
 
 // Why a link no longer opens.
@@ -126,7 +126,9 @@ func (ls *links) open(t Target) (Link, error) {
 	id := newID()
 	l := &link{Link: Link{ID: id, URL: ls.url(id), Port: t.Port, Opened: ls.now().UTC(), Expires: ls.now().Add(ls.ttl).UTC()}, target: t}
 	l.proxy = newAppProxy(l, ls.url(id))
-	l.ctx, l.stop = context.WithDeadline(context.Background(), l.Expires)
+	l.done = make(chan struct{})
+	l.stop = sync.OnceFunc(func() { close(l.done) })
+	time.AfterFunc(ls.ttl, l.stop)
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	ls.sweepLocked()

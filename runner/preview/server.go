@@ -123,7 +123,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// with the link: the proxy closes the app's side when its context ends.
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	defer context.AfterFunc(l.ctx, func() { cancel(errEnded) })()
+	go func() {
+		select {
+		case <-l.done:
+			cancel(errEnded)
+		case <-ctx.Done():
+		}
+	}()
 	l.proxy.ServeHTTP(w, r.WithContext(ctx))
 }
 
