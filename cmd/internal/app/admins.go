@@ -10,10 +10,6 @@ import (
 	"github.com/textslash/textslash/contract"
 )
 
-// builtInChannels are the channels textslash itself runs: WhatsApp and SMS
-// (whose admins are phone numbers), Telegram and the web chat.
-var builtInChannels = []string{contract.ChannelWhatsApp, contract.ChannelSMS, contract.ChannelTelegram, contract.ChannelWeb}
-
 // unknownAdmin is an entry of TEXTSLASH_ADMINS and its channel.
 type unknownAdmin struct{ entry, channel string }
 
@@ -29,7 +25,7 @@ func unknownAdmins(admins people, plugins []string) []unknownAdmin {
 			continue
 		}
 		ch, _, _ := strings.Cut(a, ":")
-		if !slices.Contains(builtInChannels, ch) && !slices.Contains(plugins, ch) {
+		if !contract.IsBuiltIn(ch) && !slices.Contains(plugins, ch) {
 			unknown = append(unknown, unknownAdmin{entry: a, channel: ch})
 		}
 	}
@@ -41,7 +37,7 @@ func (c *config) warnAdmins(log zerolog.Logger) {
 	on := c.pluginsOn()
 	for _, a := range unknownAdmins(c.Admins, on) {
 		log.Warn().Str("entry", a.entry).Str("channel", a.channel).
-			Strs("built_in", builtInChannels).Strs("plugin_channels", on).
+			Strs("built_in", contract.BuiltInChannels).Strs("plugin_channels", on).
 			Msg(fmt.Sprintf("TEXTSLASH_ADMINS: not a channel this textslash runs; a typo? (fine if a channel of your own serves %s)", a.channel))
 	}
 }

@@ -42,7 +42,7 @@ func TestAdminOnMisspeltChannelIsWarnedAtStart(t *testing.T) {
 	c.warnAdmins(newLogger(c, &out))
 	line := out.String()
 	for _, want := range []string{`"level":"warn"`, `"entry":"telegrm:123"`, `"channel":"telegrm"`,
-		`"built_in":["whatsapp","sms","telegram","web"]`, `"plugin_channels":["discord"]`,
+		`"built_in":["web","whatsapp","sms","telegram"]`, `"plugin_channels":["discord"]`,
 		"not a channel this textslash runs; a typo? (fine if a channel of your own serves telegrm)"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("log %s; want %s in it", line, want)
