@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+	"github.com/textslash/textslash/runner/internal/testkit"
 )
 
 // A runner killed (kill -9, a crash) cannot remove its runs' cgroups: the
@@ -103,34 +104,11 @@ func TestCgroupsOfRootNotWritableByAnother(t *testing.T) {
 	if err := cgroupsWritable(); err != nil {
 		t.Skip(err)
 	}
-	u, err := LookupUser("nobody")
-	if err != nil {
-		t.Skip(err)
-	}
-	// This test's binary, where nobody can run it.
-	dir := t.TempDir()
-	for _, d := range []string{dir, filepath.Dir(dir)} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bin := filepath.Join(dir, "sandbox.test")
-	self, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, self, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-test.run=^TestCgroupsOfRootNotWritableByAnother$")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TEXTSLASH_TEST_CGROUP_PROBE=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID}}
-	out, err := cmd.CombinedOutput()
+	out, err := testkit.AsUser(t, "nobody", []string{"TEXTSLASH_TEST_CGROUP_PROBE=1"}, "-test.run=^TestCgroupsOfRootNotWritableByAnother$")
 	if err != nil {
 		t.Fatalf("the probe as nobody: %v\n%s", err, out)
 	}
-	got, _, _ := strings.Cut(string(out), "\n")
+	got, _, _ := strings.Cut(out, "\n")
 	t.Log(got)
 	if !strings.HasPrefix(got, "not writable: ") || !strings.Contains(got, "root") {
 		t.Errorf("as nobody, with textslash's cgroups root's: %q; want not writable, naming root as their owner", got)

@@ -1,6 +1,7 @@
 // Package testkit holds the helpers that the runner's tests in more than
-// one package share (the runner's root and handover): files an attack
-// aims at and a small image to hand over. Only tests import it.
+// one package share (the runner's root, handover, sandbox and netns):
+// files an attack aims at, a small image to hand over, and this test
+// binary run again as another user. Only tests import it.
 package testkit
 
 import (
@@ -8,7 +9,11 @@ import (
 	"image"
 	"image/png"
 	"os"
+	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
+	"syscall"
 	"testing"
 )
 
@@ -39,4 +44,48 @@ func PNG(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// AsUser runs this test binary again as the OS user name, with args (a
+// -test.run, say) and env added to this process's environment, from a
+// copy that user may run, and returns what it printed. It skips the test
+// unless it runs as root and the user exists.
+func AsUser(t *testing.T, name string, env []string, args ...string) (string, error) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run as another user")
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Skip(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, filepath.Base(os.Args[0]))
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "tmp") // the user's own
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(tmp, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), append([]string{"HOME=" + tmp, "TMPDIR=" + tmp}, env...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }

@@ -19,7 +19,7 @@ import (
 // slirp-ready-ms), the CPU slirp4netns and this process spent on it, and
 // slirp4netns's resident memory once ready.
 func BenchmarkAttach(b *testing.B) {
-	needRoot(b)
+	needNamespaces(b)
 	var slirpCPU, selfCPU, ready time.Duration
 	var rss int64
 	for i := 0; i < b.N; i++ {
@@ -53,7 +53,7 @@ func BenchmarkAttach(b *testing.B) {
 // slirp4netns, from a server on the machine's own non-loopback address
 // (MB/s), and slirp4netns's CPU and memory doing it.
 func BenchmarkDownload(b *testing.B) {
-	needRoot(b)
+	needNamespaces(b)
 	ip := hostAddress()
 	if ip == "" {
 		b.Skip("no non-loopback IPv4 address on this machine")

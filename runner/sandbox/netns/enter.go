@@ -7,7 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -15,39 +15,6 @@ import (
 
 // dialTimeout bounds a Dial whose ctx has no deadline.
 const dialTimeout = 30 * time.Second
-
-// inside runs fn with its OS thread in the namespace and returns once fn
-// has. Sockets fn creates stay in the namespace for their whole life. fn
-// runs on a goroutine of its own, locked to its thread: if the thread cannot
-// return to the host's namespace, it stays locked and ends with that
-// goroutine, so no other goroutine ever runs in the namespace by accident.
-func (n *Net) inside(fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		host, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("open own network namespace: %w", err)
-			return
-		}
-		defer host.Close()
-		if err := unix.Setns(int(n.ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("enter network namespace of pid %d: %w", n.pid, err)
-			return
-		}
-		ferr := fn()
-		if err := unix.Setns(int(host.Fd()), unix.CLONE_NEWNET); err != nil {
-			n.log.Error().Err(err).Msg("netns: thread could not leave the namespace; it ends with its goroutine")
-			errc <- errors.Join(ferr, fmt.Errorf("leave network namespace of pid %d: %w", n.pid, err))
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- ferr
-	}()
-	return <-errc
-}
 
 // Dial connects from inside the namespace, as a program there would: to
 // "127.0.0.1:3000" is to the namespace's own loopback (the person's dev
@@ -113,20 +80,80 @@ func (n *Net) lookup(ctx context.Context, network, host string) ([]netip.Addr, e
 	return append(v4, v6...), nil
 }
 
-// dialIP connects to an address (no name) from inside the namespace.
+// dialIP connects to an address (no name) from inside the namespace: a
+// socket made there, connected here.
 func (n *Net) dialIP(ctx context.Context, network, addr string) (net.Conn, error) {
-	var c net.Conn
-	err := n.inside(func() error {
-		var err error
-		d := net.Dialer{FallbackDelay: -1}
-		c, err = d.DialContext(ctx, network, addr)
-		return err
-	})
-	if err != nil && c != nil {
-		c.Close()
-		c = nil
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, err
 	}
-	return c, err
+	typ := unix.SOCK_STREAM
+	if strings.HasPrefix(network, "udp") {
+		typ = unix.SOCK_DGRAM
+	} else if !strings.HasPrefix(network, "tcp") {
+		return nil, fmt.Errorf("dial %s: network %q: %w", addr, network, net.UnknownNetworkError(network))
+	}
+	family, sa := sockaddr(ap)
+	fd, err := n.sk.socket(family, typ|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("socket in namespace of pid %d: %w", n.pid, err)
+	}
+	if err := connect(ctx, fd, sa); err != nil {
+		unix.Close(fd)
+		return nil, &net.OpError{Op: "dial", Net: network, Err: os.NewSyscallError("connect "+addr, err)}
+	}
+	return fileConn(fd, network)
+}
+
+// connect connects the non-blocking socket fd to sa, waiting until it is
+// connected, refused, or ctx ends.
+func connect(ctx context.Context, fd int, sa unix.Sockaddr) error {
+	err := unix.Connect(fd, sa)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.EINPROGRESS) && !errors.Is(err, unix.EINTR) {
+		return err
+	}
+	for {
+		wait := 50 * time.Millisecond // ctx's end is seen within this
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			wait = max(time.Until(dl), time.Millisecond)
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+		ready, err := unix.Poll(fds, int(wait.Milliseconds()))
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return err
+		}
+		if ready > 0 {
+			soerr, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+			if err != nil {
+				return err
+			}
+			if soerr != 0 {
+				return unix.Errno(soerr)
+			}
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// fileConn is the connected socket fd as a net.Conn (fd is its now).
+func fileConn(fd int, name string) (net.Conn, error) {
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close() // FileConn holds a copy
+	return net.FileConn(f)
+}
+
+// sockaddr is ap as the kernel takes it, with its address family.
+func sockaddr(ap netip.AddrPort) (int, unix.Sockaddr) {
+	if a := ap.Addr().Unmap(); a.Is4() {
+		return unix.AF_INET, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: a.As4()}
+	}
+	return unix.AF_INET6, &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
 }
 
 // dialDNS is the namespace resolver's way to its server: whichever server
@@ -135,19 +162,29 @@ func (n *Net) dialDNS(ctx context.Context, network, _ string) (net.Conn, error) 
 	return n.dialIP(ctx, network, net.JoinHostPort(DNS, "53"))
 }
 
-// listen opens a TCP listener inside the namespace.
+// listen opens a TCP listener inside the namespace at addr (ip:port).
 func (n *Net) listen(addr string) (net.Listener, error) {
-	var l net.Listener
-	err := n.inside(func() error {
-		var err error
-		l, err = net.Listen("tcp", addr)
-		return err
-	})
-	if err != nil && l != nil {
-		l.Close()
-		l = nil
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, err
 	}
-	return l, err
+	family, sa := sockaddr(ap)
+	fd, err := n.sk.socket(family, unix.SOCK_STREAM, 0)
+	if err != nil {
+		return nil, fmt.Errorf("socket in namespace of pid %d: %w", n.pid, err)
+	}
+	f := os.NewFile(uintptr(fd), "listen "+addr)
+	defer f.Close() // FileListener holds a copy
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		return nil, os.NewSyscallError("setsockopt", err)
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		return nil, &net.OpError{Op: "listen", Net: "tcp", Addr: net.TCPAddrFromAddrPort(ap), Err: os.NewSyscallError("bind", err)}
+	}
+	if err := unix.Listen(fd, unix.SOMAXCONN); err != nil {
+		return nil, os.NewSyscallError("listen", err)
+	}
+	return net.FileListener(f)
 }
 
 // loopbackPoll is how often Attach looks whether the namespace's loopback
@@ -157,17 +194,20 @@ const loopbackPoll = 2 * time.Millisecond
 // waitLoopback waits until the namespace's loopback is up (its sandbox has
 // set it up) or ctx ends.
 func (n *Net) waitLoopback(ctx context.Context) error {
+	fd, err := n.sk.socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		return fmt.Errorf("loopback of pid %d: %w", n.pid, err)
+	}
+	defer unix.Close(fd)
 	for {
-		var up bool
-		err := n.inside(func() error {
-			lo, err := net.InterfaceByName("lo")
-			up = err == nil && lo.Flags&net.FlagUp != 0
-			return err
-		})
+		ifr, err := unix.NewIfreq("lo")
+		if err == nil {
+			err = unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr)
+		}
 		if err != nil {
 			return fmt.Errorf("loopback of pid %d: %w", n.pid, err)
 		}
-		if up {
+		if ifr.Uint16()&unix.IFF_UP != 0 {
 			return nil
 		}
 		select {

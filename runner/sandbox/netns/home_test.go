@@ -20,12 +20,21 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// needRoot skips a test that cannot make namespaces or network them here.
+// needRoot skips a test that cannot run but as root (it adds the host's
+// addresses, or enters a home's mount namespace), or cannot make
+// namespaces or network them here.
 func needRoot(tb testing.TB) {
 	tb.Helper()
 	if os.Geteuid() != 0 {
-		tb.Skip("needs root: entering network namespaces")
+		tb.Skip("needs root")
 	}
+	needNamespaces(tb)
+}
+
+// needNamespaces skips a test that cannot make namespaces or network them
+// here, as root or not (TestUnprivileged runs them as nobody).
+func needNamespaces(tb testing.TB) {
+	tb.Helper()
 	if err := Probe(Options{}); err != nil {
 		tb.Skipf("%v (source scripts/setup)", err)
 	}
@@ -95,9 +104,36 @@ func attach(tb testing.TB, pid int, o Options) *Net {
 // inNamespace runs a command in pid's network namespace, as a program of
 // the home would run, and returns its output and error.
 func inNamespace(pid int, args ...string) (string, error) {
-	cmd := exec.Command("nsenter", append([]string{"-t", strconv.Itoa(pid), "-n", "--"}, args...)...)
+	cmd, err := nsenterNet(pid, args...)
+	if err != nil {
+		return "", err
+	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// nsenterNet is the command running args in pid's network namespace: as
+// root, by nsenter's -n; else through the user namespace owning it, as
+// this package's helper enters.
+func nsenterNet(pid int, args ...string) (*exec.Cmd, error) {
+	if pid == os.Getpid() {
+		return exec.Command(args[0], args[1:]...), nil // the host's own
+	}
+	if privileged() {
+		return exec.Command("nsenter", append([]string{"-t", strconv.Itoa(pid), "-n", "--"}, args...)...), nil
+	}
+	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		return nil, err
+	}
+	owner, err := ownerOf(ns)
+	if err != nil {
+		ns.Close()
+		return nil, err
+	}
+	cmd := exec.Command("nsenter", append([]string{"--user=/proc/self/fd/3", "--net=/proc/self/fd/4", "--preserve-credentials", "--"}, args...)...)
+	cmd.ExtraFiles = []*os.File{owner, ns} // the child's own copies once started
+	return cmd, nil
 }
 
 // reaches says whether a program in pid's network namespace can open a TCP
@@ -164,8 +200,10 @@ func serveInside(tb testing.TB, pid int, body string) string {
 	if err := os.WriteFile(filepath.Join(dir, "index.html"), []byte(body), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	cmd := exec.Command("nsenter", "-t", strconv.Itoa(pid), "-n", "--",
-		"python3", "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", dir)
+	cmd, err := nsenterNet(pid, "python3", "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		tb.Fatal(err)

@@ -78,6 +78,7 @@ func (o Options) forwards() ([]netip.AddrPort, error) {
 type Net struct {
 	pid   int
 	ns    *os.File // /proc/PID/ns/net, held so the namespace cannot be swapped under us
+	sk    sockets  // how sockets are made in it
 	slirp *slirp
 	log   zerolog.Logger
 	dns   *net.Resolver
@@ -124,12 +125,33 @@ func Attach(ctx context.Context, pid int, o Options, log zerolog.Logger) (*Net, 
 	n := &Net{pid: pid, ns: ns, log: log, conns: newConns(), refused: map[netip.Prefix]bool{}}
 	n.dns = &net.Resolver{PreferGo: true, Dial: n.dialDNS}
 	start := time.Now()
+	// Without root, the namespace is reached through the helper, which
+	// slirp4netns joins too (see sockets.go).
+	helper := 0
+	if privileged() {
+		n.sk = setnsSockets{ns: ns}
+	} else {
+		owner, err := ownerOf(ns)
+		if err != nil {
+			ns.Close()
+			return nil, err
+		}
+		h, err := startHelper(owner, ns)
+		owner.Close()
+		if err != nil {
+			ns.Close()
+			return nil, err
+		}
+		n.sk, helper = h, h.cmd.Process.Pid
+	}
 	if err := n.waitLoopback(ctx); err != nil {
+		n.sk.close()
 		ns.Close()
 		return nil, err
 	}
-	n.slirp, err = startSlirp(ctx, bin, pid, log)
+	n.slirp, err = startSlirp(ctx, bin, ns, helper, log)
 	if err != nil {
+		n.sk.close()
 		ns.Close()
 		return nil, err
 	}
@@ -180,6 +202,15 @@ func openNamespace(pid int) (*os.File, error) {
 	return ns, nil
 }
 
+// ownerOf opens the user namespace owning the namespace ns.
+func ownerOf(ns *os.File) (*os.File, error) {
+	fd, err := unix.IoctlRetInt(int(ns.Fd()), unix.NS_GET_USERNS)
+	if err != nil {
+		return nil, fmt.Errorf("the user namespace owning %s: %w", ns.Name(), err)
+	}
+	return os.NewFile(uintptr(fd), "userns"), nil
+}
+
 // Done is closed once slirp4netns has exited: after Close, or when it died
 // and the namespace lost its way out.
 func (n *Net) Done() <-chan struct{} { return n.slirp.done }
@@ -207,7 +238,7 @@ func (n *Net) Close() error {
 	if n.slirp != nil {
 		errs = append(errs, n.slirp.stop(n.log))
 	}
-	errs = append(errs, n.ns.Close())
+	errs = append(errs, n.sk.close(), n.ns.Close())
 	err := errors.Join(errs...)
 	n.log.Info().Err(err).Msg("netns: network closed")
 	return err
@@ -231,20 +262,27 @@ func ResolvConf(dir string) (string, error) {
 	return path, nil
 }
 
-// Probe says whether Attach can work here: the slirp4netns binary is there
-// and this process may enter other network namespaces (CAP_SYS_ADMIN, as
-// root has). Its error wraps ErrUnavailable and says what is missing.
+// Probe says whether Attach can work here: the slirp4netns binary is
+// there, and either this process may enter network namespaces itself
+// (CAP_SYS_ADMIN, as root has) or nsenter is there and /dev/net/tun may be
+// opened by its user (slirp4netns opens it inside the namespace, where
+// root's files are nobody's: Debian makes it 0666). Its error wraps
+// ErrUnavailable and says what is missing.
 func Probe(o Options) error {
 	if _, err := o.binary(); err != nil {
 		return err
 	}
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("%w: read capabilities: %v", ErrUnavailable, err)
+	if privileged() {
+		return nil
 	}
-	if data[0].Effective&(1<<unix.CAP_SYS_ADMIN) == 0 {
-		return fmt.Errorf("%w: entering a home's network namespace needs CAP_SYS_ADMIN (run the runner as root); uid %d lacks it", ErrUnavailable, os.Geteuid())
+	if _, err := exec.LookPath("nsenter"); err != nil {
+		return fmt.Errorf("%w: nsenter not found (install Debian's util-linux)", ErrUnavailable)
+	}
+	if err := unix.Access(tunDevice, unix.R_OK|unix.W_OK); err != nil {
+		return fmt.Errorf("%w: uid %d may not open %s (%v): chmod 0666 it, as Debian does, or in a container give it the device (devices: [/dev/net/tun])", ErrUnavailable, os.Geteuid(), tunDevice, err)
 	}
 	return nil
 }
+
+// tunDevice is the device slirp4netns makes the namespace's interface with.
+const tunDevice = "/dev/net/tun"

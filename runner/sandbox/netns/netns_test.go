@@ -24,7 +24,7 @@ import (
 // namespace reaches the server: were the home's namespace the host's (as
 // with --share-net), the test would fail.
 func TestHostLoopbackUnreachable(t *testing.T) {
-	needRoot(t)
+	needNamespaces(t)
 	secret := serve(t, "127.0.0.1:0", "secret")
 	_, port, _ := net.SplitHostPort(secret)
 	if !reaches(t, os.Getpid(), secret) {
@@ -42,7 +42,7 @@ func TestHostLoopbackUnreachable(t *testing.T) {
 // Outbound connections work: a server on the machine's own eth0 address is
 // reached from the home as any other machine's would be.
 func TestOutboundToHostAddress(t *testing.T) {
-	needRoot(t)
+	needNamespaces(t)
 	ip := hostAddress()
 	if ip == "" {
 		t.Skip("no non-loopback IPv4 address on this machine")
@@ -59,7 +59,7 @@ func TestOutboundToHostAddress(t *testing.T) {
 // loopback (the web chat or NATS bound to 0.0.0.0) is out of reach too,
 // while other machines stay reachable.
 func TestRefuseHostAddresses(t *testing.T) {
-	needRoot(t)
+	needNamespaces(t)
 	ip := hostAddress()
 	if ip == "" {
 		t.Skip("no non-loopback IPv4 address on this machine")
@@ -79,7 +79,7 @@ func TestRefuseHostAddresses(t *testing.T) {
 // UDP goes out too: a datagram to an echo server on the machine's own
 // address comes back.
 func TestOutboundUDP(t *testing.T) {
-	needRoot(t)
+	needNamespaces(t)
 	ip := hostAddress()
 	if ip == "" {
 		t.Skip("no non-loopback IPv4 address on this machine")
@@ -119,7 +119,7 @@ func TestOutboundUDP(t *testing.T) {
 // A forwarded host loopback address answers inside the home at the same
 // address; another port of the host's loopback does not.
 func TestForward(t *testing.T) {
-	needRoot(t)
+	needNamespaces(t)
 	model := serve(t, "127.0.0.1:0", "model API")
 	other := serve(t, "127.0.0.1:0", "web chat")
 	pid := startHome(t)
@@ -144,7 +144,7 @@ func TestForwardRefusesOtherAddresses(t *testing.T) {
 // Attaching to a process in the host's namespace would put slirp4netns's
 // interface and default route on the host.
 func TestAttachRefusesHostNamespace(t *testing.T) {
-	needRoot(t)
+	needNamespaces(t)
 	_, err := Attach(context.Background(), os.Getpid(), Options{}, testLog(t))
 	if !errors.Is(err, ErrHostNamespace) {
 		t.Fatalf("Attach(own pid): got %v; want ErrHostNamespace", err)
@@ -181,7 +181,7 @@ func TestResolvConf(t *testing.T) {
 
 // Dial reaches the namespace's own loopback, where the host does not.
 func TestDialReachesNamespaceLoopback(t *testing.T) {
-	needRoot(t)
+	needNamespaces(t)
 	pid := startHome(t)
 	n := attach(t, pid, Options{})
 	port := serveInside(t, pid, "dev server")
@@ -205,7 +205,7 @@ func TestDialReachesNamespaceLoopback(t *testing.T) {
 // The proxy carries a browser's requests into the namespace: absolute-URI
 // GETs and CONNECT tunnels.
 func TestProxy(t *testing.T) {
-	needRoot(t)
+	needNamespaces(t)
 	pid := startHome(t)
 	n := attach(t, pid, Options{})
 	port := serveInside(t, pid, "dev server")
@@ -242,7 +242,7 @@ func TestProxy(t *testing.T) {
 // Two homes: a server in one is out of reach of the other, by a program
 // there, by Dial and by its proxy.
 func TestTwoHomesApart(t *testing.T) {
-	needRoot(t)
+	needNamespaces(t)
 	a, b := startHome(t), startHome(t)
 	na, nb := attach(t, a, Options{}), attach(t, b, Options{})
 	port := serveInside(t, a, "A's secret")
@@ -276,7 +276,7 @@ func TestTwoHomesApart(t *testing.T) {
 
 // Close ends slirp4netns and the forwards; the namespace has no way out.
 func TestCloseLeavesNoSlirp(t *testing.T) {
-	needRoot(t)
+	needNamespaces(t)
 	model := serve(t, "127.0.0.1:0", "model API")
 	pid := startHome(t)
 	n := attach(t, pid, Options{Forward: []string{model}})
@@ -324,10 +324,10 @@ func slirpsFor(t *testing.T, pid int) []string {
 		if filepath.Base(args[0]) != "slirp4netns" {
 			continue
 		}
-		for _, a := range args[1:] {
-			if a == fmt.Sprintf("/proc/%d/ns/net", pid) {
-				found = append(found, p)
-			}
+		// The namespace is its fd 5 (slirp.go).
+		theirs, _ := os.Readlink(filepath.Join(filepath.Dir(p), "fd", "5"))
+		if ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); theirs != "" && theirs == ns {
+			found = append(found, p)
 		}
 	}
 	return found

@@ -79,19 +79,17 @@ func (n *Net) refuse(prefixes []netip.Prefix) error {
 	if len(prefixes) == 0 {
 		return nil
 	}
-	return n.inside(func() error {
-		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
-		if err != nil {
-			return fmt.Errorf("netlink: %w", err)
+	fd, err := n.sk.socket(unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE)
+	if err != nil {
+		return fmt.Errorf("netlink: %w", err)
+	}
+	defer unix.Close(fd)
+	for i, p := range prefixes {
+		if err := addProhibit(fd, uint32(i+1), p); err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("prohibit route %s: %w", p, err)
 		}
-		defer unix.Close(fd)
-		for i, p := range prefixes {
-			if err := addProhibit(fd, uint32(i+1), p); err != nil && !errors.Is(err, unix.EEXIST) {
-				return fmt.Errorf("prohibit route %s: %w", p, err)
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // addProhibit sends one RTM_NEWROUTE of type RTN_PROHIBIT for p on fd

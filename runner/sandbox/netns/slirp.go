@@ -29,10 +29,11 @@ type slirp struct {
 	startup time.Duration
 }
 
-// startSlirp starts slirp4netns on pid's namespace and waits for its ready
-// byte (written once the interface, route and DNS are configured), its exit,
-// or ctx.
-func startSlirp(ctx context.Context, bin string, pid int, log zerolog.Logger) (*slirp, error) {
+// startSlirp starts slirp4netns on the network namespace ns, or, when
+// helper is not 0, on the namespaces of that process (see below), and
+// waits for its ready byte (written once the interface, route and DNS are
+// configured), its exit, or ctx.
+func startSlirp(ctx context.Context, bin string, ns *os.File, helper int, log zerolog.Logger) (*slirp, error) {
 	readyR, readyW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("slirp4netns ready pipe: %w", err)
@@ -44,14 +45,21 @@ func startSlirp(ctx context.Context, bin string, pid int, log zerolog.Logger) (*
 		return nil, fmt.Errorf("slirp4netns exit pipe: %w", err)
 	}
 	s := &slirp{exit: exitW, done: make(chan struct{}), stderr: &tail{max: 4096}}
-	// fd 3 and 4 in the child: ExtraFiles[0] and [1]. The namespace by
-	// path, not pid: given a pid, slirp4netns also joins that process's
-	// user namespace, which for an unprivileged bubblewrap is a nested one
-	// without power over the network namespace (setns: EPERM).
-	s.cmd = exec.Command(bin, "--configure", "--mtu="+strconv.Itoa(mtu), "--disable-host-loopback",
-		"--enable-sandbox", "--enable-seccomp", "--ready-fd=3", "--exit-fd=4",
-		"--netns-type=path", fmt.Sprintf("/proc/%d/ns/net", pid), Interface)
-	s.cmd.ExtraFiles = []*os.File{readyW, exitR}
+	// fd 3 and 4 in the child: ExtraFiles[0] and [1], then the namespace.
+	// As root, the namespace by path, not pid: given a pid, slirp4netns
+	// also joins that process's user namespace, which for an unprivileged
+	// bubblewrap is a nested one without power over the network namespace
+	// (setns: EPERM). Without root, slirp4netns must join the user
+	// namespace owning it (to open its tap device there, and to make its
+	// own sandbox, which it does only by a pid): the helper's pid, which is
+	// in both.
+	target := []string{"--netns-type=path", "/proc/self/fd/5", Interface}
+	if helper != 0 {
+		target = []string{strconv.Itoa(helper), Interface}
+	}
+	s.cmd = exec.Command(bin, append([]string{"--configure", "--mtu=" + strconv.Itoa(mtu), "--disable-host-loopback",
+		"--enable-sandbox", "--enable-seccomp", "--ready-fd=3", "--exit-fd=4"}, target...)...)
+	s.cmd.ExtraFiles = []*os.File{readyW, exitR, ns}
 	s.cmd.Stderr = s.stderr
 	s.cmd.Stdout = s.stderr
 	start := time.Now()
@@ -79,9 +87,9 @@ func startSlirp(ctx context.Context, bin string, pid int, log zerolog.Logger) (*
 			return s, nil
 		}
 		<-s.done // no ready byte: it exited
-		err = fmt.Errorf("slirp4netns on pid %d ended before ready: %v: %s", pid, s.err, s.stderr)
+		err = fmt.Errorf("slirp4netns ended before ready: %v: %s", s.err, s.stderr)
 	case <-ctx.Done():
-		err = fmt.Errorf("slirp4netns on pid %d not ready: %w (stderr: %s)", pid, ctx.Err(), s.stderr)
+		err = fmt.Errorf("slirp4netns not ready: %w (stderr: %s)", ctx.Err(), s.stderr)
 	}
 	s.stop(log)
 	return nil, err
