@@ -29,9 +29,8 @@ import (
 // several times faster; what a program of the run leaves behind is ended
 // with the run (EndRun), wherever it went.
 //
-// Entering namespaces that an unprivileged bubblewrap made takes root
-// (bubblewrap nests its user namespace): textslash without root runs each
-// program in a sandbox of its own, as before homes.
+// textslash without root enters them too, through the user namespace
+// bubblewrap nests the home's in (enter.go).
 type Home struct {
 	id     string // opaque: the cgroup's name, the logs'
 	key    string // the sandbox's command line, which the home was made for
@@ -40,10 +39,10 @@ type Home struct {
 	pid    int            // bwrap's child: the namespaces' first process
 	own    []int          // the home's own processes: bwrap's two, the holder
 	pidNS  string         // its pid namespace, as /proc names it
-	// ns are its namespaces, opened once (nsNames order): a program enters
-	// them by these files, never by pid, which the kernel may hand to
-	// another process once the home is gone.
-	ns      []*os.File
+	// ns are its namespaces, opened once (nsNames): a program enters them
+	// by these files, never by pid, which the kernel may hand to another
+	// process once the home is gone.
+	ns      *entry
 	nsenter string
 	user    *User
 	cg      *Cgroup    // nil: runs are not limited
@@ -61,12 +60,8 @@ type Home struct {
 }
 
 // nsNames are the namespaces a program of a home enters, as /proc names
-// them (the user namespace first: the others belong to it), and
-// nsFlags nsenter's option for each.
-var (
-	nsNames = []string{"user", "mnt", "net", "pid", "ipc", "uts"}
-	nsFlags = map[string]string{"user": "user", "mnt": "mount", "net": "net", "pid": "pid", "ipc": "ipc", "uts": "uts"}
-)
+// them (the user namespace first: the others belong to it).
+var nsNames = []string{"user", "mnt", "net", "pid", "ipc", "uts"}
 
 // homeReady is how long a home's bubblewrap has to say its child's pid.
 const homeReady = 10 * time.Second
@@ -170,12 +165,8 @@ func (h *Home) startHolder(box *Sandbox, dir, home, bin string, w wrapping) erro
 	if h.pidNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); err != nil {
 		return fmt.Errorf("home: %w", err)
 	}
-	for _, name := range nsNames {
-		f, err := os.Open(fmt.Sprintf("/proc/%d/ns/%s", pid, name))
-		if err != nil {
-			return fmt.Errorf("home: %w", err)
-		}
-		h.ns = append(h.ns, f)
+	if h.ns, err = openEntry(pid, nsNames...); err != nil {
+		return fmt.Errorf("home: %w", err)
 	}
 	return nil
 }
@@ -262,33 +253,15 @@ func (h *Home) Net() *netns.Net { return h.net }
 func (h *Home) Cgroup() *Cgroup { return h.cg }
 
 // Confined wraps a run's command function so that every program runs in
-// the home: nsenter, as root, enters its namespaces and becomes the agent
-// user there; the program joins the home's cgroup first.
+// the home: nsenter enters its namespaces and becomes the agent user
+// there (enter.go); the program joins the home's cgroup first.
 func (h *Home) Confined(next func(ctx context.Context, name string, args ...string) *exec.Cmd) func(ctx context.Context, name string, args ...string) *exec.Cmd {
 	return func(ctx context.Context, name string, args ...string) *exec.Cmd {
 		cmd := next(ctx, name, args...)
 		if cmd.Err != nil {
 			return cmd
 		}
-		// The namespaces by the files the home holds, passed from fd 3
-		// on (after any the command has); nsenter dies with textslash, as
-		// bubblewrap does (--die-with-parent).
-		first := 3 + len(cmd.ExtraFiles)
-		cmd.ExtraFiles = append(cmd.ExtraFiles, h.ns...)
-		var argv []string
-		for i, name := range nsNames {
-			argv = append(argv, fmt.Sprintf("--%s=/proc/self/fd/%d", nsFlags[name], first+i))
-		}
-		argv = append(argv, "--wdns="+cmd.Dir)
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-		if a := cmd.SysProcAttr; a != nil && a.Credential != nil {
-			argv = append(argv, "-S", strconv.Itoa(int(a.Credential.Uid)), "-G", strconv.Itoa(int(a.Credential.Gid)))
-			a.Credential = nil // nsenter needs root to enter; it drops to the user inside
-		} else {
-			argv = append(argv, "--preserve-credentials")
-		}
-		path := h.nsenter
-		argv = append(append(argv, "--", cmd.Path), args...)
+		path, argv := h.ns.wrap(cmd, h.nsenter, cmd.Dir, cmd.Path, args)
 		if h.cg != nil {
 			if h.cg.v2 {
 				if fd, err := h.cg.fd(); err == nil {
@@ -440,7 +413,7 @@ func (h *Home) Close() {
 	if h.cg != nil {
 		h.cg.Kill()
 	}
-	for _, f := range h.ns {
-		f.Close()
+	if h.ns != nil {
+		h.ns.close()
 	}
 }

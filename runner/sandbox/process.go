@@ -137,11 +137,7 @@ func Confined(next func(ctx context.Context, name string, args ...string) *exec.
 		}
 		path, argv := s.wrap(dir, home, bin, wrapping{}, cmd.Path, args...)
 		if s.net != nil {
-			if cmd.SysProcAttr == nil {
-				cmd.SysProcAttr = &syscall.SysProcAttr{}
-			}
-			path, argv = s.net.enter(cmd, path, argv, cmd.SysProcAttr.Credential)
-			cmd.SysProcAttr.Credential = nil // nsenter needs root to enter; it drops to the user there
+			path, argv = s.net.enter(cmd, path, argv)
 		}
 		if cg != nil {
 			if cg.v2 {

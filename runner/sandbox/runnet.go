@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -31,8 +29,8 @@ type RunNet struct {
 	holder  *exec.Cmd
 	stdin   io.WriteCloser // the holder's; closed, the holder ends
 	exited  chan struct{}
-	pid     int      // the process holding the namespace
-	ns      *os.File // its network namespace
+	pid     int    // the process holding the namespace
+	ns      *entry // its network namespace
 	net     *netns.Net
 	resolv  string
 	nsenter string
@@ -74,14 +72,25 @@ func (n *RunNet) startHolder() error {
 	if err != nil {
 		return fmt.Errorf("%w: bubblewrap not found", ErrNoSandbox)
 	}
+	// --dev: an unprivileged bubblewrap mounting a /dev maps its user to
+	// root of an outer user namespace, which owns the network namespace,
+	// and runs the holder in an inner one, as a home's (enter.go): a runner
+	// that is not root needs that root to network it (netns). As root,
+	// bubblewrap makes no user namespace here, and --dev changes nothing.
 	cmd := exec.Command(bwrap, "--unshare-net", "--die-with-parent", "--info-fd", "3",
-		"--ro-bind", "/", "/", "--", "/bin/sh", "-c", "echo; read _")
+		"--ro-bind", "/", "/", "--dev", "/dev", "--", "/bin/sh", "-c", "echo; read _")
 	n.holder = cmd
 	if n.pid, err = startHeld(cmd, n.exited, &n.stdin); err != nil {
 		return fmt.Errorf("run's network: %w", err)
 	}
-	// Entered by this file, never by pid (another process's soon after).
-	if n.ns, err = os.Open(fmt.Sprintf("/proc/%d/ns/net", n.pid)); err != nil {
+	// Entered by these files, never by pid (another process's soon
+	// after). As root, bubblewrap makes no user namespace here; without
+	// root, it nests two, as a home's (enter.go).
+	names := []string{"net"}
+	if os.Geteuid() != 0 {
+		names = []string{"user", "net"}
+	}
+	if n.ns, err = openEntry(n.pid, names...); err != nil {
 		return err
 	}
 	return nil
@@ -107,19 +116,10 @@ func (s *Sandbox) Offline() *Sandbox {
 	return &c
 }
 
-// enter is the command line running path argv in n, as cred (nil: as
-// the caller), and the credential to start it with: nsenter needs root
-// to enter, and drops to cred there.
-func (n *RunNet) enter(cmd *exec.Cmd, path string, argv []string, cred *syscall.Credential) (string, []string) {
-	cmd.ExtraFiles = append(cmd.ExtraFiles, n.ns)
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL // as bwrap's --die-with-parent
-	a := []string{fmt.Sprintf("--net=/proc/self/fd/%d", 2+len(cmd.ExtraFiles))}
-	if cred != nil {
-		a = append(a, "-S", strconv.Itoa(int(cred.Uid)), "-G", strconv.Itoa(int(cred.Gid)))
-	} else {
-		a = append(a, "--preserve-credentials")
-	}
-	return n.nsenter, append(append(a, "--", path), argv...)
+// enter is the command line running path argv in n, as cmd's credential
+// (none: as the caller).
+func (n *RunNet) enter(cmd *exec.Cmd, path string, argv []string) (string, []string) {
+	return n.ns.wrap(cmd, n.nsenter, "", path, argv)
 }
 
 // Close takes the network down: slirp4netns, the forwards, the holder
@@ -130,7 +130,7 @@ func (n *RunNet) Close() {
 		_ = n.net.Close()
 	}
 	if n.ns != nil {
-		n.ns.Close()
+		n.ns.close()
 	}
 	if n.stdin != nil {
 		_ = n.stdin.Close()
