@@ -174,7 +174,7 @@ func checkWarm(b *testing.B, inst *instance, homes int) {
 }
 
 // logLines are the lines of inst's log that contain s.
-func logLines(b *testing.B, inst *instance, s string) []string {
+func logLines(b testing.TB, inst *instance, s string) []string {
 	b.Helper()
 	out, err := os.ReadFile(inst.Log)
 	if err != nil {

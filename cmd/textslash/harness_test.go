@@ -15,7 +15,9 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,6 +34,10 @@ var binary string
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "textslash-bin")
 	if err != nil {
+		panic(err)
+	}
+	// A test may run it as another user (startServeAs).
+	if err := os.Chmod(dir, 0o755); err != nil {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "textslash")
@@ -54,6 +60,7 @@ type instance struct {
 	exited  chan struct{} // closed when the process has exited
 	env     []string
 	argv    []string // the program and its arguments; textslash serve when empty
+	user    *user.User // the OS user it runs as; nil: this test's
 }
 
 // startServe starts `textslash serve` with fresh data and free ports, and
@@ -61,6 +68,20 @@ type instance struct {
 func startServe(t testing.TB, env ...string) *instance {
 	t.Helper()
 	return startProgram(t, nil, env...)
+}
+
+// startServeAs is startServe run as the OS user name, which owns its data
+// directory and its HOME (the data directory): textslash as a normal user.
+func startServeAs(t testing.TB, name string, env ...string) *instance {
+	t.Helper()
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Skip(err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run textslash as another user")
+	}
+	return startProgramAs(t, nil, u, func(string) []string { return env })
 }
 
 // startServeOn is startServe for settings that name the web port
@@ -81,6 +102,12 @@ func startProgram(t testing.TB, argv []string, env ...string) *instance {
 // startServeOn.
 func startProgramOn(t testing.TB, argv []string, env func(port string) []string) *instance {
 	t.Helper()
+	return startProgramAs(t, argv, nil, env)
+}
+
+// startProgramAs is startProgramOn as the OS user u (nil: this test's).
+func startProgramAs(t testing.TB, argv []string, u *user.User, env func(port string) []string) *instance {
+	t.Helper()
 	// Another process may take a port between freePort's check and the
 	// program's listen: the first start then fails, and it is tried again
 	// with fresh data on other ports. (A port the caller chose in env
@@ -94,9 +121,17 @@ func startProgramOn(t testing.TB, argv []string, env func(port string) []string)
 				t.Fatal(err)
 			}
 		}
+		if u != nil {
+			uid, _ := strconv.Atoi(u.Uid)
+			gid, _ := strconv.Atoi(u.Gid)
+			if err := os.Chown(data, uid, gid); err != nil {
+				t.Fatal(err)
+			}
+		}
 		inst := &instance{
 			Data: data,
 			argv: argv,
+			user: u,
 			env: append([]string{
 				"TEXTSLASH_DATA=" + data,
 				"PORT=" + port,
@@ -155,6 +190,13 @@ func (inst *instance) launch(t testing.TB) error {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), inst.env...)
+	if inst.user != nil {
+		uid, _ := strconv.Atoi(inst.user.Uid)
+		gid, _ := strconv.Atoi(inst.user.Gid)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		cmd.Env = append(cmd.Env, "HOME="+inst.Data, "USER="+inst.user.Username, "LOGNAME="+inst.user.Username)
+		cmd.Dir = inst.Data
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/textslash/textslash/runner/claudetest"
 	"github.com/textslash/textslash/runner/handover/pageshot/shottest"
 )
 
@@ -34,11 +35,41 @@ echo ok`
 // web chat itself (and opened sessions on it until the operator was locked
 // out).
 func TestHomeNetworkAttacks(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("homes need root")
-	}
+	eachRunner(t, homeNetworkAttacks)
+}
+
+// eachRunner runs f with textslash serve started by start as root, and as
+// a normal user (the tests' agent user, which a runner that is not root
+// runs agents as: its own). Homes hold either way; before, a textslash
+// that was not root had none ("homes off"): every run shared the host's
+// network.
+func eachRunner(t *testing.T, f func(t *testing.T, start func(env ...string) *instance)) {
+	t.Run("root", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root")
+		}
+		f(t, func(env ...string) *instance { return startServe(t, env...) })
+	})
+	t.Run("normal user", func(t *testing.T) {
+		u := claudetest.AgentUser(t)
+		if u == "" {
+			t.Skip("needs root, to run textslash as a normal user")
+		}
+		f(t, func(env ...string) *instance {
+			inst := startServeAs(t, u, env...)
+			for _, said := range []string{"homes kept", "homes have a network of their own"} {
+				if len(logLines(t, inst, said)) == 0 {
+					t.Fatalf("textslash as %s did not log %q (its log follows)", u, said)
+				}
+			}
+			return inst
+		})
+	})
+}
+
+func homeNetworkAttacks(t *testing.T, start func(env ...string) *instance) {
 	tab := browser(t, 120*time.Second) // first: skips without Chromium
-	inst := startServe(t, "TEXTSLASH_AGENT=shell")
+	inst := start("TEXTSLASH_AGENT=shell")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a, b := inst.newChat(t), inst.newChat(t)

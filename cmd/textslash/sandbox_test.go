@@ -21,8 +21,12 @@ func (c *chat) reply(events <-chan sseEvent, text string, timeout time.Duration)
 // Two people on one textslash, one of them an attacker: what B's agent
 // can reach of A, of textslash and of the machine.
 func TestSandboxIsolation(t *testing.T) {
+	eachRunner(t, sandboxIsolation)
+}
+
+func sandboxIsolation(t *testing.T, start func(env ...string) *instance) {
 	const mediaKey = "media-key-the-agents-must-not-see"
-	inst := startServe(t, "TEXTSLASH_AGENT=shell", "TEXTSLASH_MEDIA_KEY="+mediaKey)
+	inst := start("TEXTSLASH_AGENT=shell", "TEXTSLASH_MEDIA_KEY="+mediaKey)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a, b := inst.newChat(t), inst.newChat(t)
