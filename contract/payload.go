@@ -249,6 +249,10 @@ type Event struct {
 	// dev server, `textslash background`) as the run ended, oldest first;
 	// status lists it while the home is warm.
 	Background []Background `json:"background,omitempty"`
+	// Sandbox: what the person's sandbox lacks on the runner that ran
+	// them, in a sentence for status ("Sandbox here: no disk bound of your
+	// own."); empty when it lacks nothing.
+	Sandbox string `json:"sandbox,omitempty"`
 	// Links: the preview links the run handed the person, oldest first.
 	// The text has each URL too; channels with buttons show one that
 	// opens it, the web chat a link that opens in a new tab.

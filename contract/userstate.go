@@ -42,6 +42,9 @@ type UserState struct {
 	// Background is what the newest done event said (Event.Background):
 	// what the home keeps running, as long as it is warm.
 	Background []Background `json:"background,omitempty"`
+	// Sandbox is what the newest done event said (Event.Sandbox): what
+	// the person's sandbox lacks there.
+	Sandbox string `json:"sandbox,omitempty"`
 	Settings
 }
 

@@ -213,7 +213,7 @@ func (d *Dispatcher) takeDone(ctx context.Context, ev contract.Event) error {
 	if err := d.costs.record(ctx, ev); err != nil {
 		return err
 	}
-	return d.apply(ctx, ev.User, fsm.Input{Kind: fsm.Done, ID: ev.JobID, Approval: ev.Approval, WarmUntil: ev.WarmUntil, Background: ev.Background}, nil)
+	return d.apply(ctx, ev.User, fsm.Input{Kind: fsm.Done, ID: ev.JobID, Approval: ev.Approval, WarmUntil: ev.WarmUntil, Background: ev.Background, Sandbox: ev.Sandbox}, nil)
 }
 
 // mode is the permission mode a job runs in: the person's, or the default.

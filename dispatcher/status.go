@@ -80,6 +80,9 @@ func (d *Dispatcher) status(ctx context.Context, u contract.User, st contract.Us
 			fmt.Fprintf(&b, "\n"+msgBackground, bg.ID, bg.Command, lasted(time.Since(bg.Started)), bg.ID)
 		}
 	}
+	if st.Sandbox != "" {
+		b.WriteString("\n" + st.Sandbox)
+	}
 	if n := d.queueDepth(ctx, u); n > 0 {
 		fmt.Fprintf(&b, "\n%s waiting.", contract.Plural(int(n), "message"))
 	}

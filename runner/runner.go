@@ -44,6 +44,8 @@ type Runner struct {
 	bin       string             // the directory of the agents' textslash command, or ""
 	// limited: runs get a cgroup with the sandbox's limits.
 	limited bool
+	// conf is what of a person's sandbox this runner has (confinement.go).
+	conf confinement
 	// homes keeps people's sandboxes between runs; nil: each run has a
 	// sandbox of its own.
 	homes *sandbox.Homes
@@ -95,6 +97,8 @@ func (r *Runner) setUp() error {
 	if r.user, err = sandbox.LookupUser(cfg.AgentUser); err != nil {
 		return settingErr("AgentUser", cfg.AgentUser, "not a user of this system", err)
 	}
+	off := part{why: "runs are not sandboxed (TEXTSLASH_SANDBOX=off)"}
+	r.conf = confinement{homes: off, network: off, limits: off, disk: off}
 	if cfg.Sandbox != nil {
 		if err := r.confine(); err != nil {
 			return settingErr("Sandbox", nil, "does not work here", err)
@@ -132,14 +136,17 @@ const disksDir = ".disks"
 func (r *Runner) openDisks() {
 	q := r.cfg.DiskQuota
 	if q == 0 {
+		r.conf.disk.why = "no quota is set (TEXTSLASH_DISK_QUOTA=0)"
 		return
 	}
 	d, err := disk.Open(context.Background(), filepath.Join(r.cfg.Workspaces, disksDir), q, r.log)
 	if err != nil {
+		r.conf.disk.why = err.Error()
 		r.log.Error().Err(err).Int64("quota", q).Msg("disks are NOT bounded (TEXTSLASH_DISK_QUOTA): textslash cannot mount a disk per person here; run it as root (or with CAP_SYS_ADMIN) with the loop devices (/dev/loop-control) and e2fsprogs")
 		return
 	}
 	r.disks = d
+	r.conf.disk.on = true
 	r.log.Info().Int64("quota", q).Str("size", sandbox.BytesText(q)).Msg("each person's disk bounded: workspace, projects, worktrees and home together, on an ext4 image of their own")
 }
 
@@ -232,10 +239,14 @@ func (r *Runner) confine() error {
 		r.user = nobody
 		r.log.Warn().Msg("runs sandboxed as nobody: set TEXTSLASH_AGENT_USER to give agents a user of their own")
 	}
-	limited, err := r.cfg.Sandbox.Ready(r.user, r.cfg.Workspaces, r.cfg.ClaudeBin, r.log)
-	r.limited = limited
+	unlimited, err := r.cfg.Sandbox.Ready(r.user, r.cfg.Workspaces, r.cfg.ClaudeBin, r.log)
 	if err != nil {
 		return err
+	}
+	r.limited = unlimited == nil
+	r.conf.limits = part{on: r.limited}
+	if unlimited != nil {
+		r.conf.limits.why = unlimited.Error()
 	}
 	r.keepHomes()
 	return nil
@@ -284,6 +295,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	defer r.shots.Close()
 	r.forwardIntoHomes()
+	r.conf.tell(r)
 	defer r.startPreviews()()
 	if os.Geteuid() == 0 && r.user == nil {
 		r.log.Warn().Str("agent", r.cfg.Agent).Msg("agents run as root: set TEXTSLASH_AGENT_USER to run them as an unprivileged user")

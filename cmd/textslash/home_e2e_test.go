@@ -139,3 +139,48 @@ func TestHomeShotOfOwnServer(t *testing.T) {
 		t.Errorf("a shot of a server on the host's loopback (%s): %q; want it refused", hostApp.URL, got)
 	}
 }
+
+// What a person's sandbox lacks where textslash runs is said in one
+// start-up line (why, and what is on), on /metrics (textslash_sandbox)
+// and in the person's status. As a normal user here, homes and their
+// network are on, and limits (textslash's cgroups are root's) and the disk
+// bound (no loop devices) are off. Before, only scattered log lines said
+// so, and status said nothing.
+func TestNormalUserSaysWhatIsOff(t *testing.T) {
+	u := claudetest.AgentUser(t)
+	if u == "" {
+		t.Skip("needs root, to run textslash as a normal user")
+	}
+	inst := startServeAs(t, u, "TEXTSLASH_AGENT=shell", "TEXTSLASH_DISK_QUOTA=1G")
+	lines := logLines(t, inst, `"sandbox: `)
+	if len(lines) != 1 {
+		t.Fatalf("start-up lines about the sandbox: %q; want one", lines)
+	}
+	for _, want := range []string{"OFF here: ", "limits (", "disk (", "on: homes, network"} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("the sandbox's start-up line %s; want it to say %q", lines[0], want)
+		}
+	}
+	for part, want := range map[string]float64{"homes": 1, "network": 1, "limits": 0, "disk": 0} {
+		if got := counter(t, inst.URL, `textslash_sandbox{part="`+part+`"}`); got != want {
+			t.Errorf("textslash_sandbox{part=%q} = %v; want %v", part, got, want)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := inst.newChat(t)
+	events := a.events(ctx)
+	if got := a.reply(events, "echo hi", 30*time.Second); got != "hi" {
+		t.Fatalf("echo hi: %q", got)
+	}
+	a.send("status")
+	status := notice(t, events, "Idle").Text
+	for _, want := range []string{"Sandbox here: ", "no memory, process or CPU limit of your own", "no disk bound of your own"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("status:\n%s\nwant it to say %q", status, want)
+		}
+	}
+	if strings.Contains(status, "shares this machine's network") || strings.Contains(status, "start cold") {
+		t.Errorf("status says homes or their network are off, as a normal user:\n%s", status)
+	}
+}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -193,10 +194,11 @@ func (s *Sandbox) wrap(dir, home, bin string, w wrapping, name string, args ...s
 
 // Ready readies the sandbox at start for runs as u (nil: textslash's own
 // user) in the workspaces directory, whose agent may be the Claude Code
-// binary claudeBin: bwrap works, and limits can be set (limited) — or says
-// why not. Hide is made absolute and the workspaces added to it, and the
-// programs under a hidden directory are shown.
-func (s *Sandbox) Ready(u *User, workspaces, claudeBin string, log zerolog.Logger) (limited bool, err error) {
+// binary claudeBin: bwrap works, and limits can be set — or says why not
+// (unlimited: why runs are not limited one by one; nil when they are).
+// Hide is made absolute and the workspaces added to it, and the programs
+// under a hidden directory are shown.
+func (s *Sandbox) Ready(u *User, workspaces, claudeBin string, log zerolog.Logger) (unlimited, err error) {
 	for i, h := range s.Hide {
 		if abs, err := filepath.Abs(h); err == nil {
 			s.Hide[i] = abs
@@ -210,14 +212,17 @@ func (s *Sandbox) Ready(u *User, workspaces, claudeBin string, log zerolog.Logge
 		log.Info().Strs("dirs", s.expose).Msg("sandbox shows these program directories read-only (they are under a hidden directory)")
 	}
 	if err := s.Probe(u); err != nil {
-		return false, err
+		return nil, err
 	}
 	var why error // runs are not limited
-	if !s.Limits.zero() {
-		if why = cgroupsWritable(); why == nil {
-			limited = true
-			sweepCgroups(log)
-		}
+	limited := false
+	if s.Limits.zero() {
+		unlimited = errors.New("no limits are set")
+	} else if why = cgroupsWritable(); why == nil {
+		limited = true
+		sweepCgroups(log)
+	} else {
+		unlimited = why
 	}
 	ev, msg := log.Info(), "runs sandboxed (bubblewrap)"
 	if why != nil {
@@ -225,7 +230,7 @@ func (s *Sandbox) Ready(u *User, workspaces, claudeBin string, log zerolog.Logge
 	}
 	ev.Bool("limited", limited).Int64("memory", s.Limits.Memory).Int("pids", s.Limits.Pids).
 		Float64("cpu", s.Limits.CPU).Msg(msg)
-	return limited, nil
+	return unlimited, nil
 }
 
 // programDirs are the directories of programs runs need that lie under a

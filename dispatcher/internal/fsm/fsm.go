@@ -82,6 +82,8 @@ type Input struct {
 	WarmUntil time.Time
 	// Background: a Done's, what the home keeps running.
 	Background []contract.Background
+	// Sandbox: a Done's, what the person's sandbox lacks.
+	Sandbox string
 	// InSeq: a Message's or Keyword's sequence in IN (0: not from IN, a
 	// scheduled message). The machine does not look at it: the
 	// dispatcher keeps UserState.InSeq by it.
@@ -209,12 +211,12 @@ func asMessage(in Input) Input {
 
 // kept is what of s outlasts every transition, with nothing running: the
 // person's Settings, whole, the dispatcher's bookkeeping (V, Since,
-// Queued, Finished, InSeq), which the machine leaves as they are, and WarmUntil
-// and Background, which only a done changes (warmed). The rest of a UserState is the state
+// Queued, Finished, InSeq), which the machine leaves as they are, and WarmUntil,
+// Background and Sandbox, which only a done changes (warmed). The rest of a UserState is the state
 // and its job's, which each transition sets.
 func kept(s contract.UserState) contract.UserState {
 	return contract.UserState{V: s.V, Since: s.Since, Queued: s.Queued, Finished: s.Finished, InSeq: s.InSeq,
-		WarmUntil: s.WarmUntil, Background: s.Background, Settings: s.Settings}
+		WarmUntil: s.WarmUntil, Background: s.Background, Sandbox: s.Sandbox, Settings: s.Settings}
 }
 
 // working is s running the job e starts. A message's job uses up the
@@ -341,6 +343,6 @@ func warmed(s contract.UserState, in Input) contract.UserState {
 	if i := slices.Index(s.Finished, in.ID); i >= 0 && i < len(s.Finished)-1 {
 		return s
 	}
-	s.WarmUntil, s.Background = in.WarmUntil, in.Background
+	s.WarmUntil, s.Background, s.Sandbox = in.WarmUntil, in.Background, in.Sandbox
 	return s
 }
