@@ -59,7 +59,7 @@ type instance struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has exited
 	env     []string
-	argv    []string // the program and its arguments; textslash serve when empty
+	argv    []string   // the program and its arguments; textslash serve when empty
 	user    *user.User // the OS user it runs as; nil: this test's
 }
 
