@@ -1,7 +1,8 @@
 # Images of textslash's services, for compose.yaml.
 #   service: ingress, dispatcher, media, egress (and textslash) on a slim base
-#   runner:  the runner with git, Node.js, the Claude Code CLI, Chromium and
-#            bubblewrap (each run's sandbox; see compose.yaml's runner)
+#   runner:  the runner with git, Node.js, the Claude Code CLI, Chromium,
+#            bubblewrap (each run's sandbox) and slirp4netns (a home's
+#            network); see compose.yaml's runner
 # Both run as an unprivileged user.
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
@@ -19,7 +20,7 @@ WORKDIR /home/textslash
 
 FROM debian:bookworm-slim AS runner
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      ca-certificates git nodejs npm chromium-headless-shell fonts-dejavu-core bubblewrap ffmpeg \
+      ca-certificates git nodejs npm chromium-headless-shell fonts-dejavu-core bubblewrap slirp4netns ffmpeg \
     && rm -rf /var/lib/apt/lists/* \
     && npm install -g --no-audit --no-fund @anthropic-ai/claude-code@2.1.330 \
     && useradd --create-home --uid 10001 textslash \

@@ -61,8 +61,18 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 // model, in mode auto unless env says otherwise.
 func startClaude(t testing.TB, model *claudetest.Model, env ...string) *instance {
 	t.Helper()
+	return startClaudeAs(t, "", model, env...)
+}
+
+// startClaudeAs is startClaude run as the OS user name (startServeAs),
+// whose runs are its own; "": as this test's user, runs as the agent user.
+func startClaudeAs(t testing.TB, name string, model *claudetest.Model, env ...string) *instance {
+	t.Helper()
 	env = append(append([]string{"TEXTSLASH_AGENT=claude", "TEXTSLASH_CLAUDE_BIN=" + claudetest.Binary(t),
 		"TEXTSLASH_DEFAULT_MODE=auto"}, claudetest.Env(model)...), env...)
+	if name != "" {
+		return startServeAs(t, name, env...)
+	}
 	if u := claudetest.AgentUser(t); u != "" {
 		env = append(env, "TEXTSLASH_AGENT_USER="+u)
 	}

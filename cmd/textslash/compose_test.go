@@ -27,7 +27,16 @@ type composeFile struct {
 		Command     []string                `yaml:"command"`
 		Environment map[string]string       `yaml:"environment"`
 		Healthcheck struct{ Test []string } `yaml:"healthcheck"`
+		User        string                  `yaml:"user"`
+		CapAdd      []string                `yaml:"cap_add"`
+		Privileged  bool                    `yaml:"privileged"`
+		SecurityOpt []string                `yaml:"security_opt"`
+		Devices     []string                `yaml:"devices"`
+		Ports       []string                `yaml:"ports"`
 	} `yaml:"services"`
+	Configs map[string]struct {
+		Content string `yaml:"content"`
+	} `yaml:"configs"`
 }
 
 // readVars lists the environment variables a service's --help names.
@@ -78,6 +87,7 @@ func TestComposeFile(t *testing.T) {
 	checkComposeNATS(t, cf)
 	example := readEnvExample(t, "../../textslash.env.example")
 	checkComposeSecrets(t, cf, example)
+	checkComposeHomes(t, cf, string(dockerfile))
 	ns := runNATSUsers(t)
 	for _, name := range app.All {
 		t.Run(name, func(t *testing.T) {
@@ -145,12 +155,72 @@ func TestComposeFile(t *testing.T) {
 					env = append(env, k+"="+v)
 				}
 			}
-			startService(t, name, env...)
+			if name != "runner" {
+				startService(t, name, env...)
+				return
+			}
+			// The runner as compose runs it: as an unprivileged user, whose
+			// runs are its own. It keeps homes, with a network of their own.
+			u := claudetest.AgentUser(t)
+			if u == "" {
+				t.Skip("needs root, to run the runner as an unprivileged user")
+			}
+			env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "TEXTSLASH_AGENT_USER=") })
+			env = append(env, "TEXTSLASH_PREVIEW_ADDR=127.0.0.1:0") // compose's is the container's own
+			runner := startServiceAs(t, name, u, env...)
+			for _, said := range []string{"homes kept", "homes have a network of their own", `"sandbox: OFF here: limits`} {
+				if len(logLines(t, runner, said)) == 0 {
+					t.Errorf("the runner as compose runs it (as %s) did not log %q", u, said)
+				}
+			}
 		})
 	}
 	t.Run("slack", func(t *testing.T) { checkComposeSlack(t, cf, example, ns) })
 	if v := ns.violations(); len(v) > 0 {
 		t.Errorf("NATS refused the services %d times:\n%s", len(v), strings.Join(v, "\n"))
+	}
+}
+
+// checkComposeHomes: the runner container gives homes what they need and
+// nothing more (compose.yaml's runner comments say why): not root, no
+// capability added, not privileged; user namespaces and a /proc of a
+// sandbox's own allowed (seccomp, AppArmor, systempaths unconfined);
+// /dev/net/tun for slirp4netns, which the runner image installs with
+// bubblewrap; and the preview links' port published by the proxy, which
+// routes it to the runner.
+func checkComposeHomes(t *testing.T, cf composeFile, dockerfile string) {
+	t.Helper()
+	r := cf.Services["runner"]
+	if r.User != "" || len(r.CapAdd) > 0 || r.Privileged {
+		t.Errorf("runner: user %q, cap_add %q, privileged %v; want none (the Dockerfile's unprivileged user)", r.User, r.CapAdd, r.Privileged)
+	}
+	stage := dockerfile[strings.Index(dockerfile, "AS runner"):]
+	if i := strings.Index(stage[1:], "\nFROM "); i >= 0 {
+		stage = stage[:i+1]
+	}
+	for _, want := range []string{"bubblewrap", "slirp4netns", "\nUSER textslash"} {
+		if !strings.Contains(stage, want) {
+			t.Errorf("the Dockerfile's runner stage has no %q", want)
+		}
+	}
+	for _, want := range []string{"seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"} {
+		if !slices.Contains(r.SecurityOpt, want) {
+			t.Errorf("runner security_opt %q; want %s (homes' user namespaces, a sandbox's own /proc)", r.SecurityOpt, want)
+		}
+	}
+	if !slices.ContainsFunc(r.Devices, func(d string) bool { return strings.HasPrefix(d, "/dev/net/tun") }) {
+		t.Errorf("runner devices %q; want /dev/net/tun (a home's network)", r.Devices)
+	}
+	addr := r.Environment["TEXTSLASH_PREVIEW_ADDR"]
+	_, port, _ := strings.Cut(addr, ":")
+	if !strings.HasPrefix(addr, "0.0.0.0:") || port == "" {
+		t.Fatalf("runner TEXTSLASH_PREVIEW_ADDR %q; want 0.0.0.0:<port>, for the proxy to reach", addr)
+	}
+	if caddy := cf.Configs["caddyfile"].Content; !regexp.MustCompile(`(?s):` + port + ` \{\s*reverse_proxy runner:` + port + `\s*\}`).MatchString(caddy) {
+		t.Errorf("the proxy's Caddyfile does not route :%s to runner:%s:\n%s", port, port, caddy)
+	}
+	if p := cf.Services["proxy"].Ports; !slices.Contains(p, port+":"+port) {
+		t.Errorf("proxy ports %q; want %s:%s (the preview links' default port)", p, port, port)
 	}
 }
 

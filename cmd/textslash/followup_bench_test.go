@@ -45,7 +45,8 @@ const (
 // follow-ups, nobody writing (with homes: followUpPeople warm CLIs idling).
 //
 // "homes": homes kept (root), each follow-up a message on the person's
-// warm CLI; the benchmark fails when the serve log does not say homes are
+// warm CLI; "homes-normal-user" the same with textslash run as a normal
+// user (the tests' agent user); the benchmark fails when the serve log does not say homes are
 // kept or a CLI was started more than once per home, and logs why (the
 // runner's "does not fit the run" lines). "homes-off": TEXTSLASH_HOMES_MAX=-1,
 // a sandbox and a CLI resuming the session per message: the numbers before
@@ -54,13 +55,16 @@ const (
 //	go test -run '^$' -bench FollowUp -benchtime 1x ./cmd/textslash/
 func BenchmarkFollowUp(b *testing.B) {
 	if os.Geteuid() != 0 {
-		b.Skip("homes need root")
+		b.Skip("needs root: as root, and to run textslash as a normal user")
 	}
-	b.Run("homes", func(b *testing.B) { benchFollowUps(b, true) })
-	b.Run("homes-off", func(b *testing.B) { benchFollowUps(b, false) })
+	b.Run("homes", func(b *testing.B) { benchFollowUps(b, true, "") })
+	b.Run("homes-normal-user", func(b *testing.B) { benchFollowUps(b, true, claudetest.AgentUser(b)) })
+	b.Run("homes-off", func(b *testing.B) { benchFollowUps(b, false, "") })
 }
 
-func benchFollowUps(b *testing.B, homes bool) {
+// benchFollowUps is BenchmarkFollowUp with homes or not, textslash run as
+// the OS user as ("": this process's).
+func benchFollowUps(b *testing.B, homes bool, as string) {
 	turns := make([]claudetest.Turn, b.N*followUpPeople*(1+followUpsEach))
 	for i := range turns {
 		turns[i] = claudetest.Text("ok " + strconv.Itoa(i))
@@ -71,7 +75,7 @@ func benchFollowUps(b *testing.B, homes bool) {
 		env = append(env, "TEXTSLASH_HOMES_MAX=-1")
 	}
 	tree := newProcTree(b)
-	inst := startClaude(b, model, env...)
+	inst := startClaudeAs(b, as, model, env...)
 	tree.root = inst.cmd.Process.Pid
 	checkHomes(b, inst, homes)
 	ctx, cancel := context.WithCancel(context.Background())

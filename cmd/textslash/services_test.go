@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -55,6 +56,16 @@ func buildServices(t *testing.T) string {
 func startService(t *testing.T, service string, env ...string) *instance {
 	t.Helper()
 	return startProgram(t, []string{filepath.Join(buildServices(t), service)}, env...)
+}
+
+// startServiceAs is startService run as the OS user name, as startServeAs.
+func startServiceAs(t *testing.T, service, name string, env ...string) *instance {
+	t.Helper()
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Skip(err)
+	}
+	return startProgramAs(t, []string{filepath.Join(buildServices(t), service)}, u, func(string) []string { return env })
 }
 
 // The five services as processes of their own on one NATS server, each as
