@@ -2,8 +2,6 @@ package sandbox
 
 import (
 	"os"
-	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/textslash/textslash/runner/internal/testkit"
@@ -28,15 +26,5 @@ func TestUnprivileged(t *testing.T) {
 	if fi, err := os.Stat("/dev/net/tun"); err != nil || fi.Mode().Perm()&0o006 != 0o006 {
 		t.Skipf("/dev/net/tun is not 0666 as on Debian (source scripts/setup): %v", err)
 	}
-	run := "^(" + strings.Join(unprivilegedTests, "|") + ")$"
-	out, err := testkit.AsUser(t, "nobody", nil, "-test.run="+run, "-test.v", "-test.count=1")
-	t.Log(out)
-	if err != nil {
-		t.Fatalf("the tests as nobody: %v", err)
-	}
-	for _, name := range unprivilegedTests {
-		if !regexp.MustCompile(`(?m)^--- PASS: ` + name + ` `).MatchString(out) {
-			t.Errorf("%s as nobody did not pass", name)
-		}
-	}
+	testkit.PassAs(t, "nobody", unprivilegedTests...)
 }

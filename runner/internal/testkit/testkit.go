@@ -12,7 +12,9 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -88,4 +90,22 @@ func AsUser(t *testing.T, name string, env []string, args ...string) (string, er
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// PassAs runs the tests named (top-level tests of this binary) again as
+// the OS user name (AsUser), and fails t unless each of them passed there:
+// one skipped there is a failure too.
+func PassAs(t *testing.T, name string, tests ...string) {
+	t.Helper()
+	run := "^(" + strings.Join(tests, "|") + ")$"
+	out, err := AsUser(t, name, nil, "-test.run="+run, "-test.v", "-test.count=1")
+	t.Log(out)
+	if err != nil {
+		t.Fatalf("the tests as %s: %v", name, err)
+	}
+	for _, test := range tests {
+		if !regexp.MustCompile(`(?m)^--- PASS: ` + regexp.QuoteMeta(test) + ` `).MatchString(out) {
+			t.Errorf("%s as %s did not pass", test, name)
+		}
+	}
 }
