@@ -146,6 +146,8 @@ func TestHomeShotOfOwnServer(t *testing.T) {
 // network are on, and limits (textslash's cgroups are root's) and the disk
 // bound (no loop devices) are off. Before, only scattered log lines said
 // so, and status said nothing.
+//
+// And a normal user's homes serve preview links, as a root runner's.
 func TestNormalUserSaysWhatIsOff(t *testing.T) {
 	u := claudetest.AgentUser(t)
 	if u == "" {
@@ -182,5 +184,17 @@ func TestNormalUserSaysWhatIsOff(t *testing.T) {
 	}
 	if strings.Contains(status, "shares this machine's network") || strings.Contains(status, "start cold") {
 		t.Errorf("status says homes or their network are off, as a normal user:\n%s", status)
+	}
+	// A preview of the person's dev server opens through its link, as
+	// with a root runner.
+	if got := a.reply(events, devPy, 60*time.Second); got != "ok" {
+		t.Fatalf("the dev server in the background: %q", got)
+	}
+	link := linkRE.FindString(a.reply(events, "preview 5173", 30*time.Second))
+	if link == "" {
+		t.Fatal("preview 5173 gave no link")
+	}
+	if code, body := getLink(t, link); code != http.StatusOK || !strings.Contains(body, "v1") {
+		t.Errorf("the preview link %s: %d %q; want the dev server's page", link, code, body)
 	}
 }
