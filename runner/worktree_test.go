@@ -301,18 +301,29 @@ func TestWorktreeNotRepository(t *testing.T) {
 	}
 }
 
-// As an unprivileged agent user, in the sandbox and not: git works in the
-// worktree (the run reaches the checkout's git directory, not its
-// files), approve merges, reject deletes, a run without changes leaves
-// nothing.
+// As an unprivileged agent user, in the sandbox and not, with the
+// person's disk and without: git works in the worktree (the run reaches
+// the checkout's git directory, not its files), approve merges, reject
+// deletes, a run without changes leaves nothing.
 func TestWorktreeAsAgentUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to switch users")
 	}
 	au := testAgentUser(t)
-	for _, sandboxed := range []bool{false, true} {
-		t.Run(map[bool]string{false: "unconfined", true: "sandboxed"}[sandboxed], func(t *testing.T) {
+	for _, c := range []struct {
+		sandboxed, disk bool
+	}{{false, false}, {true, false}, {false, true}, {true, true}} {
+		sandboxed := c.sandboxed
+		name := map[bool]string{false: "unconfined", true: "sandboxed"}[sandboxed]
+		if c.disk {
+			name += "-disk"
+		}
+		t.Run(name, func(t *testing.T) {
 			cfg := Config{}
+			if c.disk {
+				needDisks(t)
+				cfg.DiskQuota = testDiskQuota // the person's directories are links to it
+			}
 			if sandboxed {
 				if err := (&sandbox.Sandbox{}).Probe(au); err != nil {
 					t.Skip(err)
@@ -354,7 +365,7 @@ func TestWorktreeAsAgentUser(t *testing.T) {
 			if b := w.branches(); b != "textslash/w1" {
 				t.Errorf("branches %q; want textslash/w1", b)
 			}
-			out, err := exec.Command("stat", "-c", "%u", filepath.Dir(w.tree)).Output()
+			out, err := exec.Command("stat", "-L", "-c", "%u", filepath.Dir(w.tree)).Output()
 			if err != nil || strings.TrimSpace(string(out)) != fmt.Sprint(au.UID) {
 				t.Errorf("the person's worktrees directory belongs to %s %v; want the agent user", out, err)
 			}

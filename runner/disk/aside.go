@@ -19,12 +19,11 @@ const staleDir = "stale"
 // the root of the disk, and returns where it went. path is one of the
 // disk's binds' targets, or a directory right under one (a named
 // project: <projects>/<name>); set and name are single path elements. A
-// bind's target is a mount point, which cannot move: what it holds moves
-// instead (all of it or, on a failure, none), and the disk is marked
-// Fresh again, so that what the target holds is restored before it is
-// taken for the person's. (A rename from the bound place would fail
-// anyway: rename(2) does not cross mounts, even of one filesystem; the
-// moves go through the disk's own mount.)
+// bind's target is a link to the disk's directory, which stays (runs
+// bind it): what it holds moves instead (all of it or, on a failure,
+// none), and the disk is marked Fresh again, so that what the target
+// holds is restored before it is taken for the person's. The moves go
+// through the disk's own mount, never through the link.
 //
 // The disk keeps one set: those set aside before, other than set, are
 // removed first. Setting aside takes no room (renames), but for a

@@ -12,7 +12,7 @@ import (
 )
 
 // SetAside moves a person's old workspace and project off their bound
-// directories to stale/ on their disk: the workspace, a mount point,
+// directories to stale/ on their disk: the workspace, a link to the disk,
 // emptied in place (and the disk Fresh again), the project moved whole;
 // the disk keeps the newest set only; DropStale frees them.
 func TestDiskSetAside(t *testing.T) {
@@ -45,7 +45,7 @@ func TestDiskSetAside(t *testing.T) {
 		t.Fatalf("SetAside of the workspace: %v", err)
 	}
 	if entries, err := os.ReadDir(ws); err != nil || len(entries) != 0 || !k.Fresh() {
-		t.Errorf("workspace after SetAside: %v, %v, fresh %v; want there (a mount point), empty, fresh", entries, err, k.Fresh())
+		t.Errorf("workspace after SetAside: %v, %v, fresh %v; want there (a link to the disk), empty, fresh", entries, err, k.Fresh())
 	}
 	if b, err := os.ReadFile(filepath.Join(to, "src", "f")); err != nil || string(b) != "old" {
 		t.Errorf("set aside at %s: %q, %v; want the workspace's file", to, b, err)

@@ -32,7 +32,8 @@ const (
 )
 
 // Bind is one of a person's directories held on their disk: Name is its
-// directory on the disk, Target the place the runner uses it at.
+// directory on the disk, Target the place the runner uses it at (made a
+// link to the disk's directory: links.go).
 type Bind struct{ Name, Target string }
 
 // Disks are the people's disks on a runner.
@@ -76,11 +77,16 @@ func Open(ctx context.Context, dir string, quota int64, log zerolog.Logger) (*Di
 	if err := os.MkdirAll(filepath.Join(dir, "people"), 0o700); err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
+	// Passed, not listed, by others: a run's sandbox (bubblewrap, as the
+	// agent user) binds its person's directories from their disk.
+	if err := os.Chmod(dir, 0o711); err != nil {
 		return nil, err
 	}
 	if err := probe(ctx, dir); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	if err := sweepBinds(dir, log); err != nil {
+		return nil, fmt.Errorf("binds of an older runner: %w", err)
 	}
 	return &Disks{dir: dir, quota: quota, log: log, disks: map[string]*Disk{}, locks: map[string]*sync.Mutex{}, tooFull: map[string]bool{}}, nil
 }
@@ -116,9 +122,9 @@ func (d *Disks) Quota() int64 { return d.quota }
 
 // Mount readies the disk of the person key: made the first time (what
 // binds' targets held moved in), mounted unless it is already (a runner
-// killed left it so), grown when the quota grew, and its directories
-// bound onto the binds' targets. Mounting a disk already mounted by this
-// process only checks its binds. ErrTooFull: what the person had does not
+// killed left it so), grown when the quota grew, and the binds' targets
+// made links to its directories. Mounting a disk already mounted by this
+// process only checks its links. ErrTooFull: what the person had does not
 // fit; it is left where it was, on the host's disk.
 func (d *Disks) Mount(ctx context.Context, key string, binds []Bind) (*Disk, error) {
 	if key == "" || strings.ContainsAny(key, "/\x00") || strings.HasPrefix(key, ".") {
@@ -331,63 +337,10 @@ func (d *Disks) idOf(key string) (string, error) {
 	return id, os.Rename(name+".new", name)
 }
 
-// bind moves what binds' targets hold onto the disk, once, and binds
-// the disk's directories onto them; binds already there are left.
-func (k *Disk) bind(ctx context.Context, binds []Bind, log zerolog.Logger) error {
-	_, dev, err := mountRoot(k.dir)
-	if err != nil {
-		return err
-	}
-	var todo []Bind // not bound yet
-	for _, b := range binds {
-		if err := os.MkdirAll(filepath.Join(k.dir, b.Name), 0o755); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(b.Target, 0o755); err != nil {
-			return err
-		}
-		bound, bdev, err := mountRoot(b.Target)
-		switch {
-		case err != nil:
-			return err
-		case bound && bdev == dev:
-			k.note(b)
-		case bound:
-			return fmt.Errorf("%s is another mount already (device %d:%d)", b.Target, unix.Major(bdev), unix.Minor(bdev))
-		default:
-			todo = append(todo, b)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(k.dir, readyFile)); errors.Is(err, os.ErrNotExist) {
-		if err := k.moveIn(ctx, todo); err != nil {
-			return err
-		}
-	} else {
-		for _, b := range todo {
-			if entries, _ := os.ReadDir(b.Target); len(entries) > 0 {
-				log.Warn().Str("dir", b.Target).Int("entries", len(entries)).Msg("files written beside the disk, while it was not mounted, are hidden under it")
-			}
-		}
-	}
-	for _, b := range todo {
-		if err := bindMount(filepath.Join(k.dir, b.Name), b.Target); err != nil {
-			return err
-		}
-		k.note(b)
-	}
-	return nil
-}
-
-// note notes b bound, for Close.
-func (k *Disk) note(b Bind) {
-	if !slices.Contains(k.binds, b) {
-		k.binds = append(k.binds, b)
-	}
-}
-
 // moveIn moves what binds' targets hold onto the new disk, all or none:
-// everything copied first, then removed from the targets. It marks the
-// disk ready, and Fresh when there was nothing.
+// everything copied first, then removed from the targets (left empty, or
+// missing, for bind to link). It marks the disk ready, and Fresh when
+// there was nothing.
 func (k *Disk) moveIn(ctx context.Context, binds []Bind) error {
 	empty := true
 	for i, b := range binds {
@@ -402,7 +355,7 @@ func (k *Disk) moveIn(ctx context.Context, binds []Bind) error {
 		}
 	}
 	for _, b := range binds {
-		if err := emptyDir(b.Target); err != nil {
+		if err := emptyDir(b.Target); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
@@ -432,17 +385,6 @@ func (k *Disk) Used() error {
 	return err
 }
 
-// bindMount binds dir onto target, nosuid and nodev.
-func bindMount(dir, target string) error {
-	if err := unix.Mount(dir, target, "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind %s on %s: %w", dir, target, err)
-	}
-	if err := unix.Mount("", target, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
-		return fmt.Errorf("remount %s nosuid,nodev: %w", target, err)
-	}
-	return nil
-}
-
 // Usage is what the disk holds (its size less what is free: ext4's own
 // share counts as used) and its size, in bytes; full when less than 1%
 // (at least 1 MiB) is left.
@@ -455,9 +397,9 @@ func (k *Disk) Usage() (used, size int64, full bool, err error) {
 	return max(k.size-free, 0), k.size, free < max(k.size/100, 1<<20), nil
 }
 
-// Close unmounts every disk this process mounted or found mounted, their
-// binds first. A mount still in use is detached lazily (gone once
-// left).
+// Close unmounts every disk this process mounted or found mounted. A
+// mount still in use is detached lazily (gone once left). The links to
+// the disks stay, for the next runner to mount them again.
 func (d *Disks) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -470,29 +412,17 @@ func (d *Disks) Close() error {
 	return errors.Join(errs...)
 }
 
-// unmount unmounts k, its binds first. A mount still in use (a home being
-// taken down still binds it) is detached lazily: gone once left, and its
-// loop device released then (attachImage waits for that before it mounts
-// the image again).
+// unmount unmounts k. A mount still in use (a home being taken down still
+// binds its directories) is detached lazily: gone once left, and its loop
+// device released then (attachImage waits for that before it mounts the
+// image again).
 func (d *Disks) unmount(k *Disk) error {
-	var errs []error
-	for _, p := range append(targets(k.binds), k.dir) {
-		lazy, err := unmount(p)
-		if err != nil && !errors.Is(err, unix.EINVAL) { // EINVAL: not mounted
-			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
-		}
-		if lazy {
-			d.log.Warn().Str("disk", k.id).Str("dir", p).Msg("disk busy at unmount: detached, released once left")
-		}
+	lazy, err := unmount(k.dir)
+	if lazy {
+		d.log.Warn().Str("disk", k.id).Msg("disk busy at unmount: detached, released once left")
 	}
-	return errors.Join(errs...)
-}
-
-// targets are binds' targets, in reverse.
-func targets(binds []Bind) []string {
-	var ts []string
-	for i := len(binds) - 1; i >= 0; i-- {
-		ts = append(ts, binds[i].Target)
+	if err != nil && !errors.Is(err, unix.EINVAL) { // EINVAL: not mounted
+		return fmt.Errorf("unmount %s: %w", k.dir, err)
 	}
-	return ts
+	return nil
 }

@@ -15,13 +15,20 @@
 // resize2fs; where that is missing Open says so (ErrUnsupported) and the
 // runner runs without bounds, saying so in its log.
 //
-// Layout under the directory given to Open (<workspaces>/.disks): the
-// image <id>.img and its mount point <id>/, named by an opaque random id
-// (a loop device's backing file shows in /sys, which runs can read), and
-// people/<key> holding the id of each person's key. The disk's
-// directories (workspace/, projects/, worktrees/, home/, one per Bind)
-// are bind-mounted onto the places the runner uses, so nothing else in
-// the runner changes; what was already there is moved in the first time.
+// Layout under the directory given to Open (<workspaces>/.disks, which
+// the runs' user may pass but not list): the image <id>.img and its mount
+// point <id>/, named by an opaque random id (a loop device's backing file
+// shows in /sys, and every mount in every sandbox's mountinfo), and
+// people/<key> holding the id of each person's key. The places the
+// runner uses (one per Bind) are relative links to the disk's
+// directories (workspace/, projects/, worktrees/, home/), so the runner's
+// own file operations need not change; what was already there is moved
+// in the first time. Links, not bind mounts: every sandbox copies the
+// runner's mount table whole, and a mount at <workspaces>/<key> would
+// name the person in all of them. A sandbox binds where the links lead
+// onto the person's places inside itself alone (package sandbox), and
+// Open unmounts the binds an older runner made at people's places
+// (links.go).
 // Old copies of the person's workspaces, set aside when the runner takes
 // the person over from another (Disk.SetAside), are kept beside those
 // directories, in stale/: out of every run's sight, in the person's

@@ -88,7 +88,10 @@ func Env(home string, u *User, model bool) []string {
 // says whether the agent gets the model variables (modelEnv); extra
 // variables come last and win over the same names before them.
 func CommandFunc(dir, home string, u *User, model bool, extra ...string) func(ctx context.Context, name string, args ...string) *exec.Cmd {
-	env := append(Env(home, u, model), extra...)
+	// PWD as Go sets it when it makes the environment: a shell's pwd names
+	// dir, not where its links lead (a person's directory on their disk
+	// is a link to it, where the run is not sandboxed).
+	env := append(append(Env(home, u, model), "PWD="+dir), extra...)
 	return func(ctx context.Context, name string, args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, name, args...)
 		cmd.Dir = dir

@@ -174,6 +174,10 @@ func (s *Sandbox) wrap(dir, home, bin string, w wrapping, name string, args ...s
 		a = append(a, "--ro-bind", e, e)
 	}
 	tmpfs(append([]string{filepath.Dir(dir), filepath.Dir(home)}, s.Hide...)...)
+	// A person's directories on their disk are links to it on the host
+	// (runner/disk: the host's mount table names no person); bubblewrap
+	// follows them, relative, from the host's root, and binds the disk's
+	// directory at the person's path in this sandbox alone.
 	a = append(a, "--bind", dir, dir, "--bind", home, home)
 	if bin != "" {
 		a = append(a, "--ro-bind", bin, bin)
@@ -190,6 +194,34 @@ func (s *Sandbox) wrap(dir, home, bin string, w wrapping, name string, args ...s
 	}
 	a = append(a, "--chdir", cd, "--", name)
 	return s.Bwrap, append(a, args...)
+}
+
+// Seen is dir, a directory the sandbox binds (a run's workspace), as its
+// programs see it with links resolved (getcwd's name for it, which names
+// Claude Code's sessions): under a directory the sandbox hides, which
+// bubblewrap makes anew with plain directories down to each bind, the
+// real path of the outermost hidden one and the rest as it is; elsewhere
+// dir's real path. The two differ where dir is a link (a person's
+// directory on their disk): the sandbox binds where it leads at dir.
+func (s *Sandbox) Seen(dir string) string {
+	top := ""
+	for _, h := range append([]string{"/root", "/home", "/tmp"}, s.Hide...) {
+		if rel, err := filepath.Rel(h, dir); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && (top == "" || len(h) < len(top)) {
+			top = h
+		}
+	}
+	if top == "" {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return real
+		}
+		return dir
+	}
+	real, err := filepath.EvalSymlinks(top)
+	if err != nil {
+		real = top
+	}
+	rel, _ := filepath.Rel(top, dir)
+	return filepath.Join(real, rel)
 }
 
 // Ready readies the sandbox at start for runs as u (nil: textslash's own

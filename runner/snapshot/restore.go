@@ -94,7 +94,9 @@ func restoreTarget(s Source) (uid, gid int, err error) {
 		uid, gid = int(st.Uid), int(st.Gid)
 		return true
 	}
-	switch fi, err := os.Lstat(s.Dir); {
+	// Dir may be a link to the workspace (a person's directory kept on a
+	// disk of their own): where it leads is the one to check.
+	switch fi, err := os.Stat(s.Dir); {
 	case err == nil:
 		if !fi.IsDir() {
 			return 0, 0, fmt.Errorf("%w: %s is not a directory", ErrNotEmpty, s.Dir)
@@ -200,7 +202,7 @@ func (r *restorer) restore(ctx context.Context, spool io.Reader) error {
 			return err
 		}
 	}
-	transcripts := transcriptsOf(r.s.Dir)
+	transcripts := transcriptsOf(r.s)
 	var files, sessions int
 	var fileBytes int64
 	for ; err == nil; hdr, err = tr.Next() {

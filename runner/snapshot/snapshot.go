@@ -35,6 +35,12 @@ const (
 type Source struct {
 	// Dir is the workspace, Home the agent's home.
 	Dir, Home string
+	// Seen is Dir as the agent sees it, links resolved (its working
+	// directory, as getcwd names it, which names its sessions), when that
+	// is not Dir's real path on the host: a sandbox binds Dir at a path of
+	// its own from where Dir's links lead (a person's disk). Empty: Dir
+	// with its links resolved.
+	Seen string
 	// SessionFile names the file in Home holding the agent's session id
 	// (session.FileOf(project)).
 	SessionFile string

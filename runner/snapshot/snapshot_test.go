@@ -938,3 +938,53 @@ func BenchmarkSnapshotSmallRepo(b *testing.B) {
 		}
 	})
 }
+
+// A workspace reached by a link (a person's directory kept on a disk of
+// their own: the link leads to it on the host, a sandbox binds it at the
+// link's own path), empty when restored into: the restore takes where the
+// link leads for the workspace, and the agent's transcripts are found and
+// put under the name of the workspace as the agent sees it (Seen), not as
+// the link resolves on the host.
+func TestSnapshotThroughALink(t *testing.T) {
+	obs := newStore(t)
+	u := testUser(t)
+	linked := func(name string) Source {
+		t.Helper()
+		s := place(t, u, name+".disk")
+		link := filepath.Join(filepath.Dir(s.Dir), name)
+		if err := os.Symlink(filepath.Base(s.Dir), link); err != nil {
+			t.Fatal(err)
+		}
+		s.Dir, s.Seen = link, "/seen/as/"+name
+		s.Command = sandbox.CommandFunc(link, s.Home, u, false)
+		return s
+	}
+	from := linked("ws")
+	put(t, u, from.Dir, "note.txt", []byte("kept\n"), 0o644)
+	session := "5d1e0f6a-2b3c-4d5e-8f90-a1b2c3d4e5f6"
+	tdir := filepath.Join(".claude", "projects", claudeProjectDir(from.Seen))
+	put(t, u, from.Home, filepath.Join(tdir, session+".jsonl"), []byte("{}\n"), 0o600)
+	put(t, u, from.Home, from.SessionFile, []byte(session+"\n"), 0o600)
+	info, err := Take(t.Context(), obs, "u/linked", from)
+	if err != nil {
+		t.Fatalf("Take: %v", err)
+	}
+	if info.Files != 1 || info.Transcripts != 1 {
+		t.Errorf("Take: %d files, %d transcripts; want 1 and 1 (found by the name the agent sees)", info.Files, info.Transcripts)
+	}
+
+	to := linked("ws2")
+	if found, _, err := Restore(t.Context(), obs, "u/linked", to); err != nil || !found {
+		t.Fatalf("Restore into a link to an empty workspace: found %v, %v", found, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(to.Dir, "note.txt")); err != nil || string(b) != "kept\n" {
+		t.Errorf("note.txt restored: %q, %v", b, err)
+	}
+	if fi, err := os.Lstat(to.Dir); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("the workspace after the restore: %v, %v; want the link still", fi, err)
+	}
+	got := filepath.Join(to.Home, ".claude", "projects", claudeProjectDir(to.Seen), session+".jsonl")
+	if _, err := os.Stat(got); err != nil {
+		t.Errorf("the session's transcript under the name the agent sees: %v", err)
+	}
+}

@@ -56,7 +56,7 @@ func Take(ctx context.Context, obs jetstream.ObjectStore, name string, s Source)
 			return Info{}, fmt.Errorf("snapshot: %w", err)
 		}
 	}
-	transcripts, tdir, err := listTranscripts(home, s.Dir)
+	transcripts, tdir, err := listTranscripts(home, s)
 	if err != nil {
 		return Info{}, fmt.Errorf("snapshot: %w", err)
 	}

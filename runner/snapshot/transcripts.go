@@ -41,20 +41,25 @@ func claudeProjectDir(dir string) string {
 	return string(b[:200]) + "-" + strconv.FormatInt(abs, 36)
 }
 
-// transcriptsOf is the directory of dir's sessions, beneath the home.
-func transcriptsOf(dir string) string {
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
+// transcriptsOf is the directory of the sessions of s's workspace,
+// beneath the home: named for the workspace as the agent sees it.
+func transcriptsOf(s Source) string {
+	dir := s.Seen
+	if dir == "" {
+		dir = s.Dir
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
 	}
 	return path.Join(".claude", "projects", claudeProjectDir(dir))
 }
 
-// listTranscripts lists the agent's session files of dir in home; the
-// root they are read from is returned to be closed.
-func listTranscripts(home *os.Root, dir string) ([]*entry, *os.Root, error) {
-	rel := transcriptsOf(dir)
+// listTranscripts lists the agent's session files of s's workspace in
+// home; the root they are read from is returned to be closed.
+func listTranscripts(home *os.Root, s Source) ([]*entry, *os.Root, error) {
+	rel := transcriptsOf(s)
 	if fi, err := home.Lstat(rel); err != nil || !fi.IsDir() {
-		rel = path.Join(".claude", "projects", claudeProjectDir(dir)) // as given, links unresolved
+		rel = path.Join(".claude", "projects", claudeProjectDir(s.Dir)) // as given, links unresolved
 		if fi, err := home.Lstat(rel); err != nil || !fi.IsDir() {
 			return nil, nil, nil
 		}

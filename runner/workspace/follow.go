@@ -73,7 +73,7 @@ func (w *Workspaces) restore(ctx context.Context, log zerolog.Logger, job contra
 	}
 	start := time.Now()
 	found, notes, err := snapshot.Restore(ctx, w.snapshots, name, snapshot.Source{
-		Dir: dir, Home: home, SessionFile: session.FileOf(project), URL: w.projectURL(ctx, u, project),
+		Dir: dir, Seen: w.seen(dir), Home: home, SessionFile: session.FileOf(project), URL: w.projectURL(ctx, u, project),
 		Max: w.SnapshotMax, Owner: w.User, Command: w.restoreCommand(dir, home),
 	})
 	text := strings.Join(notes, "\n")
@@ -110,7 +110,7 @@ func (w *Workspaces) Snapshot(ctx context.Context, log zerolog.Logger, u contrac
 	home := w.Home(u)
 	start := time.Now()
 	info, err := snapshot.Take(ctx, w.snapshots, contract.SnapshotName(u, project), snapshot.Source{
-		Dir: dir, Home: home, SessionFile: session.FileOf(project), URL: w.projectURL(ctx, u, project),
+		Dir: dir, Seen: w.seen(dir), Home: home, SessionFile: session.FileOf(project), URL: w.projectURL(ctx, u, project),
 		Max: w.SnapshotMax, Owner: w.User, Command: w.gitCommand(dir, home),
 	})
 	if err != nil {
@@ -121,9 +121,18 @@ func (w *Workspaces) Snapshot(ctx context.Context, log zerolog.Logger, u contrac
 		Dur("took", time.Since(start)).Msg("snapshot taken")
 }
 
+// seen is dir as the agent's runs see it (snapshot.Source.Seen): in
+// their sandbox, when they have one; else where its links lead.
+func (w *Workspaces) seen(dir string) string {
+	if w.Sandbox == nil {
+		return ""
+	}
+	return w.Sandbox.Seen(dir)
+}
+
 // Aside is where SetAside puts old workspaces when a person's disk holds
-// them (disk.Disk): there the default workspace is a mount point, which
-// cannot move, and the projects are on another filesystem than
+// them (disk.Disk): there the default workspace is a link to the disk,
+// which stays, and the projects are on another filesystem than
 // <Root>/.stale/. SetAside moves path (the default workspace, or a
 // project's directory) out of every run's sight, as name in the set of
 // copies set aside now (set), and says where it went: "" when the copy
