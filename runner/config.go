@@ -125,8 +125,10 @@ type Config struct {
 	HomesMax int
 	HomeIdle time.Duration
 	// PreviewAddr is where the preview server listens (default
-	// 127.0.0.1:0); PreviewURL the links' URL with * where a link's id
-	// goes (default http://*.preview.localhost:<PreviewAddr's port>);
+	// 127.0.0.1:0, a free port; textslash's is 127.0.0.1:3002, a fixed
+	// one for a tunnel or proxy); taken, Run fails saying so. PreviewURL
+	// the links' URL with * where a link's id goes (default
+	// http://*.preview.localhost:<PreviewAddr's port>);
 	// PreviewTTL how long a link lasts (default preview.DefaultTTL).
 	// Previews need homes with a network of their own.
 	PreviewAddr string

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/textslash/textslash/contract"
@@ -28,19 +29,23 @@ import (
 var errNoPreviews = errors.New("previews need homes with a network of their own (textslash as root, with slirp4netns)")
 
 // startPreviews starts the preview server when homes have networks of
-// their own: a link must never reach the host's loopback.
-func (r *Runner) startPreviews() (stop func()) {
+// their own: a link must never reach the host's loopback. Its address
+// taken is an error, not previews off: a tunnel or proxy set up to that
+// port would reach whatever else listens there.
+func (r *Runner) startPreviews() (stop func(), err error) {
 	if r.homes == nil || r.homes.Network == nil {
 		r.log.Info().Msg("previews off: they need homes with a network of their own")
-		return func() {}
+		return func() {}, nil
 	}
 	p, err := preview.Listen(preview.Config{Addr: r.cfg.PreviewAddr, URL: r.cfg.PreviewURL, TTL: r.cfg.PreviewTTL}, r.log)
-	if err != nil {
-		r.log.Error().Err(err).Msg("previews off")
-		return func() {}
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, fmt.Errorf("preview links: %s is taken, by another textslash or another program (%w); set TEXTSLASH_PREVIEW_ADDR to a free host:port and point the links' tunnel or proxy there", r.cfg.PreviewAddr, err)
+	case err != nil:
+		return nil, fmt.Errorf("preview links: %w (TEXTSLASH_PREVIEW_ADDR=%s)", err, r.cfg.PreviewAddr)
 	}
 	r.previews = p
-	return func() { _ = p.Close() }
+	return func() { _ = p.Close() }, nil
 }
 
 // openPreview opens a link to port in person's home h.

@@ -296,7 +296,11 @@ func (r *Runner) Run(ctx context.Context) error {
 	defer r.shots.Close()
 	r.forwardIntoHomes()
 	r.conf.tell(r)
-	defer r.startPreviews()()
+	stopPreviews, err := r.startPreviews()
+	if err != nil {
+		return err
+	}
+	defer stopPreviews()
 	if os.Geteuid() == 0 && r.user == nil {
 		r.log.Warn().Str("agent", r.cfg.Agent).Msg("agents run as root: set TEXTSLASH_AGENT_USER to run them as an unprivileged user")
 	}

@@ -136,6 +136,9 @@ func startProgramAs(t testing.TB, argv []string, u *user.User, env func(port str
 				"TEXTSLASH_DATA=" + data,
 				"PORT=" + port,
 				"TEXTSLASH_NATS_LISTEN=127.0.0.1:" + freePort(t),
+				// textslash's preview port is fixed (3002): instances
+				// running at once each take a free one.
+				"TEXTSLASH_PREVIEW_ADDR=127.0.0.1:0",
 				"TEXTSLASH_LOG_FORMAT=json",
 				"TEXTSLASH_LOG_LEVEL=debug",
 				// A test's last runs need not finish when it stops the

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // A second textslash on data another is using is refused at once, with
@@ -76,6 +77,42 @@ func TestTakenNATSPortIsReported(t *testing.T) {
 	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
 	last := string(lines[len(lines)-1])
 	for _, want := range []string{addr, "address already in use", "TEXTSLASH_NATS_LISTEN"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the last line does not say %q: %s", want, last)
+		}
+	}
+}
+
+// A preview port already taken (another textslash's, another program's)
+// ends textslash serve with a plain last line naming the address and
+// TEXTSLASH_PREVIEW_ADDR: with previews off instead, a tunnel or proxy
+// set up to that port would reach the other program.
+func TestTakenPreviewPortIsReported(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("previews need homes with a network of their own, which need root")
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "serve")
+	cmd.Env = append(os.Environ(), "TEXTSLASH_DATA="+t.TempDir(), "PORT="+freePort(t),
+		"TEXTSLASH_NATS_LISTEN=127.0.0.1:"+freePort(t), "TEXTSLASH_LOG_FORMAT=json", "TEXTSLASH_AGENT=shell",
+		"TEXTSLASH_DISK_QUOTA=0", "TEXTSLASH_PREVIEW_ADDR="+addr)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("textslash serve still ran a minute after its start with the preview port taken:\n%s", tail(string(out), 3000))
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("textslash serve: %v; want it to exit with a failure:\n%s", err, out)
+	}
+	last := lastLine(string(out))
+	for _, want := range []string{addr, "is taken", "TEXTSLASH_PREVIEW_ADDR"} {
 		if !strings.Contains(last, want) {
 			t.Errorf("the last line does not say %q: %s", want, last)
 		}

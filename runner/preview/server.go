@@ -15,7 +15,7 @@ import (
 // Config is what the preview server is started with.
 type Config struct {
 	// Addr is the host:port it listens on (default 127.0.0.1:0, a free
-	// loopback port).
+	// loopback port; textslash's default is 127.0.0.1:3002).
 	Addr string
 	// URL is the links' URL with "*" where a link's id goes: a wildcard
 	// host behind a tunnel or proxy that reaches Addr
