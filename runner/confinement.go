@@ -26,18 +26,17 @@ type confinement struct {
 	homes, network, limits, disk part
 }
 
-// parts are the confinement's parts by name, with what a person reads of
-// each when it is off.
-func (c confinement) parts() []struct {
+// namedPart is a part with its name (the log's, the gauge's) and what a
+// person reads of it when it is off.
+type namedPart struct {
 	name   string
 	p      part
 	person string
-} {
-	return []struct {
-		name   string
-		p      part
-		person string
-	}{
+}
+
+// parts are the confinement's parts, named.
+func (c confinement) parts() []namedPart {
+	return []namedPart{
 		{"homes", c.homes, "your runs start cold (no home is kept between them)"},
 		{"network", c.network, "your agent shares this machine's network"},
 		{"limits", c.limits, "no memory, process or CPU limit of your own"},
