@@ -9,6 +9,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/runner/claudetest"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -38,8 +39,9 @@ func TestEveryoneRunsAtOnceByDefault(t *testing.T) {
 	}
 }
 
-// When memory is short, a run waits for it, and its person is told why;
-// it starts once there is room. A fixed count (Concurrency) is not what
+// When memory is short, a run waits for it, and its person is told why
+// (a progress line, which status shows as the run's last step); it
+// starts once there is room. A fixed count (Concurrency) is not what
 // holds it back.
 func TestRunWaitsForMemory(t *testing.T) {
 	e := newRunnerEnv(t)
@@ -56,7 +58,7 @@ func TestRunWaitsForMemory(t *testing.T) {
 	u := e.user(contract.ChannelWeb, "waiter")
 	e.job(u, "j", "echo ran")
 	natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		for _, ev := range e.events(u, contract.KindNotice) {
+		for _, ev := range e.events(u, contract.KindProgress) {
 			if ev.JobID == "j" && ev.Text == MsgWaitMemory {
 				return nil
 			}
@@ -110,4 +112,58 @@ func TestHomeLetGoForMemory(t *testing.T) {
 	if n := runner.Load().HomeStats().Warm; n != 1 {
 		t.Errorf("homes kept after B's run: %d; want 1 (A's let go for B's)", n)
 	}
+}
+
+// Under memory pressure a warm agent goes before its home: with Claude
+// Code warm in A's home and no memory for B's run, A's CLI is let go and
+// A's home (network, disk) stays; B runs, and A's next message resumes A's
+// session in the home that stayed.
+func TestWarmAgentGoesBeforeItsHome(t *testing.T) {
+	if sandbox.ProbeHomes() != nil {
+		t.Skip("no homes here")
+	}
+	model := claudetest.NewModel(t, claudetest.Text("a one"), claudetest.Text("b one"), claudetest.Text("a two"))
+	claudetest.Setenv(t, model)
+	e := newRunnerEnv(t)
+	var runner atomic.Pointer[Runner]
+	e.prepare = func(r *Runner) {
+		runner.Store(r)
+		r.mem.available = func() int64 {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for _, hs := range r.kept {
+				if len(hs.warm.Pids()) > 0 && len(r.running) > 0 {
+					return 0 // a warm agent takes it all
+				}
+			}
+			return 64 << 30
+		}
+	}
+	e.start(Config{Agent: AgentClaude, ClaudeBin: claudetest.Binary(t), AgentUser: claudetest.AgentUser(t),
+		Sandbox: &sandbox.Sandbox{}, HomeIdle: time.Hour})
+	a, b := e.user(contract.ChannelWeb, "warma"), e.user(contract.ChannelWeb, "warmb")
+	say := func(u contract.User, id, want string) {
+		t.Helper()
+		if ev := e.run(contract.Job{ID: id, User: u, Text: "hello", Mode: contract.ModeAuto}); ev.Text != want {
+			t.Fatalf("%s's %s: %s %q; want %q", u.Key(), id, ev.Status, ev.Text, want)
+		}
+	}
+	say(a, "a1", "a one")
+	say(b, "b1", "b one")
+	r := runner.Load()
+	if n := r.HomeStats().Warm; n != 2 {
+		t.Errorf("homes kept: %d; want A's and B's", n)
+	}
+	r.mu.Lock()
+	warm := 0
+	for _, hs := range r.kept {
+		if len(hs.warm.Pids()) > 0 {
+			warm++
+		}
+	}
+	r.mu.Unlock()
+	if warm != 1 {
+		t.Errorf("warm agents: %d; want B's alone (A's let go for B's run)", warm)
+	}
+	say(a, "a2", "a two")
 }

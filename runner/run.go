@@ -140,10 +140,14 @@ func (ru *run) admit(ctx context.Context, msg jetstream.Msg) (runCtx context.Con
 		return runCtx, true, nil
 	}
 	if r.mem != nil {
-		tell := ru.teller(ctx)
 		err := r.mem.wait(runCtx, func(available int64) {
 			log.Info().Int64("available", available).Int64("per_run", r.mem.cost).Msg("waiting for memory: the machine is full")
-			tell("memory", MsgWaitMemory)
+			// A progress line: the chat shows it, and status says it as
+			// the run's last step.
+			ev := contract.Event{Kind: contract.KindProgress, User: u, JobID: ru.job.ID, Text: MsgWaitMemory}
+			if err := contract.PublishEvent(ctx, r.js, ev, contract.MsgID(u, ru.job.ID, "memory")); err != nil {
+				log.Warn().Err(err).Msg("progress event")
+			}
 		})
 		if err != nil {
 			if ctx.Err() != nil {
