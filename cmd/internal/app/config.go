@@ -201,9 +201,9 @@ func defaults() kong.Vars {
 		"media_ttl": flagDuration(contract.MediaTTL), "media_keep": strconv.Itoa(contract.MediaKeep),
 		"approval_timeout": flagDuration(contract.ApprovalTimeout), "permission_timeout": flagDuration(contract.PermissionTimeout),
 		"progress_every": flagDuration(egress.DefaultProgressEvery),
-		"timeout": flagDuration(runner.DefaultTimeout),
-		"home_idle": flagDuration(sandbox.DefaultHomeIdle),
-		"voice_max": flagDuration(runner.DefaultVoiceMax),
+		"timeout":        flagDuration(runner.DefaultTimeout),
+		"home_idle":      flagDuration(sandbox.DefaultHomeIdle),
+		"voice_max":      flagDuration(runner.DefaultVoiceMax),
 	}
 }
 
