@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,32 +119,21 @@ func (g *memoryGate) first(t *memoryTicket) bool {
 // take counts a run in, if it fits now, making room first when it does
 // not; the caller heads the queue.
 func (g *memoryGate) take() bool {
-	{
-		g.mu.Lock()
-		now := time.Now()
-		var ramping []time.Time
-		for _, s := range g.started {
-			if now.Sub(s) < memoryRamp {
-				ramping = append(ramping, s)
-			}
-		}
-		g.started = ramping
-		ahead := int64(len(ramping)) * g.cost
-		fits := g.available()-ahead-g.cost >= g.free
-		if fits {
-			g.started = append(g.started, now)
-		}
-		g.mu.Unlock()
-		if fits {
-			return true
-		}
-		// Let go of one thing at a time: its memory shows in the
-		// machine's numbers by the next look.
-		if g.letGo != nil {
-			g.letGo()
-		}
-		return false
+	g.mu.Lock()
+	now := time.Now()
+	g.started = slices.DeleteFunc(g.started, func(s time.Time) bool { return now.Sub(s) >= memoryRamp })
+	ahead := int64(len(g.started)) * g.cost
+	fits := g.available()-ahead-g.cost >= g.free
+	if fits {
+		g.started = append(g.started, now)
 	}
+	g.mu.Unlock()
+	if !fits && g.letGo != nil {
+		// One thing at a time: its memory shows in the machine's
+		// numbers by the next look.
+		g.letGo()
+	}
+	return fits
 }
 
 // leave takes t out of the queue.
