@@ -41,8 +41,14 @@ type Config struct {
 	// AgentUser is the OS user agents run as; needed when running as root
 	// for Claude Code, which refuses root.
 	AgentUser string
-	// Concurrency is how many users' jobs run at once.
+	// Concurrency, when above 0, is how many users' jobs run at once; 0
+	// (the default) leaves it to memory: a job starts once the machine
+	// has room for its agent and MemoryFree besides (memory.go).
 	Concurrency int
+	// MemoryFree is the memory runs and homes leave free on the machine
+	// (or under its container's limit): 0 is a tenth of it, between 256
+	// MB and 2 GB. Used when Concurrency is 0.
+	MemoryFree int64
 	// Timeout ends a run that takes longer. Time spent waiting for the
 	// person's answer to a question does not count.
 	Timeout time.Duration
@@ -118,9 +124,10 @@ type Config struct {
 	// contract.PersonKey; each run of theirs gets a read-only copy at
 	// sandbox.CredentialsPath. Handed out only in the sandbox.
 	Credentials string
-	// HomesMax is the most homes kept at once (sandbox.Homes): 0 is
-	// sandbox.DefaultHomesMax, less than 0 keeps none (each run in a
-	// sandbox of its own). HomeIdle is how long a home is kept after its
+	// HomesMax, when above 0, is the most homes kept at once
+	// (sandbox.Homes); 0 (the default) keeps them as long as memory
+	// allows (a warm agent goes before its home); less than 0 keeps none
+	// (each run in a sandbox of its own). HomeIdle is how long a home is kept after its
 	// last run (default sandbox.DefaultHomeIdle).
 	HomesMax int
 	HomeIdle time.Duration
@@ -146,10 +153,15 @@ type Config struct {
 
 // Defaults of the settings a zero Config leaves to the runner.
 const (
-	DefaultConcurrency = 4
-	DefaultTimeout     = 300 * time.Second
-	DefaultVoiceMax    = 5 * time.Minute
+	DefaultTimeout  = 300 * time.Second
+	DefaultVoiceMax = 5 * time.Minute
 )
+
+// DefaultMemoryFree is the memory left free of total (MemoryTotal) when
+// MemoryFree is 0: a tenth, between 256 MB and 2 GB.
+func DefaultMemoryFree(total int64) int64 {
+	return min(max(total/10, 256<<20), 2<<30)
+}
 
 // Default returns the configuration with every setting left zero set to
 // its default. It never fails and never checks: a negative number is left
@@ -159,8 +171,8 @@ func (c Config) Default() Config {
 	if c.VoiceMax == 0 {
 		c.VoiceMax = DefaultVoiceMax
 	}
-	if c.Concurrency == 0 {
-		c.Concurrency = DefaultConcurrency
+	if c.MemoryFree == 0 {
+		c.MemoryFree = DefaultMemoryFree(MemoryTotal())
 	}
 	if c.HomeIdle == 0 {
 		c.HomeIdle = sandbox.DefaultHomeIdle
@@ -215,8 +227,11 @@ const minHeartbeat = 10 * time.Millisecond
 // credentials, the agent's binary) New checks.
 func (c Config) Validate() error {
 	var errs []error
-	if c.Concurrency < 1 {
-		errs = append(errs, bad("Concurrency", c.Concurrency, "must be at least 1"))
+	if c.Concurrency < 0 {
+		errs = append(errs, bad("Concurrency", c.Concurrency, "must be 0 (by memory) or more"))
+	}
+	if c.MemoryFree < 0 {
+		errs = append(errs, bad("MemoryFree", c.MemoryFree, "must be 0 (a tenth of the memory) or more"))
 	}
 	if c.Timeout < time.Second || c.Timeout > maxTimeout {
 		errs = append(errs, bad("Timeout", c.Timeout, fmt.Sprintf("must be between 1s and %dm", maxTimeout/time.Minute)))

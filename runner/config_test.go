@@ -192,14 +192,14 @@ func TestDefaultValidates(t *testing.T) {
 	if err := got.Validate(); err != nil {
 		t.Fatalf("Config{}.Default().Validate(): got %v; want nil", err)
 	}
-	want := Config{Workspaces: "workspaces", Concurrency: DefaultConcurrency, Timeout: DefaultTimeout,
+	want := Config{Workspaces: "workspaces", MemoryFree: DefaultMemoryFree(MemoryTotal()), Timeout: DefaultTimeout,
 		PermissionTimeout: contract.PermissionTimeout, OutputCap: 10 << 20, Heartbeat: time.Minute,
 		ShotAddr: "127.0.0.1:0", VoiceMax: DefaultVoiceMax, ProjectMaxBytes: DefaultProjectMaxBytes,
 		SnapshotMax: DefaultSnapshotMax, HomeIdle: sandbox.DefaultHomeIdle, ID: DefaultID()}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Config{}.Default(): got %+v; want %+v", got, want)
 	}
-	set := Config{Agent: "bash", Workspaces: "/srv/ws", Concurrency: 1, Timeout: 9 * time.Minute,
+	set := Config{Agent: "bash", Workspaces: "/srv/ws", Concurrency: 1, MemoryFree: 1, Timeout: 9 * time.Minute,
 		PermissionTimeout: time.Second, OutputCap: 1, Heartbeat: 10 * time.Millisecond, ShotAddr: "127.0.0.1:9999",
 		StopGrace: time.Second, IdleExit: time.Second, VoiceMax: time.Second, VoiceGrace: time.Second,
 		ProjectMaxBytes: 1, SnapshotMax: 1, HomesMax: 1, HomeIdle: time.Second, ID: "runner-1_a", Sandbox: &sandbox.Sandbox{Limits: sandbox.Limits{Memory: 1, Pids: 16, CPU: 0.1}}}

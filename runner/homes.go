@@ -33,9 +33,6 @@ func (r *Runner) keepHomes() {
 	}
 	r.conf.homes = part{on: true}
 	m := r.cfg.HomesMax
-	if m == 0 {
-		m = sandbox.DefaultHomesMax
-	}
 	r.homes = &sandbox.Homes{Max: m, Idle: r.cfg.HomeIdle, Limited: r.limited, Dir: filepath.Join(r.cfg.Workspaces, homesDir), OnClose: r.homeClosed}
 	r.kept = map[string]*homeState{}
 	if err := netns.Probe(netns.Options{}); err != nil {
@@ -48,7 +45,7 @@ func (r *Runner) keepHomes() {
 		r.homes.Network = &netns.Options{RefuseHost: true}
 		r.conf.network = part{on: true}
 	}
-	r.log.Info().Int("max", m).Dur("idle_ms", r.cfg.HomeIdle).Msg("homes kept: a person's sandbox is made once and kept between their runs")
+	r.log.Info().Int("max", m).Dur("idle_ms", r.cfg.HomeIdle).Msg("homes kept: a person's sandbox is made once and kept between their runs (max 0: as many as memory allows)")
 }
 
 // homeState is what the runner keeps with a home: its warm agent, and

@@ -33,6 +33,8 @@ const (
 	// With the budget's name ("your daily budget of $5.00").
 	MsgBudgetUsed    = "Not run: %s is used up. Reply cost to see what was spent."
 	MsgBudgetStopped = "This run was stopped: it reached %s. Here is what it had done so far."
+	// A run waiting until the machine has memory for it.
+	MsgWaitMemory = "This machine's memory is taken by other people's runs right now: yours starts as soon as there is room."
 	// With what the person's disk holds and its size ("5.0 GB").
 	MsgDiskFull = "Your workspace is full: %s of %s. Delete files to make room."
 )

@@ -139,6 +139,24 @@ func (ru *run) admit(ctx context.Context, msg jetstream.Msg) (runCtx context.Con
 		log.Info().Msg("job already finished or cancelled; not running it")
 		return runCtx, true, nil
 	}
+	if r.mem != nil {
+		err := r.mem.wait(runCtx, func(available int64) {
+			log.Info().Int64("available", available).Int64("per_run", r.mem.cost).Msg("waiting for memory: the machine is full")
+			// A progress line: the chat shows it, and status says it as
+			// the run's last step.
+			ev := contract.Event{Kind: contract.KindProgress, User: u, JobID: ru.job.ID, Text: MsgWaitMemory}
+			if err := contract.PublishEvent(ctx, r.js, ev, contract.MsgID(u, ru.job.ID, "memory")); err != nil {
+				log.Warn().Err(err).Msg("progress event")
+			}
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return runCtx, true, ctx.Err() // the runner stops: the job is delivered again
+			}
+			log.Info().Msg("cancelled while waiting for memory")
+			return runCtx, true, nil
+		}
+	}
 
 	// Mark the job started. The mark is deduplicated by the job's id: a
 	// duplicate means some runner started it before, and running it again

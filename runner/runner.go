@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +45,8 @@ type Runner struct {
 	bin       string             // the directory of the agents' textslash command, or ""
 	// limited: runs get a cgroup with the sandbox's limits.
 	limited bool
+	// mem starts runs by memory; nil with a fixed Concurrency.
+	mem *memoryGate
 	// conf is what of a person's sandbox this runner has (confinement.go).
 	conf confinement
 	// homes keeps people's sandboxes between runs; nil: each run has a
@@ -81,6 +84,7 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error
 	if err := r.pickAgent(); err != nil {
 		return nil, err
 	}
+	r.gateMemory()
 	return r, nil
 }
 
@@ -159,7 +163,7 @@ func (r *Runner) sweepDisks() {
 	}
 	max := r.cfg.HomesMax
 	if max <= 0 {
-		max = sandbox.DefaultHomesMax
+		max = math.MaxInt32 // homes bounded by memory: disks by idle time
 	}
 	r.disks.Sweep(r.cfg.HomeIdle, max, r.hasHome)
 }
@@ -327,6 +331,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		})
 		defer stopSweep()
 	}
+	if r.mem != nil && r.homes != nil {
+		defer every(10*time.Second, r.relieve)()
+	}
 	r.takeJobs(ctx, runs, cons, aff, &wg)
 	r.finishRuns(&wg, stopRuns)
 	return nil
@@ -353,11 +360,15 @@ func (r *Runner) open(ctx context.Context) (jetstream.Consumer, error) {
 }
 
 // takeJobs fetches jobs from cons and runs those this runner takes
-// (affinity), each in runs, at most Concurrency at once, until ctx ends
+// (affinity), each in runs, at most Concurrency (or DefaultHeld) at once, until ctx ends
 // or, with IdleExit, the runner has had no work that long. wg counts the
 // runs under way.
 func (r *Runner) takeJobs(ctx, runs context.Context, cons jetstream.Consumer, aff *affinity, wg *sync.WaitGroup) {
-	slots := make(chan struct{}, r.cfg.Concurrency)
+	held := r.cfg.Concurrency
+	if held == 0 {
+		held = DefaultHeld // each waits for memory in admit
+	}
+	slots := make(chan struct{}, held)
 	var lastWork atomic.Int64 // when the last job started or ended, unix nanoseconds
 	lastWork.Store(time.Now().UnixNano())
 	idle := func() time.Duration { return time.Since(time.Unix(0, lastWork.Load())) }

@@ -33,6 +33,8 @@ type runnerEnv struct {
 	js         jetstream.JetStream
 	workspaces string
 	logs       io.Writer // when set, start logs every line here instead of errors to the test's log
+	// prepare, when set, is given the Runner start made before it runs.
+	prepare func(*Runner)
 }
 
 func newRunnerEnv(t *testing.T) *runnerEnv {
@@ -61,6 +63,9 @@ func (e *runnerEnv) start(cfg Config) (stop func() error) {
 	}
 	if r.AgentName() != cfg.Agent {
 		e.t.Fatalf("AgentName: got %q; want %q", r.AgentName(), cfg.Agent)
+	}
+	if e.prepare != nil {
+		e.prepare(r)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ended := make(chan error, 1)

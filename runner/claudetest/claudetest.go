@@ -45,6 +45,14 @@ type Turn struct {
 	input  json.RawMessage
 	err    error // from ToolUse's input
 	status int   // an API error when non-zero
+	delay  time.Duration
+}
+
+// After is t answered d after its request arrives, as a model thinking
+// that long would (the request's arrival, Request.At, is unchanged).
+func (t Turn) After(d time.Duration) Turn {
+	t.delay = d
+	return t
 }
 
 // Text is a final answer: the model says s and ends its turn.
@@ -198,6 +206,13 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 			turn = Text("claudetest: the script has no more turns")
 		} else {
 			m.record(req, "")
+		}
+		if turn.delay > 0 {
+			select {
+			case <-time.After(turn.delay):
+			case <-r.Context().Done():
+				return
+			}
 		}
 		m.answer(w, mb, turn, id)
 	case isMessages:

@@ -359,6 +359,18 @@ func children(pid int) []int {
 	return out
 }
 
+// IfUnused calls fn if no run is in the home, none entering meanwhile,
+// and reports whether it did.
+func (h *Home) IfUnused(fn func()) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.users > 0 {
+		return false
+	}
+	fn()
+	return true
+}
+
 // Touch counts now as a use of the home, as a run's end does: a home
 // whose preview is in use is not let go for being idle.
 func (h *Home) Touch() {

@@ -16,18 +16,16 @@ import (
 const (
 	// DefaultHomeIdle is how long a home is kept after its last run.
 	DefaultHomeIdle = 10 * time.Minute
-	// DefaultHomesMax is how many homes are kept at once: with a warm
-	// Claude Code (about 300 MB) in each, 8 fit a small machine.
-	DefaultHomesMax = 8
 )
 
 // Homes keeps the homes of the people running now and lately: one per
 // sandbox (a person, and their project where the agent's directory
-// differs), made at its first run, let go after Idle without a run or
-// when more than Max are kept (the least recently used first, never
-// one a run is in).
+// differs), made at its first run, let go after Idle without a run, when
+// more than Max are kept (the least recently used first, never one a run
+// is in), or when the runner needs their memory (LetGo).
 type Homes struct {
-	// Idle and Max: see DefaultHomeIdle, DefaultHomesMax.
+	// Idle: see DefaultHomeIdle. Max, when above 0, is the most homes kept
+	// at once; 0 bounds them by memory alone (the runner's LetGo).
 	Idle time.Duration
 	Max  int
 	// Network, when set, gives each home a network of its own
@@ -133,7 +131,7 @@ func (hs *Homes) leave(h *Home) {
 func (hs *Homes) overLocked() []*Home {
 	max := hs.Max
 	if max <= 0 {
-		max = DefaultHomesMax
+		return nil
 	}
 	var out []*Home
 	for len(hs.homes) > max {
@@ -154,6 +152,52 @@ func (hs *Homes) overLocked() []*Home {
 		out = append(out, lru)
 	}
 	return out
+}
+
+// Unused are the homes no run is in, the least recently used first.
+func (hs *Homes) Unused() []*Home {
+	hs.mu.Lock()
+	var idle []*Home
+	for _, h := range hs.homes {
+		h.mu.Lock()
+		if h.users == 0 {
+			idle = append(idle, h)
+		}
+		h.mu.Unlock()
+	}
+	hs.mu.Unlock()
+	slices.SortFunc(idle, func(a, b *Home) int {
+		a.mu.Lock()
+		la := a.last
+		a.mu.Unlock()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return la.Compare(b.last)
+	})
+	return idle
+}
+
+// LetGo takes h down, if it is still kept and no run came to it
+// meanwhile, and reports whether it did.
+func (hs *Homes) LetGo(h *Home) bool {
+	hs.mu.Lock()
+	var key string
+	for k, kept := range hs.homes {
+		if kept == h {
+			key = k
+		}
+	}
+	h.mu.Lock()
+	idle := h.users == 0
+	h.mu.Unlock()
+	if key == "" || !idle {
+		hs.mu.Unlock()
+		return false
+	}
+	delete(hs.homes, key)
+	hs.mu.Unlock()
+	hs.closed(h)
+	return true
 }
 
 // closed takes h down and tells OnClose.

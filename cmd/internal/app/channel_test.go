@@ -12,7 +12,7 @@ import (
 // services' settings of a shared environment file are not its to check.
 func TestChannelSettings(t *testing.T) {
 	on := map[string]string{"NATS_URL": "nats://127.0.0.1:4222", "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1",
-		"SLACK_ALLOWED": "U0ALICE1,W0BOB", "TEXTSLASH_CONCURRENCY": "0"}
+		"SLACK_ALLOWED": "U0ALICE1,W0BOB", "TEXTSLASH_CONCURRENCY": "-1"}
 	with := func(kv ...string) map[string]string {
 		m := map[string]string{}
 		for k, v := range on {

@@ -72,12 +72,13 @@ type config struct {
 	RunCPU              float64       `name:"run-cpu" var:"TEXTSLASH_RUN_CPU" sets:"runner.Sandbox.Limits.CPU" default:"2" help:"most CPU one run may use, in cores (0 for no limit)"`
 	Chromium            string        `name:"chromium" var:"TEXTSLASH_CHROMIUM" sets:"runner.Chromium" help:"Chromium binary for screenshots (textslash shot, approval diffs); default Debian's chromium-headless-shell (the lightest), else chromium, chromium-browser or google-chrome from PATH"`
 	ShotAddr            string        `name:"shot-addr" var:"TEXTSLASH_SHOT_ADDR" sets:"runner.ShotAddr" default:"127.0.0.1:0" help:"host:port of the runner's screenshot endpoint, which agents reach with textslash shot or curl ($TEXTSLASH_SHOT_URL); default a free loopback port"`
-	HomesMax            int           `name:"homes-max" var:"TEXTSLASH_HOMES_MAX" sets:"runner.HomesMax" default:"${homes_max}" help:"most people's homes kept warm at once (a home: the person's sandbox, made at their first message and kept between runs, so a follow-up starts at once); past it the least recently used goes; -1 keeps none (each run in a sandbox of its own); as root or not"`
+	HomesMax            int           `name:"homes-max" var:"TEXTSLASH_HOMES_MAX" sets:"runner.HomesMax" default:"0" help:"most people's homes kept warm at once (a home: the person's sandbox, made at their first message and kept between runs, so a follow-up starts at once); past it the least recently used goes; 0: as many as memory allows (a warm agent is let go before its home, to make room for a run); -1 keeps none (each run in a sandbox of its own)"`
 	PreviewAddr         string        `name:"preview-addr" var:"TEXTSLASH_PREVIEW_ADDR" sets:"runner.PreviewAddr" default:"127.0.0.1:3002" help:"host:port of the preview links' listener (the runner's; previews need homes with a network of their own): a fixed port for the tunnel or proxy of TEXTSLASH_PREVIEW_URL to point at; on loopback the default links open only on this machine; taken at start, textslash stops and says so (127.0.0.1:0: any free port)"`
 	PreviewURL          string        `name:"preview-url" var:"TEXTSLASH_PREVIEW_URL" sets:"runner.PreviewURL" help:"the preview links' URL with * where a link's id goes: a wildcard host of its own, never the web chat's (https://*.preview.example.com behind a tunnel or proxy to TEXTSLASH_PREVIEW_ADDR); default http://*.preview.localhost:<its port>, which browsers resolve to this machine"`
 	PreviewTTL          time.Duration `name:"preview-ttl" var:"TEXTSLASH_PREVIEW_TTL" sets:"runner.PreviewTTL" default:"1h" help:"how long a preview link opens the app; preview off ends them sooner, and the home's end too"`
 	HomeIdle            time.Duration `name:"home-idle" var:"TEXTSLASH_HOME_IDLE" sets:"runner.HomeIdle" default:"${home_idle}" help:"a home is taken down this long after its person's last run"`
-	Concurrency         int           `name:"concurrency" var:"TEXTSLASH_CONCURRENCY" sets:"runner.Concurrency" default:"${concurrency}" help:"how many users' messages run at once"`
+	Concurrency         int           `name:"concurrency" var:"TEXTSLASH_CONCURRENCY" sets:"runner.Concurrency" default:"0" help:"how many users' messages run at once; 0: as many as memory allows (a message starts once its agent fits and TEXTSLASH_MEMORY_FREE stays free; a Claude Code run counts 300 MB, a shell run 16 MB)"`
+	MemoryFree          size          `name:"memory-free" var:"TEXTSLASH_MEMORY_FREE" sets:"runner.MemoryFree" help:"memory runs and homes leave free on the machine, or under its container's limit (1G, 512M); default a tenth of it, between 256M and 2G; with TEXTSLASH_CONCURRENCY 0"`
 	RunnerID            string        `name:"runner-id" var:"TEXTSLASH_RUNNER_ID" sets:"runner.ID" default:"${runner_id}" help:"this runner's name among runners sharing the jobs (letters, digits, - and _): each user's messages run on the runner holding their workspace while it is alive; keep it the same across restarts with the same workspaces"`
 	Timeout             time.Duration `name:"timeout" var:"TEXTSLASH_TIMEOUT" sets:"runner.Timeout" default:"${timeout}" help:"longest a single run may take"`
 	StopGrace           time.Duration `name:"stop-grace" var:"TEXTSLASH_STOP_GRACE" sets:"runner.StopGrace" default:"20s" help:"on SIGTERM or Ctrl-C, how long runs under way may go on to finish (no new one starts); then they are stopped and reported interrupted; a second Ctrl-C stops at once"`
@@ -200,9 +201,9 @@ func defaults() kong.Vars {
 		"media_ttl": flagDuration(contract.MediaTTL), "media_keep": strconv.Itoa(contract.MediaKeep),
 		"approval_timeout": flagDuration(contract.ApprovalTimeout), "permission_timeout": flagDuration(contract.PermissionTimeout),
 		"progress_every": flagDuration(egress.DefaultProgressEvery),
-		"concurrency":    strconv.Itoa(runner.DefaultConcurrency), "timeout": flagDuration(runner.DefaultTimeout),
-		"homes_max": strconv.Itoa(sandbox.DefaultHomesMax), "home_idle": flagDuration(sandbox.DefaultHomeIdle),
-		"voice_max": flagDuration(runner.DefaultVoiceMax),
+		"timeout":        flagDuration(runner.DefaultTimeout),
+		"home_idle":      flagDuration(sandbox.DefaultHomeIdle),
+		"voice_max":      flagDuration(runner.DefaultVoiceMax),
 	}
 }
 

@@ -28,7 +28,7 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Port != 3000 || c.Host != "127.0.0.1" || !c.Web || c.Timeout != 300*time.Second || c.Concurrency != 4 ||
+	if c.Port != 3000 || c.Host != "127.0.0.1" || !c.Web || c.Timeout != 300*time.Second || c.Concurrency != 0 || c.HomesMax != 0 ||
 		c.IdleExit != 0 || c.Snapshots || c.MediaTTL != 30*time.Minute || c.Replicas != 1 || !c.Provision ||
 		len(c.Services) != len(All) || c.Workspaces == "" || len(c.MediaKey) < 16 || c.RunCPU != 2 {
 		t.Errorf("defaults: %+v", c)
@@ -138,13 +138,13 @@ func TestConfigHelpNamesEveryVariable(t *testing.T) {
 // fixing TEXTSLASH_TIMEOUT should not restart to learn of the next.
 func TestConfigReportsEveryBadSettingAtOnce(t *testing.T) {
 	env := map[string]string{"TEXTSLASH_TIMEOUT": "5", "PORT": "x", "TEXTSLASH_DEFAULT_MODE": "bogus",
-		"TEXTSLASH_REPLICAS": "7", "TEXTSLASH_LOG_FORMAT": "loud", "TEXTSLASH_CONCURRENCY": "0"}
+		"TEXTSLASH_REPLICAS": "7", "TEXTSLASH_LOG_FORMAT": "loud", "TEXTSLASH_CONCURRENCY": "-1"}
 	_, err := parseWith(t, nil, env)
 	if err == nil {
 		t.Fatal("no error")
 	}
 	for _, want := range []string{`TEXTSLASH_TIMEOUT="5"`, `PORT="x"`, "TEXTSLASH_DEFAULT_MODE", "TEXTSLASH_REPLICAS=7",
-		`TEXTSLASH_LOG_FORMAT="loud"`, "TEXTSLASH_CONCURRENCY=0"} {
+		`TEXTSLASH_LOG_FORMAT="loud"`, "TEXTSLASH_CONCURRENCY=-1"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %s:\n%v", want, err)
 		}

@@ -79,7 +79,7 @@ func TestConfigServicesCheckTheirSettings(t *testing.T) {
 		{with(slackOn, "SLACK_APP_TOKEN", ""), "SLACK_APP_TOKEN: "},
 		{with(slackOn, "SLACK_APP_TOKEN", "", "SLACK_SIGNING_SECRET", "s"), "PUBLIC_URL: "},
 		{with(discordOn, "DISCORD_ALLOWED", "80351110224678912,alice"), `DISCORD_ALLOWED="alice": `},
-		{map[string]string{"TEXTSLASH_CONCURRENCY": "0"}, "TEXTSLASH_CONCURRENCY=0: "},
+		{map[string]string{"TEXTSLASH_CONCURRENCY": "-1"}, "TEXTSLASH_CONCURRENCY=-1: "},
 		{map[string]string{"TEXTSLASH_RUN_PIDS": "3"}, "TEXTSLASH_RUN_PIDS=3: "},
 		{map[string]string{"TEXTSLASH_PROJECT_MAX": "0"}, "TEXTSLASH_PROJECT_MAX=0: "},
 		{map[string]string{"TEXTSLASH_APPROVAL_TIMEOUT": "0s"}, "TEXTSLASH_APPROVAL_TIMEOUT=0s: "},
