@@ -186,35 +186,7 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case isMessages && len(req.Tools) > 0:
 		// The main conversation: the agent offers the model its tools.
-		m.mu.Lock()
-		req.Main = true
-		turn, ok := Turn{}, false
-		switch {
-		case m.next < len(m.turns):
-			turn, ok = m.turns[m.next], true
-			req.Turn = m.next
-			m.next++
-		case len(m.turns) > 0 && m.turns[len(m.turns)-1].status != 0:
-			turn, ok = m.turns[len(m.turns)-1], true
-			req.Turn = len(m.turns) - 1
-		}
-		id := m.newID()
-		m.mu.Unlock()
-		if !ok {
-			m.record(req, "past the end of the script")
-			m.t.Errorf("claudetest: main request %s %s past the end of the %d-turn script", r.Method, r.URL, len(m.turns))
-			turn = Text("claudetest: the script has no more turns")
-		} else {
-			m.record(req, "")
-		}
-		if turn.delay > 0 {
-			select {
-			case <-time.After(turn.delay):
-			case <-r.Context().Done():
-				return
-			}
-		}
-		m.answer(w, mb, turn, id)
+		m.mainTurn(w, r, req, mb)
 	case isMessages:
 		// A side request (quota check, title, summary): answer briefly.
 		m.mu.Lock()
@@ -234,6 +206,41 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 		m.record(req, "unknown path")
 		writeError(w, http.StatusNotFound, "not_found_error", "claudetest: no such endpoint: "+r.Method+" "+r.URL.Path)
 	}
+}
+
+// mainTurn answers a request of the main conversation with the script's
+// next turn (its last, repeated, when that is an API error), after the
+// turn's delay.
+func (m *Model) mainTurn(w http.ResponseWriter, r *http.Request, req Request, mb messagesBody) {
+	m.mu.Lock()
+	req.Main = true
+	turn, ok := Turn{}, false
+	switch {
+	case m.next < len(m.turns):
+		turn, ok = m.turns[m.next], true
+		req.Turn = m.next
+		m.next++
+	case len(m.turns) > 0 && m.turns[len(m.turns)-1].status != 0:
+		turn, ok = m.turns[len(m.turns)-1], true
+		req.Turn = len(m.turns) - 1
+	}
+	id := m.newID()
+	m.mu.Unlock()
+	if !ok {
+		m.record(req, "past the end of the script")
+		m.t.Errorf("claudetest: main request %s %s past the end of the %d-turn script", r.Method, r.URL, len(m.turns))
+		turn = Text("claudetest: the script has no more turns")
+	} else {
+		m.record(req, "")
+	}
+	if turn.delay > 0 {
+		select {
+		case <-time.After(turn.delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	m.answer(w, mb, turn, id)
 }
 
 // record keeps req and logs it in one line.
