@@ -38,6 +38,9 @@ func (i *Ingress) serveFetch(ctx context.Context) error {
 		return nil
 	}
 	if err := i.inbox.Open(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a clean stop
+		}
 		return err
 	}
 	var channels []string
