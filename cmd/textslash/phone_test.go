@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -198,7 +199,7 @@ func TestWebChatCancelSaysItOnceInBrowser(t *testing.T) {
 		name, run string
 		want, not []string
 	}{
-		{"after output", "echo started; sleep 100", []string{"Stopped.", "started"}, []string{"exit 143"}},
+		{"after output", "echo started; touch .printed; sleep 100", []string{"Stopped.", "started"}, []string{"exit 143"}},
 		{"before output", "sleep 100", nil, []string{"exit 143", "Stopped", "(no output)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -207,6 +208,16 @@ func TestWebChatCancelSaysItOnceInBrowser(t *testing.T) {
 			openPhone(ctx, t, inst.URL)
 			sendInPage(ctx, t, tc.run)
 			waitPage(ctx, t, `(want) => document.getElementById('state').className === want`, contract.StateWorking, "the run working")
+			if strings.Contains(tc.run, ".printed") {
+				// "working" is the job's, published before its run starts:
+				// the cancel must come once the run has printed.
+				natstest.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+					if m, _ := filepath.Glob(filepath.Join(inst.Data, "workspaces", "web.*", ".printed")); len(m) == 0 {
+						return errors.New("the run has not printed yet")
+					}
+					return nil
+				})
+			}
 			sendInPage(ctx, t, "cancel")
 			waitPage(ctx, t, `(want) => document.getElementById('state').className === want`, contract.StateIdle, "idle again")
 			// Events come in order: once the next run's reply shows, the
