@@ -231,6 +231,11 @@ func TestAskRunnerKilled(t *testing.T) {
 	if done.Event.Status != contract.StatusInterrupted {
 		t.Errorf("done %q (%s); want interrupted", done.Event.Text, done.Event.Status)
 	}
+	// The done reaches the chat and the dispatcher's state apart: status
+	// asked before the state is idle again says the question still waits.
+	waitFor(t, events, 30*time.Second, func(ev sseEvent) bool {
+		return ev.Kind == string(contract.KindState) && ev.Event.To == contract.StateIdle
+	})
 	c.send("status")
 	notice(t, events, "Idle")
 }
