@@ -7,6 +7,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/disk"
+	"github.com/textslash/textslash/runner/memory"
 	"github.com/textslash/textslash/runner/preview"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/snapshot"
@@ -172,7 +173,7 @@ func (c Config) Default() Config {
 		c.VoiceMax = DefaultVoiceMax
 	}
 	if c.MemoryFree == 0 {
-		c.MemoryFree = DefaultMemoryFree(MemoryTotal())
+		c.MemoryFree = DefaultMemoryFree(memory.Total())
 	}
 	if c.HomeIdle == 0 {
 		c.HomeIdle = sandbox.DefaultHomeIdle

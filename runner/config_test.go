@@ -13,6 +13,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/configtest"
+	"github.com/textslash/textslash/runner/memory"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -192,7 +193,7 @@ func TestDefaultValidates(t *testing.T) {
 	if err := got.Validate(); err != nil {
 		t.Fatalf("Config{}.Default().Validate(): got %v; want nil", err)
 	}
-	want := Config{Workspaces: "workspaces", MemoryFree: DefaultMemoryFree(MemoryTotal()), Timeout: DefaultTimeout,
+	want := Config{Workspaces: "workspaces", MemoryFree: DefaultMemoryFree(memory.Total()), Timeout: DefaultTimeout,
 		PermissionTimeout: contract.PermissionTimeout, OutputCap: 10 << 20, Heartbeat: time.Minute,
 		ShotAddr: "127.0.0.1:0", VoiceMax: DefaultVoiceMax, ProjectMaxBytes: DefaultProjectMaxBytes,
 		SnapshotMax: DefaultSnapshotMax, HomeIdle: sandbox.DefaultHomeIdle, ID: DefaultID()}

@@ -21,29 +21,29 @@ import (
 // keepHomes keeps people's sandboxes between their runs (homes) where
 // this machine allows, unless HomesMax says none.
 func (r *Runner) keepHomes() {
-	r.conf.homes.why, r.conf.network.why = "TEXTSLASH_HOMES_MAX=-1", "no homes"
+	r.conf.Homes.Why, r.conf.Network.Why = "TEXTSLASH_HOMES_MAX=-1", "no homes"
 	if r.cfg.HomesMax < 0 {
 		r.log.Info().Msg("homes off: each run has a sandbox of its own")
 		return
 	}
 	if err := sandbox.ProbeHomes(); err != nil {
-		r.conf.homes.why = err.Error()
+		r.conf.Homes.Why = err.Error()
 		r.log.Warn().Err(err).Msg("homes off: each run has a sandbox of its own (slower, and on the host's network)")
 		return
 	}
-	r.conf.homes = part{on: true}
+	r.conf.Homes = sandbox.Part{On: true}
 	m := r.cfg.HomesMax
 	r.homes = &sandbox.Homes{Max: m, Idle: r.cfg.HomeIdle, Limited: r.limited, Dir: filepath.Join(r.cfg.Workspaces, homesDir), OnClose: r.homeClosed}
 	r.kept = map[string]*homeState{}
 	if err := netns.Probe(netns.Options{}); err != nil {
-		r.conf.network.why = err.Error()
+		r.conf.Network.Why = err.Error()
 		r.log.Error().Err(err).Msg("homes share the host's network: a person's agent can reach the web chat, NATS and other people's servers on this machine's loopback")
 	} else if err := os.MkdirAll(r.homes.Dir, 0o755); err != nil {
-		r.conf.network.why = err.Error()
+		r.conf.Network.Why = err.Error()
 		r.log.Error().Err(err).Msg("homes share the host's network: their directory cannot be made")
 	} else {
 		r.homes.Network = &netns.Options{RefuseHost: true}
-		r.conf.network = part{on: true}
+		r.conf.Network = sandbox.Part{On: true}
 	}
 	r.log.Info().Int("max", m).Dur("idle_ms", r.cfg.HomeIdle).Msg("homes kept: a person's sandbox is made once and kept between their runs (max 0: as many as memory allows)")
 }

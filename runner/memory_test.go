@@ -47,7 +47,7 @@ func TestRunWaitsForMemory(t *testing.T) {
 	e := newRunnerEnv(t)
 	var room atomic.Bool
 	e.prepare = func(r *Runner) {
-		r.mem.available = func() int64 {
+		r.mem.Available = func() int64 {
 			if room.Load() {
 				return 64 << 30
 			}
@@ -86,7 +86,7 @@ func TestHomeLetGoForMemory(t *testing.T) {
 	var runner atomic.Pointer[Runner]
 	e.prepare = func(r *Runner) {
 		runner.Store(r)
-		r.mem.available = func() int64 {
+		r.mem.Available = func() int64 {
 			r.mu.Lock()
 			running := len(r.running)
 			r.mu.Unlock()
@@ -128,7 +128,7 @@ func TestWarmAgentGoesBeforeItsHome(t *testing.T) {
 	var runner atomic.Pointer[Runner]
 	e.prepare = func(r *Runner) {
 		runner.Store(r)
-		r.mem.available = func() int64 {
+		r.mem.Available = func() int64 {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			for _, hs := range r.kept {

@@ -77,7 +77,7 @@ func (ru *run) outcome(ctx, runCtx context.Context) {
 	done.ExitCode, done.CostUSD, done.Truncated = res.ExitCode, res.CostUSD, res.Truncated
 	done.InputTokens, done.OutputTokens = res.InputTokens, res.OutputTokens
 	done.Text = strings.TrimSpace(res.Text)
-	done.Sandbox = ru.r.conf.person()
+	done.Sandbox = ru.r.conf.Person()
 	if h := ru.homeNow(); h != nil {
 		// The home stays this long without another run (unless more
 		// homes crowd it out): status says so. A keyword about the home

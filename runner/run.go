@@ -140,8 +140,8 @@ func (ru *run) admit(ctx context.Context, msg jetstream.Msg) (runCtx context.Con
 		return runCtx, true, nil
 	}
 	if r.mem != nil {
-		err := r.mem.wait(runCtx, func(available int64) {
-			log.Info().Int64("available", available).Int64("per_run", r.mem.cost).Msg("waiting for memory: the machine is full")
+		err := r.mem.Wait(runCtx, func(available int64) {
+			log.Info().Int64("available", available).Int64("per_run", r.mem.Cost).Msg("waiting for memory: the machine is full")
 			// A progress line: the chat shows it, and status says it as
 			// the run's last step.
 			ev := contract.Event{Kind: contract.KindProgress, User: u, JobID: ru.job.ID, Text: MsgWaitMemory}

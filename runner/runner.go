@@ -23,6 +23,7 @@ import (
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/disk"
 	"github.com/textslash/textslash/runner/handover"
+	"github.com/textslash/textslash/runner/memory"
 	"github.com/textslash/textslash/runner/preview"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/workspace"
@@ -46,9 +47,9 @@ type Runner struct {
 	// limited: runs get a cgroup with the sandbox's limits.
 	limited bool
 	// mem starts runs by memory; nil with a fixed Concurrency.
-	mem *memoryGate
-	// conf is what of a person's sandbox this runner has (confinement.go).
-	conf confinement
+	mem *memory.Gate
+	// conf is what of a person's sandbox this runner has.
+	conf sandbox.Confinement
 	// homes keeps people's sandboxes between runs; nil: each run has a
 	// sandbox of its own.
 	homes *sandbox.Homes
@@ -101,8 +102,8 @@ func (r *Runner) setUp() error {
 	if r.user, err = sandbox.LookupUser(cfg.AgentUser); err != nil {
 		return settingErr("AgentUser", cfg.AgentUser, "not a user of this system", err)
 	}
-	off := part{why: "runs are not sandboxed (TEXTSLASH_SANDBOX=off)"}
-	r.conf = confinement{homes: off, network: off, limits: off, disk: off}
+	off := sandbox.Part{Why: "runs are not sandboxed (TEXTSLASH_SANDBOX=off)"}
+	r.conf = sandbox.Confinement{Homes: off, Network: off, Limits: off, Disk: off}
 	if cfg.Sandbox != nil {
 		if err := r.confine(); err != nil {
 			return settingErr("Sandbox", nil, "does not work here", err)
@@ -140,17 +141,17 @@ const disksDir = ".disks"
 func (r *Runner) openDisks() {
 	q := r.cfg.DiskQuota
 	if q == 0 {
-		r.conf.disk.why = "no quota is set (TEXTSLASH_DISK_QUOTA=0)"
+		r.conf.Disk.Why = "no quota is set (TEXTSLASH_DISK_QUOTA=0)"
 		return
 	}
 	d, err := disk.Open(context.Background(), filepath.Join(r.cfg.Workspaces, disksDir), q, r.log)
 	if err != nil {
-		r.conf.disk.why = err.Error()
+		r.conf.Disk.Why = err.Error()
 		r.log.Error().Err(err).Int64("quota", q).Msg("disks are NOT bounded (TEXTSLASH_DISK_QUOTA): textslash cannot mount a disk per person here; run it as root (or with CAP_SYS_ADMIN) with the loop devices (/dev/loop-control) and e2fsprogs")
 		return
 	}
 	r.disks = d
-	r.conf.disk.on = true
+	r.conf.Disk.On = true
 	r.log.Info().Int64("quota", q).Str("size", sandbox.BytesText(q)).Msg("each person's disk bounded: workspace, projects, worktrees and home together, on an ext4 image of their own")
 }
 
@@ -248,9 +249,9 @@ func (r *Runner) confine() error {
 		return err
 	}
 	r.limited = unlimited == nil
-	r.conf.limits = part{on: r.limited}
+	r.conf.Limits = sandbox.Part{On: r.limited}
 	if unlimited != nil {
-		r.conf.limits.why = unlimited.Error()
+		r.conf.Limits.Why = unlimited.Error()
 	}
 	r.keepHomes()
 	return nil
@@ -299,7 +300,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	defer r.shots.Close()
 	r.forwardIntoHomes()
-	r.conf.tell(r)
+	r.conf.Tell(r.log)
 	stopPreviews, err := r.startPreviews()
 	if err != nil {
 		return err

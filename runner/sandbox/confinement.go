@@ -1,10 +1,11 @@
-package runner
+package sandbox
 
 import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/rs/zerolog"
 )
 
 // What a person's sandbox has on this machine, and what it lacks and why:
@@ -13,43 +14,44 @@ import (
 // container's devices, cgroup delegation). Each part says it at start
 // where it is decided, with how to have it; confinement gathers them into
 // one line at the runner's start, the textslash_sandbox gauge, and the
-// sentence status shows the person (Event.Sandbox).
+// sentence status shows the person (Event.Sandbox); the runner fills it
+// in at start.
 
-// part is one part of the sandbox: on, or off and why (for the log).
-type part struct {
-	on  bool
-	why string
+// Part is one part of the sandbox: On, or off and Why (for the log).
+type Part struct {
+	On  bool
+	Why string
 }
 
-// confinement is the parts of the sandbox on this runner.
-type confinement struct {
-	homes, network, limits, disk part
+// Confinement is the parts of a person's sandbox on a runner.
+type Confinement struct {
+	Homes, Network, Limits, Disk Part
 }
 
 // namedPart is a part with its name (the log's, the gauge's) and what a
 // person reads of it when it is off.
 type namedPart struct {
 	name   string
-	p      part
+	p      Part
 	person string
 }
 
 // parts are the confinement's parts, named.
-func (c confinement) parts() []namedPart {
+func (c Confinement) parts() []namedPart {
 	return []namedPart{
-		{"homes", c.homes, "your runs start cold (no home is kept between them)"},
-		{"network", c.network, "your agent shares this machine's network"},
-		{"limits", c.limits, "no memory, process or CPU limit of your own"},
-		{"disk", c.disk, "no disk bound of your own"},
+		{"homes", c.Homes, "your runs start cold (no home is kept between them)"},
+		{"network", c.Network, "your agent shares this machine's network"},
+		{"limits", c.Limits, "no memory, process or CPU limit of your own"},
+		{"disk", c.Disk, "no disk bound of your own"},
 	}
 }
 
-// person is what status tells the person of the parts that are off; ""
+// Person is what status tells the person of the parts that are off; ""
 // when none is.
-func (c confinement) person() string {
+func (c Confinement) Person() string {
 	var off []string
 	for _, p := range c.parts() {
-		if !p.p.on {
+		if !p.p.On {
 			off = append(off, p.person)
 		}
 	}
@@ -60,13 +62,13 @@ func (c confinement) person() string {
 }
 
 // line is the start-up line: what is on, and what is off and why.
-func (c confinement) line() (string, bool) {
+func (c Confinement) line() (string, bool) {
 	var on, off []string
 	for _, p := range c.parts() {
-		if p.p.on {
+		if p.p.On {
 			on = append(on, p.name)
 		} else {
-			off = append(off, p.name+" ("+p.p.why+")")
+			off = append(off, p.name+" ("+p.p.Why+")")
 		}
 	}
 	if len(off) == 0 {
@@ -85,19 +87,19 @@ var sandboxParts = promauto.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "Parts of a person's sandbox on this runner: 1 on, 0 off (homes, network of their own, limits of each run's own, disk bound); the runner's start-up line says why one is off.",
 }, []string{"part"})
 
-// tell logs the confinement's line and sets the gauge.
-func (c confinement) tell(r *Runner) {
+// Tell logs the confinement's line and sets the gauge.
+func (c Confinement) Tell(log zerolog.Logger) {
 	for _, p := range c.parts() {
 		v := 0.0
-		if p.p.on {
+		if p.p.On {
 			v = 1
 		}
 		sandboxParts.WithLabelValues(p.name).Set(v)
 	}
 	line, all := c.line()
-	ev := r.log.Warn()
+	ev := log.Warn()
 	if all {
-		ev = r.log.Info()
+		ev = log.Info()
 	}
 	ev.Msg(line)
 }
