@@ -113,6 +113,11 @@ func benchFollowUps(b *testing.B, homes bool, as string) {
 	b.ReportMetric(ms(cpu)/float64(len(follow)), "cpu-ms/followup")
 	b.ReportMetric(ms(own)/float64(len(follow)), "textslash-cpu-ms/followup")
 	b.ReportMetric(ms(idle)/(float64(b.N)*followUpIdle.Seconds()), "idle-cpu-ms/s")
+	if homes {
+		// What one idle warm CLI (and its home) costs in an hour.
+		perHour := idle.Seconds() / (float64(b.N) * followUpIdle.Seconds()) * 3600 / followUpPeople
+		b.ReportMetric(perHour, "idle-cpu-s/h/warm-cli")
+	}
 }
 
 // followUpPerson is one person of BenchmarkFollowUp, on the web chat.
@@ -253,6 +258,20 @@ func (pt *procTree) cpu() time.Duration {
 	return time.Duration(ticks) * (time.Second / 100) // USER_HZ
 }
 
+// rss is the resident memory of every process in the tree. Pages two
+// processes share (the CLI's binary, mapped by each) count once for each:
+// an upper bound, as the memory gate's costs are.
+func (pt *procTree) rss() int64 {
+	ps := procs()
+	var sum int64
+	for pid, p := range ps {
+		if pt.in(ps, pid) {
+			sum += p.rss
+		}
+	}
+	return sum
+}
+
 // own is the CPU time of textslash alone: its utime+stime, without the
 // children it reaped.
 func (pt *procTree) own() time.Duration {
@@ -291,6 +310,7 @@ type procStat struct {
 	state string
 	// ticks is utime+stime+cutime+cstime, in clock ticks.
 	ticks int64
+	rss   int64 // resident set, in bytes
 }
 
 // procs are the processes, by pid.
@@ -311,7 +331,7 @@ func procs() map[int]procStat {
 		}
 		// After "(comm)": state ppid … utime(14) stime cutime cstime.
 		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) < 15 {
+		if len(f) < 22 {
 			continue
 		}
 		p := procStat{state: f[0]}
@@ -319,6 +339,9 @@ func procs() map[int]procStat {
 		for _, v := range f[11:15] {
 			n, _ := strconv.ParseInt(v, 10, 64)
 			p.ticks += n
+		}
+		if pages, err := strconv.ParseInt(f[21], 10, 64); err == nil {
+			p.rss = pages * int64(os.Getpagesize())
 		}
 		ps[pid] = p
 	}

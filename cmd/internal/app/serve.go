@@ -81,6 +81,9 @@ func newLogger(cfg config, w io.Writer) zerolog.Logger {
 			}
 		}
 	}
+	// Milliseconds: what a message's steps took is read from the lines'
+	// times, and most take less than a second.
+	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
 	if console {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
 	}
