@@ -27,13 +27,16 @@ func (r *Runner) warmHome(ctx context.Context, p rewarm.Person) (home string, wa
 	}
 	release, prev := r.claimNow(p.User, &running{job: job.ID, cancel: cancel, done: make(chan struct{})})
 	if prev != nil {
-		return "", false, rewarm.ErrSkip
+		return "", false, rewarm.ErrSkip // a message of theirs came first
 	}
 	ru.later(release)
+	if r.hasHome(p.User.Key()) {
+		return "", false, rewarm.ErrSkip
+	}
 	if max := r.cfg.HomesMax; (max > 0 && r.homes.Stats().Warm >= max) || (r.mem != nil && !r.mem.TryTake()) {
 		return "", false, rewarm.ErrNoRoom
 	}
-	if ru.mountDisk(ctx) != "" || (ru.disk != nil && ru.disk.Fresh()) || !r.ws.Here(p.User, job.Project) || ru.workspace(ctx, nil) != "" {
+	if ru.mountDisk(ctx) != "" || (ru.disk != nil && ru.disk.Fresh()) || !r.ws.Here(p.User, job.Project) || ru.workspace(ctx, func(string, string) {}) != "" {
 		return "", false, rewarm.ErrSkip // their message finds or restores it
 	}
 	ru.runDir = ru.dir
@@ -54,7 +57,7 @@ func (r *Runner) warmHome(ctx context.Context, p rewarm.Person) (home string, wa
 	if total, ok := session.ReadTotal(ru.home, session.FileOf(ru.project), spec.SessionID); ok {
 		spec.SessionTotal = &total
 	}
-	if err := ru.kept.warm.Start(runCtx, c, spec); err != nil {
+	if err := ru.kept.warm.Start(ru.log.WithContext(runCtx), c, spec); err != nil {
 		ru.log.Warn().Err(err).Str("home", home).Msg("warm agent not started again after the restart; the next message starts it")
 		return home, false, nil
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/runner/claudetest"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -90,5 +91,67 @@ func TestHomesMadeAgainAfterRestart(t *testing.T) {
 	}
 	if n := len(logs.Find(t, "home made", map[string]string{"job_id": "two"})); n != 0 {
 		t.Errorf("the next message made a home (%d lines); want it to find the one made again", n)
+	}
+}
+
+// After a restart, Claude Code is started again in the home made again,
+// continuing the person's session: their next message reaches the model
+// on that CLI, with the turns before the restart, and no CLI starts for
+// it. Without the person's recent state (nobody to make again), the
+// message starts the CLI itself. The time from the message to the model's
+// request is logged for both.
+func TestWarmAgentStartedAgainAfterRestart(t *testing.T) {
+	if sandbox.ProbeHomes() != nil {
+		t.Skip("no homes here")
+	}
+	for _, rewarmed := range []bool{true, false} {
+		t.Run(map[bool]string{true: "rewarmed", false: "cold"}[rewarmed], func(t *testing.T) {
+			model := claudetest.NewModel(t, claudetest.Text("before"), claudetest.Text("after"))
+			claudetest.Setenv(t, model)
+			e := newRunnerEnv(t)
+			cfg := Config{ID: "r1", Agent: AgentClaude, ClaudeBin: claudetest.Binary(t), AgentUser: claudetest.AgentUser(t),
+				Sandbox: &sandbox.Sandbox{}, HomeIdle: time.Hour, Timeout: claudeTimeout}
+			stop := e.start(cfg)
+			u := e.user(contract.ChannelWeb, "resumer")
+			if ev := e.run(contract.Job{ID: "a1", User: u, Text: "hello", Mode: contract.ModeAuto}); ev.Text != "before" {
+				t.Fatalf("before the restart: %s %q", ev.Status, ev.Text)
+			}
+			if rewarmed {
+				e.idleState(u, contract.Settings{Mode: contract.ModeAuto})
+			}
+			if err := stop(); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+
+			var logs natstest.Logs
+			e.logs = &logs
+			e.start(cfg)
+			started := func() int { return len(logs.Find(t, "claude: started a warm CLI", nil)) }
+			if rewarmed {
+				natstest.CheckFor(t, claudeTimeout, runnerPoll, func() error {
+					if len(logs.Find(t, "home made again after a restart", nil)) == 0 || started() != 1 {
+						return fmt.Errorf("no home and warm CLI made again (CLIs started: %d)", started())
+					}
+					return nil
+				})
+			}
+			want := map[bool]int{true: 1, false: 0}[rewarmed]
+			if n := started(); n != want {
+				t.Fatalf("CLIs started before the message: %d; want %d", n, want)
+			}
+			sent := time.Now()
+			if ev := e.run(contract.Job{ID: "a2", User: u, Text: "again", Mode: contract.ModeAuto}); ev.Text != "after" {
+				t.Fatalf("after the restart: %s %q", ev.Status, ev.Text)
+			}
+			if n := started(); n != 1 {
+				t.Errorf("CLIs started after the restart: %d; want 1 (the message's own when cold, else the one made again)", n)
+			}
+			reqs := model.MainRequests()
+			last := reqs[len(reqs)-1]
+			if !strings.Contains(string(last.Body), "before") {
+				t.Errorf("the message after the restart reached the model without the session's earlier turn")
+			}
+			t.Logf("%s: the message reached the model %v after it was sent", map[bool]string{true: "rewarmed", false: "cold"}[rewarmed], last.At.Sub(sent).Round(time.Millisecond))
+		})
 	}
 }
