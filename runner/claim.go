@@ -49,25 +49,33 @@ func (r *Runner) finished(ctx context.Context, u contract.User, job string) (boo
 func (r *Runner) claim(ctx context.Context, u contract.User, job string, cancel context.CancelCauseFunc) (release func(), err error) {
 	me := &running{job: job, trace: contract.TraceFrom(ctx), cancel: cancel, done: make(chan struct{})}
 	for {
-		r.mu.Lock()
-		prev := r.running[u.Key()]
+		release, prev := r.claimNow(u, me)
 		if prev == nil {
-			r.running[u.Key()] = me
-			r.mu.Unlock()
-			return func() {
-				r.mu.Lock()
-				delete(r.running, u.Key())
-				r.mu.Unlock()
-				close(me.done)
-			}, nil
+			return release, nil
 		}
-		r.mu.Unlock()
 		select {
 		case <-prev.done:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// claimNow makes me the user's run in this process, unless the user has
+// one now (prev).
+func (r *Runner) claimNow(u contract.User, me *running) (release func(), prev *running) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if prev := r.running[u.Key()]; prev != nil {
+		return nil, prev
+	}
+	r.running[u.Key()] = me
+	return func() {
+		r.mu.Lock()
+		delete(r.running, u.Key())
+		r.mu.Unlock()
+		close(me.done)
+	}, nil
 }
 
 // onCancel stops the named job of a user if it runs here.

@@ -1,9 +1,7 @@
 package runner
 
 import (
-	"net"
 	"net/netip"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -113,7 +111,7 @@ func (r *Runner) forwardIntoHomes() {
 	}
 	addrs := []string{r.shots.Addr()}
 	for _, v := range []string{"ANTHROPIC_BASE_URL", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
-		if a := loopbackAddr(os.Getenv(v)); a != "" {
+		if a := netns.LoopbackAddr(os.Getenv(v)); a != "" {
 			addrs = append(addrs, a)
 		}
 	}
@@ -123,26 +121,6 @@ func (r *Runner) forwardIntoHomes() {
 		}
 	}
 	r.log.Info().Strs("forward", r.homes.Network.Forward).Msg("homes have a network of their own; these host loopback addresses are reachable from them")
-}
-
-// loopbackAddr is the ip:port of URL raw when its host is a loopback
-// address or localhost, else "".
-func loopbackAddr(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return ""
-	}
-	host, port := u.Hostname(), u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	if host == "localhost" {
-		host = "127.0.0.1"
-	}
-	if ip, err := netip.ParseAddr(host); err != nil || !ip.IsLoopback() || port == "" {
-		return ""
-	}
-	return net.JoinHostPort(host, port)
 }
 
 // HomeStats are the numbers of the homes this runner keeps (zero when it

@@ -24,7 +24,10 @@ import (
 // and the person told why in its done event.
 func (ru *run) prepare(ctx, runCtx context.Context) (stop bool, err error) {
 	tell := ru.teller(ctx)
-	refusal := ru.workspace(ctx, tell)
+	refusal := ru.mountDisk(ctx)
+	if refusal == "" {
+		refusal = ru.workspace(ctx, tell)
+	}
 	if refusal == "" {
 		refusal = ru.worktree(ctx)
 	}
@@ -71,13 +74,10 @@ func (ru *run) prepare(ctx, runCtx context.Context) (stop bool, err error) {
 
 // workspace readies the job's project's workspace, the agent's home (the
 // person's, whatever the project) and the person's credentials, in ctx
-// (the job's), telling the person with tell; refusal, when set, says why
-// the job cannot run.
+// (the job's), once their disk is mounted, telling the person with tell;
+// refusal, when set, says why the job cannot run.
 func (ru *run) workspace(ctx context.Context, tell func(key, text string)) (refusal string) {
 	r, u, log := ru.r, ru.job.User, ru.log
-	if refusal := ru.mountDisk(ctx); refusal != "" {
-		return refusal
-	}
 	// Copies this runner kept from an earlier time it held the person go
 	// first: their snapshots are newer.
 	if r.tookOver(u) {

@@ -25,6 +25,7 @@ import (
 	"github.com/textslash/textslash/runner/handover"
 	"github.com/textslash/textslash/runner/memory"
 	"github.com/textslash/textslash/runner/preview"
+	"github.com/textslash/textslash/runner/rewarm"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/workspace"
 )
@@ -334,6 +335,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	if r.mem != nil && r.homes != nil {
 		defer every(10*time.Second, r.relieve)()
+	}
+	if r.homes != nil { // the homes of the people active lately, made again
+		defer rewarm.Start(ctx, aff.workspaces, r.users, r.cfg.ID, r.cfg.HomeIdle, r.warmHome, r.log)()
 	}
 	r.takeJobs(ctx, runs, cons, aff, &wg)
 	r.finishRuns(&wg, stopRuns)

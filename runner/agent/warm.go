@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os/exec"
@@ -84,6 +85,42 @@ func (w *Warm) Pids() []int {
 		return nil
 	}
 	return cliChain(p.cmd.Process.Pid, p.bin)
+}
+
+// Start starts w's process for r ahead of r's run, continuing
+// r.SessionID as the run will: a run that fits it (the same command line,
+// directory, environment, budget and session) then goes to it, with no
+// CLI to start. A runner makes the warm agents of the people active lately
+// again this way after a restart. It returns once the CLI runs (it
+// answered the control protocol's initialize), or with an error when it
+// exited or ctx ended first (its process ended). w's process, if any, is
+// kept when it fits r.
+func (w *Warm) Start(ctx context.Context, c *Claude, r *Run) error {
+	if r.SessionID == "" {
+		return errors.New("claude: no session to continue (a warm CLI serves a run only then)")
+	}
+	w.busy.Lock()
+	defer w.busy.Unlock()
+	if w.take(ctx, c, r, r.SessionID) != nil {
+		return nil
+	}
+	p, err := startProc(ctx, c, r, r.SessionID)
+	if err != nil {
+		return fmt.Errorf("claude: %w", err)
+	}
+	p.session = r.SessionID
+	select {
+	case <-p.heard:
+	case <-p.exited:
+		return fmt.Errorf("claude: the CLI exited at its start (code %d): %s", sandbox.ExitCode(p.cmd), p.stderr.Bytes())
+	case <-ctx.Done():
+		p.end()
+		return ctx.Err()
+	}
+	w.mu.Lock()
+	w.p = p
+	w.mu.Unlock()
+	return nil
 }
 
 // drop ends p if it is still w's process.

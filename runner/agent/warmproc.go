@@ -24,6 +24,8 @@ type claudeProc struct {
 	in     *claudeInput
 	stderr *sandbox.CappedBuffer // read once exited is closed
 	exited chan struct{}         // closed once it exited and its output is read
+	heard  chan struct{}         // closed at its first line: it runs
+	once   sync.Once             // closes heard
 	bin    string                // the CLI's binary, to tell it from its tools
 	log    zerolog.Logger
 
@@ -47,7 +49,7 @@ type claudeProc struct {
 // control protocol. Its ctx is r's without the cancel: the process
 // outlives the run, and only its Warm ends it.
 func startProc(ctx context.Context, c *Claude, r *Run, session string) (*claudeProc, error) {
-	p := &claudeProc{resumed: session, bin: warmBin(c.bin()), exited: make(chan struct{}),
+	p := &claudeProc{resumed: session, bin: warmBin(c.bin()), exited: make(chan struct{}), heard: make(chan struct{}),
 		stderr: &sandbox.CappedBuffer{Max: stderrKeep}}
 	p.last, p.unknown = sessionTotal(r, session)
 	if b := r.Job.Budget; b != nil {
@@ -80,6 +82,7 @@ func startProc(ctx context.Context, c *Claude, r *Run, session string) (*claudeP
 
 // deliver hands a line of the CLI's output to the current run.
 func (p *claudeProc) deliver(line []byte) {
+	p.once.Do(func() { close(p.heard) })
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.sink != nil {

@@ -93,13 +93,7 @@ func (g *Gate) first(t *ticket) bool {
 // not; the caller heads the queue.
 func (g *Gate) take() bool {
 	g.mu.Lock()
-	now := time.Now()
-	g.started = slices.DeleteFunc(g.started, func(s time.Time) bool { return now.Sub(s) >= Ramp })
-	ahead := int64(len(g.started)) * g.Cost
-	fits := g.Available()-ahead-g.Cost >= g.Free
-	if fits {
-		g.started = append(g.started, now)
-	}
+	fits := g.countIn()
 	g.mu.Unlock()
 	if !fits && g.LetGo != nil {
 		// One thing at a time: its memory shows in the machine's
@@ -107,6 +101,28 @@ func (g *Gate) take() bool {
 		g.LetGo()
 	}
 	return fits
+}
+
+// TryTake counts one more in, and reports true, if it fits now and no
+// run waits: for work nobody asked for yet (the homes made again after a
+// restart), which must neither go before a run nor make room by letting
+// go of what someone used.
+func (g *Gate) TryTake() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.queue) == 0 && g.countIn()
+}
+
+// countIn counts one more in if it fits now; g.mu is held.
+func (g *Gate) countIn() bool {
+	now := time.Now()
+	g.started = slices.DeleteFunc(g.started, func(s time.Time) bool { return now.Sub(s) >= Ramp })
+	ahead := int64(len(g.started)) * g.Cost
+	if g.Available()-ahead-g.Cost < g.Free {
+		return false
+	}
+	g.started = append(g.started, now)
+	return true
 }
 
 // leave takes t out of the queue.

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -88,6 +89,17 @@ func (w *Workspaces) Home(u contract.User) string {
 func (w *Workspaces) PersonDirs(u contract.User) (workspace, projects, worktrees, home string) {
 	k := u.Key()
 	return filepath.Join(w.Root, k), filepath.Join(w.Root, projectsDir, k), filepath.Join(w.Root, worktreesDir, k), w.Home(u)
+}
+
+// Here reports whether the workspace of u's project ("": the default) is
+// on this runner, as Pick finds it without restoring it (with a disk
+// that is not fresh).
+func (w *Workspaces) Here(u contract.User, project string) bool {
+	if project != "" && project != contract.DefaultProject && contract.CheckProjectName(project) != nil {
+		return false
+	}
+	_, err := os.Lstat(w.dir(u, project))
+	return err == nil
 }
 
 // dir is the workspace of u's project ("" or DefaultProject: the

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"net/url"
 	"sync"
 	"time"
 )
@@ -127,4 +128,25 @@ func copyHalf(dst, src net.Conn) {
 	// An error one way ends both: unblock the other copy.
 	dst.SetDeadline(time.Now())
 	src.SetDeadline(time.Now())
+}
+
+// LoopbackAddr is the ip:port of URL raw when its host is a loopback
+// address or localhost, else "": an address a home reaches only when
+// forwarded (Options.Forward).
+func LoopbackAddr(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	if ip, err := netip.ParseAddr(host); err != nil || !ip.IsLoopback() || port == "" {
+		return ""
+	}
+	return net.JoinHostPort(host, port)
 }

@@ -1,0 +1,65 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"errors"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/agent"
+	"github.com/textslash/textslash/runner/rewarm"
+	"github.com/textslash/textslash/runner/session"
+)
+
+// warmHome makes p's home as their next message's run would (in the
+// same workspace, sandbox and environment) and, for Claude Code, the CLI
+// there continuing their session. It holds p's claim meanwhile, never
+// waiting for it: a message of theirs waits and then finds both.
+func (r *Runner) warmHome(ctx context.Context, p rewarm.Person) (home string, warm bool, err error) {
+	job := contract.Job{ID: "rewarm", User: p.User, Mode: cmp.Or(p.State.Mode, contract.ModeAsk), Project: p.State.Project, NewSession: p.State.NewSession}
+	ru := &run{r: r, job: job, log: r.log.With().Str("user", p.User.Key()).Str("job_id", job.ID).Logger()}
+	defer ru.close()
+	runCtx, cancel := context.WithCancelCause(ctx)
+	ru.cancel = cancel
+	ru.later(func() { cancel(nil) })
+	if p.State.Running() || p.State.Branches {
+		return "", false, rewarm.ErrSkip // a run of theirs makes what it needs
+	}
+	release, prev := r.claimNow(p.User, &running{job: job.ID, cancel: cancel, done: make(chan struct{})})
+	if prev != nil {
+		return "", false, rewarm.ErrSkip // a message of theirs came first
+	}
+	ru.later(release)
+	if r.hasHome(p.User.Key()) {
+		return "", false, rewarm.ErrSkip
+	}
+	if max := r.cfg.HomesMax; (max > 0 && r.homes.Stats().Warm >= max) || (r.mem != nil && !r.mem.TryTake()) {
+		return "", false, rewarm.ErrNoRoom
+	}
+	if ru.mountDisk(ctx) != "" || (ru.disk != nil && ru.disk.Fresh()) || !r.ws.Here(p.User, job.Project) || ru.workspace(ctx, func(string, string) {}) != "" {
+		return "", false, rewarm.ErrSkip // their message finds or restores it
+	}
+	ru.runDir = ru.dir
+	command, refusal := ru.command(ctx)
+	if refusal != "" || ru.ended == nil {
+		return "", false, errors.New("no home: " + refusal)
+	}
+	ru.later(func() { r.shots.End(ru.shotTok) })
+	ru.later(ru.ended) // the warm agent stays, as after a run
+	r.mu.Lock()
+	home = ru.kept.home.ID()
+	r.mu.Unlock()
+	c, claude := r.agent.(*agent.Claude)
+	spec := &agent.Run{Job: job, Dir: ru.runDir, Command: command, OutputCap: r.cfg.OutputCap, SessionID: session.Read(ru.home, session.FileOf(ru.project))}
+	if !claude || job.NewSession || spec.SessionID == "" {
+		return home, false, nil
+	}
+	if total, ok := session.ReadTotal(ru.home, session.FileOf(ru.project), spec.SessionID); ok {
+		spec.SessionTotal = &total
+	}
+	if err := ru.kept.warm.Start(ru.log.WithContext(runCtx), c, spec); err != nil {
+		ru.log.Warn().Err(err).Str("home", home).Msg("warm agent not started again after the restart; the next message starts it")
+		return home, false, nil
+	}
+	return home, true, nil
+}
