@@ -53,6 +53,11 @@ type Config struct {
 	// Timeout ends a run that takes longer. Time spent waiting for the
 	// person's answer to a question does not count.
 	Timeout time.Duration
+	// DefaultMode is the permission mode of people who have not chosen
+	// one (the dispatcher's, which puts it in their jobs): the homes made
+	// again after a restart start their agent in it, as their next
+	// message will run. Empty: contract.ModeAsk.
+	DefaultMode string
 	// PermissionTimeout is how long a question waits for the person (the
 	// dispatcher denies it then); the runner gives up a minute later on
 	// its own, should the dispatcher be gone. Default 10 minutes.
