@@ -27,10 +27,9 @@ const (
 // through the all-in-one, each their first message. A message is timed
 // from its web chat POST to the model receiving its request. Reports
 // crowd-max-ms and crowd-p50-ms, and the memory of textslash's whole
-// process tree (procTree.rss, sampled every 100 ms): its peak
-// (peak-tree-RSS-MB) and its growth over the crowd per person
-// (RSS-MB/person: a warm CLI and its home, what the memory gate counts as
-// 300 MB). "memory": the defaults (runs at once as far as memory goes);
+// process tree (procTree.pss, sampled every 100 ms): its peak
+// (peak-tree-MB) and its growth over the crowd per person (MB/person: a
+// warm CLI and its home, what the memory gate counts as 300 MB). "memory": the defaults (runs at once as far as memory goes);
 // "four": TEXTSLASH_CONCURRENCY=4, the count the runner had before, which
 // started them in waves of four; "room-1.5G": the defaults with
 // TEXTSLASH_MEMORY_FREE set to leave the crowd 1.5 GB of what this machine
@@ -73,8 +72,8 @@ func benchCrowd(b *testing.B, env ...string) {
 			events[i] = chats[i].events(ctx)
 		}
 		sent := make([]time.Time, crowdPeople)
-		base := tree.rss()
-		sampled := sampleRSS(ctx, tree)
+		base := tree.pss()
+		sampled := samplePSS(ctx, tree)
 		var wg sync.WaitGroup
 		for i, c := range chats {
 			wg.Go(func() {
@@ -111,19 +110,19 @@ func benchCrowd(b *testing.B, env ...string) {
 	slices.Sort(waits)
 	b.ReportMetric(ms(waits[len(waits)-1]), "crowd-max-ms")
 	b.ReportMetric(ms(waits[len(waits)/2]), "crowd-p50-ms")
-	b.ReportMetric(float64(peak>>20), "peak-tree-RSS-MB")
+	b.ReportMetric(float64(peak>>20), "peak-tree-MB")
 	b.ReportMetric(float64(growth>>20), "tree-growth-MB")
-	b.ReportMetric(float64(growth>>20)/crowdPeople, "RSS-MB/person")
+	b.ReportMetric(float64(growth>>20)/crowdPeople, "MB/person")
 }
 
-// sampleRSS samples tree's resident memory every 100 ms until ctx ends,
+// samplePSS samples the memory tree holds every 100 ms until ctx ends,
 // then sends the highest it saw.
-func sampleRSS(ctx context.Context, tree *procTree) <-chan int64 {
+func samplePSS(ctx context.Context, tree *procTree) <-chan int64 {
 	top := make(chan int64, 1)
 	go func() {
 		var high int64
 		for {
-			high = max(high, tree.rss())
+			high = max(high, tree.pss())
 			select {
 			case <-ctx.Done():
 				top <- high

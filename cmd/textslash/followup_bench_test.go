@@ -258,15 +258,24 @@ func (pt *procTree) cpu() time.Duration {
 	return time.Duration(ticks) * (time.Second / 100) // USER_HZ
 }
 
-// rss is the resident memory of every process in the tree. Pages two
-// processes share (the CLI's binary, mapped by each) count once for each:
-// an upper bound, as the memory gate's costs are.
-func (pt *procTree) rss() int64 {
+// pss is the memory the processes of the tree hold: the sum of their
+// proportional set sizes (/proc/<pid>/smaps_rollup), in which a page
+// several processes share (the CLI's 380 MB binary, mapped by each) counts
+// a share for each, so that it is counted once in all; resident sets would
+// count it once per process.
+func (pt *procTree) pss() int64 {
 	ps := procs()
 	var sum int64
-	for pid, p := range ps {
-		if pt.in(ps, pid) {
-			sum += p.rss
+	for pid := range ps {
+		if !pt.in(ps, pid) {
+			continue
+		}
+		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				sum += kb << 10
+			}
 		}
 	}
 	return sum
@@ -310,7 +319,6 @@ type procStat struct {
 	state string
 	// ticks is utime+stime+cutime+cstime, in clock ticks.
 	ticks int64
-	rss   int64 // resident set, in bytes
 }
 
 // procs are the processes, by pid.
@@ -331,7 +339,7 @@ func procs() map[int]procStat {
 		}
 		// After "(comm)": state ppid … utime(14) stime cutime cstime.
 		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) < 22 {
+		if len(f) < 15 {
 			continue
 		}
 		p := procStat{state: f[0]}
@@ -339,9 +347,6 @@ func procs() map[int]procStat {
 		for _, v := range f[11:15] {
 			n, _ := strconv.ParseInt(v, 10, 64)
 			p.ticks += n
-		}
-		if pages, err := strconv.ParseInt(f[21], 10, 64); err == nil {
-			p.rss = pages * int64(os.Getpagesize())
 		}
 		ps[pid] = p
 	}
