@@ -196,18 +196,18 @@ func BenchmarkWebhooks(b *testing.B) {
 func BenchmarkEndToEnd(b *testing.B) {
 	for _, rate := range []int{200, 500} {
 		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) {
-			openLoop(b, startTwilioBench(b, 5000, "TEXTSLASH_CONCURRENCY=8"), rate)
+			openLoop(b, startTwilioBench(b, 5000, "TEXTSLASH_CONCURRENCY=8"), rate, int(float64(rate)*benchSeconds(b).Seconds()))
 		})
 	}
 }
 
-// openLoop sends rate signed webhooks/s for benchSeconds from tb's users in
-// turn, each "echo t<i>", waits for every reply and reports the latencies
-// of the acknowledgements and of the replies, the rate replies arrived at
-// and how long the last one trailed the load.
-func openLoop(b *testing.B, tb *twilioBench, rate int) {
-	d := benchSeconds(b)
-	n := int(float64(rate) * d.Seconds())
+// openLoop sends n signed webhooks at rate/s from tb's users in turn,
+// each "echo t<i>", after a warm-up message from the last user; waits for
+// every reply and reports the latencies of the acknowledgements and of the
+// replies, the rate replies arrived at and how long the last one trailed
+// the load, which it returns (the drain).
+func openLoop(b *testing.B, tb *twilioBench, rate, n int) (drain time.Duration) {
+	d := time.Duration(n) * time.Second / time.Duration(rate)
 	users := len(tb.numbers)
 	// Warm up: one round trip.
 	if tb.webhook(users-1, "echo warm", "SMwarm") != http.StatusOK {
@@ -267,6 +267,7 @@ func openLoop(b *testing.B, tb *twilioBench, rate int) {
 	b.ReportMetric(ms(max(0, last.Sub(loadEnd))), "tail-ms")
 	b.ReportMetric(float64(peakRSSKB(b, tb.inst.cmd.Process.Pid))/1024, "peak-RSS-MB")
 	b.ReportMetric(0, "ns/op")
+	return max(0, last.Sub(loadEnd))
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

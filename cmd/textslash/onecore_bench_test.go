@@ -42,7 +42,7 @@ func onOneCore(b *testing.B) []string {
 func BenchmarkOneCore(b *testing.B) {
 	for _, rate := range []int{200, 500} {
 		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) {
-			openLoop(b, startTwilioBenchOn(b, onOneCore(b), nil, 5000, "TEXTSLASH_CONCURRENCY=8"), rate)
+			openLoop(b, startTwilioBenchOn(b, onOneCore(b), nil, 5000, "TEXTSLASH_CONCURRENCY=8"), rate, int(float64(rate)*benchSeconds(b).Seconds()))
 		})
 	}
 }
@@ -76,23 +76,19 @@ func BenchmarkBurst(b *testing.B) {
 	burstFor := 15 * time.Second
 
 	// Each final reply, by the fake Twilio's clock: the agent's answer
-	// "s<k>-<j>" (steady) or "b<i>" (burst), or "Queue full".
+	// "s<k>-<j>" (steady, the closed loop's) or "b<i>" (burst), or "Queue
+	// full".
 	var mu sync.Mutex
-	var finals []time.Time                // the burst's, in arrival order
-	waiting := map[string]chan struct{}{} // steady: a sender's person → its reply
+	var finals []time.Time // the burst's, in arrival order
+	steadyLoop := newClosedLoop(senders, senders)
 	onMessage := func(m twiliotest.Message) {
 		switch {
 		case strings.HasPrefix(m.Body, "b"), m.Body == dispatcher.MsgQueueFull:
 			mu.Lock()
 			finals = append(finals, m.At)
 			mu.Unlock()
-		case strings.HasPrefix(m.Body, "s"):
-			mu.Lock()
-			ch := waiting[m.To]
-			mu.Unlock()
-			if ch != nil {
-				ch <- struct{}{}
-			}
+		default:
+			steadyLoop.onMessage(m)
 		}
 	}
 	// A home for each of the 64 people of the steady phase (a shell's home
@@ -131,45 +127,15 @@ func BenchmarkBurst(b *testing.B) {
 	tree := newProcTree(b)
 	tb := startTwilioBenchOn(b, argv, onMessage, users, env...)
 	tree.root = tb.inst.cmd.Process.Pid
-	for u := range senders {
-		waiting["whatsapp:"+tb.numbers[u]] = make(chan struct{}, 1)
-	}
+	steadyLoop.attach(tb)
 
-	// Steady: sender k is person k, one message at a time (numbered on
-	// across the warm-up: a MessageSid used again is a retry, dropped).
-	next := make([]int, senders)
-	closedLoop := func(d time.Duration) (replies int) {
-		var total atomic.Int64
-		var wg sync.WaitGroup
-		stop := time.Now().Add(d)
-		for k := range senders {
-			wg.Go(func() {
-				ch := waiting["whatsapp:"+tb.numbers[k]]
-				for ; time.Now().Before(stop); next[k]++ {
-					j := next[k]
-					if tb.webhook(k, fmt.Sprintf("echo s%d-%d", k, j), fmt.Sprintf("SMs%015d%015d", k, j)) != http.StatusOK {
-						b.Errorf("steady: webhook refused")
-						return
-					}
-					select {
-					case <-ch:
-						total.Add(1)
-					case <-time.After(time.Minute):
-						b.Errorf("steady: person %d had no reply in a minute", k)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		return int(total.Load())
-	}
-	closedLoop(2 * time.Second) // warm-up
+	// Steady: sender k is person k, one message at a time.
+	steadyLoop.run(b, 2*time.Second, 0) // warm-up
 	d := benchSeconds(b)
 	save("steady-heap-0.pprof", "heap")
 	profile("steady.pprof", fmt.Sprintf("profile?seconds=%d", max(1, int(d.Seconds())-1)))
 	t0, cpu0, own0 := time.Now(), tree.cpu(), tree.own()
-	answered := closedLoop(d)
+	answered := steadyLoop.run(b, d, 0)
 	steady := float64(answered) / time.Since(t0).Seconds()
 	// CPU per reply, whole process tree (agents, sandboxes) and textslash
 	// alone: what the rate would be on a core of its own, however busy
