@@ -1,10 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,7 +40,8 @@ import (
 //     latencies and replies/s, and cpu-ms/msg and textslash-cpu-ms/msg
 //     over the load and its drain.
 //
-// Both report textslash's peak RSS and the tree's (peak-tree-RSS-MB).
+// Both report textslash's peak RSS and the peak of the memory the tree
+// holds (peak-tree-MB, procTree.pss sampled every 2 s).
 //
 //	taskset -c 1 go test -run '^$' -bench Capacity ./cmd/textslash/
 func BenchmarkCapacity(b *testing.B) {
@@ -50,7 +50,8 @@ func BenchmarkCapacity(b *testing.B) {
 		tree := newProcTree(b)
 		tb := startTwilioBenchOn(b, onOneCore(b), loop.onMessage, 64)
 		tree.root = tb.inst.cmd.Process.Pid
-		peakRSS := tree.watchRSS(b)
+		sampling, stopSampling := context.WithCancel(b.Context())
+		peak := tree.samplePSS(sampling, 2*time.Second)
 		loop.attach(tb)
 
 		cpu0 := tree.cpu()
@@ -69,7 +70,8 @@ func BenchmarkCapacity(b *testing.B) {
 		b.ReportMetric(perMsg(own, replies), "textslash-cpu-ms/reply")
 		b.ReportMetric(perMsg(firstCPU, firsts), "first-cpu-ms/msg")
 		b.ReportMetric(float64(peakRSSKB(b, tree.root))/1024, "peak-RSS-MB")
-		b.ReportMetric(float64(peakRSS())/1024, "peak-tree-RSS-MB")
+		stopSampling()
+		b.ReportMetric(float64((<-peak)>>20), "peak-tree-MB")
 		b.ReportMetric(0, "ns/op")
 	})
 	b.Run("new-5000", func(b *testing.B) {
@@ -78,14 +80,16 @@ func BenchmarkCapacity(b *testing.B) {
 		// One more person: openLoop's warm-up message is theirs.
 		tb := startTwilioBenchOn(b, onOneCore(b), nil, people+1)
 		tree.root = tb.inst.cmd.Process.Pid
-		peakRSS := tree.watchRSS(b)
+		sampling, stopSampling := context.WithCancel(b.Context())
+		peak := tree.samplePSS(sampling, 2*time.Second)
 		cpu0, own0 := tree.cpu(), tree.own()
 		drain := openLoop(b, tb, rate, people)
 		cpu, own := tree.cpu()-cpu0, tree.own()-own0
 		b.ReportMetric(ms(cpu)/(people+1), "cpu-ms/msg")
 		b.ReportMetric(ms(own)/(people+1), "textslash-cpu-ms/msg")
 		b.ReportMetric(drain.Seconds(), "drain-s")
-		b.ReportMetric(float64(peakRSS())/1024, "peak-tree-RSS-MB")
+		stopSampling()
+		b.ReportMetric(float64((<-peak)>>20), "peak-tree-MB")
 	})
 }
 
@@ -166,47 +170,4 @@ func (cl *closedLoop) run(b *testing.B, d time.Duration, rounds int) int {
 	}
 	wg.Wait()
 	return int(answered.Load())
-}
-
-// watchRSS samples the tree's resident memory every 2 s until b ends; the
-// func it returns is the highest sample so far, in KB.
-func (pt *procTree) watchRSS(b *testing.B) func() int {
-	var peak atomic.Int64
-	done, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tick := time.NewTicker(2 * time.Second)
-		defer tick.Stop()
-		for {
-			if kb := int64(pt.rssKB()); kb > peak.Load() {
-				peak.Store(kb)
-			}
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	b.Cleanup(func() { close(done); <-stopped })
-	return func() int { return int(peak.Load()) }
-}
-
-// rssKB is the sum of the tree's processes' resident sets, from
-// /proc/<pid>/statm.
-func (pt *procTree) rssKB() int {
-	ps := procs()
-	pageKB := os.Getpagesize() / 1024
-	kb := 0
-	for pid := range ps {
-		if !pt.in(ps, pid) {
-			continue
-		}
-		statm, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", pid))
-		if f := strings.Fields(string(statm)); err == nil && len(f) > 1 {
-			pages, _ := strconv.Atoi(f[1])
-			kb += pages * pageKB
-		}
-	}
-	return kb
 }

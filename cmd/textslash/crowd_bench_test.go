@@ -73,7 +73,7 @@ func benchCrowd(b *testing.B, env ...string) {
 		}
 		sent := make([]time.Time, crowdPeople)
 		base := tree.pss()
-		sampled := samplePSS(ctx, tree)
+		sampled := tree.samplePSS(ctx, 100*time.Millisecond)
 		var wg sync.WaitGroup
 		for i, c := range chats {
 			wg.Go(func() {
@@ -113,23 +113,4 @@ func benchCrowd(b *testing.B, env ...string) {
 	b.ReportMetric(float64(peak>>20), "peak-tree-MB")
 	b.ReportMetric(float64(growth>>20), "tree-growth-MB")
 	b.ReportMetric(float64(growth>>20)/crowdPeople, "MB/person")
-}
-
-// samplePSS samples the memory tree holds every 100 ms until ctx ends,
-// then sends the highest it saw.
-func samplePSS(ctx context.Context, tree *procTree) <-chan int64 {
-	top := make(chan int64, 1)
-	go func() {
-		var high int64
-		for {
-			high = max(high, tree.pss())
-			select {
-			case <-ctx.Done():
-				top <- high
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
-	return top
 }

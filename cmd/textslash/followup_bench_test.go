@@ -281,6 +281,25 @@ func (pt *procTree) pss() int64 {
 	return sum
 }
 
+// samplePSS samples the memory the tree holds (pss) at each interval
+// until ctx ends, then sends the highest it saw.
+func (pt *procTree) samplePSS(ctx context.Context, interval time.Duration) <-chan int64 {
+	top := make(chan int64, 1)
+	go func() {
+		var high int64
+		for {
+			high = max(high, pt.pss())
+			select {
+			case <-ctx.Done():
+				top <- high
+				return
+			case <-time.After(interval):
+			}
+		}
+	}()
+	return top
+}
+
 // own is the CPU time of textslash alone: its utime+stime, without the
 // children it reaped.
 func (pt *procTree) own() time.Duration {
