@@ -43,7 +43,8 @@ func (r *Runner) keepHomes() {
 		r.homes.Network = &netns.Options{RefuseHost: true}
 		r.conf.Network = sandbox.Part{On: true}
 	}
-	r.log.Info().Int("max", m).Dur("idle_ms", r.cfg.HomeIdle).Msg("homes kept: a person's sandbox is made once and kept between their runs (max 0: as many as memory allows)")
+	r.log.Info().Int("max", m).Int("open_files_bound", r.homes.FileBound()).Dur("idle_ms", r.cfg.HomeIdle).
+		Msg("homes kept: a person's sandbox is made once and kept between their runs (max 0: as many as memory allows), and no more than the open-file limit has room for (open_files_bound; ulimit -n raises it)")
 }
 
 // homeState is what the runner keeps with a home: its warm agent, and

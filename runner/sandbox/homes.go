@@ -21,8 +21,9 @@ const (
 // Homes keeps the homes of the people running now and lately: one per
 // sandbox (a person, and their project where the agent's directory
 // differs), made at its first run, let go after Idle without a run, when
-// more than Max are kept (the least recently used first, never one a run
-// is in), or when the runner needs their memory (LetGo).
+// more than Max are kept, or more than the open-file limit has room for
+// (FileBound; the least recently used first, never one a run is in), or
+// when the runner needs their memory (LetGo).
 type Homes struct {
 	// Idle: see DefaultHomeIdle. Max, when above 0, is the most homes kept
 	// at once; 0 bounds them by memory alone (the runner's LetGo).
@@ -43,6 +44,7 @@ type Homes struct {
 
 	mu      sync.Mutex
 	homes   map[string]*Home // by key
+	files   int              // FileBound, once known
 	netCfg  *homeNet
 	closing sync.WaitGroup // homes let go, being taken down
 
@@ -129,9 +131,9 @@ func (hs *Homes) leave(h *Home) {
 // overLocked takes out of the map the least recently used idle homes past
 // Max, for the caller to close.
 func (hs *Homes) overLocked() []*Home {
-	max := hs.Max
-	if max <= 0 {
-		return nil
+	max := hs.fileBoundLocked()
+	if hs.Max > 0 {
+		max = min(max, hs.Max)
 	}
 	var out []*Home
 	for len(hs.homes) > max {
@@ -152,6 +154,22 @@ func (hs *Homes) overLocked() []*Home {
 		out = append(out, lru)
 	}
 	return out
+}
+
+// FileBound is the most homes this process's open-file limit has room
+// for (fileRoom), as it was when Homes was first used.
+func (hs *Homes) FileBound() int {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.fileBoundLocked()
+}
+
+// fileBoundLocked is FileBound; hs.mu is held.
+func (hs *Homes) fileBoundLocked() int {
+	if hs.files == 0 {
+		hs.files = fileRoom()
+	}
+	return hs.files
 }
 
 // Unused are the homes no run is in, the least recently used first.
