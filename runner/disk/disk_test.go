@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
@@ -223,17 +224,32 @@ func TestDiskGrowsWithTheQuota(t *testing.T) {
 	}
 }
 
-// BenchmarkFirstMount measures a person's first disk: the image made,
-// mounted and its four directories linked to it.
+// BenchmarkFirstMount measures a person's first disk: the image made (or
+// taken from those made ahead), mounted and its four directories linked
+// to it. made-ahead: each mount waits for the pool to be full first, as a
+// newcomer on a runner with time between newcomers; one-after-another:
+// no wait, the pool drained as in a crowd of newcomers.
 func BenchmarkFirstMount(b *testing.B) {
 	needLoop(b)
-	root := b.TempDir()
-	d := openDisks(b, root, 5<<30)
-	for i := 0; b.Loop(); i++ {
-		key := "web.bench" + strconv.Itoa(i)
-		if _, err := d.Mount(b.Context(), key, bindsOf(root, key)); err != nil {
-			b.Fatal(err)
-		}
+	for _, wait := range []bool{true, false} {
+		name := map[bool]string{true: "made-ahead", false: "one-after-another"}[wait]
+		b.Run(name, func(b *testing.B) {
+			root := b.TempDir()
+			d := openDisks(b, root, 5<<30)
+			for i := 0; b.Loop(); i++ {
+				if wait {
+					b.StopTimer()
+					for len(d.pool.ready()) < PoolSize {
+						time.Sleep(time.Millisecond)
+					}
+					b.StartTimer()
+				}
+				key := "web.bench" + strconv.Itoa(i)
+				if _, err := d.Mount(b.Context(), key, bindsOf(root, key)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -47,6 +47,7 @@ type Disks struct {
 	locks map[string]*sync.Mutex // by person key: one Mount at a time
 	// tooFull are the people whose files did not fit on their disk.
 	tooFull map[string]bool
+	pool    *pool // images made ahead
 }
 
 // Disk is one person's disk, mounted.
@@ -88,7 +89,11 @@ func Open(ctx context.Context, dir string, quota int64, log zerolog.Logger) (*Di
 	if err := sweepBinds(dir, log); err != nil {
 		return nil, fmt.Errorf("binds of an older runner: %w", err)
 	}
-	return &Disks{dir: dir, quota: quota, log: log, disks: map[string]*Disk{}, locks: map[string]*sync.Mutex{}, tooFull: map[string]bool{}}, nil
+	d := &Disks{dir: dir, quota: quota, log: log, disks: map[string]*Disk{}, locks: map[string]*sync.Mutex{}, tooFull: map[string]bool{}}
+	if err := d.openPool(); err != nil {
+		return nil, fmt.Errorf("disk images made ahead: %w", err)
+	}
+	return d, nil
 }
 
 // probe makes, mounts and unmounts a disk of MinQuota in dir.
@@ -300,10 +305,13 @@ func (d *Disks) attachImage(ctx context.Context, k *Disk, log zerolog.Logger) er
 	info, err := os.Stat(k.image)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		if err := makeImage(ctx, k.image, d.quota); err != nil {
-			return err
+		ahead := d.pool.take(d, k.image)
+		if !ahead {
+			if err := makeImage(ctx, k.image, d.quota); err != nil {
+				return err
+			}
 		}
-		log.Info().Int64("quota", d.quota).Msg("disk made")
+		log.Info().Int64("quota", d.quota).Bool("made_ahead", ahead).Msg("disk made")
 	case err != nil:
 		return err
 	case d.quota > info.Size():
@@ -401,6 +409,7 @@ func (k *Disk) Usage() (used, size int64, full bool, err error) {
 // mount still in use is detached lazily (gone once left). The links to
 // the disks stay, for the next runner to mount them again.
 func (d *Disks) Close() error {
+	d.pool.close()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var errs []error
