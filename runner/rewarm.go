@@ -33,7 +33,13 @@ func (r *Runner) warmHome(ctx context.Context, p rewarm.Person) (home string, wa
 	if r.hasHome(p.User.Key()) {
 		return "", false, rewarm.ErrSkip
 	}
-	if max := r.cfg.HomesMax; (max > 0 && r.homes.Stats().Warm >= max) || (r.mem != nil && !r.mem.TryTake()) {
+	// Room without letting any home go: within HomesMax, the open-file
+	// limit's bound and memory.
+	max := r.homes.FileBound()
+	if r.cfg.HomesMax > 0 {
+		max = min(max, r.cfg.HomesMax)
+	}
+	if r.homes.Count() >= max || (r.mem != nil && !r.mem.TryTake()) {
 		return "", false, rewarm.ErrNoRoom
 	}
 	if ru.mountDisk(ctx) != "" || (ru.disk != nil && ru.disk.Fresh()) || !r.ws.Here(p.User, job.Project) || ru.workspace(ctx, func(string, string) {}) != "" {

@@ -156,6 +156,13 @@ func (hs *Homes) overLocked() []*Home {
 	return out
 }
 
+// Count is how many homes are kept now.
+func (hs *Homes) Count() int {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return len(hs.homes)
+}
+
 // FileBound is the most homes this process's open-file limit has room
 // for (fileRoom), as it was when Homes was first used.
 func (hs *Homes) FileBound() int {
