@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,7 +36,32 @@ type costs struct {
 	kv      jetstream.KeyValue
 	loc     *time.Location
 	budgets Budgets
+
+	// written is each entry as this dispatcher last wrote it, at its
+	// revision: add starts from it rather than reading the entry again
+	// (the deployment's entries change with every run). Its
+	// compare-and-set fails when the entry changed since (another
+	// dispatcher counted a run, or the entry expired), and add reads it
+	// then. Emptied when it holds writtenKept entries.
+	mu      sync.Mutex
+	written map[string]costEntry
+	// adding serializes this dispatcher's adds to each entry (a lock for
+	// the entries whose keys hash alike): of adds to one entry at once,
+	// all but one would fail their compare-and-set and read it again, as
+	// the deployment's entries would with every run.
+	adding [16]sync.Mutex
+	seed   maphash.Seed
 }
+
+// costEntry is an entry of the costs bucket at a revision.
+type costEntry struct {
+	sum contract.Cost
+	rev uint64
+}
+
+// writtenKept bounds costs.written: the day's and month's entries of as
+// many people at once, a few KB each (their Jobs).
+const writtenKept = 1024
 
 // everybody owns the deployment's entries.
 const everybody = "all"
@@ -77,11 +104,18 @@ func (c *costs) record(ctx context.Context, ev contract.Event) error {
 // add adds ev's cost to the entry at key by compare-and-set, unless it is
 // counted there already.
 func (c *costs) add(ctx context.Context, key string, ev contract.Event) (bool, error) {
+	lock := &c.adding[maphash.String(c.seed, key)%uint64(len(c.adding))]
+	lock.Lock()
+	defer lock.Unlock()
+	sum, rev, known := c.lastWritten(key)
 	for {
-		sum, rev, err := c.get(ctx, key)
-		if err != nil {
-			return false, err
+		if !known {
+			var err error
+			if sum, rev, err = c.get(ctx, key); err != nil {
+				return false, err
+			}
 		}
+		known = false
 		if slices.Contains(sum.Jobs, ev.JobID) {
 			return false, nil
 		}
@@ -98,16 +132,45 @@ func (c *costs) add(ctx context.Context, key string, ev contract.Event) (bool, e
 		if err != nil {
 			return false, err
 		}
+		var wrote uint64
 		if rev == 0 {
-			_, err = c.kv.Create(ctx, key, data)
+			wrote, err = c.kv.Create(ctx, key, data)
 		} else {
-			_, err = c.kv.Update(ctx, key, data, rev)
+			wrote, err = c.kv.Update(ctx, key, data, rev)
 		}
 		if conflict(err) {
-			continue // another run counted meanwhile
+			continue // another run counted meanwhile, or the entry expired: read it
 		}
-		return err == nil, err
+		if err != nil {
+			return false, err
+		}
+		c.remember(key, sum, wrote)
+		return true, nil
 	}
+}
+
+// lastWritten is the entry at key as this dispatcher last wrote it, its
+// Jobs a copy of their own; false when it wrote none lately.
+func (c *costs) lastWritten(key string) (contract.Cost, uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.written[key]
+	e.sum.Jobs = slices.Clone(e.sum.Jobs)
+	return e.sum, e.rev, ok
+}
+
+// remember keeps sum as the entry at key at revision rev, unless a later
+// revision is kept already.
+func (c *costs) remember(key string, sum contract.Cost, rev uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.written[key]; ok && e.rev >= rev {
+		return
+	}
+	if c.written == nil || len(c.written) >= writtenKept {
+		c.written = make(map[string]costEntry)
+	}
+	c.written[key] = costEntry{sum: sum, rev: rev}
 }
 
 // get reads an entry; a missing one is zero at revision 0.

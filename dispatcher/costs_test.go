@@ -3,6 +3,7 @@ package dispatcher_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/dispatcher"
@@ -90,5 +91,41 @@ func TestCostCountsRunsThatCostNothing(t *testing.T) {
 	got := b.say(u, "c1", "cost")
 	if len(got) != 1 || !strings.Contains(got[0], "Today: $0.0000, 0 tokens in, 0 out in 3 runs.") || !strings.Contains(got[0], "Last run: ") {
 		t.Errorf("cost: %q; want today's 3 runs and the last", got)
+	}
+}
+
+// A run is counted on what the costs bucket holds, whoever wrote it last:
+// another dispatcher's run counted at the same entry meanwhile is kept.
+func TestCostCountsOnAnotherDispatchersEntry(t *testing.T) {
+	b := newBench(t, dispatcher.Config{Location: time.UTC})
+	u := user(t, "alice")
+	b.say(u, "r1", "echo r1")
+	b.waitRan(u, "r1")
+	b.event(contract.Event{Kind: contract.KindDone, User: u, JobID: "r1", Status: contract.StatusOK, CostUSD: 0.25})
+	b.waitState(u, contract.StateIdle, "")
+
+	// Another dispatcher counts a run of $1 at alice's day.
+	costs, err := b.js.KeyValue(t.Context(), contract.BucketCosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	day := contract.Cost{USD: 1.25, Runs: 2, Jobs: []string{"r1", "elsewhere"}, At: now}
+	data, err := contract.Encode(&day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := costs.Put(t.Context(), u.Key()+".d."+now.Format("2006-01-02"), data); err != nil {
+		t.Fatal(err)
+	}
+
+	b.say(u, "r2", "echo r2")
+	b.waitRan(u, "r1", "r2")
+	b.event(contract.Event{Kind: contract.KindDone, User: u, JobID: "r2", Status: contract.StatusOK, CostUSD: 0.25})
+	b.waitState(u, contract.StateIdle, "")
+	b.event(contract.Event{Kind: contract.KindDone, User: u, JobID: "r2", Status: contract.StatusOK, CostUSD: 0.25}, "again")
+	got := b.say(u, "c1", "cost")
+	if want := "Today: $1.5000, 0 tokens in, 0 out in 3 runs."; len(got) != 1 || !strings.Contains(got[0], want) {
+		t.Errorf("cost: %q; want it to say %q", got, want)
 	}
 }

@@ -30,7 +30,10 @@ import (
 //     last was answered). First each person's first message, their home
 //     made (first-cpu-ms/msg), then 2 s of warm-up, then benchSeconds
 //     measured: replies/s, cpu-ms/reply and textslash-cpu-ms/reply (the Go
-//     process's own share).
+//     process's own share). With $TEXTSLASH_BENCH_PROFILES set to a
+//     directory, textslash's CPU profile of the measured seconds is written
+//     there (closed-loop.pprof), and its heap before and after them
+//     (closed-loop-heap-0.pprof, closed-loop-heap-1.pprof).
 //   - new-5000: 5,000 people never seen before, each writing once, in an
 //     open loop (openLoop) at 100 messages/s, the target rate, for 50 s:
 //     drain-s, how long the last reply trailed the load, then says whether
@@ -48,7 +51,8 @@ func BenchmarkCapacity(b *testing.B) {
 	b.Run("closed-loop-64", func(b *testing.B) {
 		loop := newClosedLoop(16, 64)
 		tree := newProcTree(b)
-		tb := startTwilioBenchOn(b, onOneCore(b), loop.onMessage, 64)
+		prof, env := newBenchProfiles(b)
+		tb := startTwilioBenchOn(b, onOneCore(b), loop.onMessage, 64, env...)
 		tree.root = tb.inst.cmd.Process.Pid
 		sampling, stopSampling := context.WithCancel(b.Context())
 		peak := tree.samplePSS(sampling, 2*time.Second)
@@ -58,11 +62,18 @@ func BenchmarkCapacity(b *testing.B) {
 		firsts := loop.run(b, 0, 1)
 		firstCPU := tree.cpu() - cpu0
 		loop.run(b, 2*time.Second, 0) // warm-up
+		d := benchSeconds(b)
+		prof.save("closed-loop-heap-0.pprof", "heap")
+		prof.start("closed-loop.pprof", fmt.Sprintf("profile?seconds=%d", max(1, int(d.Seconds())-1)))
 		b.ResetTimer()
 		t0, cpu0, own0 := time.Now(), tree.cpu(), tree.own()
-		replies := loop.run(b, benchSeconds(b), 0)
+		replies := loop.run(b, d, 0)
 		elapsed := time.Since(t0)
 		b.StopTimer()
+		prof.save("closed-loop-heap-1.pprof", "heap")
+		if prof.on() {
+			fmt.Printf("closed-loop-64: %d replies measured\n", replies)
+		}
 		cpu, own := tree.cpu()-cpu0, tree.own()-own0
 		perMsg := func(d time.Duration, n int) float64 { return ms(d) / float64(max(n, 1)) }
 		b.ReportMetric(float64(replies)/elapsed.Seconds(), "replies/s")

@@ -3,11 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,33 +95,9 @@ func BenchmarkBurst(b *testing.B) {
 	if os.Getenv("TEXTSLASH_BENCH_HOMES_MAX") == "" {
 		env[1] = "TEXTSLASH_HOMES_MAX=80"
 	}
-	profiles := os.Getenv("TEXTSLASH_BENCH_PROFILES")
-	pprof := ""
-	if profiles != "" {
-		pprof = "127.0.0.1:" + freePort(b)
-		env = append(env, "TEXTSLASH_PPROF_ADDR="+pprof)
-	}
-	// save writes textslash's profile at path (under /debug/pprof) to
-	// the file name; profile does it in the background.
-	save := func(name, path string) {
-		if pprof == "" {
-			return
-		}
-		resp, err := http.Get("http://" + pprof + "/debug/pprof/" + path)
-		if err != nil {
-			b.Logf("profile %s: %v", name, err)
-			return
-		}
-		defer resp.Body.Close()
-		f, err := os.Create(filepath.Join(profiles, name))
-		if err != nil {
-			b.Logf("profile %s: %v", name, err)
-			return
-		}
-		defer f.Close()
-		_, _ = io.Copy(f, resp.Body)
-	}
-	profile := func(name, path string) { go save(name, path) }
+	prof, profEnv := newBenchProfiles(b)
+	env = append(env, profEnv...)
+	save, profile := prof.save, prof.start
 	tree := newProcTree(b)
 	tb := startTwilioBenchOn(b, argv, onMessage, users, env...)
 	tree.root = tb.inst.cmd.Process.Pid
@@ -143,7 +117,7 @@ func BenchmarkBurst(b *testing.B) {
 	perReply := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(max(answered, 1)) }
 	cpuTree, cpuOwn := perReply(tree.cpu()-cpu0), perReply(tree.own()-own0)
 	save("steady-heap-1.pprof", "heap")
-	if pprof != "" {
+	if prof.on() {
 		// Allocations per message: go tool pprof -sample_index=alloc_space
 		// -base steady-heap-0.pprof steady-heap-1.pprof, divided by this.
 		fmt.Printf("burst: %d messages answered in the steady phase\n", answered)
