@@ -30,13 +30,12 @@ const poolIdle = time.Second
 type pool struct {
 	dir  string
 	size int64
-	ctx  context.Context // ends at Close
-	stop context.CancelFunc
 
-	mu      sync.Mutex
-	filling bool
-	taken   time.Time // the last first disk's
-	wg      sync.WaitGroup
+	mu     sync.Mutex
+	closed bool
+	stop   context.CancelFunc // the filling's, while it fills
+	taken  time.Time          // the last first disk's
+	wg     sync.WaitGroup
 }
 
 // openPool readies the pool in dir, for images of size bytes: what an
@@ -56,8 +55,7 @@ func (d *Disks) openPool() error {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	d.pool = &pool{dir: dir, size: d.quota, ctx: ctx, stop: stop}
+	d.pool = &pool{dir: dir, size: d.quota}
 	d.pool.fill(d)
 	return nil
 }
@@ -97,17 +95,18 @@ func (p *pool) fill(d *Disks) {
 
 // fillLocked is fill; p.mu is held.
 func (p *pool) fillLocked(d *Disks) {
-	if p.filling || p.ctx.Err() != nil {
+	if p.stop != nil || p.closed {
 		return
 	}
-	p.filling = true
+	ctx, stop := context.WithCancel(context.Background())
+	p.stop = stop
 	p.wg.Go(func() {
-		defer func() { p.mu.Lock(); p.filling = false; p.mu.Unlock() }()
-		for len(p.ready()) < PoolSize && p.waitIdle() {
+		defer func() { p.mu.Lock(); p.stop = nil; p.mu.Unlock(); stop() }()
+		for len(p.ready()) < PoolSize && p.waitIdle(ctx) {
 			name := make([]byte, 8)
 			_, _ = rand.Read(name)
-			if err := makeImage(p.ctx, filepath.Join(p.dir, hex.EncodeToString(name)+".img"), p.size); err != nil {
-				if p.ctx.Err() == nil {
+			if err := makeImage(ctx, filepath.Join(p.dir, hex.EncodeToString(name)+".img"), p.size); err != nil {
+				if ctx.Err() == nil {
 					d.log.Warn().Err(err).Msg("no disk image made ahead; people's first disks are made when they need them")
 				}
 				return
@@ -117,17 +116,17 @@ func (p *pool) fillLocked(d *Disks) {
 }
 
 // waitIdle waits until no first disk was made for poolIdle, and reports
-// false when the pool is closed first.
-func (p *pool) waitIdle() bool {
+// false when ctx (the filling's) ends first.
+func (p *pool) waitIdle(ctx context.Context) bool {
 	for {
 		p.mu.Lock()
 		wait := poolIdle - time.Since(p.taken)
 		p.mu.Unlock()
 		if wait <= 0 {
-			return p.ctx.Err() == nil
+			return ctx.Err() == nil
 		}
 		select {
-		case <-p.ctx.Done():
+		case <-ctx.Done():
 			return false
 		case <-time.After(wait):
 		}
@@ -136,6 +135,11 @@ func (p *pool) waitIdle() bool {
 
 // close stops filling the pool; what it holds stays for the next runner.
 func (p *pool) close() {
-	p.stop()
+	p.mu.Lock()
+	p.closed = true
+	if p.stop != nil {
+		p.stop()
+	}
+	p.mu.Unlock()
 	p.wg.Wait()
 }
