@@ -183,18 +183,23 @@ func (h *Home) StopBackground(id string) int {
 }
 
 // killTree kills roots and every member of the home descending from one,
-// until none is left or endRunWait has passed.
+// until none is left or endRunWait has passed. A process killed is waited
+// for until it has exited, even once its parent's death has given it to
+// another (it descends from no root then, and was still running).
 func (h *Home) killTree(roots []int) {
 	if len(roots) == 0 {
 		return
 	}
+	var killed []int
 	for deadline := time.Now().Add(endRunWait); ; {
 		var left []int
 		for _, pid := range append(h.members(), roots...) {
-			if descendsFrom(pid, roots) && syscall.Kill(pid, 0) == nil && !exited(pid) {
+			// Still the home's: a pid killed and gone may be another's now.
+			if (slices.Contains(killed, pid) || descendsFrom(pid, roots)) && syscall.Kill(pid, 0) == nil && !exited(pid) {
 				left = append(left, pid)
 			}
 		}
+		killed = left
 		if len(left) == 0 || time.Now().After(deadline) {
 			return
 		}
