@@ -11,6 +11,7 @@ import (
 	"github.com/textslash/textslash/runner/preview"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/snapshot"
+	"github.com/textslash/textslash/runner/voice"
 	"github.com/textslash/textslash/runner/workspace"
 )
 
@@ -94,7 +95,7 @@ type Config struct {
 	ShowCost bool
 	// Transcriber turns voice notes into the message's text; nil tells
 	// the person voice notes cannot be taken here.
-	Transcriber Transcriber
+	Transcriber voice.Transcriber
 	// VoiceMax is the longest voice note taken (default 5 minutes).
 	VoiceMax time.Duration
 	// VoiceGrace is how long the agent waits after the person is told what

@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/voice"
 )
 
 // jobWith publishes a job of text with files, stored in the media store as
@@ -65,9 +66,9 @@ func TestShellRunsOnlyThePersonsText(t *testing.T) {
 // person was told what was heard first), and nothing else of the message.
 func TestShellRunsTheWordsOfAVoiceNote(t *testing.T) {
 	e := newRunnerEnv(t)
-	e.start(Config{Transcriber: &CommandTranscriber{Command: "cat >/dev/null; echo echo heard it"}})
+	e.start(Config{Transcriber: &voice.Command{Command: "cat >/dev/null; echo echo heard it"}})
 	u := e.user(contract.ChannelWeb, "alice")
-	note := e.stored("", "audio/wav", wavFile(make([]byte, pcmRate*2)))
+	note := e.stored("", "audio/wav", voice.WAV(make([]byte, voice.PCMRate*2)))
 	note.Voice = true
 	e.jobWith(u, "v1", "\r\n", note)
 	ev := e.waitDone(u, "v1", runnerWait)

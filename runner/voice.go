@@ -1,15 +1,9 @@
 package runner
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime/multipart"
-	"net/http"
 	"os/exec"
 	"strings"
 	"time"
@@ -19,102 +13,10 @@ import (
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/sandbox"
+	"github.com/textslash/textslash/runner/voice"
 )
 
-// Transcriber turns speech into text: the production path is any
-// OpenAI-compatible transcription endpoint (OpenAI, Groq, a local
-// whisper.cpp or faster-whisper server); a local program can stand in
-// (CommandTranscriber).
-type Transcriber interface {
-	// Transcribe returns what is said in wav, 16 kHz mono 16-bit PCM.
-	// command starts a program in the person's sandbox.
-	Transcribe(ctx context.Context, wav []byte, command func(ctx context.Context, name string, args ...string) *exec.Cmd) (string, error)
-}
-
-// OpenAITranscriber posts to an OpenAI-compatible /audio/transcriptions.
-type OpenAITranscriber struct {
-	// URL is the API's base, with its version: https://api.openai.com/v1,
-	// https://api.groq.com/openai/v1, http://127.0.0.1:8000/v1.
-	URL, Key string
-	// Model defaults to whisper-1; Language (ISO-639-1) is optional.
-	Model, Language string
-	Client          *http.Client
-}
-
-// Transcribe sends wav as voice.wav and returns the json response's text.
-func (t *OpenAITranscriber) Transcribe(ctx context.Context, wav []byte, _ func(context.Context, string, ...string) *exec.Cmd) (string, error) {
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	fw, err := mw.CreateFormFile("file", "voice.wav")
-	if err != nil {
-		return "", err
-	}
-	fw.Write(wav)
-	model := t.Model
-	if model == "" {
-		model = "whisper-1"
-	}
-	mw.WriteField("model", model)
-	mw.WriteField("response_format", "json")
-	if t.Language != "" {
-		mw.WriteField("language", t.Language)
-	}
-	if err := mw.Close(); err != nil {
-		return "", err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(t.URL, "/")+"/audio/transcriptions", &body)
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	if t.Key != "" {
-		req.Header.Set("Authorization", "Bearer "+t.Key)
-	}
-	client := t.Client
-	if client == nil {
-		client = &http.Client{Timeout: 2 * time.Minute}
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("transcription: %w", err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var out struct {
-		Text  string `json:"text"`
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	_ = json.Unmarshal(data, &out)
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("transcription: %s: %s", resp.Status, out.Error.Message)
-	}
-	return strings.TrimSpace(out.Text), nil
-}
-
-// CommandTranscriber runs a program (bash -c Command) in the person's
-// sandbox with the WAV on its standard input; what it prints is the text.
-// Debian's pocketsphinx: pocketsphinx_continuous -infile /dev/stdin -logfn /dev/null.
-type CommandTranscriber struct{ Command string }
-
-// Transcribe runs the command on wav. Its standard input is a pipe of the
-// agent user's own (through cat), so that programs that open /dev/stdin
-// by name may: the runner's pipe is not theirs to open.
-func (t *CommandTranscriber) Transcribe(ctx context.Context, wav []byte, command func(context.Context, string, ...string) *exec.Cmd) (string, error) {
-	cmd := command(ctx, "bash", "-c", "cat | {\n"+t.Command+"\n}")
-	cmd.Stdin = bytes.NewReader(wav)
-	out, errOut := &sandbox.CappedBuffer{Max: 64 << 10}, &sandbox.CappedBuffer{Max: 4 << 10}
-	cmd.Stdout, cmd.Stderr = out, errOut
-	err := cmd.Run()
-	sandbox.EndGroup(cmd)
-	if err != nil {
-		return "", fmt.Errorf("transcription command: %w: %s", err, strings.TrimSpace(errOut.String()))
-	}
-	return strings.Join(strings.Fields(out.String()), " "), nil
-}
-
-// Voice notes.
+// What the person is told of their voice notes.
 const (
 	// MsgHeard is the transcript, sent to the person before the agent runs.
 	MsgHeard = "Heard: “%s”"
@@ -128,11 +30,6 @@ const (
 	MsgVoiceSilent = "I heard nothing in your voice note (saved as %s). Send it again, or type it."
 )
 
-// pcmRate is the sample rate voice notes are decoded to: 16 kHz mono
-// 16-bit, what speech engines take; 32,000 bytes a second.
-const pcmRate = 16000
-
-// errVoice is what the person is told when a voice note cannot be used.
 type errVoice struct{ msg string }
 
 func (e errVoice) Error() string { return e.msg }
@@ -178,9 +75,9 @@ func (r *Runner) listen(ctx context.Context, log zerolog.Logger, voices []attach
 		if time.Duration(v.Media.Seconds)*time.Second > r.cfg.VoiceMax {
 			return "", errVoice{fmt.Sprintf(MsgVoiceTooLong, contract.Duration(r.cfg.VoiceMax), v.Path)}
 		}
-		limit := int(r.cfg.VoiceMax.Seconds()*pcmRate*2) + 2*pcmRate*2
+		limit := int(r.cfg.VoiceMax.Seconds()*voice.PCMRate*2) + 2*voice.PCMRate*2
 		cmd := command(ctx, "ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-i", v.Path,
-			"-t", fmt.Sprint(r.cfg.VoiceMax.Seconds()+1), "-ac", "1", "-ar", fmt.Sprint(pcmRate), "-f", "s16le", "pipe:1")
+			"-t", fmt.Sprint(r.cfg.VoiceMax.Seconds()+1), "-ac", "1", "-ar", fmt.Sprint(voice.PCMRate), "-f", "s16le", "pipe:1")
 		pcm, errOut := &sandbox.CappedBuffer{Max: limit}, &sandbox.CappedBuffer{Max: 4 << 10}
 		cmd.Stdout, cmd.Stderr = pcm, errOut
 		err := cmd.Run()
@@ -189,12 +86,12 @@ func (r *Runner) listen(ctx context.Context, log zerolog.Logger, voices []attach
 			log.Warn().Err(err).Str("path", v.Path).Str("ffmpeg", strings.TrimSpace(errOut.String())).Msg("voice note not decoded")
 			return "", errVoice{fmt.Sprintf(MsgVoiceFailed, v.Path)}
 		}
-		length := time.Duration(pcm.Len()) * time.Second / (2 * pcmRate)
+		length := time.Duration(pcm.Len()) * time.Second / (2 * voice.PCMRate)
 		if length > r.cfg.VoiceMax {
 			return "", errVoice{fmt.Sprintf(MsgVoiceTooLong, contract.Duration(r.cfg.VoiceMax), v.Path)}
 		}
 		start := time.Now()
-		text, err := r.cfg.Transcriber.Transcribe(ctx, wavFile(pcm.Bytes()), command)
+		text, err := r.cfg.Transcriber.Transcribe(ctx, voice.WAV(pcm.Bytes()), command)
 		if err != nil {
 			if ctx.Err() != nil {
 				return "", ctx.Err()
@@ -209,24 +106,4 @@ func (r *Runner) listen(ctx context.Context, log zerolog.Logger, voices []attach
 		said = append(said, text)
 	}
 	return strings.Join(said, "\n"), nil
-}
-
-// wavFile wraps 16 kHz mono 16-bit PCM in a WAV header.
-func wavFile(pcm []byte) []byte {
-	var b bytes.Buffer
-	w := func(v any) { _ = binary.Write(&b, binary.LittleEndian, v) }
-	b.WriteString("RIFF")
-	w(uint32(36 + len(pcm)))
-	b.WriteString("WAVEfmt ")
-	w(uint32(16))
-	w(uint16(1)) // PCM
-	w(uint16(1)) // mono
-	w(uint32(pcmRate))
-	w(uint32(pcmRate * 2))
-	w(uint16(2))
-	w(uint16(16))
-	b.WriteString("data")
-	w(uint32(len(pcm)))
-	b.Write(pcm)
-	return b.Bytes()
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/runner"
 	"github.com/textslash/textslash/runner/sandbox"
+	"github.com/textslash/textslash/runner/voice"
 )
 
 // The services a process can run.
@@ -375,12 +376,12 @@ func (s *storage) validate() error {
 
 // transcriber is the speech engine of voice notes: the API, else the
 // command, else none.
-func (c *config) transcriber() runner.Transcriber {
+func (c *config) transcriber() voice.Transcriber {
 	switch {
 	case c.TranscribeURL != "":
-		return &runner.OpenAITranscriber{URL: c.TranscribeURL, Key: c.TranscribeKey, Model: c.TranscribeModel, Language: c.TranscribeLanguage}
+		return &voice.OpenAI{URL: c.TranscribeURL, Key: c.TranscribeKey, Model: c.TranscribeModel, Language: c.TranscribeLanguage}
 	case c.TranscribeCommand != "":
-		return &runner.CommandTranscriber{Command: c.TranscribeCommand}
+		return &voice.Command{Command: c.TranscribeCommand}
 	}
 	return nil
 }
