@@ -48,21 +48,28 @@ func Args(m *Model) []string {
 // AskEveryCommand are -c overrides running Codex's commands without its
 // own sandbox, each asking for approval first (session/request_permission
 // over ACP) unless Codex knows it to be read-only (ls, cat, ...):
-// sandbox_mode danger-full-access, approval_policy untrusted. Codex's Linux
-// sandbox (bubblewrap re-executing its codex-linux-sandbox helper) fails
-// where the helper is missing: codex-acp 0.16.0 links it into CODEX_HOME
-// but refuses to under /tmp, where tests keep CODEX_HOME, so a sandboxed
-// command fails with "bwrap: execvp codex-linux-sandbox". A textslash run
-// is sandboxed around the agent already. The session then reports no mode
-// (session/new's modes is null): this pair matches none of codex-acp's
-// presets.
+// sandbox_mode danger-full-access, approval_policy untrusted. So a test's
+// commands behave the same wherever it runs. Codex's Linux sandbox
+// (bubblewrap re-executing Codex as codex-linux-sandbox, a link it makes in
+// CODEX_HOME) fails when CODEX_HOME is under /tmp: codex-acp 0.16.0 refuses
+// to make the link there ("Refusing to create helper binaries under
+// temporary dir"), and a sandboxed command fails with "bwrap: execvp
+// codex-linux-sandbox". Elsewhere (/var/tmp) it works, in codex-acp's own
+// modes: read-only fails writes ("Read-only file system") without asking,
+// unless the model asks for sandbox_permissions "require_escalated"; auto
+// writes in the workspace without asking. With these overrides
+// session/new offers no modes (its modes is null): the pair is none of
+// codex-acp's presets.
 func AskEveryCommand() []string {
 	return []string{"-c", `sandbox_mode="danger-full-access"`, "-c", `approval_policy="untrusted"`}
 }
 
-// Env is the environment Codex needs besides Args: the API key, and
-// codexHome as CODEX_HOME (its configuration, sessions and logs; a
-// temporary directory, so that nothing of the machine's ~/.codex is read).
+// Env is the environment Codex needs besides Args: the API key (the
+// provider's env_key; no ACP authenticate is needed), and codexHome as
+// CODEX_HOME (its sessions, logs and state databases; a temporary
+// directory, so that nothing of the machine's ~/.codex is read).
+// OPENAI_BASE_URL points Codex's built-in openai provider at m too, should
+// anything use it: with Args nothing does in codex-acp 0.16.0.
 func Env(m *Model, codexHome string) []string {
 	return []string{
 		"OPENAI_API_KEY=" + APIKey,

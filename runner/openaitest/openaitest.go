@@ -3,11 +3,22 @@
 // API, the way net/http/httptest stands in for a web server.
 //
 //	m := openaitest.NewModel(t,
-//		openaitest.ToolCall("shell_command", map[string]any{"command": "echo hi > hello.txt"}),
+//		openaitest.ToolCall("exec_command", map[string]any{"cmd": "echo hi > hello.txt"}),
 //		openaitest.Text("All done"),
 //	)
 //	cmd := exec.Command(openaitest.Binary(t), openaitest.Args(m)...)
 //	cmd.Env = append(os.Environ(), openaitest.Env(m, codexHome)...)
+//
+// Codex 0.16.0's shell tool is exec_command, {"cmd": "..."} (its unified
+// exec; also "workdir", "sandbox_permissions": "require_escalated" with a
+// "justification", ...); apply_patch is a freeform (custom) tool, which
+// ToolCall cannot script. Codex's stream parser (codex-rs codex-api
+// sse/responses.rs) acts on response.created, response.output_item.added
+// and .done (the items it keeps), response.output_text.delta (what
+// codex-acp streams as agent_message_chunk), the reasoning deltas,
+// response.failed and response.completed (its usage), and ignores the
+// rest; a stream ending before response.completed is an error. The
+// stand-in sends the API's other events around them too.
 //
 // The script advances only on the main conversation's requests: POST
 // /v1/responses offering the model tools. Other requests (a request
