@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -128,7 +129,23 @@ var Modes = []string{ModeAuto, ModeAsk, ModePlan}
 const (
 	AgentShell  = "shell"
 	AgentClaude = "claude"
+	// The agents spoken to over the Agent Client Protocol by name, and the
+	// prefix of any other's command line (acp:<command line>).
+	AgentGemini   = "gemini"
+	AgentCodex    = "codex"
+	AgentOpencode = "opencode"
+	ACPPrefix     = "acp:"
 )
+
+// IsACPAgent says whether the agent named so (TEXTSLASH_AGENT) is spoken
+// to over the Agent Client Protocol.
+func IsACPAgent(agent string) bool {
+	switch agent {
+	case AgentGemini, AgentCodex, AgentOpencode:
+		return true
+	}
+	return strings.HasPrefix(agent, ACPPrefix) && strings.TrimSpace(agent[len(ACPPrefix):]) != ""
+}
 
 // Job actions.
 const (

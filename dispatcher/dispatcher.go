@@ -233,5 +233,8 @@ func (d *Dispatcher) agent() string {
 	case contract.AgentShell:
 		return fsm.AgentShell
 	}
+	if contract.IsACPAgent(d.cfg.Agent) {
+		return fsm.AgentACP
+	}
 	return fsm.AgentCommand
 }

@@ -38,6 +38,25 @@ func checkCommand(line string) error {
 	return contract.BadSetting(service, "Agent", line, "no program "+prog+" in PATH (agents: shell, claude, or a command line)")
 }
 
+// checkACP refuses an ACP agent whose program is not there, saying how
+// to install it.
+func checkACP(name string, a *agent.ACP) error {
+	if line, ok := strings.CutPrefix(name, contract.ACPPrefix); ok {
+		return checkCommand(strings.TrimSpace(line))
+	}
+	if _, err := exec.LookPath(a.Bin); err != nil {
+		return contract.BadSetting(service, "Agent", name, "no program "+a.Bin+" ("+acpInstall[name]+", or set TEXTSLASH_AGENT_BIN)")
+	}
+	return nil
+}
+
+// acpInstall says how each ACP agent by name is installed.
+var acpInstall = map[string]string{
+	contract.AgentGemini:   "npm install -g @google/gemini-cli",
+	contract.AgentCodex:    "npm install -g @zed-industries/codex-acp",
+	contract.AgentOpencode: "npm install -g opencode-ai",
+}
+
 // bashKnows says whether bash runs word as a builtin or keyword.
 func bashKnows(word string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -52,8 +71,9 @@ func bashKnows(word string) bool {
 // first run has one), so a `claude login` of the operator's does not
 // count: runs do not see it.
 func (r *Runner) checkAuth(ctx context.Context) {
-	cl, ok := r.agent.(*agent.Claude)
-	if !ok {
+	cl, claude := r.agent.(*agent.Claude)
+	a, acp := r.agent.(*agent.ACP)
+	if !claude && !acp {
 		return
 	}
 	tmp, err := os.MkdirTemp("", "textslash-auth-")
@@ -63,6 +83,10 @@ func (r *Runner) checkAuth(ctx context.Context) {
 	}
 	if err != nil {
 		r.log.Warn().Err(err).Msg("Claude Code's credentials not checked")
+		return
+	}
+	if acp {
+		r.checkACP(ctx, a, tmp)
 		return
 	}
 	command := sandbox.CommandFunc(string(filepath.Separator), filepath.Join(tmp, "home"), r.user, true)
@@ -76,5 +100,35 @@ func (r *Runner) checkAuth(ctx context.Context) {
 		r.log.Warn().Str("claude", cl.Bin).Msg(fmt.Sprintf("Claude Code (%s) cannot run, so every message will fail: %s", cl.Bin, se.Reason))
 	case err != nil:
 		r.log.Warn().Err(err).Msg("Claude Code's credentials not checked")
+	}
+}
+
+// checkACP warns, at start, when the ACP agent a cannot run or says it
+// needs credentials, started as a run would start it in a fresh home
+// under tmp; it logs the agent that runs when it can.
+func (r *Runner) checkACP(ctx context.Context, a *agent.ACP, tmp string) {
+	dir, home := filepath.Join(tmp, "work"), filepath.Join(tmp, "home")
+	for _, d := range []string{dir, home} {
+		err := os.Mkdir(d, 0o700)
+		if err == nil && r.user != nil {
+			err = os.Chown(d, int(r.user.UID), int(r.user.GID))
+		}
+		if err != nil {
+			r.log.Warn().Err(err).Str("agent", a.Name).Msg("the agent's credentials not checked")
+			return
+		}
+	}
+	command := sandbox.CommandFunc(dir, home, r.user, true)
+	err := a.Check(ctx, dir, command)
+	var se *agent.SetupError
+	switch {
+	case errors.As(err, &se) && strings.HasPrefix(se.Reason, agent.ReasonACPNotLoggedIn):
+		r.log.Warn().Str("agent", a.Name).Msg(fmt.Sprintf("%s is not logged in for the agents' runs, so every message will fail: %s (%s)", a.Name, a.Fix(), se.Reason))
+	case errors.As(err, &se):
+		r.log.Warn().Str("agent", a.Name).Msg(fmt.Sprintf("%s (%s) cannot run, so every message will fail: %s", a.Name, a.Bin, se.Reason))
+	case err != nil:
+		r.log.Warn().Err(err).Str("agent", a.Name).Msg(fmt.Sprintf("%s (%s) did not start as a run would start it, so messages may fail", a.Name, a.Bin))
+	default:
+		r.log.Info().Str("agent", a.Name).Str("bin", a.Bin).Msg("the agent starts and opens a session as runs will (Agent Client Protocol)")
 	}
 }

@@ -32,12 +32,17 @@ const (
 
 // Config of the runner.
 type Config struct {
-	// Agent is "shell", "claude", or any other command line, run as the
-	// agent with bash -c (see Command); empty picks claude when its binary
-	// is found, else shell.
+	// Agent is "shell", "claude", an agent spoken to over the Agent Client
+	// Protocol ("gemini", "codex", "opencode", or "acp:" and its command
+	// line), or any other command line, run as the agent with bash -c (see
+	// Command); empty picks claude when its binary is found, else shell.
 	Agent string
 	// ClaudeBin is the Claude Code binary; empty looks up "claude" in PATH.
 	ClaudeBin string
+	// AgentBin is the program of an agent spoken to over the Agent Client
+	// Protocol by name (gemini, codex, opencode); empty looks up its usual
+	// one in PATH (gemini, codex-acp, opencode).
+	AgentBin string
 	// Workspaces holds one directory per user (and agents' homes in .home).
 	Workspaces string
 	// AgentUser is the OS user agents run as; needed when running as root

@@ -58,7 +58,7 @@ func (ru *run) prepare(ctx, runCtx context.Context) (stop bool, err error) {
 		ru.spec.SessionTotal = &total
 	}
 	ru.pickAgent()
-	if _, claude := ru.agent.(*agent.Claude); claude && ru.kept != nil && ru.job.Action == "" {
+	if agent.KeepsWarm(ru.agent) && ru.kept != nil && ru.job.Action == "" {
 		ru.spec.Warm = ru.kept.warm
 	}
 	if b := ru.job.Budget; b != nil && b.LeftUSD <= 0 && ru.job.Action == "" {
@@ -294,14 +294,19 @@ func (ru *run) env(ctx context.Context) []string {
 	}
 	ru.task = handover.TaskID(ru.job.ID)
 	token := handover.NewToken()
-	if _, claude := r.agent.(*agent.Claude); claude && ru.kept != nil {
+	if agent.KeepsWarm(r.agent) && ru.kept != nil {
 		hs := ru.kept
 		token = hs.token
 		if _, notion := contract.NotionPage(ru.job.ID); !notion {
 			ru.task = hs.task
 		}
 	}
-	env := append(handover.TaskEnv(ru.task), ModeVar+"="+mode)
+	env := handover.TaskEnv(ru.task)
+	if _, acp := r.agent.(*agent.ACP); !acp {
+		// An ACP agent's mode goes by the protocol; one warm agent serves
+		// every mode.
+		env = append(env, ModeVar+"="+mode)
+	}
 	if r.bin != "" {
 		env = append(env, "PATH="+r.bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
@@ -394,7 +399,7 @@ func (ru *run) pickAgent() {
 // converse lets the person answer Claude Code's questions and add
 // messages while it works; the conversation is read in ctx (the job's).
 func (ru *run) converse(ctx context.Context) {
-	if _, ok := ru.agent.(*agent.Claude); !ok {
+	if !agent.Asks(ru.agent) {
 		return
 	}
 	conv, err := ru.r.converse(ctx, ru.log, ru.job)

@@ -211,6 +211,13 @@ func (r *Runner) pickAgent() error {
 	r.cfg.Agent = AgentOf(r.cfg)
 	switch r.cfg.Agent {
 	default:
+		if a, ok := agent.NamedACP(r.cfg.Agent, r.cfg.AgentBin); ok {
+			if err := checkACP(r.cfg.Agent, a); err != nil {
+				return err
+			}
+			r.agent = a
+			break
+		}
 		if err := checkCommand(r.cfg.Agent); err != nil {
 			return err
 		}
@@ -245,7 +252,11 @@ func (r *Runner) confine() error {
 		r.user = nobody
 		r.log.Warn().Msg("runs sandboxed as nobody: set TEXTSLASH_AGENT_USER to give agents a user of their own")
 	}
-	unlimited, err := r.cfg.Sandbox.Ready(r.user, r.cfg.Workspaces, r.cfg.ClaudeBin, r.log)
+	bin := r.cfg.ClaudeBin
+	if a, ok := r.agent.(*agent.ACP); ok {
+		bin = a.Bin
+	}
+	unlimited, err := r.cfg.Sandbox.Ready(r.user, r.cfg.Workspaces, bin, r.log)
 	if err != nil {
 		return err
 	}

@@ -81,3 +81,17 @@ type Result struct {
 	// (Run.Warm), not by one started for it.
 	Warm bool
 }
+
+// KeepsWarm says whether a's process may be kept between runs (Run.Warm):
+// Claude Code's and an ACP agent's.
+func KeepsWarm(a Agent) bool {
+	switch a.(type) {
+	case *Claude, *ACP:
+		return true
+	}
+	return false
+}
+
+// Asks says whether a asks the person's permission (Run.Ask) while it
+// works: Claude Code and the ACP agents do.
+func Asks(a Agent) bool { return KeepsWarm(a) }

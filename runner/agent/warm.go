@@ -46,8 +46,9 @@ const (
 type Warm struct {
 	busy sync.Mutex // held for a whole run
 
-	mu sync.Mutex // guards p
+	mu sync.Mutex // guards p and a
 	p  *claudeProc
+	a  *acpProc // an ACP agent's process, kept the same way (ACP)
 }
 
 // Close ends the live process, if any: it closes the CLI's stdin, and
@@ -56,11 +57,14 @@ type Warm struct {
 // new process.
 func (w *Warm) Close() {
 	w.mu.Lock()
-	p := w.p
-	w.p = nil
+	p, a := w.p, w.a
+	w.p, w.a = nil, nil
 	w.mu.Unlock()
 	if p != nil {
 		p.end()
+	}
+	if a != nil {
+		a.end()
 	}
 }
 
@@ -79,8 +83,11 @@ func (w *Warm) pid() int {
 // running between runs; nil when there is no live CLI.
 func (w *Warm) Pids() []int {
 	w.mu.Lock()
-	p := w.p
+	p, a := w.p, w.a
 	w.mu.Unlock()
+	if a != nil {
+		return a.tree()
+	}
 	if p == nil || !p.alive() {
 		return nil
 	}

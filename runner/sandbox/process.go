@@ -58,9 +58,11 @@ var passEnv = []string{
 	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
 }
 
-// modelEnv is what agents that call a model (Claude Code) inherit too: the
-// shell agent has no use for the operator's API key.
-var modelEnv = []string{"ANTHROPIC_", "CLAUDE_CODE_", "DISABLE_"}
+// modelEnv is what agents that call a model inherit too, their keys and
+// settings: Claude Code's, and those of the agents spoken to over the
+// Agent Client Protocol (Gemini CLI, Codex, opencode, whose providers'
+// keys are these too). The shell agent has no use for the operator's keys.
+var modelEnv = []string{"ANTHROPIC_", "CLAUDE_CODE_", "DISABLE_", "GEMINI_", "GOOGLE_", "OPENAI_", "CODEX_", "OPENCODE_"}
 
 // Env is the environment of an agent's programs.
 func Env(home string, u *User, model bool) []string {

@@ -15,6 +15,10 @@ const (
 	// mode, it decides what it means; it asks no questions and takes no
 	// messages while it works.
 	AgentCommand = "command"
+	// AgentACP: an agent spoken to over the Agent Client Protocol (Gemini
+	// CLI, Codex, opencode): modes and questions as Claude Code's, but it
+	// takes no messages while it works.
+	AgentACP = "acp"
 )
 
 // Texts for agents other than Claude Code.
@@ -27,6 +31,7 @@ const (
 	modeCommandNote = "told to the agent, a command, which decides what it means"
 	helpShell       = "\nHere the agent is the shell: each message runs as a bash command in your workspace. mode, go and the questions are Claude Code's; btw … waits its turn like any message."
 	helpCommand     = "\nHere the agent is a command, not Claude Code: it is told your mode and decides what it means, and asks no questions; btw … waits its turn like any message."
+	helpACP         = "\nHere the agent is not Claude Code but one spoken to over the Agent Client Protocol: mode, go and the questions work the same; btw … waits its turn like any message."
 )
 
 // takesMessages reports whether agent takes messages while it works.
@@ -51,6 +56,8 @@ func HelpFor(agent string) string {
 		return MsgHelp + helpShell
 	case AgentCommand:
 		return MsgHelp + helpCommand
+	case AgentACP:
+		return MsgHelp + helpACP
 	}
 	return MsgHelp
 }
