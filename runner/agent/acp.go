@@ -78,6 +78,19 @@ func (a *ACP) name() string {
 	return a.Name
 }
 
+// Who is the agent as the person is told of it: "Gemini wants to run …".
+func (a *ACP) Who() string {
+	switch a.Name {
+	case contract.AgentGemini:
+		return "Gemini"
+	case contract.AgentCodex:
+		return "Codex"
+	case contract.AgentOpencode:
+		return "opencode"
+	}
+	return "The agent"
+}
+
 // Fix says how the operator gives the agent credentials.
 func (a *ACP) Fix() string {
 	switch a.Name {
@@ -124,7 +137,7 @@ func (a *ACP) turn(ctx context.Context, r *Run, p *acpProc) (res Result, stuck b
 	if err := p.setMode(ctx, mode); err != nil {
 		p.log.Warn().Err(err).Msg("acp: mode not set")
 	}
-	t := newACPTurn(ctx, r, p.session)
+	t := newACPTurn(ctx, r, a.Who(), p.session)
 	p.setTurn(t)
 	defer p.setTurn(nil)
 	resp, stuck, err := a.prompt(ctx, p, acpPrompt(r, fresh, plan && mode == ""))

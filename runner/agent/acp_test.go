@@ -135,7 +135,7 @@ func TestACPAsks(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.Dir, "hello.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("hello.txt after a no: %v", err)
 	}
-	if len(who.qs) != 1 || who.qs[0].Tool != "Bash" || !strings.Contains(who.qs[0].Text, "printf hi > hello.txt") {
+	if len(who.qs) != 1 || who.qs[0].Tool != "Bash" || !strings.HasPrefix(who.qs[0].Text, "Codex wants to run `printf hi > hello.txt`") {
 		t.Fatalf("questions %+v", who.qs)
 	}
 	if q := who.qs[0]; q.Rule.Tool != "Bash" || q.Rule.Prefix != "printf" || q.Session != res.SessionID {
@@ -253,5 +253,36 @@ func TestACPPlan(t *testing.T) {
 	}
 	if p := lastUser(m.MainRequests()[0].Input); !strings.Contains(p, "Plan only") {
 		t.Errorf("prompt %q", p)
+	}
+}
+
+// Check starts the agent and opens a session without a model call: with
+// an OPENAI_API_KEY, codex-acp's built-in provider is logged in by its
+// env_var method (authenticate); with none, it is not logged in, said
+// with the fix.
+func TestACPCheck(t *testing.T) {
+	m := openaitest.NewModel(t)
+	a, _ := NamedACP(contract.AgentCodex, openaitest.Binary(t))
+	t.Setenv("OPENAI_API_KEY", "") // runs inherit the machine's
+	t.Setenv("CODEX_API_KEY", "")
+	for _, key := range []string{"sk-check", ""} {
+		r, _ := codexRun(t, m, "", contract.ModeAuto)
+		home := filepath.Join(filepath.Dir(r.Dir), "home")
+		u, _ := sandbox.LookupUser(claudetest.AgentUser(t))
+		env := []string{"CODEX_HOME=" + filepath.Join(home, ".codex")}
+		if key != "" {
+			env = append(env, "OPENAI_API_KEY="+key)
+		}
+		err := a.Check(acpCtx(t), r.Dir, sandbox.CommandFunc(r.Dir, home, u, true, env...))
+		var se *SetupError
+		switch {
+		case key != "" && err != nil:
+			t.Errorf("with a key: %v", err)
+		case key == "" && (!errors.As(err, &se) || !strings.HasPrefix(se.Reason, ReasonACPNotLoggedIn) || se.Fix != a.Fix()):
+			t.Errorf("without a key: %v; want not logged in", err)
+		}
+	}
+	if n := len(m.Requests()); n != 0 {
+		t.Errorf("%d model requests; want none", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -203,11 +204,63 @@ func (p *acpProc) openSession(ctx context.Context, dir, session string) error {
 		p.log.Info().Err(err).Str("session", session).Msg("acp: session not loaded; starting a new one")
 	}
 	res, err := p.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: []acp.McpServer{}})
+	if err = protocolErr(err); errors.Is(err, errAuth) && p.authenticate(ctx) {
+		res, err = p.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: []acp.McpServer{}})
+		err = protocolErr(err)
+	}
 	if err != nil {
-		return protocolErr(err)
+		return err
 	}
 	p.held(string(res.SessionId), res.Modes)
 	return nil
+}
+
+// apiKeyMethods are the agents' own authentication methods taking an API
+// key in _meta, by the variable holding it (Gemini CLI's).
+var apiKeyMethods = map[string]string{"gemini-api-key": "GEMINI_API_KEY"}
+
+// authenticate logs the agent in by a method its environment has the
+// credentials of: one whose variables (an env_var method's) are set, or
+// one taking a key that is; it says whether one was taken.
+func (p *acpProc) authenticate(ctx context.Context) bool {
+	env := envMap(p.cmd.Env)
+	for _, m := range p.init.AuthMethods {
+		req := acp.AuthenticateRequest{}
+		switch {
+		case m.EnvVar != nil && hasVars(env, m.EnvVar.Vars):
+			req.MethodId = m.EnvVar.Id
+		case m.Agent != nil && env[apiKeyMethods[m.Agent.Id]] != "":
+			req.MethodId, req.Meta = m.Agent.Id, map[string]any{"api-key": env[apiKeyMethods[m.Agent.Id]]}
+		default:
+			continue
+		}
+		if _, err := p.conn.Authenticate(ctx, req); err != nil {
+			p.log.Info().Err(err).Str("method", req.MethodId).Msg("acp: authenticate refused")
+			continue
+		}
+		p.log.Info().Str("method", req.MethodId).Msg("acp: authenticated")
+		return true
+	}
+	return false
+}
+
+func hasVars(env map[string]string, vars []acp.AuthEnvVar) bool {
+	for _, v := range vars {
+		if env[v.Name] == "" && !v.Optional {
+			return false
+		}
+	}
+	return len(vars) > 0
+}
+
+func envMap(env []string) map[string]string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
 }
 
 func (p *acpProc) held(session string, modes *acp.SessionModeState) {

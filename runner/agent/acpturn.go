@@ -14,6 +14,7 @@ import (
 // Result, and answers its permission requests by the run's mode.
 type acpTurn struct {
 	run     *Run
+	who     string // the agent, as questions name it
 	session string
 	done    <-chan struct{} // the run's end: a question waiting for the person stops then
 	cap     int
@@ -40,12 +41,12 @@ type acpCall struct {
 	asked  bool // a permission request came for it
 }
 
-func newACPTurn(ctx context.Context, r *Run, session string) *acpTurn {
+func newACPTurn(ctx context.Context, r *Run, who, session string) *acpTurn {
 	c := r.OutputCap
 	if c <= 0 {
 		c = defaultOutputCap
 	}
-	return &acpTurn{run: r, session: session, done: ctx.Done(), cap: c, calls: map[acp.ToolCallId]*acpCall{}}
+	return &acpTurn{run: r, who: who, session: session, done: ctx.Done(), cap: c, calls: map[acp.ToolCallId]*acpCall{}}
 }
 
 // holds says whether tool calls may wait for permission, so that their
@@ -209,6 +210,6 @@ func (t *acpTurn) decide(ctx context.Context, tc toolCall) string {
 	in := anyInput(tc)
 	suggested := ""
 	a := t.run.Ask(ctx, Question{Tool: tc.Name, Input: in, Rule: ruleFor(tc.Name, in, suggested),
-		Text: questionText(tc.Name, in, t.run.Dir), Session: t.session})
+		Text: questionText(t.who, tc.Name, in, t.run.Dir), Session: t.session})
 	return a.Decision
 }

@@ -385,7 +385,7 @@ func (s *claudeStream) permission(ctx context.Context, id string, req *controlRe
 		verdict = deny(contract.DeniedNobody)
 	default:
 		q := Question{Tool: req.Tool, Input: req.Input, Rule: ruleFor(req.Tool, req.Input, req.bashRule()),
-			Text: questionText(req.Tool, req.Input, s.dir), Session: s.sessionID}
+			Text: questionText("Claude", req.Tool, req.Input, s.dir), Session: s.sessionID}
 		a := s.run.Ask(ctx, q)
 		if a.Decision == contract.AnswerDeny {
 			verdict = deny(a.Text)

@@ -101,8 +101,9 @@ func str(v any) string {
 	return s
 }
 
-// questionText is how the person is asked about a tool use.
-func questionText(tool string, input map[string]any, dir string) string {
+// questionText is how the person is asked about a tool use by the agent
+// who ("Claude", "Gemini").
+func questionText(who, tool string, input map[string]any, dir string) string {
 	path := func() string {
 		p := str(input["file_path"])
 		if p == "" {
@@ -125,7 +126,7 @@ func questionText(tool string, input map[string]any, dir string) string {
 	default:
 		what = "use " + contract.CutRunes(tool, 80)
 	}
-	return "Claude wants to " + what + ". " + contract.QuestionPrompt
+	return who + " wants to " + what + ". " + contract.QuestionPrompt
 }
 
 // codeSpan is s as one Markdown code span, however many backticks it

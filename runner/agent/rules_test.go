@@ -70,7 +70,7 @@ func TestQuestionTextCodeSpan(t *testing.T) {
 		{"echo ``x``", "run ``` echo ``x`` ``` in"},
 		{"`whoami`", "run `` `whoami` `` in"},
 	} {
-		got := questionText("Bash", map[string]any{"command": tt.command}, "/w")
+		got := questionText("Claude", "Bash", map[string]any{"command": tt.command}, "/w")
 		if !strings.Contains(got, tt.want) {
 			t.Errorf("command %q: %q; want it to contain %q", tt.command, got, tt.want)
 		}
