@@ -108,6 +108,10 @@ func TestPromptAllowOnce(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(ws, "hello.txt")); err != nil || string(b) != "hi\n" {
 		t.Errorf("hello.txt: %q, %v; want \"hi\\n\"", b, err)
 	}
+	// The process runs in HOME: the command runs in the session's cwd.
+	if _, err := os.Stat(filepath.Join(a.home, "hello.txt")); err == nil {
+		t.Errorf("hello.txt written in HOME, the process's cwd, too")
+	}
 	if got := messageText(c.Updates()); got != "All done" {
 		t.Errorf("agent message %q; want \"All done\"", got)
 	}
@@ -121,7 +125,7 @@ func TestPromptAllowOnce(t *testing.T) {
 		if len(b) > 600 {
 			b = b[:300] + " ... " + b[len(b)-300:]
 		}
-		t.Logf("request main=%t %s key=%q body=%s", r.Main, r.Path, r.Header.Get("x-goog-api-key"), b)
+		t.Logf("request main=%t %s header=%v body=%s", r.Main, r.Path, r.Header, b)
 	}
 	logHome(t, a.home)
 }

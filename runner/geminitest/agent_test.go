@@ -137,6 +137,7 @@ func lookup(t testing.TB, name string) (uid, gid uint32) {
 // connects c to it. The process is killed when the test ends, or by stop.
 func startAgent(t testing.TB, m *Model, home string, c *client) *agent {
 	t.Helper()
+	WriteSettings(t, home)
 	cmd := exec.Command(Binary(t), "--acp")
 	cmd.Dir = home
 	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}, Env(m)...)

@@ -86,9 +86,9 @@ func (m *Model) answer(w http.ResponseWriter, req Request, turn Turn) {
 		}
 	}
 	if !req.Stream {
-		var parts []any
-		for _, p := range pieces {
-			parts = append(parts, p...)
+		parts := pieces[0]
+		if turn.tool == "" {
+			parts = []any{map[string]any{"text": turn.text}}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(chunk(parts, true))

@@ -6,8 +6,9 @@
 //		geminitest.ToolCall("run_shell_command", map[string]string{"command": "echo hi > hello.txt"}),
 //		geminitest.Text("All done"),
 //	)
+//	geminitest.WriteSettings(t, home) // no usage statistics, no update checks
 //	cmd := exec.Command(geminitest.Binary(t), "--acp")
-//	cmd.Env = append(os.Environ(), geminitest.Env(m)...) // GOOGLE_GEMINI_BASE_URL=m.URL() and friends
+//	cmd.Env = append([]string{"HOME=" + home, ...}, geminitest.Env(m)...) // GOOGLE_GEMINI_BASE_URL=m.URL() and friends
 //
 // The script advances only on the main conversation's requests: POST
 // /v1beta/models/{model}:streamGenerateContent (or :generateContent)
@@ -84,9 +85,6 @@ type Model struct {
 	next int // the next turn to answer
 	reqs []Request
 	ids  int
-
-	envOnce  sync.Once
-	settings string // the system settings file Env points at
 }
 
 // NewModel starts a stand-in that answers the main conversation with turns,
