@@ -149,3 +149,32 @@ func contains(ss []string, s string) bool {
 	}
 	return false
 }
+
+// authenticate with the API key method and a key in _meta: the CLI then
+// sends that key, still to GOOGLE_GEMINI_BASE_URL, and keeps the method
+// in HOME's settings.
+func TestAuthenticateAPIKey(t *testing.T) {
+	m := NewModel(t, Text("Hello"))
+	home, ws := ownedDir(t, "geminitest-home-"), ownedDir(t, "geminitest-ws-")
+	a := startAgent(t, m, home, &client{t: t})
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	if _, err := a.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	auth := acp.AuthenticateRequest{MethodId: "gemini-api-key", Meta: map[string]any{"api-key": "geminitest-other-key"}}
+	if _, err := a.conn.Authenticate(ctx, auth); err != nil {
+		t.Fatalf("authenticate: %v", err)
+	}
+	sess, err := a.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: ws, McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatalf("session/new: %v", err)
+	}
+	prompt(t, a, sess.SessionId, "hi")
+	main := m.MainRequests()
+	if len(main) != 1 || main[0].Header.Get("X-Goog-Api-Key") != "geminitest-other-key" {
+		t.Errorf("main requests %d, the first with key %q; want 1 with the authenticated key", len(main), main[0].Header.Get("X-Goog-Api-Key"))
+	}
+	b, err := os.ReadFile(filepath.Join(home, ".gemini", "settings.json"))
+	t.Logf("settings.json after authenticate: %s (%v)", b, err)
+}
