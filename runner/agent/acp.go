@@ -37,9 +37,11 @@ type ACP struct {
 	// Name is the agent's: gemini, codex, opencode, or acp for a command
 	// line of the operator's.
 	Name string
-	// Bin is the program, Args its arguments.
+	// Bin is the program, Args its arguments, Env what its environment
+	// has besides a run's.
 	Bin  string
 	Args []string
+	Env  []string
 }
 
 // NamedACP is the ACP agent of that name (contract.IsACPAgent), with its
@@ -48,7 +50,11 @@ type ACP struct {
 func NamedACP(name, bin string) (a *ACP, ok bool) {
 	switch name {
 	case contract.AgentGemini:
-		a = &ACP{Name: name, Bin: "gemini", Args: []string{"--acp"}}
+		// The person's workspace is trusted (an untrusted one runs in a
+		// restricted mode), and the CLI runs as one process, not
+		// relaunching node with a bigger heap (twice the memory).
+		a = &ACP{Name: name, Bin: "gemini", Args: []string{"--acp"},
+			Env: []string{"GEMINI_CLI_TRUST_WORKSPACE=true", "GEMINI_CLI_NO_RELAUNCH=true"}}
 	case contract.AgentCodex:
 		// Codex's own sandbox off (textslash's is the run's), and every
 		// command Codex does not know to be read-only asked about: the
@@ -143,9 +149,7 @@ func (a *ACP) turn(ctx context.Context, r *Run, p *acpProc) (res Result, stuck b
 	resp, stuck, err := a.prompt(ctx, p, acpPrompt(r, fresh, plan && mode == ""))
 	res = t.result()
 	res.SessionID = p.session
-	if resp.Usage != nil {
-		res.InputTokens, res.OutputTokens = resp.Usage.InputTokens, resp.Usage.OutputTokens
-	}
+	res.InputTokens, res.OutputTokens = tokens(resp)
 	if t.costs {
 		res.CostUSD, p.cost, p.costs = max(t.cost-p.cost, 0), t.cost, true
 	}
@@ -267,4 +271,19 @@ func (a *ACP) Check(ctx context.Context, dir string, command func(ctx context.Co
 		return &SetupError{Reason: ReasonACPNotLoggedIn + ": " + contract.CutRunes(err.Error(), reasonRunes), Fix: a.Fix()}
 	}
 	return err
+}
+
+// tokens are the turn's input and output tokens: the response's usage, or
+// Gemini CLI's _meta.quota.token_count; zero where the agent says none.
+func tokens(resp acp.PromptResponse) (in, out int) {
+	if u := resp.Usage; u != nil {
+		return u.InputTokens, u.OutputTokens
+	}
+	quota, _ := resp.Meta["quota"].(map[string]any)
+	count, _ := quota["token_count"].(map[string]any)
+	n := func(k string) int {
+		f, _ := count[k].(float64)
+		return int(f)
+	}
+	return n("input_tokens"), n("output_tokens")
 }

@@ -54,7 +54,7 @@ type acpProc struct {
 // and only its Warm ends it.
 func startACP(ctx context.Context, a *ACP, r *Run) (*acpProc, error) {
 	p := &acpProc{exited: make(chan struct{}), stderr: &sandbox.CappedBuffer{Max: stderrKeep}}
-	p.cmd = r.Command(context.WithoutCancel(ctx), a.bin(), a.args()...)
+	p.cmd = a.command(ctx, r)
 	stdin, err := p.cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -94,6 +94,14 @@ func startACP(ctx context.Context, a *ACP, r *Run) (*acpProc, error) {
 	p.log.Info().Str("agent_name", agentInfo(p.init)).Bool("load_session", p.init.AgentCapabilities.LoadSession).
 		Msg("acp: agent started")
 	return p, nil
+}
+
+// command is the agent's command for r, started by r.Command in ctx
+// without its cancel: a process kept warm outlives the run.
+func (a *ACP) command(ctx context.Context, r *Run) *exec.Cmd {
+	cmd := r.Command(context.WithoutCancel(ctx), a.bin(), a.args()...)
+	cmd.Env = append(cmd.Env, a.Env...)
+	return cmd
 }
 
 // startErr is the error of an agent that did not answer initialize: a
@@ -305,7 +313,7 @@ func (p *acpProc) misfit(ctx context.Context, a *ACP, r *Run) string {
 	if !p.alive() {
 		return "it exited"
 	}
-	cmd := r.Command(context.WithoutCancel(ctx), a.bin(), a.args()...)
+	cmd := a.command(ctx, r)
 	switch {
 	case cmd.Err != nil:
 		return "its command: " + cmd.Err.Error()
