@@ -111,7 +111,9 @@ func (r *Runner) forwardIntoHomes() {
 		return
 	}
 	addrs := []string{r.shots.Addr()}
-	for _, v := range []string{"ANTHROPIC_BASE_URL", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
+	// The model APIs' base URLs the agents read (Claude Code's, Gemini
+	// CLI's, OpenAI's), and proxies.
+	for _, v := range []string{"ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL", "OPENAI_BASE_URL", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
 		if a := netns.LoopbackAddr(os.Getenv(v)); a != "" {
 			addrs = append(addrs, a)
 		}

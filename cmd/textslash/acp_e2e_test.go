@@ -1,0 +1,97 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/claudetest"
+	"github.com/textslash/textslash/runner/geminitest"
+)
+
+// Gemini CLI (TEXTSLASH_AGENT=gemini) through the whole of textslash,
+// over the web chat, in its own home: the real CLI against a scripted
+// Gemini API. Its command comes to the person as a question; no keeps it
+// from running, always lets it run and the same command again without
+// asking; progress and the reply come back; a follow-up reaches the warm
+// CLI in the same session.
+func TestGeminiOverWebChat(t *testing.T) {
+	shell := func(cmd string) geminitest.Turn {
+		return geminitest.ToolCall("run_shell_command", map[string]any{"command": cmd, "description": "a command"})
+	}
+	model := geminitest.NewModel(t,
+		shell("printf one > one.txt"), geminitest.Text("Not done."),
+		shell("printf two >> two.txt"), shell("printf two >> two.txt"), geminitest.Text("Made two, twice."),
+		geminitest.Text("Still here."),
+	)
+	env := append([]string{"TEXTSLASH_AGENT=gemini", "TEXTSLASH_AGENT_BIN=" + geminitest.Binary(t), "TEXTSLASH_DEFAULT_MODE=ask"},
+		geminitest.Env(model)...)
+	if u := claudetest.AgentUser(t); u != "" {
+		env = append(env, "TEXTSLASH_AGENT_USER="+u)
+	}
+	inst := startServe(t, env...)
+	c := inst.newChat(t)
+	events := c.events(t.Context())
+
+	c.send("make one")
+	q := question(t, events)
+	if want := "Gemini wants to run `printf one > one.txt` in your workspace. " + contract.QuestionPrompt; q.Text != want {
+		t.Errorf("question %q; want %q", q.Text, want)
+	}
+	c.send("no")
+	if done := waitFor(t, events, 90*time.Second, func(ev sseEvent) bool { return ev.Kind == "done" }); done.Event.Text != "Not done." {
+		t.Errorf("reply %q", done.Event.Text)
+	}
+	ws := workspaceOf(t, inst)
+	if _, err := os.Stat(filepath.Join(ws, "one.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("one.txt: %v; want it never written (denied)", err)
+	}
+
+	id := c.send("make two")
+	question(t, events)
+	c.send("always")
+	var progress []string
+	done := waitFor(t, events, 90*time.Second, func(ev sseEvent) bool {
+		if ev.Kind == "progress" && ev.Event.JobID == id {
+			progress = append(progress, ev.Event.Text)
+		}
+		return ev.Kind == "done" && ev.Event.JobID == id
+	})
+	if done.Event.Text != "Made two, twice." {
+		t.Errorf("reply %q", done.Event.Text)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "two.txt")); err != nil || string(b) != "twotwo" {
+		t.Errorf("two.txt = %q, %v; want both calls run (always)", b, err)
+	}
+	if !strings.Contains(strings.Join(progress, "\n"), "Running `printf two >> two.txt`") {
+		t.Errorf("progress %q", progress)
+	}
+
+	if ev := c.ask(events, "still there?"); ev.Text != "Still here." {
+		t.Errorf("follow-up reply %q", ev.Text)
+	}
+	reqs := model.MainRequests()
+	var all []string
+	for _, ct := range reqs[len(reqs)-1].Contents {
+		for _, p := range ct.Parts {
+			all = append(all, p.Text)
+		}
+	}
+	if sent := strings.Join(all, "|"); !strings.Contains(sent, "make two") || strings.Count(sent, "textslash shot") != 1 {
+		t.Errorf("the follow-up's request holds %q; want the session so far, textslash's prompt once", sent)
+	}
+}
+
+// workspaceOf is the workspace of the instance's one web chat person.
+func workspaceOf(t *testing.T, inst *instance) string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(inst.Data, "workspaces", "web.*"))
+	if len(m) != 1 {
+		t.Fatalf("web chat workspaces %q; want one", m)
+	}
+	return m[0]
+}
