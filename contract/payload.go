@@ -137,6 +137,23 @@ const (
 	ACPPrefix     = "acp:"
 )
 
+// AgentWho is the agent named so (TEXTSLASH_AGENT, or an ACP agent's
+// name) as the person is told of it: "Claude wants to run …", "Gemini
+// wants to …"; "the agent" for another ACP agent's command line.
+func AgentWho(agent string) string {
+	switch agent {
+	case AgentGemini:
+		return "Gemini"
+	case AgentCodex:
+		return "Codex"
+	case AgentOpencode:
+		return "opencode"
+	case "", AgentClaude:
+		return "Claude"
+	}
+	return "the agent"
+}
+
 // IsACPAgent says whether the agent named so (TEXTSLASH_AGENT) is spoken
 // to over the Agent Client Protocol.
 func IsACPAgent(agent string) bool {

@@ -203,6 +203,32 @@ func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.U
 // notice sends the person a short text of textslash's own about message
 // id; ref makes it unique, so a redelivered input does not repeat it.
 func (d *Dispatcher) notice(ctx context.Context, u contract.User, id, ref, text string) error {
+	text = d.named(text)
 	return contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindNotice, User: u, JobID: id, Text: text},
 		contract.MsgID(u, id, "notice", ref))
+}
+
+// named is text with the agent named as the person knows it, where an
+// agent spoken to over the Agent Client Protocol runs: textslash's texts
+// say Claude, whose questions, modes and answers those agents share
+// ("Denied. Gemini was told no.").
+func (d *Dispatcher) named(text string) string {
+	if !contract.IsACPAgent(d.cfg.Agent) {
+		return text
+	}
+	who := contract.AgentWho(d.cfg.Agent)
+	text = strings.ReplaceAll(text, "Claude Code", "Claude")
+	var b strings.Builder
+	for i, part := range strings.Split(text, "Claude") {
+		if i > 0 {
+			before := strings.TrimRight(b.String(), " ")
+			if before == "" || strings.HasSuffix(before, ".") || strings.HasSuffix(before, ":") || strings.HasSuffix(before, "\n") {
+				b.WriteString(strings.ToUpper(who[:1]) + who[1:])
+			} else {
+				b.WriteString(who)
+			}
+		}
+		b.WriteString(part)
+	}
+	return b.String()
 }

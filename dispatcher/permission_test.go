@@ -132,3 +132,30 @@ func TestFreeTextAnswerNamesItsQuestion(t *testing.T) {
 		t.Errorf("answers %+v; want a denial telling Claude the person's words", answers)
 	}
 }
+
+// With an agent spoken to over the Agent Client Protocol, textslash's own
+// texts name it, not Claude; btw waits its turn (it takes no messages
+// while it works).
+func TestTextsNameTheACPAgent(t *testing.T) {
+	for _, tt := range []struct{ agent, denied, allowed string }{
+		{contract.AgentGemini, "Denied. Gemini was told no.", "Allowed. Gemini goes on."},
+		{contract.ACPPrefix + "my-agent --acp", "Denied. The agent was told no.", "Allowed. The agent goes on."},
+	} {
+		b := newBench(t, dispatcher.Config{Agent: tt.agent})
+		u := user(t, "alice")
+		b.into(u, contract.StateWorking)
+		b.event(contract.Event{Kind: contract.KindQuestion, User: u, JobID: "w1", Question: 1, Text: "Gemini wants to run `npm i`."}, "1")
+		b.waitState(u, contract.StateAwaitingPermission, "w1")
+		if got := b.say(u, "a1", "no"); len(got) != 1 || got[0] != tt.denied {
+			t.Errorf("%s: notices %q; want %q", tt.agent, got, tt.denied)
+		}
+		b.event(contract.Event{Kind: contract.KindQuestion, User: u, JobID: "w1", Question: 2, Text: "Gemini wants to run `ls`."}, "2")
+		b.waitState(u, contract.StateAwaitingPermission, "w1")
+		if got := b.say(u, "a2", "yes"); len(got) != 1 || got[0] != tt.allowed {
+			t.Errorf("%s: notices %q; want %q", tt.agent, got, tt.allowed)
+		}
+		if got := b.say(u, "s1", "btw use pnpm"); len(got) == 0 || got[0] != fsm.MsgNoSteer {
+			t.Errorf("%s: btw: notices %q; want %q", tt.agent, got, fsm.MsgNoSteer)
+		}
+	}
+}

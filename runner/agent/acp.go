@@ -86,15 +86,8 @@ func (a *ACP) name() string {
 
 // Who is the agent as the person is told of it: "Gemini wants to run …".
 func (a *ACP) Who() string {
-	switch a.Name {
-	case contract.AgentGemini:
-		return "Gemini"
-	case contract.AgentCodex:
-		return "Codex"
-	case contract.AgentOpencode:
-		return "opencode"
-	}
-	return "The agent"
+	who := contract.AgentWho(a.Name)
+	return strings.ToUpper(who[:1]) + who[1:]
 }
 
 // Fix says how the operator gives the agent credentials.
