@@ -59,7 +59,7 @@ func Config(m *claudetest.Model) map[string]any {
 // home as its HOME: Config(m) as OPENCODE_CONFIG_CONTENT, the XDG
 // directories inside home, and every switch 1.18.33 has against side
 // traffic (model catalogue fetches, autoupdate, plugins installed from npm,
-// LSP downloads, Claude Code's files). Append it to an environment.
+// LSP downloads, Claude Code's files), and npm offline. Append it to an environment.
 func Env(m *claudetest.Model, home string) []string {
 	return EnvConfig(Config(m), home)
 }
@@ -88,6 +88,11 @@ func EnvConfig(cfg map[string]any, home string) []string {
 		"OPENCODE_PURE=1",
 		"OPENCODE_DISABLE_CLAUDE_CODE=1",
 		"OPENCODE_DISABLE_EXTERNAL_SKILLS=1",
+		// opencode installs @opencode-ai/plugin into each config directory
+		// (~/.config/opencode) in the background with npm's Arborist, which
+		// reads npm's config from the environment: offline, it fetches
+		// nothing from the registry (and fails, which opencode only logs).
+		"npm_config_offline=true",
 		// Anthropic's key is the config's; none of the caller's.
 		"ANTHROPIC_API_KEY=sk-ant-opencodetest",
 		"ANTHROPIC_BASE_URL=" + baseURL(cfg),
