@@ -5,10 +5,6 @@
 package claudetest
 
 import (
-	"errors"
-	"os"
-	"os/user"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -40,45 +36,16 @@ func Setenv(t testing.TB, m *Model) {
 }
 
 // Binary is the path of the claude CLI: $TEXTSLASH_TEST_CLAUDE_BIN, else
-// testdata/npm/node_modules/.bin/claude under the repository root (the
-// directory holding go.work). The test is skipped when it is missing, or
-// fails when $CI is set.
+// testdata/npm/node_modules/.bin/claude under the repository root
+// (natstest.Program).
 func Binary(t testing.TB) string {
 	t.Helper()
-	bin := os.Getenv("TEXTSLASH_TEST_CLAUDE_BIN")
-	if bin == "" {
-		root, err := natstest.RepoRoot()
-		if err != nil {
-			natstest.Missing(t, "claude CLI: %v", err)
-		}
-		bin = filepath.Join(root, "testdata", "npm", "node_modules", ".bin", "claude")
-	}
-	fi, err := os.Stat(bin)
-	if err == nil && (fi.IsDir() || fi.Mode()&0o111 == 0) {
-		err = errors.New("not an executable file")
-	}
-	if err != nil {
-		natstest.Missing(t, "claude CLI %s: %v", bin, err)
-	}
-	return bin
+	return natstest.Program(t, "TEXTSLASH_TEST_CLAUDE_BIN", ".bin/claude", "claude CLI")
 }
 
 // AgentUser is the OS user to run the CLI as when the test runs as root
-// (Claude Code refuses --dangerously-skip-permissions as root):
-// $TEXTSLASH_TEST_AGENT_USER, else "textslash-agent". It is "" when the
-// test does not run as root. The test is skipped when the user does not
-// exist, or fails when $CI is set.
+// (natstest.AgentUser).
 func AgentUser(t testing.TB) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		return ""
-	}
-	name := os.Getenv("TEXTSLASH_TEST_AGENT_USER")
-	if name == "" {
-		name = "textslash-agent"
-	}
-	if _, err := user.Lookup(name); err != nil {
-		natstest.Missing(t, "agent user: %v", err)
-	}
-	return name
+	return natstest.AgentUser(t)
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/user"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -74,44 +73,16 @@ func WriteSettings(t testing.TB, home string) {
 }
 
 // Binary is the path of the gemini CLI: $TEXTSLASH_TEST_GEMINI_BIN, else
-// testdata/npm/node_modules/.bin/gemini under the repository root (the
-// directory holding go.work). The test is skipped when it is missing, or
-// fails when $CI is set.
+// testdata/npm/node_modules/.bin/gemini under the repository root
+// (natstest.Program).
 func Binary(t testing.TB) string {
 	t.Helper()
-	bin := os.Getenv("TEXTSLASH_TEST_GEMINI_BIN")
-	if bin == "" {
-		root, err := natstest.RepoRoot()
-		if err != nil {
-			natstest.Missing(t, "gemini CLI: %v", err)
-		}
-		bin = filepath.Join(root, "testdata", "npm", "node_modules", ".bin", "gemini")
-	}
-	fi, err := os.Stat(bin)
-	if err == nil && (fi.IsDir() || fi.Mode()&0o111 == 0) {
-		err = errors.New("not an executable file")
-	}
-	if err != nil {
-		natstest.Missing(t, "gemini CLI %s: %v", bin, err)
-	}
-	return bin
+	return natstest.Program(t, "TEXTSLASH_TEST_GEMINI_BIN", ".bin/gemini", "gemini CLI")
 }
 
 // AgentUser is the OS user to run the CLI as when the test runs as root
-// (agents do not run as root in textslash): $TEXTSLASH_TEST_AGENT_USER,
-// else "textslash-agent". It is "" when the test does not run as root. The
-// test is skipped when the user does not exist, or fails when $CI is set.
+// (natstest.AgentUser).
 func AgentUser(t testing.TB) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		return ""
-	}
-	name := os.Getenv("TEXTSLASH_TEST_AGENT_USER")
-	if name == "" {
-		name = "textslash-agent"
-	}
-	if _, err := user.Lookup(name); err != nil {
-		natstest.Missing(t, "agent user: %v", err)
-	}
-	return name
+	return natstest.AgentUser(t)
 }

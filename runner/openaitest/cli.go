@@ -5,8 +5,6 @@
 package openaitest
 
 import (
-	"errors"
-	"os"
 	"os/user"
 	"strconv"
 	"testing"
@@ -78,40 +76,24 @@ func Env(m *Model, codexHome string) []string {
 	}
 }
 
-// Binary is the path of codex-acp: $TEXTSLASH_TEST_CODEX_ACP_BIN. The test
-// is skipped when it is missing, or fails when $CI is set.
+// Binary is the path of codex-acp: $TEXTSLASH_TEST_CODEX_ACP_BIN
+// (natstest.Program).
 func Binary(t testing.TB) string {
 	t.Helper()
-	bin := os.Getenv("TEXTSLASH_TEST_CODEX_ACP_BIN")
-	if bin == "" {
-		natstest.Missing(t, "codex-acp: $TEXTSLASH_TEST_CODEX_ACP_BIN is not set (source scripts/setup)")
-	}
-	fi, err := os.Stat(bin)
-	if err == nil && (fi.IsDir() || fi.Mode()&0o111 == 0) {
-		err = errors.New("not an executable file")
-	}
-	if err != nil {
-		natstest.Missing(t, "codex-acp %s: %v", bin, err)
-	}
-	return bin
+	return natstest.Program(t, "TEXTSLASH_TEST_CODEX_ACP_BIN", ".bin/codex-acp", "codex-acp")
 }
 
-// AgentUser is the OS user to run codex-acp as when the test runs as root:
-// $TEXTSLASH_TEST_AGENT_USER, else "textslash-agent". It is nil when the
-// test does not run as root. The test is skipped when the user does not
-// exist, or fails when $CI is set.
+// AgentUser is the OS user to run codex-acp as when the test runs as root
+// (natstest.AgentUser), nil when it does not.
 func AgentUser(t testing.TB) *user.User {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	name := os.Getenv("TEXTSLASH_TEST_AGENT_USER")
+	name := natstest.AgentUser(t)
 	if name == "" {
-		name = "textslash-agent"
+		return nil
 	}
 	u, err := user.Lookup(name)
 	if err != nil {
-		natstest.Missing(t, "agent user: %v", err)
+		t.Fatal(err)
 	}
 	return u
 }

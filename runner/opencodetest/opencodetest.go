@@ -17,8 +17,6 @@ package opencodetest
 
 import (
 	"encoding/json"
-	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -107,21 +105,9 @@ func baseURL(cfg map[string]any) string {
 	return s
 }
 
-// Binary is the path of the opencode binary: $TEXTSLASH_TEST_OPENCODE_BIN
-// (scripts/setup exports it). The test is skipped when it is missing, or
-// fails when $CI is set.
+// Binary is the path of opencode: $TEXTSLASH_TEST_OPENCODE_BIN
+// (natstest.Program).
 func Binary(t testing.TB) string {
 	t.Helper()
-	bin := os.Getenv("TEXTSLASH_TEST_OPENCODE_BIN")
-	if bin == "" {
-		natstest.Missing(t, "opencode: $TEXTSLASH_TEST_OPENCODE_BIN is not set (source scripts/setup)")
-	}
-	fi, err := os.Stat(bin)
-	if err == nil && (fi.IsDir() || fi.Mode()&0o111 == 0) {
-		err = errors.New("not an executable file")
-	}
-	if err != nil {
-		natstest.Missing(t, "opencode %s: %v", bin, err)
-	}
-	return bin
+	return natstest.Program(t, "TEXTSLASH_TEST_OPENCODE_BIN", "opencode-linux-x64/bin/opencode", "opencode")
 }
