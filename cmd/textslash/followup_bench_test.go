@@ -70,6 +70,14 @@ func benchFollowUps(b *testing.B, homes bool, as string) {
 		turns[i] = claudetest.Text("ok " + strconv.Itoa(i))
 	}
 	model := claudetest.NewModel(b, turns...)
+	m := scripted{turns: model.Turns, at: func(turn int) (time.Time, bool) {
+		for _, r := range model.MainRequests() {
+			if r.Turn == turn {
+				return r.At, true
+			}
+		}
+		return time.Time{}, false
+	}}
 	env := []string{"TEXTSLASH_LOG_LEVEL=info"}
 	if !homes {
 		env = append(env, "TEXTSLASH_HOMES_MAX=-1")
@@ -78,6 +86,15 @@ func benchFollowUps(b *testing.B, homes bool, as string) {
 	inst := startClaudeAs(b, as, model, env...)
 	tree.root = inst.cmd.Process.Pid
 	checkHomes(b, inst, homes)
+	followUps(b, inst, tree, m, homes)
+	if homes {
+		checkWarm(b, inst, b.N*followUpPeople)
+	}
+}
+
+// followUps runs BenchmarkFollowUp's rounds on inst, whose agent m
+// scripts, and reports its numbers; tree is inst's process tree.
+func followUps(b *testing.B, inst *instance, tree *procTree, m scripted, homes bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -87,7 +104,7 @@ func benchFollowUps(b *testing.B, homes bool, as string) {
 		people := make([]*followUpPerson, followUpPeople)
 		for i := range people {
 			c := inst.newChat(b)
-			people[i] = &followUpPerson{chat: c, events: c.events(ctx), model: model}
+			people[i] = &followUpPerson{chat: c, events: c.events(ctx), model: m}
 			first = append(first, people[i].message("hello, this is my first message"))
 		}
 		before, ownBefore := tree.cpu(), tree.own()
@@ -101,9 +118,6 @@ func benchFollowUps(b *testing.B, homes bool, as string) {
 		own += tree.own() - ownBefore
 		time.Sleep(followUpIdle) // the people's homes kept, nobody writing
 		idle += tree.cpu() - after
-	}
-	if homes {
-		checkWarm(b, inst, b.N*followUpPeople)
 	}
 	slices.Sort(first)
 	slices.Sort(follow)
@@ -124,7 +138,14 @@ func benchFollowUps(b *testing.B, homes bool, as string) {
 type followUpPerson struct {
 	chat   *chat
 	events <-chan sseEvent
-	model  *claudetest.Model
+	model  scripted
+}
+
+// scripted is a scripted model API as followUpPerson reads it: how many
+// turns it answered, and when the request of a turn arrived.
+type scripted struct {
+	turns func() int
+	at    func(turn int) (time.Time, bool)
 }
 
 // message sends text and waits for its reply and for the person to be
@@ -133,7 +154,7 @@ type followUpPerson struct {
 func (p *followUpPerson) message(text string) time.Duration {
 	t := p.chat.t
 	t.Helper()
-	turn := p.model.Turns() // the turn the run's request takes: one at a time
+	turn := p.model.turns() // the turn the run's request takes: one at a time
 	start := time.Now()
 	id := p.chat.send(text)
 	done := waitFor(t, p.events, 90*time.Second, func(ev sseEvent) bool {
@@ -145,10 +166,8 @@ func (p *followUpPerson) message(text string) time.Duration {
 	waitFor(t, p.events, 30*time.Second, func(ev sseEvent) bool {
 		return ev.Kind == string(contract.KindState) && ev.Event.To == contract.StateIdle
 	})
-	for _, r := range p.model.MainRequests() {
-		if r.Turn == turn {
-			return r.At.Sub(start)
-		}
+	if at, ok := p.model.at(turn); ok {
+		return at.Sub(start)
 	}
 	t.Fatalf("no request of the model for turn %d", turn)
 	return 0
@@ -171,12 +190,18 @@ func checkHomes(b *testing.B, inst *instance, homes bool) {
 // (homes of them), logging what it said about the others.
 func checkWarm(b *testing.B, inst *instance, homes int) {
 	b.Helper()
-	starts := logLines(b, inst, "claude: started a warm CLI")
+	checkStarts(b, logLines(b, inst, "claude: started a warm CLI"), homes, inst, "warm CLI")
+}
+
+// checkStarts fails b unless starts, the log's lines of a warm agent
+// started, are one per home, logging the lines about it (about).
+func checkStarts(b *testing.B, starts []string, homes int, inst *instance, about string) {
+	b.Helper()
 	b.ReportMetric(float64(len(starts))/float64(homes), "cli-starts/home")
 	if len(starts) == homes {
 		return
 	}
-	for _, l := range logLines(b, inst, "warm CLI") {
+	for _, l := range logLines(b, inst, about) {
 		b.Log(l)
 	}
 	b.Errorf("%d warm CLIs started for %d homes; want one each (follow-ups not warm: the lines above say why)", len(starts), homes)
