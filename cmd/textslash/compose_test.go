@@ -59,9 +59,15 @@ func helpVars(t *testing.T, bin string) []string {
 	return vars
 }
 
-// agentVar is a variable the runner passes to agents rather than reads.
+// agentVar is a variable the runner passes to agents rather than reads:
+// Claude Code's, and the keys of the agents over the Agent Client Protocol.
 func agentVar(name string) bool {
-	return strings.HasPrefix(name, "ANTHROPIC_") || strings.HasPrefix(name, "CLAUDE_CODE_")
+	for _, p := range []string{"ANTHROPIC_", "CLAUDE_CODE_", "GEMINI_", "OPENAI_"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // compose.yaml runs each service's binary from an image the Dockerfile
