@@ -53,7 +53,9 @@ func BenchmarkFollowUpACP(b *testing.B) {
 		for _, a := range append(openaitest.AskEveryCommand(), openaitest.Args(model)...) {
 			line = append(line, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
 		}
-		env := []string{"TEXTSLASH_AGENT=acp:" + strings.Join(line, " "), "OPENAI_API_KEY=" + openaitest.APIKey}
+		// OPENAI_BASE_URL, unused by Codex with these settings, makes the
+		// runner reach the model's address from the homes.
+		env := []string{"TEXTSLASH_AGENT=acp:" + strings.Join(line, " "), "OPENAI_API_KEY=" + openaitest.APIKey, "OPENAI_BASE_URL=" + model.URL() + "/v1"}
 		benchACP(b, env, scripted{turns: model.Turns, at: func(turn int) (time.Time, bool) {
 			for _, r := range model.MainRequests() {
 				if r.Turn == turn {
@@ -78,7 +80,7 @@ func benchACP(b *testing.B, env []string, m scripted) {
 	followUps(b, inst, tree, m, true)
 	var starts []string
 	for _, l := range logLines(b, inst, "acp: agent started") {
-		if strings.Contains(l, `"home":`) { // a run's, not the start-up check's
+		if strings.Contains(l, `"subject":`) { // a run's, not the start-up check's
 			starts = append(starts, l)
 		}
 	}
