@@ -44,10 +44,12 @@ var memoryFreed = promauto.NewCounterVec(prometheus.CounterOpts{
 // costOf is the memory one run of agent takes (its home's, and its warm
 // agent's).
 func costOf(agent string) int64 {
-	switch agent {
-	case AgentClaude:
+	switch {
+	case agent == AgentClaude, contract.IsACPAgent(agent):
+		// An ACP agent is counted as Claude Code is until measured for
+		// itself (opencode's idle process was seen at 500–640 MB).
 		return claudeMemory
-	case AgentShell:
+	case agent == AgentShell:
 		return shellMemory
 	}
 	return commandMemory
