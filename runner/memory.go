@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/memory"
 )
 
