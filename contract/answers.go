@@ -38,7 +38,7 @@ func IsChoice(reply string) bool {
 // QuestionPrompt ends every permission question: the replies that answer
 // it, and what any other reply does (a question may wait far up the
 // conversation when the person writes next).
-const QuestionPrompt = "Reply yes, no or always (any other reply says no and is passed to Claude as an instruction)."
+const QuestionPrompt = "Reply yes, no or always (any other reply says no and is passed on as an instruction)."
 
 // What the agent is told with an AnswerDeny the person gave no words for.
 const (

@@ -99,6 +99,33 @@ func (c Cost) String() string {
 	return fmt.Sprintf("$%.4f, %s tokens in, %s out", c.USD, thousands(c.InputTokens), thousands(c.OutputTokens))
 }
 
+// Of says what c cost as the agent named so (TEXTSLASH_AGENT) reports
+// it. An agent over the Agent Client Protocol may report no dollars
+// (Gemini CLI: tokens only), or nothing (codex-acp): what it did not
+// report is left out rather than said to be zero, and nothing reported
+// is "". Unreported says which.
+func (c Cost) Of(agent string) string {
+	switch {
+	case !IsACPAgent(agent) || c.USD != 0:
+		return c.String()
+	case c.InputTokens != 0 || c.OutputTokens != 0:
+		return fmt.Sprintf("%s tokens in, %s out", thousands(c.InputTokens), thousands(c.OutputTokens))
+	}
+	return ""
+}
+
+// Unreported says what of c's runs the agent named so did not report, as
+// a sentence ("Cost in dollars: not reported by Gemini."), or "".
+func (c Cost) Unreported(agent string) string {
+	switch {
+	case c.Runs == 0 || !IsACPAgent(agent) || c.USD != 0:
+		return ""
+	case c.InputTokens != 0 || c.OutputTokens != 0:
+		return "Cost in dollars: not reported by " + AgentWho(agent) + "."
+	}
+	return "Cost and tokens: not reported by " + AgentWho(agent) + "."
+}
+
 // thousands writes 12345 as 12,345.
 func thousands(n int) string {
 	s := fmt.Sprint(n)

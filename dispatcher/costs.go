@@ -36,6 +36,7 @@ type costs struct {
 	kv      jetstream.KeyValue
 	loc     *time.Location
 	budgets Budgets
+	agent   string // what the runners run, for what it reports
 
 	// written is each entry as this dispatcher last wrote it, at its
 	// revision: add starts from it rather than reading the entry again
@@ -270,9 +271,13 @@ func (c *costs) report(ctx context.Context, u contract.User) (string, error) {
 		return "", err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Today: %s in %s.\nThis week: %s in %s.", today, contract.Plural(today.Runs, "run"), week, contract.Plural(week.Runs, "run"))
+	b.WriteString(c.spent("Today", today, "%s in %s.", contract.Plural(today.Runs, "run")))
+	b.WriteString("\n" + c.spent("This week", week, "%s in %s.", contract.Plural(week.Runs, "run")))
 	if last.Runs > 0 {
-		fmt.Fprintf(&b, "\nLast run: %s (%s ago).", last, contract.Duration(time.Since(last.At).Round(time.Second)))
+		b.WriteString("\n" + c.spent("Last run", last, "%s (%s).", contract.Duration(time.Since(last.At).Round(time.Second))+" ago"))
+	}
+	if s := week.Unreported(c.agent); s != "" {
+		b.WriteString("\n" + s)
 	}
 	ls, err := c.limits(ctx, u, now)
 	if err != nil {
@@ -283,6 +288,16 @@ func (c *costs) report(ctx context.Context, u contract.User) (string, error) {
 		fmt.Fprintf(&b, "\n%s%s: %s left.", strings.ToUpper(of[:1]), of[1:], dollars(max(l.left(), 0)))
 	}
 	return b.String(), nil
+}
+
+// spent is one line of the cost report, format taking what was spent
+// and when or how often: "Today: $0.50, … in 2 runs.", or "Today: 2
+// runs." for an agent that reported nothing.
+func (c *costs) spent(label string, cost contract.Cost, format, when string) string {
+	if what := cost.Of(c.agent); what != "" {
+		return label + ": " + fmt.Sprintf(format, what, when)
+	}
+	return label + ": " + when + "."
 }
 
 // dollars writes an amount in cents, or finer when it is below a cent.

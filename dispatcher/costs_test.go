@@ -129,3 +129,40 @@ func TestCostCountsOnAnotherDispatchersEntry(t *testing.T) {
 		t.Errorf("cost: %q; want it to say %q", got, want)
 	}
 }
+
+// An agent that reports no cost in dollars (Gemini CLI reports tokens
+// only, codex-acp neither) is not said to have cost $0: cost says what it
+// does not report, and by whom.
+func TestCostNotReportedByTheAgent(t *testing.T) {
+	for _, c := range []struct {
+		agent  string
+		tokens int
+		want   []string
+	}{
+		{contract.AgentGemini, 1000, []string{"Today: 1,000 tokens in, 200 out in 1 run.", "Cost in dollars: not reported by Gemini."}},
+		{contract.AgentCodex, 0, []string{"Today: 1 run.", "Last run: 0s ago.", "Cost and tokens: not reported by Codex."}},
+		{contract.AgentClaude, 1000, []string{"Today: $0.0000, 1,000 tokens in, 200 out in 1 run."}},
+	} {
+		t.Run(c.agent, func(t *testing.T) {
+			b := newBench(t, dispatcher.Config{Agent: c.agent})
+			u := user(t, "alice")
+			b.say(u, "r1", "echo r1")
+			b.waitRan(u, "r1")
+			b.event(contract.Event{Kind: contract.KindDone, User: u, JobID: "r1", Status: contract.StatusOK, Text: "ok",
+				InputTokens: c.tokens, OutputTokens: c.tokens / 5})
+			b.waitState(u, contract.StateIdle, "")
+			got := b.say(u, "c1", "cost")
+			if len(got) != 1 {
+				t.Fatalf("cost: notices %q", got)
+			}
+			for _, want := range c.want {
+				if !strings.Contains(got[0], want) {
+					t.Errorf("cost: %q; want it to say %q", got[0], want)
+				}
+			}
+			if c.agent == contract.AgentClaude && strings.Contains(got[0], "not reported") {
+				t.Errorf("cost: %q; Claude Code reports its cost", got[0])
+			}
+		})
+	}
+}

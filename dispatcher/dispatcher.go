@@ -97,7 +97,7 @@ func (d *Dispatcher) run(ctx context.Context) error {
 	if d.pairing, err = contract.OpenPairing(ctx, d.js); err != nil {
 		return err
 	}
-	d.costs = &costs{loc: d.cfg.Location, budgets: d.cfg.Budgets, seed: maphash.MakeSeed()}
+	d.costs = &costs{loc: d.cfg.Location, budgets: d.cfg.Budgets, agent: d.cfg.Agent, seed: maphash.MakeSeed()}
 	if d.costs.kv, err = d.js.KeyValue(ctx, contract.BucketCosts); err != nil {
 		return fmt.Errorf("bucket %s: %w", contract.BucketCosts, err)
 	}

@@ -56,7 +56,7 @@ func (ru *run) report(ctx, runCtx context.Context) error {
 	kept := ru.aftermath(ctx)
 	ru.approval(ctx, runCtx, kept)
 	if r.cfg.ShowCost && (done.CostUSD > 0 || done.InputTokens > 0) {
-		done.Text = joinText(done.Text, costLine(*done))
+		done.Text = joinText(done.Text, costLine(*done, r.cfg.Agent))
 	}
 	runSeconds.WithLabelValues(done.Status).Observe(float64(done.DurationMS) / 1000)
 	log.Info().Str("status", done.Status).Int("exit_code", done.ExitCode).Int64("duration_ms", done.DurationMS).

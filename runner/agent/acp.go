@@ -61,7 +61,11 @@ func NamedACP(name, bin string) (a *ACP, ok bool) {
 		// person's mode decides, as for every agent.
 		a = &ACP{Name: name, Bin: "codex-acp", Args: []string{"-c", `sandbox_mode="danger-full-access"`, "-c", `approval_policy="untrusted"`}}
 	case contract.AgentOpencode:
-		a = &ACP{Name: name, Bin: "opencode", Args: []string{"acp"}}
+		// opencode asks nothing by default: made to ask before a command,
+		// an edit or a fetch (merged over its config's permissions), the
+		// person's mode decides, as for every agent.
+		a = &ACP{Name: name, Bin: "opencode", Args: []string{"acp"},
+			Env: []string{`OPENCODE_PERMISSION={"bash":"ask","edit":"ask","webfetch":"ask"}`}}
 	default:
 		if line, found := strings.CutPrefix(name, contract.ACPPrefix); found && strings.TrimSpace(line) != "" {
 			return &ACP{Name: "acp", Bin: "bash", Args: []string{"-c", "exec " + line}}, true
@@ -140,9 +144,18 @@ func (a *ACP) turn(ctx context.Context, r *Run, p *acpProc) (res Result, stuck b
 	p.setTurn(t)
 	defer p.setTurn(nil)
 	resp, stuck, err := a.prompt(ctx, p, acpPrompt(r, fresh, plan && mode == ""))
-	res = t.result()
-	res.SessionID = p.session
 	res.InputTokens, res.OutputTokens = tokens(resp)
+	// A no with the person's words: the agent is told them in a turn of
+	// their own once it has taken the no (ACP's reject carries no text).
+	for told := t.takeTold(); told != "" && err == nil && !stuck && ctx.Err() == nil; told = t.takeTold() {
+		t.anew()
+		resp, stuck, err = a.prompt(ctx, p, []acp.ContentBlock{acp.TextBlock("[The person said no to your request, and: " + told + "]")})
+		in, out := tokens(resp)
+		res.InputTokens, res.OutputTokens = res.InputTokens+in, res.OutputTokens+out
+	}
+	in, out := res.InputTokens, res.OutputTokens
+	res = t.result()
+	res.SessionID, res.InputTokens, res.OutputTokens = p.session, in, out
 	if t.costs {
 		res.CostUSD, p.cost, p.costs = max(t.cost-p.cost, 0), t.cost, true
 	}

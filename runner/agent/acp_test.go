@@ -40,7 +40,11 @@ func (a *asked) ask(_ context.Context, q Question) Answer {
 	}
 	d := a.answers[0]
 	a.answers = a.answers[1:]
-	return Answer{Decision: d}
+	switch d {
+	case contract.AnswerAllow, contract.AnswerAlways, contract.AnswerDeny:
+		return Answer{Decision: d}
+	}
+	return Answer{Decision: contract.AnswerDeny, Text: d} // a no with the person's words
 }
 
 func TestACPRunsTools(t *testing.T) {
@@ -63,9 +67,45 @@ func TestACPRunsTools(t *testing.T) {
 		if res.SessionID == "" {
 			t.Error("no session id")
 		}
+		// Gemini reports the model's tokens (in the prompt response's
+		// _meta), opencode tokens and cost; codex-acp 0.16 only how full
+		// the context is.
+		if got := res.InputTokens > 0 && res.OutputTokens > 0; got != k.tokens || (res.CostUSD > 0) != k.cost {
+			t.Errorf("tokens %d in, %d out, $%v; want tokens reported: %v, cost: %v", res.InputTokens, res.OutputTokens, res.CostUSD, k.tokens, k.cost)
+		}
 		// The first prompt of a session carries textslash's system prompt.
 		if p := m.prompt(0); !strings.Contains(p, "textslash shot") || !strings.Contains(p, "please write hello.txt") {
 			t.Errorf("first prompt %q", p)
+		}
+	})
+}
+
+// A no with the person's words ("use echo instead") reaches the agent
+// as they do Claude Code, in the same run: the model is sent them, and
+// the run's reply is the agent's answer to them.
+func TestACPTellsTheNo(t *testing.T) {
+	eachKit(t, func(t *testing.T, k acpKit) {
+		script := []kitTurn{shellTurn("printf hi > hello.txt")}
+		if k.deniedAsksModel {
+			script = append(script, textTurn("Not done"))
+		}
+		m := k.start(t, append(script, textTurn("Using echo, then"))...)
+		r, _ := m.run("write hello.txt", contract.ModeAsk)
+		who := &asked{answers: []string{"use echo instead"}}
+		r.Ask = who.ask
+		res, err := m.agent.Run(acpCtx(t), r)
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(r.Dir, "hello.txt")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("hello.txt after a no: %v", err)
+		}
+		last := m.requests() - 1
+		if p := m.prompt(last); !strings.Contains(p, "use echo instead") {
+			t.Errorf("the model's last prompt %q; want the person's words", p)
+		}
+		if res.Text != "Using echo, then" {
+			t.Errorf("reply %q; want the answer to the person's words", res.Text)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/textslash/textslash/runner/claudetest"
 	"github.com/textslash/textslash/runner/geminitest"
 	"github.com/textslash/textslash/runner/openaitest"
+	"github.com/textslash/textslash/runner/opencodetest"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -38,7 +39,10 @@ type acpKit struct {
 	deniedAsksModel bool
 	// planMode: the agent has a plan mode of its own (session modes).
 	planMode bool
-	start    func(t *testing.T, turns ...kitTurn) *kitModel
+	// tokens, cost: the agent reports the turn's tokens, its cost in
+	// dollars.
+	tokens, cost bool
+	start  func(t *testing.T, turns ...kitTurn) *kitModel
 }
 
 // kitModel is a kit's scripted model and the agent pointed at it.
@@ -56,7 +60,8 @@ type kitModel struct {
 
 var acpKits = []acpKit{
 	{name: "codex", who: "Codex", start: codexKit},
-	{name: "gemini", who: "Gemini", deniedAsksModel: true, planMode: true, start: geminiKit},
+	{name: "gemini", who: "Gemini", deniedAsksModel: true, planMode: true, tokens: true, start: geminiKit},
+	{name: "opencode", who: "Opencode", tokens: true, cost: true, start: opencodeKit},
 }
 
 // eachKit runs test for each agent.
@@ -170,6 +175,52 @@ func geminiKit(t *testing.T, turns ...kitTurn) *kitModel {
 			for j := len(cs) - 1; j >= 0; j-- {
 				if cs[j].Role == "user" && texts(cs[j:j+1]) != "" {
 					return texts(cs[j : j+1])
+				}
+			}
+			return ""
+		},
+	}
+}
+
+// opencodeKit runs opencode against claudetest's Anthropic API, with a
+// config that says nothing of permissions: NamedACP's own settings must
+// make it ask.
+func opencodeKit(t *testing.T, turns ...kitTurn) *kitModel {
+	var script []claudetest.Turn
+	for _, k := range turns {
+		tr := claudetest.Text(k.text)
+		if k.shell != "" {
+			tr = claudetest.ToolUse("bash", map[string]string{"command": k.shell, "description": "a command"})
+		}
+		script = append(script, tr.After(k.after))
+	}
+	m := claudetest.NewModel(t, script...)
+	a, _ := NamedACP(contract.AgentOpencode, opencodetest.Binary(t))
+	cfg := opencodetest.Config(m)
+	delete(cfg, "permission")
+	texts := func(ms []claudetest.Message) string {
+		var all []string
+		for _, msg := range ms {
+			for _, b := range msg.Content {
+				all = append(all, b.Text+b.ResultText())
+			}
+		}
+		return strings.Join(all, "|")
+	}
+	return &kitModel{
+		agent: a,
+		run: func(text, mode string) (*Run, func() []string) {
+			return kitRun(t, text, mode, func(home string) []string {
+				return opencodetest.EnvConfig(cfg, home)
+			})
+		},
+		requests: func() int { return len(m.MainRequests()) },
+		sent:     func(i int) string { return texts(m.MainRequests()[i].Messages) },
+		prompt: func(i int) string {
+			ms := m.MainRequests()[i].Messages
+			for j := len(ms) - 1; j >= 0; j-- {
+				if ms[j].Role == "user" && texts(ms[j:j+1]) != "" {
+					return texts(ms[j : j+1])
 				}
 			}
 			return ""

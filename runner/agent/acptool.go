@@ -19,7 +19,7 @@ import (
 // input fields textslash reads.
 func acpTool(kind acp.ToolKind, title string, raw any, locs []acp.ToolCallLocation) toolCall {
 	in := rawStrings(raw)
-	path := first(in, "file_path", "path", "filePath", "absolute_path", "filename")
+	path := first(in, pathKeys...)
 	if path == "" && len(locs) > 0 {
 		path = locs[0].Path
 	}
@@ -50,6 +50,33 @@ func acpTool(kind acp.ToolKind, title string, raw any, locs []acp.ToolCallLocati
 		name = string(kind)
 	}
 	return toolCall{Name: name, Input: in}
+}
+
+// pathKeys name a file in the raw input of the agents seen.
+var pathKeys = []string{"file_path", "path", "filePath", "absolute_path", "filename"}
+
+// named says whether raw names what a call of kind is about, as its
+// progress line tells it: an execute's command, the file of an edit or a
+// read. opencode's first tool_call of a command carries only its cwd.
+func named(kind acp.ToolKind, raw any) bool {
+	in := rawStrings(raw)
+	switch kind {
+	case acp.ToolKindExecute:
+		return first(in, "command", "cmd") != "" || commandOf(raw) != ""
+	case acp.ToolKindEdit, acp.ToolKindDelete, acp.ToolKindMove, acp.ToolKindRead:
+		return first(in, pathKeys...) != ""
+	}
+	return true
+}
+
+// askedAbout says whether calls of kind may wait for the person's yes:
+// commands, changes to files, fetches.
+func askedAbout(kind acp.ToolKind) bool {
+	switch kind {
+	case acp.ToolKindExecute, acp.ToolKindEdit, acp.ToolKindDelete, acp.ToolKindMove, acp.ToolKindFetch:
+		return true
+	}
+	return false
 }
 
 // rawStrings are raw's string fields, when it is an object.

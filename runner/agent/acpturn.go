@@ -28,6 +28,7 @@ type acpTurn struct {
 	planned        bool
 	cost           float64 // the session's cost, as the agent last said it
 	costs          bool
+	told           []string // the person's words with their noes, not yet told
 }
 
 // acpCall is one tool call as the turn knows it so far.
@@ -65,7 +66,7 @@ func (t *acpTurn) update(u acp.SessionUpdate) {
 		c := t.call(tc.ToolCallId)
 		c.kind, c.title, c.raw, c.locs = tc.Kind, tc.Title, tc.RawInput, tc.Locations
 		t.newSegment()
-		if !t.holds() || tc.Status == acp.ToolCallStatusInProgress || tc.Status == acp.ToolCallStatusCompleted {
+		if t.due(c, tc.Status) {
 			t.say(c)
 		}
 	case u.ToolCallUpdate != nil:
@@ -92,9 +93,27 @@ func (t *acpTurn) callUpdate(u *acp.SessionToolCallUpdate) {
 	if len(u.Locations) > 0 {
 		c.locs = u.Locations
 	}
-	if s := u.Status; s != nil && (*s == acp.ToolCallStatusInProgress || *s == acp.ToolCallStatusCompleted) && !c.denied {
+	if s := u.Status; s != nil && t.due(c, *s) {
 		t.say(c)
 	}
+}
+
+// due says whether c's progress line is due at status. In auto mode a
+// call is told once it names what it does; else once it runs, but a call
+// of a kind that is asked about waits for its question's yes (opencode
+// marks a command in progress before it asks), or its end when the agent
+// did not ask (Codex runs a command it knows to be read-only). A denied
+// call has no line.
+func (t *acpTurn) due(c *acpCall, status acp.ToolCallStatus) bool {
+	switch {
+	case c.denied:
+		return false
+	case status == acp.ToolCallStatusCompleted:
+		return true
+	case !t.holds():
+		return status == acp.ToolCallStatusInProgress || named(c.kind, c.raw)
+	}
+	return status == acp.ToolCallStatusInProgress && !askedAbout(c.kind)
 }
 
 func (t *acpTurn) call(id acp.ToolCallId) *acpCall {
@@ -179,10 +198,14 @@ func (t *acpTurn) permission(ctx context.Context, req acp.RequestPermissionReque
 	tc := acpTool(c.kind, c.title, c.raw, c.locs)
 	t.mu.Unlock()
 
-	decision := t.decide(ctx, tc)
+	ans := t.decide(ctx, tc)
+	decision := ans.Decision
 	t.mu.Lock()
 	if decision == contract.AnswerDeny {
 		c.denied = true
+		if personSaid(ans.Text) {
+			t.told = append(t.told, ans.Text)
+		}
 	} else {
 		t.say(c)
 	}
@@ -191,12 +214,12 @@ func (t *acpTurn) permission(ctx context.Context, req acp.RequestPermissionReque
 }
 
 // decide is the answer to tc's permission request.
-func (t *acpTurn) decide(ctx context.Context, tc toolCall) string {
+func (t *acpTurn) decide(ctx context.Context, tc toolCall) Answer {
 	switch {
 	case t.run.Job.Mode == contract.ModeAuto:
-		return contract.AnswerAllow
+		return Answer{Decision: contract.AnswerAllow}
 	case t.run.Job.Mode == contract.ModePlan, t.run.Ask == nil:
-		return contract.AnswerDeny
+		return Answer{Decision: contract.AnswerDeny}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -211,5 +234,34 @@ func (t *acpTurn) decide(ctx context.Context, tc toolCall) string {
 	suggested := ""
 	a := t.run.Ask(ctx, Question{Tool: tc.Name, Input: in, Rule: ruleFor(tc.Name, in, suggested),
 		Text: questionText(t.who, tc.Name, in, t.run.Dir), Session: t.session})
-	return a.Decision
+	return a
+}
+
+// personSaid says whether a no's text is the person's own words, not one
+// of textslash's (DeniedNo, DeniedNoAnswer, …): those the agent already
+// knows from the reject.
+func personSaid(text string) bool {
+	switch strings.TrimSpace(text) {
+	case "", contract.DeniedNo, contract.DeniedNoAnswer, contract.DeniedNobody, contract.DeniedStopped:
+		return false
+	}
+	return true
+}
+
+// anew starts the reply anew, for a turn of the run's after the first:
+// its answer is the reply.
+func (t *acpTurn) anew() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.newSegment()
+}
+
+// takeTold is what the person said with their noes since last taken,
+// one line each; "" for nothing.
+func (t *acpTurn) takeTold() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	told := strings.Join(t.told, "\n")
+	t.told = nil
+	return told
 }
