@@ -42,7 +42,7 @@ type acpKit struct {
 	// tokens, cost: the agent reports the turn's tokens, its cost in
 	// dollars.
 	tokens, cost bool
-	start  func(t *testing.T, turns ...kitTurn) *kitModel
+	start        func(t *testing.T, turns ...kitTurn) *kitModel
 }
 
 // kitModel is a kit's scripted model and the agent pointed at it.
