@@ -10,12 +10,14 @@ import (
 	"github.com/textslash/textslash/runner/claudetest"
 	"github.com/textslash/textslash/runner/geminitest"
 	"github.com/textslash/textslash/runner/openaitest"
+	"github.com/textslash/textslash/runner/opencodetest"
 )
 
 // BenchmarkFollowUpACP is BenchmarkFollowUp (homes kept, as root) with an
 // agent spoken to over the Agent Client Protocol: Gemini CLI
 // (TEXTSLASH_AGENT=gemini) and Codex (codex-acp, as acp:<its command line>
-// with the scripted provider's settings), each against its scripted model
+// with the scripted provider's settings) and opencode
+// (TEXTSLASH_AGENT=opencode, on claudetest's Anthropic API), each against its scripted model
 // API: webhook (web chat POST) → the model's request for a first message
 // and a follow-up, and CPU per follow-up outside the model. It fails when
 // a warm agent was started more than once per home.
@@ -33,6 +35,30 @@ func BenchmarkFollowUpACP(b *testing.B) {
 		}
 		model := geminitest.NewModel(b, turns...)
 		env := append([]string{"TEXTSLASH_AGENT=gemini", "TEXTSLASH_AGENT_BIN=" + geminitest.Binary(b)}, geminitest.Env(model)...)
+		benchACP(b, env, scripted{turns: model.Turns, at: func(turn int) (time.Time, bool) {
+			for _, r := range model.MainRequests() {
+				if r.Turn == turn {
+					return r.At, true
+				}
+			}
+			return time.Time{}, false
+		}})
+	})
+	b.Run("opencode", func(b *testing.B) {
+		n := b.N * followUpPeople * (1 + followUpsEach)
+		turns := make([]claudetest.Turn, n)
+		for i := range turns {
+			turns[i] = claudetest.Text("ok " + strconv.Itoa(i))
+		}
+		model := claudetest.NewModel(b, turns...)
+		// opencodetest's environment, but for what a run does not get from
+		// textslash's (HOME and XDG_ are the home's).
+		env := []string{"TEXTSLASH_AGENT=opencode", "TEXTSLASH_AGENT_BIN=" + opencodetest.Binary(b)}
+		for _, kv := range opencodetest.Env(model, "/nonexistent") {
+			if strings.HasPrefix(kv, "OPENCODE_") || strings.HasPrefix(kv, "ANTHROPIC_") {
+				env = append(env, kv)
+			}
+		}
 		benchACP(b, env, scripted{turns: model.Turns, at: func(turn int) (time.Time, bool) {
 			for _, r := range model.MainRequests() {
 				if r.Turn == turn {
