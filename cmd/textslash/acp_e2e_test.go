@@ -20,8 +20,8 @@ import (
 // over the web chat, in its own home: the real CLI against a scripted
 // Gemini API. Its command comes to the person as a question; no keeps it
 // from running, always lets it run and the same command again without
-// asking; progress and the reply come back; a follow-up reaches the warm
-// CLI in the same session.
+// asking; progress and the reply come back; cancel mid-turn ends the run
+// as cancelled; a follow-up reaches the warm CLI in the same session.
 func TestGeminiOverWebChat(t *testing.T) {
 	shell := func(cmd string) geminitest.Turn {
 		return geminitest.ToolCall("run_shell_command", map[string]any{"command": cmd, "description": "a command"})
@@ -29,6 +29,7 @@ func TestGeminiOverWebChat(t *testing.T) {
 	model := geminitest.NewModel(t,
 		shell("printf one > one.txt"), geminitest.Text("Not done."),
 		shell("printf two >> two.txt"), shell("printf two >> two.txt"), geminitest.Text("Made two, twice."),
+		geminitest.Text("Thought it over.").After(2*time.Minute),
 		geminitest.Text("Still here."),
 	)
 	env := append([]string{"TEXTSLASH_AGENT=gemini", "TEXTSLASH_AGENT_BIN=" + geminitest.Binary(t), "TEXTSLASH_DEFAULT_MODE=ask"},
@@ -72,6 +73,19 @@ func TestGeminiOverWebChat(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(progress, "\n"), "Running `printf two >> two.txt`") {
 		t.Errorf("progress %q", progress)
+	}
+
+	slow := c.send("think it over")
+	natstest.CheckFor(t, 60*time.Second, 20*time.Millisecond, func() error {
+		if n := len(model.MainRequests()); n < 6 {
+			return fmt.Errorf("%d requests reached the model; want the sixth", n)
+		}
+		return nil
+	})
+	c.send("cancel")
+	cancelled := waitFor(t, events, 30*time.Second, func(ev sseEvent) bool { return ev.Kind == "done" && ev.Event.JobID == slow })
+	if cancelled.Event.Status != contract.StatusCanceled {
+		t.Errorf("done %q (%s); want canceled", cancelled.Event.Text, cancelled.Event.Status)
 	}
 
 	if ev := c.ask(events, "still there?"); ev.Text != "Still here." {

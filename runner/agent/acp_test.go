@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -285,4 +286,23 @@ func TestACPCheck(t *testing.T) {
 	if n := len(m.Requests()); n != 0 {
 		t.Errorf("%d model requests; want none", n)
 	}
+}
+
+// What an ACP agent hands over comes back as Claude Code's does: the
+// marker lines of its reply (SCREENSHOT_CAPTURED:, FILE_CAPTURED:) are
+// handovers, and are left out of the reply. (None of the three agents
+// sends an image as a content block: Gemini CLI 0.61 sends text only.)
+func TestACPHandsOver(t *testing.T) {
+	eachKit(t, func(t *testing.T, k acpKit) {
+		m := k.start(t, textTurn("Here it is.\nSCREENSHOT_CAPTURED:tmp/ai_screenshots/app.png\nFILE_CAPTURED:report.pdf"))
+		r, _ := m.run("show me the app", contract.ModeAuto)
+		res, err := m.agent.Run(acpCtx(t), r)
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		want := []Handover{{Path: "tmp/ai_screenshots/app.png"}, {Path: "report.pdf", File: true}}
+		if res.Text != "Here it is." || !slices.Equal(res.Handovers, want) {
+			t.Errorf("reply %q, handovers %+v; want %+v", res.Text, res.Handovers, want)
+		}
+	})
 }
