@@ -40,6 +40,9 @@ func IsBuiltIn(channel string) bool { return slices.Contains(BuiltInChannels, ch
 // subject token, a KV key part and a directory name at once.
 var tokenRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
+// IsToken reports whether s may be a channel or user id (tokenRE).
+func IsToken(s string) bool { return tokenRE.MatchString(s) }
+
 // User is one person on one channel: the unit of ordering, state and
 // workspace. Dispatcher and runner treat it as opaque; only the channel's
 // ingress and egress know how ID maps to an address (a phone number, a chat
@@ -84,48 +87,48 @@ func UserFromSubject(subject string) (User, error) {
 	return NewUser(parts[2], parts[3])
 }
 
-// Subjects. Every subject starts with ts.<kind>.<channel>.<id>.
+// Subjects' roots. Every subject starts with ts.<kind>.<channel>.<id>.
 const (
-	subjectIn    = "ts.in"
-	subjectJob   = "ts.job"
-	subjectQueue = "ts.queue"
-	subjectEv    = "ts.ev"
-	subjectCtl   = "ts.ctl"
-	subjectTimer = "ts.timer"
+	SubjectIn    = "ts.in"
+	SubjectJob   = "ts.job"
+	SubjectQueue = "ts.queue"
+	SubjectEv    = "ts.ev"
+	SubjectCtl   = "ts.ctl"
+	SubjectTimer = "ts.timer"
 )
 
 // CancelSubject (core NATS, not stored) tells whichever runner runs the
 // user's job named in the payload to stop it now.
-func CancelSubject(u User) string { return subjectCtl + "." + u.Key() + ".cancel" }
+func CancelSubject(u User) string { return SubjectCtl + "." + u.Key() + ".cancel" }
 
 // AllCancels is what runners subscribe to.
-const AllCancels = subjectCtl + ".*.*.cancel"
+const AllCancels = SubjectCtl + ".*.*.cancel"
 
 // ApprovalScheduleSubject holds a user's pending approval timeout: a
 // JetStream message schedule that fires into ApprovalExpiredSubject.
-func ApprovalScheduleSubject(u User) string { return subjectTimer + "." + u.Key() + ".approval" }
+func ApprovalScheduleSubject(u User) string { return SubjectTimer + "." + u.Key() + ".approval" }
 
 // PermissionScheduleSubject holds the timeout of the permission question a
 // user has not answered yet, like ApprovalScheduleSubject.
-func PermissionScheduleSubject(u User) string { return subjectTimer + "." + u.Key() + ".permission" }
+func PermissionScheduleSubject(u User) string { return SubjectTimer + "." + u.Key() + ".permission" }
 
 // ApprovalExpiredSubject receives the approval and permission timeouts
 // when they fire (Timer.Kind tells which).
-func ApprovalExpiredSubject(u User) string { return subjectTimer + "." + u.Key() + ".expired" }
+func ApprovalExpiredSubject(u User) string { return SubjectTimer + "." + u.Key() + ".expired" }
 
 // ScheduleSubject holds one of a user's scheduled messages, id: a
 // JetStream message schedule (once, cron or every) that fires into
 // ScheduledSubject.
-func ScheduleSubject(u User, id string) string { return subjectTimer + "." + u.Key() + ".sched." + id }
+func ScheduleSubject(u User, id string) string { return SubjectTimer + "." + u.Key() + ".sched." + id }
 
 // UserSchedules filters every schedule of one user.
-func UserSchedules(u User) string { return subjectTimer + "." + u.Key() + ".sched.*" }
+func UserSchedules(u User) string { return SubjectTimer + "." + u.Key() + ".sched.*" }
 
 // ScheduledSubject receives a user's scheduled messages when they fire.
-func ScheduledSubject(u User) string { return subjectTimer + "." + u.Key() + ".run" }
+func ScheduledSubject(u User) string { return SubjectTimer + "." + u.Key() + ".run" }
 
 // InboundSubject is where ingress publishes a person's message.
-func InboundSubject(u User) string { return subjectIn + "." + u.Key() }
+func InboundSubject(u User) string { return SubjectIn + "." + u.Key() }
 
 // InboundFrom checks that a message published on subject is u's: a
 // message belongs to the channel it was published on, whose NATS login
@@ -137,29 +140,29 @@ func InboundFrom(subject string, u User) error {
 	if subject == InboundSubject(u) {
 		return nil
 	}
-	return fmt.Errorf("%w: the payload's user %s is not %s, whose subject it was published on", ErrInvalidUser, u.Key(), strings.TrimPrefix(subject, subjectIn+"."))
+	return fmt.Errorf("%w: the payload's user %s is not %s, whose subject it was published on", ErrInvalidUser, u.Key(), strings.TrimPrefix(subject, SubjectIn+"."))
 }
 
 // JobSubject is where the dispatcher publishes a message that may run now.
-func JobSubject(u User) string { return subjectJob + "." + u.Key() }
+func JobSubject(u User) string { return SubjectJob + "." + u.Key() }
 
 // QueueSubject holds a user's messages waiting for the current run to end.
-func QueueSubject(u User) string { return subjectQueue + "." + u.Key() }
+func QueueSubject(u User) string { return SubjectQueue + "." + u.Key() }
 
 // EventSubject is where events about a user's messages are published.
 func EventSubject(u User, kind EventKind) string {
-	return subjectEv + "." + u.Key() + "." + string(kind)
+	return SubjectEv + "." + u.Key() + "." + string(kind)
 }
 
 // ChannelEvents filters every event of one channel's users: what that
 // channel's egress consumes.
-func ChannelEvents(channel string) string { return subjectEv + "." + channel + ".>" }
+func ChannelEvents(channel string) string { return SubjectEv + "." + channel + ".>" }
 
 // UserEvents filters every event of one user.
-func UserEvents(u User) string { return subjectEv + "." + u.Key() + ".>" }
+func UserEvents(u User) string { return SubjectEv + "." + u.Key() + ".>" }
 
 // AllEvents filters events of one kind for every user.
-func AllEvents(kind EventKind) string { return subjectEv + ".*.*." + string(kind) }
+func AllEvents(kind EventKind) string { return SubjectEv + ".*.*." + string(kind) }
 
 // Headers.
 const (

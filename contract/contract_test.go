@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/natstest"
 )
 
@@ -148,7 +149,7 @@ func TestNewUser(t *testing.T) {
 		if !errors.Is(err, contract.ErrInvalidUser) {
 			t.Errorf("NewUser(%q, %q): got %v; want ErrInvalidUser", tt.channel, tt.id, err)
 		}
-		if !contract.IsPermanent(err) {
+		if !bus.IsPermanent(err) {
 			t.Errorf("NewUser(%q, %q): IsPermanent(%v) = false; want true", tt.channel, tt.id, err)
 		}
 	}
@@ -217,7 +218,7 @@ func TestDecode(t *testing.T) {
 		if !errors.Is(err, tt.want) {
 			t.Errorf("%s: Decode(%q): got %v; want %v", tt.name, tt.data, err, tt.want)
 		}
-		if !contract.IsPermanent(err) {
+		if !bus.IsPermanent(err) {
 			t.Errorf("%s: IsPermanent(%v) = false; want true", tt.name, err)
 		}
 	}
@@ -267,7 +268,7 @@ func TestIsPermanent(t *testing.T) {
 		{fmt.Errorf("not wrapped: %v", contract.ErrInvalidPayload), false},
 	}
 	for _, tt := range tests {
-		if got := contract.IsPermanent(tt.err); got != tt.want {
+		if got := bus.IsPermanent(tt.err); got != tt.want {
 			t.Errorf("IsPermanent(%v): got %v; want %v", tt.err, got, tt.want)
 		}
 	}
@@ -290,12 +291,12 @@ func TestBackoff(t *testing.T) {
 		{1<<64 - 1, 30 * time.Second},
 	}
 	for _, tt := range tests {
-		if got := contract.Backoff(tt.delivered); got != tt.want {
+		if got := bus.Backoff(tt.delivered); got != tt.want {
 			t.Errorf("Backoff(%d): got %v; want %v", tt.delivered, got, tt.want)
 		}
 	}
 	for n := uint64(1); n < 50; n++ {
-		if a, b := contract.Backoff(n), contract.Backoff(n+1); b < a {
+		if a, b := bus.Backoff(n), bus.Backoff(n+1); b < a {
 			t.Errorf("Backoff(%d) = %v > Backoff(%d) = %v; want non-decreasing", n, a, n+1, b)
 		}
 	}
@@ -398,7 +399,7 @@ func TestMsgID(t *testing.T) {
 func provisioned(t *testing.T) *natstest.Server {
 	t.Helper()
 	s := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), s.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(t.Context(), s.JS, bus.Options{}); err != nil {
 		t.Fatalf("Provision: %v", err)
 	}
 	return s
@@ -408,7 +409,7 @@ func TestProvisionIdempotent(t *testing.T) {
 	s := provisioned(t)
 	ctx := t.Context()
 	for i := range 2 {
-		if err := contract.Provision(ctx, s.JS, contract.Options{}); err != nil {
+		if err := bus.Provision(ctx, s.JS, bus.Options{}); err != nil {
 			t.Fatalf("Provision again (%d): %v", i+2, err)
 		}
 	}
@@ -416,7 +417,7 @@ func TestProvisionIdempotent(t *testing.T) {
 	for name := range s.JS.StreamNames(ctx).Name() {
 		names = append(names, name)
 	}
-	for _, cfg := range contract.Streams(contract.Options{}) {
+	for _, cfg := range bus.Streams(bus.Options{}) {
 		st, err := s.JS.Stream(ctx, cfg.Name)
 		if err != nil {
 			t.Errorf("stream %s: %v (streams: %v)", cfg.Name, err, names)
@@ -431,7 +432,7 @@ func TestProvisionIdempotent(t *testing.T) {
 			t.Errorf("stream %s: got Duplicates %v; want %v", cfg.Name, got.Duplicates, contract.DedupWindow)
 		}
 	}
-	for stream, cfgs := range contract.Consumers() {
+	for stream, cfgs := range bus.Consumers() {
 		for _, cfg := range cfgs {
 			c, err := s.JS.Consumer(ctx, stream, cfg.Durable)
 			if err != nil {
@@ -546,17 +547,17 @@ func TestDedup(t *testing.T) {
 
 func TestMediaStoreTTL(t *testing.T) {
 	tests := []struct {
-		opts contract.Options
+		opts bus.Options
 		want time.Duration
 	}{
-		{contract.Options{}, 30 * time.Minute},
-		{contract.Options{MediaTTL: time.Hour}, time.Hour}, // Provision updates an existing store
-		{contract.Options{MediaTTL: 5 * time.Minute}, 5 * time.Minute},
+		{bus.Options{}, 30 * time.Minute},
+		{bus.Options{MediaTTL: time.Hour}, time.Hour}, // Provision updates an existing store
+		{bus.Options{MediaTTL: 5 * time.Minute}, 5 * time.Minute},
 	}
 	s := natstest.RunJetStream(t)
 	ctx := t.Context()
 	for _, tt := range tests {
-		if err := contract.Provision(ctx, s.JS, tt.opts); err != nil {
+		if err := bus.Provision(ctx, s.JS, tt.opts); err != nil {
 			t.Fatalf("Provision(%+v): %v", tt.opts, err)
 		}
 		store, err := s.JS.ObjectStore(ctx, contract.BucketMedia)
@@ -623,7 +624,7 @@ func TestPutImage(t *testing.T) {
 	}
 	ids := map[string]bool{}
 	for _, tt := range tests {
-		img, err := contract.PutImage(ctx, store, tt.contentType, tt.data)
+		img, err := bus.PutImage(ctx, store, tt.contentType, tt.data)
 		if !tt.ok {
 			if !errors.Is(err, contract.ErrInvalidPayload) {
 				t.Errorf("%s: PutImage: got %+v, %v; want ErrInvalidPayload", tt.name, img, err)
@@ -801,7 +802,7 @@ func TestProvisionLimits(t *testing.T) {
 	ns := natstest.RunJetStream(t)
 	ctx := t.Context()
 	// As an older textslash made them: no byte limits.
-	for _, cfg := range contract.Streams(contract.Options{}) {
+	for _, cfg := range bus.Streams(bus.Options{}) {
 		cfg.MaxBytes, cfg.MaxMsgSize, cfg.Discard = 0, 0, jetstream.DiscardOld
 		if cfg.Name == contract.StreamQueue {
 			cfg.Discard = jetstream.DiscardNew
@@ -810,7 +811,7 @@ func TestProvisionLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := contract.Provision(ctx, ns.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(ctx, ns.JS, bus.Options{}); err != nil {
 		t.Fatalf("provision over an older deployment: %v", err)
 	}
 	for _, name := range []string{contract.StreamIn, contract.StreamJobs, contract.StreamQueue, contract.StreamTimers, contract.StreamEvents} {
@@ -909,9 +910,9 @@ func TestPluginChannelsGetMediaStoresOfTheirOwn(t *testing.T) {
 	}
 	s := natstest.RunJetStream(t)
 	ctx := t.Context()
-	o := contract.Options{Channels: []string{"slack", "line", contract.ChannelWeb}, MediaTTL: time.Hour}
+	o := bus.Options{Channels: []string{"slack", "line", contract.ChannelWeb}, MediaTTL: time.Hour}
 	for range 2 { // again: Provision updates what is there
-		if err := contract.Provision(ctx, s.JS, o); err != nil {
+		if err := bus.Provision(ctx, s.JS, o); err != nil {
 			t.Fatalf("Provision(%+v): %v", o, err)
 		}
 	}
@@ -939,7 +940,7 @@ func TestPluginChannelsGetMediaStoresOfTheirOwn(t *testing.T) {
 	if _, err := s.JS.ObjectStore(ctx, "media-discord"); !errors.Is(err, jetstream.ErrBucketNotFound) {
 		t.Errorf("media-discord: got %v; want %v (not named)", err, jetstream.ErrBucketNotFound)
 	}
-	if err := contract.Provision(ctx, s.JS, contract.Options{Channels: []string{"a.b"}}); !errors.Is(err, contract.ErrInvalidUser) {
+	if err := bus.Provision(ctx, s.JS, bus.Options{Channels: []string{"a.b"}}); !errors.Is(err, contract.ErrInvalidUser) {
 		t.Errorf("Provision of channel a.b: got %v; want %v", err, contract.ErrInvalidUser)
 	}
 }

@@ -1,22 +1,15 @@
 package contract
 
 import (
-	"bytes"
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 )
 
 // MediaBucketOf is the object store holding the images and files of
@@ -32,48 +25,6 @@ func MediaBucketOf(channel string) string {
 		return BucketMedia
 	}
 	return BucketMedia + "-" + channel
-}
-
-// PutImage stores an image in the media object store under a fresh
-// unguessable id, with its Content-Type as an object header, and describes
-// it for an image event. Width and height are the caller's to fill in.
-// Data that is not an image of contentType is refused with
-// ErrInvalidPayload.
-func PutImage(ctx context.Context, store jetstream.ObjectStore, contentType string, data []byte) (Image, error) {
-	if !IsImage(contentType) {
-		return Image{}, fmt.Errorf("%w: content type %q", ErrInvalidPayload, contentType)
-	}
-	if got := http.DetectContentType(data); got != contentType {
-		return Image{}, fmt.Errorf("%w: data is %s, not %s", ErrInvalidPayload, got, contentType)
-	}
-	img := Image{ID: nuid.Next(), ContentType: contentType, Size: len(data)}
-	meta := jetstream.ObjectMeta{Name: img.ID, Headers: nats.Header{"Content-Type": []string{contentType}}}
-	if _, err := store.Put(ctx, meta, bytes.NewReader(data)); err != nil {
-		return Image{}, fmt.Errorf("store image: %w", err)
-	}
-	return img, nil
-}
-
-// PutFile stores any file in the media object store under a fresh
-// unguessable id, with its Content-Type as an object header. Images go
-// through PutImage, which checks them; a file's name is made safe
-// (SafeName).
-func PutFile(ctx context.Context, store jetstream.ObjectStore, contentType, name string, data []byte) (Image, error) {
-	if IsImage(contentType) {
-		return PutImage(ctx, store, contentType, data)
-	}
-	if contentType == "" {
-		contentType = "application/octet-stream"
-	}
-	f := Image{ID: nuid.Next(), ContentType: contentType, Size: len(data)}
-	if name != "" {
-		f.Name = SafeName(name)
-	}
-	meta := jetstream.ObjectMeta{Name: f.ID, Headers: nats.Header{"Content-Type": []string{contentType}}}
-	if _, err := store.Put(ctx, meta, bytes.NewReader(data)); err != nil {
-		return Image{}, fmt.Errorf("store file: %w", err)
-	}
-	return f, nil
 }
 
 // The content types of images: what every channel shows as an image.
@@ -145,8 +96,10 @@ type MediaFetch struct {
 	Media Media `json:"media"`
 }
 
-func (p *MediaFetch) setVersion()  { p.V = Version }
+func (p *MediaFetch) setVersion() { p.V = Version }
+
 func (p *MediaFetch) version() int { return p.V }
+
 func (p *MediaFetch) validate() error {
 	if p.Media.URL == "" {
 		return fmt.Errorf("no media url")

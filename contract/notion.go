@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Notion tasks. Ingress turns a page of a Notion database into a message of
@@ -53,23 +51,6 @@ func NotionPage(jobID string) (taskID string, ok bool) {
 // time of the page's version that started a job, so that a poll, a
 // restart or a second ingress does not start it again.
 const BucketNotion = "notion"
-
-// NotionBucket is BucketNotion's configuration. A page's entry outlives
-// the deduplication window of IN by far: a page that no longer matches
-// the filter is not looked at again, and one that does is recognised
-// until its entry expires after a month unedited.
-func NotionBucket(o Options) jetstream.KeyValueConfig {
-	o = o.withDefaults()
-	return jetstream.KeyValueConfig{
-		Bucket:      BucketNotion,
-		Description: "notion: the version of each page that started a job",
-		History:     1,
-		TTL:         30 * 24 * time.Hour,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-		MaxBytes:    SmallMaxBytes,
-	}
-}
 
 // NotionPageKey is page taskID's key in BucketNotion.
 func NotionPageKey(taskID string) string { return "page." + taskID }

@@ -1,13 +1,10 @@
 package contract
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Inbound is one message a person sent, as ingress publishes it on
@@ -334,13 +331,19 @@ func Encode(p interface{ setVersion() }) ([]byte, error) {
 	return json.Marshal(p)
 }
 
-func (p *Inbound) setVersion()   { p.V = Version }
-func (p *Job) setVersion()       { p.V = Version }
-func (p *Event) setVersion()     { p.V = Version }
+func (p *Inbound) setVersion() { p.V = Version }
+
+func (p *Job) setVersion() { p.V = Version }
+
+func (p *Event) setVersion() { p.V = Version }
+
 func (p *UserState) setVersion() { p.V = Version }
-func (p *Timer) setVersion()     { p.V = Version }
-func (p *Cost) setVersion()      { p.V = Version }
-func (p *Schedule) setVersion()  { p.V = Version }
+
+func (p *Timer) setVersion() { p.V = Version }
+
+func (p *Cost) setVersion() { p.V = Version }
+
+func (p *Schedule) setVersion() { p.V = Version }
 
 // Decode unmarshals a payload and refuses versions newer than this contract.
 // Every failure wraps ErrInvalidPayload or ErrVersion: a redelivery cannot
@@ -362,14 +365,18 @@ func Decode(data []byte, p interface{ version() int }) error {
 
 // Messages about a user's message must name both.
 func (p *Inbound) validate() error { return validateRef(p.User, p.ID) }
-func (p *Job) validate() error     { return validateRef(p.User, p.ID) }
-func (p *Timer) validate() error   { return validateRef(p.User, p.JobID) }
+
+func (p *Job) validate() error { return validateRef(p.User, p.ID) }
+
+func (p *Timer) validate() error { return validateRef(p.User, p.JobID) }
+
 func (p *Schedule) validate() error {
 	if p.Text == "" {
 		return errors.New("nothing to run")
 	}
 	return validateRef(p.User, p.ID)
 }
+
 func (p *Event) validate() error {
 	if p.Kind == "" {
 		return errors.New("no kind")
@@ -388,13 +395,19 @@ func validateRef(u User, id string) error {
 	return u.Validate()
 }
 
-func (p *Inbound) version() int   { return p.V }
-func (p *Job) version() int       { return p.V }
-func (p *Event) version() int     { return p.V }
+func (p *Inbound) version() int { return p.V }
+
+func (p *Job) version() int { return p.V }
+
+func (p *Event) version() int { return p.V }
+
 func (p *UserState) version() int { return p.V }
-func (p *Timer) version() int     { return p.V }
-func (p *Cost) version() int      { return p.V }
-func (p *Schedule) version() int  { return p.V }
+
+func (p *Timer) version() int { return p.V }
+
+func (p *Cost) version() int { return p.V }
+
+func (p *Schedule) version() int { return p.V }
 
 // MsgID is the Nats-Msg-Id of a message about one of a user's messages:
 // provider ids are unique per user, so the user key makes them unique.
@@ -404,35 +417,4 @@ func MsgID(u User, id string, parts ...string) string {
 		s += ":" + p
 	}
 	return s
-}
-
-// PublishEvent stamps and publishes ev on its subject, deduplicated by
-// msgID (build it with MsgID), and waits for JetStream's acknowledgement
-// (see Publish).
-//
-// An event's text longer than MaxEventText is cut there, with a note that
-// says so (CutText): a reply of any size reaches the person, whole or cut,
-// never lost to NATS's limit on a message's size.
-func PublishEvent(ctx context.Context, js jetstream.JetStream, ev Event, msgID string) error {
-	_, err := PublishEventAck(ctx, js, ev, msgID)
-	return err
-}
-
-// PublishEventAck is PublishEvent for a caller that needs JetStream's
-// acknowledgement: ack.Duplicate tells that another publish stored msgID
-// first.
-func PublishEventAck(ctx context.Context, js jetstream.JetStream, ev Event, msgID string) (*jetstream.PubAck, error) {
-	if ev.At.IsZero() {
-		ev.At = time.Now().UTC()
-	}
-	ev.Text = CutText(ev.Text)
-	data, err := Encode(&ev)
-	if err != nil {
-		return nil, err
-	}
-	ack, err := Publish(ctx, js, EventSubject(ev.User, ev.Kind), data, msgID)
-	if err != nil {
-		return nil, fmt.Errorf("publish %s event: %w", ev.Kind, err)
-	}
-	return ack, nil
 }

@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Projects: a person works in several workspaces, one per project. The
@@ -155,31 +153,6 @@ func SnapshotName(u User, project string) string {
 	return u.Key() + "/" + ProjectOf(project)
 }
 
-// ProjectsBucket is BucketProjects' configuration.
-func ProjectsBucket(o Options) jetstream.KeyValueConfig {
-	o = o.withDefaults()
-	return jetstream.KeyValueConfig{
-		Bucket:      BucketProjects,
-		Description: "runner: each person's projects",
-		History:     1,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-		MaxBytes:    SmallMaxBytes,
-	}
-}
-
-// SnapshotsBucket is BucketSnapshots' configuration.
-func SnapshotsBucket(o Options) jetstream.ObjectStoreConfig {
-	o = o.withDefaults()
-	return jetstream.ObjectStoreConfig{
-		Bucket:      BucketSnapshots,
-		Description: "runner: the last snapshot of each person's projects, for the runner taking them over",
-		TTL:         SnapshotsKept,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-		MaxBytes:    SnapshotsMaxBytes,
-	}
-}
-
 func (p *Projects) version() int { return p.V }
-func (p *Projects) setVersion()  { p.V = Version }
+
+func (p *Projects) setVersion() { p.V = Version }

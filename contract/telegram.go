@@ -2,8 +2,6 @@ package contract
 
 import (
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Telegram's updates, when ingress polls for them (getUpdates: no public
@@ -35,19 +33,6 @@ type TelegramPoll struct {
 	Until time.Time `json:"until,omitzero"`
 }
 
-func (p *TelegramPoll) setVersion()  { p.V = Version }
-func (p *TelegramPoll) version() int { return p.V }
+func (p *TelegramPoll) setVersion() { p.V = Version }
 
-// TelegramBucket is BucketTelegram's configuration: one small key, kept
-// until the bot's updates no longer come by polling.
-func TelegramBucket(o Options) jetstream.KeyValueConfig {
-	o = o.withDefaults()
-	return jetstream.KeyValueConfig{
-		Bucket:      BucketTelegram,
-		Description: "telegram: where ingress is in the bot's updates, and which ingress polls",
-		History:     1,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-		MaxBytes:    SmallMaxBytes,
-	}
-}
+func (p *TelegramPoll) version() int { return p.V }

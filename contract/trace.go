@@ -5,9 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"regexp"
-
-	"github.com/nats-io/nats.go"
-	"github.com/rs/zerolog"
 )
 
 // LogTrace is the log field holding a message's trace id, on every line
@@ -35,9 +32,6 @@ var traceparentRE = regexp.MustCompile(`^([0-9a-f]{2})-([0-9a-f]{32})-[0-9a-f]{1
 
 const zeroTrace = "00000000000000000000000000000000"
 
-// Trace is the trace id a message's headers carry; "" when none.
-func Trace(h nats.Header) string { return h.Get(HeaderTrace) }
-
 type traceKey struct{}
 
 // WithTrace returns ctx carrying trace: Publish and NewMsg under it put
@@ -51,31 +45,4 @@ func WithTrace(ctx context.Context, trace string) context.Context {
 func TraceFrom(ctx context.Context) string {
 	trace, _ := ctx.Value(traceKey{}).(string)
 	return trace
-}
-
-// TraceLog is log with the trace id as LogTrace; log itself when the id
-// is empty.
-func TraceLog(log zerolog.Logger, trace string) zerolog.Logger {
-	if trace == "" {
-		return log
-	}
-	return log.With().Str(LogTrace, trace).Logger()
-}
-
-// Traced returns ctx and log carrying the trace of a message's headers:
-// what Settle gives a handler of the message.
-func Traced(ctx context.Context, log zerolog.Logger, h nats.Header) (context.Context, zerolog.Logger) {
-	trace := Trace(h)
-	return WithTrace(ctx, trace), TraceLog(log, trace)
-}
-
-// NewMsg is a message for subject carrying ctx's trace (see WithTrace)
-// as its HeaderTrace; for publishes that Publish does not make.
-func NewMsg(ctx context.Context, subject string, data []byte) *nats.Msg {
-	m := nats.NewMsg(subject)
-	m.Data = data
-	if trace := TraceFrom(ctx); trace != "" {
-		m.Header.Set(HeaderTrace, trace)
-	}
-	return m
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/natstest"
 )
 
@@ -68,7 +69,7 @@ func TestPublishCarriesTrace(t *testing.T) {
 		{contract.WithTrace(ctx, trace), "t.traced", trace},
 		{ctx, "t.plain", ""},
 	} {
-		ack, err := contract.Publish(tt.ctx, s.JS, tt.subject, []byte("x"), "id-"+tt.subject)
+		ack, err := bus.Publish(tt.ctx, s.JS, tt.subject, []byte("x"), "id-"+tt.subject)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +77,7 @@ func TestPublishCarriesTrace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := contract.Trace(m.Header); got != tt.wantTrace {
+		if got := bus.Trace(m.Header); got != tt.wantTrace {
 			t.Errorf("%s: trace header %q; want %q", tt.subject, got, tt.wantTrace)
 		}
 		if got := m.Header.Get(contract.HeaderMsgID); got != "id-"+tt.subject {
@@ -96,7 +97,7 @@ func TestSettlePassesTraceOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	trace := contract.NewTrace("")
-	if _, err := contract.Publish(contract.WithTrace(ctx, trace), s.JS, "t.in", []byte("in"), "in"); err != nil {
+	if _, err := bus.Publish(contract.WithTrace(ctx, trace), s.JS, "t.in", []byte("in"), "in"); err != nil {
 		t.Fatal(err)
 	}
 	cons, err := stream.CreateConsumer(ctx, jetstream.ConsumerConfig{FilterSubject: "t.in", AckPolicy: jetstream.AckExplicitPolicy})
@@ -108,9 +109,9 @@ func TestSettlePassesTraceOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	contract.Settle(ctx, msg, func(ctx context.Context, _ jetstream.Msg) error {
+	bus.Settle(ctx, msg, func(ctx context.Context, _ jetstream.Msg) error {
 		zerolog.Ctx(ctx).Info().Msg("handled")
-		_, err := contract.Publish(ctx, s.JS, "t.out", []byte("out"), "out")
+		_, err := bus.Publish(ctx, s.JS, "t.out", []byte("out"), "out")
 		return err
 	}, zerolog.New(&logs))
 
@@ -118,7 +119,7 @@ func TestSettlePassesTraceOn(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the handler published nothing: %v", err)
 	}
-	if got := contract.Trace(out.Header); got != trace {
+	if got := bus.Trace(out.Header); got != trace {
 		t.Errorf("published under the handler: trace %q; want the input's %q", got, trace)
 	}
 	var line map[string]any

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/discord"
 	"github.com/textslash/textslash/discord/discordtest"
 	"github.com/textslash/textslash/kit"
@@ -39,7 +40,7 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	r := &rig{fake: discordtest.New(t, discordtest.Options{}), ns: natstest.RunJetStream(t), logs: &logLines{t: t}}
-	if err := contract.Provision(t.Context(), r.ns.JS, contract.Options{Channels: []string{discord.Channel}}); err != nil {
+	if err := bus.Provision(t.Context(), r.ns.JS, bus.Options{Channels: []string{discord.Channel}}); err != nil {
 		t.Fatal(err)
 	}
 	log := zerolog.New(r.logs)
@@ -92,7 +93,7 @@ func (r *rig) put(t *testing.T, contentType, name string, data []byte) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := contract.PutFile(t.Context(), store, contentType, name, data)
+	img, err := bus.PutFile(t.Context(), store, contentType, name, data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/discord"
 	"github.com/textslash/textslash/discord/discordtest"
 	"github.com/textslash/textslash/egress"
@@ -175,7 +176,7 @@ func TestGatewayDropResumes(t *testing.T) {
 func TestRunBadToken(t *testing.T) {
 	fake := discordtest.New(t, discordtest.Options{})
 	ns := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), ns.JS, contract.Options{Channels: []string{discord.Channel}}); err != nil {
+	if err := bus.Provision(t.Context(), ns.JS, bus.Options{Channels: []string{discord.Channel}}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := discord.Config{BotToken: "MTA5ODc2NTQzMjEwOTg3NjU0Mw.GaBcDe.not-the-token-of-this-bot", Allowed: []string{person.ID}, APIURL: fake.URL}
@@ -256,7 +257,7 @@ func TestPublishWaitsOut(t *testing.T) {
 		}
 		return nil
 	})
-	if err := contract.Provision(t.Context(), r.ns.JS, contract.Options{Channels: []string{discord.Channel}}); err != nil {
+	if err := bus.Provision(t.Context(), r.ns.JS, bus.Options{Channels: []string{discord.Channel}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := r.waitStored(t, 2); got[0].ID != stored(first.ChannelID, first.ID) || got[1].ID != stored(second.ChannelID, second.ID) {

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/dispatcher/internal/fsm"
 )
 
@@ -128,7 +129,7 @@ func (d *Dispatcher) announce(ctx context.Context, log zerolog.Logger, u contrac
 	if ev.JobID == "" {
 		ev.JobID = st.JobID
 	}
-	return contract.PublishEvent(head.traced(ctx, ev.JobID), d.js, ev, contract.MsgID(u, ev.JobID, "state", next.State, fmt.Sprint(rev)))
+	return bus.PublishEvent(head.traced(ctx, ev.JobID), d.js, ev, contract.MsgID(u, ev.JobID, "state", next.State, fmt.Sprint(rev)))
 }
 
 // catchUp takes in the end or the question of the run st says is under

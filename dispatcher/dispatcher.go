@@ -35,6 +35,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/access"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/dispatcher/internal/fsm"
 )
 
@@ -58,7 +60,7 @@ type Dispatcher struct {
 	timers   jetstream.Stream
 	events   jetstream.Stream
 	costs    *costs
-	pairing  *contract.Pairing
+	pairing  *access.Pairing
 	known    known  // the states this dispatcher last read or wrote
 	routed   routed // each person's last IN message this dispatcher routed
 }
@@ -77,7 +79,7 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Dispatcher, e
 }
 
 // Run consumes inbound messages, done events and approval timeouts, and
-// serves the pairing service (contract.ServePairing), until ctx ends.
+// serves the pairing service (access.ServePairing), until ctx ends.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	err := d.run(ctx)
 	if err != nil && ctx.Err() != nil {
@@ -94,7 +96,7 @@ func (d *Dispatcher) run(ctx context.Context) error {
 	if d.projects, err = d.js.KeyValue(ctx, contract.BucketProjects); err != nil {
 		return fmt.Errorf("bucket %s: %w", contract.BucketProjects, err)
 	}
-	if d.pairing, err = contract.OpenPairing(ctx, d.js); err != nil {
+	if d.pairing, err = access.OpenPairing(ctx, d.js); err != nil {
 		return err
 	}
 	d.costs = &costs{loc: d.cfg.Location, budgets: d.cfg.Budgets, agent: d.cfg.Agent, seed: maphash.MakeSeed()}
@@ -111,12 +113,12 @@ func (d *Dispatcher) run(ctx context.Context) error {
 	}
 	type consumer struct {
 		cons jetstream.Consumer
-		h    contract.Handler
+		h    bus.Handler
 	}
 	var consumers []consumer
 	for _, c := range []struct {
 		stream, name string
-		h            contract.Handler
+		h            bus.Handler
 	}{
 		{contract.StreamIn, contract.ConsumerDispatcher, d.handleInbound},
 		{contract.StreamEvents, contract.ConsumerDispatcherDone, d.handleDone},
@@ -132,10 +134,10 @@ func (d *Dispatcher) run(ctx context.Context) error {
 	// leaves nothing running.
 	g, ctx := errgroup.WithContext(ctx)
 	for _, c := range consumers {
-		g.Go(func() error { return contract.Consume(ctx, d.js, c.cons, c.h, d.log) })
+		g.Go(func() error { return bus.Consume(ctx, d.js, c.cons, c.h, d.log) })
 	}
 	// Codes are the dispatcher's: channels ask it to pair a stranger in.
-	g.Go(func() error { return contract.ServePairing(ctx, d.js.Conn(), d.pairing, d.log) })
+	g.Go(func() error { return access.ServePairing(ctx, d.js.Conn(), d.pairing, d.log) })
 	return g.Wait()
 }
 

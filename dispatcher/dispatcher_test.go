@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/dispatcher"
 	"github.com/textslash/textslash/natstest"
 )
@@ -46,7 +47,7 @@ func start(t *testing.T, n int) *harness {
 func provisioned(t *testing.T) *harness {
 	t.Helper()
 	s := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), s.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(t.Context(), s.JS, bus.Options{}); err != nil {
 		t.Fatalf("Provision: %v", err)
 	}
 	users, err := s.JS.KeyValue(t.Context(), contract.BucketUsers)
@@ -132,7 +133,7 @@ func (h *harness) done(u contract.User, jobID string) uint64 {
 	h.t.Helper()
 	ctx := h.t.Context()
 	ev := contract.Event{Kind: contract.KindDone, User: u, JobID: jobID, Status: contract.StatusOK, Text: "ok"}
-	if err := contract.PublishEvent(ctx, h.js, ev, contract.MsgID(u, jobID, "done")); err != nil {
+	if err := bus.PublishEvent(ctx, h.js, ev, contract.MsgID(u, jobID, "done")); err != nil {
 		h.t.Fatalf("publish done %s: %v", jobID, err)
 	}
 	st, err := h.js.Stream(ctx, contract.StreamEvents)
@@ -803,7 +804,7 @@ func manyUsers(t *testing.T, dispatchers int) {
 				mu.Lock()
 				delete(outstanding, job.User.Key())
 				mu.Unlock()
-				if err := contract.PublishEvent(ctx, h.js, ev, contract.MsgID(job.User, job.ID, "done")); err != nil {
+				if err := bus.PublishEvent(ctx, h.js, ev, contract.MsgID(job.User, job.ID, "done")); err != nil {
 					mu.Lock()
 					problems = append(problems, fmt.Sprintf("done %s: %v", job.ID, err))
 					mu.Unlock()

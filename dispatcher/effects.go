@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/dispatcher/internal/fsm"
 )
 
@@ -82,18 +83,18 @@ func (d *Dispatcher) effect(ctx context.Context, s *step, i int, e fsm.Effect) (
 		}
 	case fsm.CancelRun:
 		s.log.Info().Str("cancel", e.ID).Msg("cancelling run")
-		err = d.js.Conn().PublishMsg(contract.NewMsg(ctx, contract.CancelSubject(u), []byte(e.ID)))
+		err = d.js.Conn().PublishMsg(bus.NewMsg(ctx, contract.CancelSubject(u), []byte(e.ID)))
 	case fsm.ScheduleTimeout:
 		err = d.scheduleTimeout(ctx, u, e.ID, e.Question, s.rev)
 	case fsm.CancelTimeout:
 		err = d.cancelTimeout(ctx, u, e.Question)
 	case fsm.Answer:
 		s.log.Info().Int("question", e.Question).Str("answer", e.Answer).Msg("question answered")
-		err = contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindAnswer, User: u, JobID: e.ID,
+		err = bus.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindAnswer, User: u, JobID: e.ID,
 			Question: e.Question, Answer: e.Answer, Text: e.Text}, contract.MsgID(u, e.ID, "answer", fmt.Sprint(e.Question)))
 	case fsm.SteerRun:
 		s.log.Info().Str("steer", id).Int("len", len(e.Text)).Msg("message added to the run")
-		err = contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindSteer, User: u, JobID: e.ID, Text: e.Text},
+		err = bus.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindSteer, User: u, JobID: e.ID, Text: e.Text},
 			contract.MsgID(u, e.ID, "steer", id))
 	case fsm.ReportStatus, fsm.ReportCost, fsm.AddSchedule, fsm.ListSchedules, fsm.RemoveSchedule, fsm.Admin, fsm.ListProjects:
 		var text string
@@ -101,7 +102,7 @@ func (d *Dispatcher) effect(ctx context.Context, s *step, i int, e fsm.Effect) (
 			err = d.notice(ctx, u, id, s.ref(i), text)
 		}
 	case fsm.NextPage:
-		err = contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindMore, User: u, JobID: id},
+		err = bus.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindMore, User: u, JobID: id},
 			contract.MsgID(u, id, "more"))
 	}
 	return false, err
@@ -187,7 +188,7 @@ func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.U
 		// the input that started it.
 		ctx = contract.WithTrace(ctx, head.trace)
 	}
-	if _, err := contract.Publish(ctx, d.js, contract.JobSubject(u), data, contract.MsgID(u, e.ID, "job")); err != nil {
+	if _, err := bus.Publish(ctx, d.js, contract.JobSubject(u), data, contract.MsgID(u, e.ID, "job")); err != nil {
 		return fmt.Errorf("publish job: %w", err)
 	}
 	log.Info().Str("started", e.ID).Str("started_trace", contract.TraceFrom(ctx)).Str("action", e.Action).
@@ -204,7 +205,7 @@ func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.U
 // id; ref makes it unique, so a redelivered input does not repeat it.
 func (d *Dispatcher) notice(ctx context.Context, u contract.User, id, ref, text string) error {
 	text = d.named(text)
-	return contract.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindNotice, User: u, JobID: id, Text: text},
+	return bus.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindNotice, User: u, JobID: id, Text: text},
 		contract.MsgID(u, id, "notice", ref))
 }
 

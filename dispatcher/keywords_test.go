@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/dispatcher"
 	"github.com/textslash/textslash/dispatcher/internal/fsm"
 	"github.com/textslash/textslash/natstest"
@@ -40,7 +41,7 @@ func newBench(t *testing.T, cfg dispatcher.Config) *bench {
 	t.Helper()
 	s := natstest.RunJetStream(t)
 	ctx := t.Context()
-	if err := contract.Provision(ctx, s.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(ctx, s.JS, bus.Options{}); err != nil {
 		t.Fatalf("Provision: %v", err)
 	}
 	users, err := s.JS.KeyValue(ctx, contract.BucketUsers)
@@ -66,7 +67,7 @@ func newBench(t *testing.T, cfg dispatcher.Config) *bench {
 			b.errs = append(b.errs, fmt.Sprintf("job %q: %v", m.Data(), err))
 		} else {
 			b.ran = append(b.ran, job)
-			b.traces[m.Headers().Get(contract.HeaderMsgID)] = contract.Trace(m.Headers())
+			b.traces[m.Headers().Get(contract.HeaderMsgID)] = bus.Trace(m.Headers())
 		}
 		b.mu.Unlock()
 		_ = m.Ack()
@@ -174,7 +175,7 @@ func (b *bench) job(u contract.User, id string) contract.Job {
 func (b *bench) event(ev contract.Event, ref ...string) {
 	b.t.Helper()
 	id := contract.MsgID(ev.User, ev.JobID, append([]string{string(ev.Kind)}, ref...)...)
-	if err := contract.PublishEvent(b.t.Context(), b.js, ev, id); err != nil {
+	if err := bus.PublishEvent(b.t.Context(), b.js, ev, id); err != nil {
 		b.t.Fatalf("publish %s event of %s: %v", ev.Kind, ev.JobID, err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 )
 
 // routeEarlier routes, in order, u's messages on subject (their IN
@@ -48,7 +49,7 @@ func (d *Dispatcher) routeEarlier(ctx context.Context, u contract.User, subject 
 			return nil
 		}
 		from = m.Sequence + 1
-		ctx, log := contract.Traced(ctx, d.log.With().Str("subject", m.Subject).Logger(), m.Header)
+		ctx, log := bus.Traced(ctx, d.log.With().Str("subject", m.Subject).Logger(), m.Header)
 		var in contract.Inbound
 		if err := contract.Decode(m.Data, &in); err != nil {
 			// Its own delivery terminates it.
@@ -60,7 +61,7 @@ func (d *Dispatcher) routeEarlier(ctx context.Context, u contract.User, subject 
 		}
 		log.Info().Str("user", u.Key()).Str("job_id", in.ID).Uint64("in_seq", m.Sequence).Uint64("before_seq", seq).
 			Msg("routing an earlier message first: it is still in IN (a dispatcher stopped with it in hand)")
-		if err := d.route(log.WithContext(ctx), in, m.Sequence); contract.IsPermanent(err) {
+		if err := d.route(log.WithContext(ctx), in, m.Sequence); bus.IsPermanent(err) {
 			// It can never be routed (a use when the person's projects
 			// were written by a newer contract): its own delivery
 			// terminates it. Returned, the error would terminate this

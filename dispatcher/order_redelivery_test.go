@@ -62,7 +62,7 @@ func TestEarlierMessagesInHandEndAcknowledged(t *testing.T) {
 		},
 		{
 			// The person's projects were written by a newer contract: a
-			// use can never be routed (contract.IsPermanent), and its own
+			// use can never be routed (bus.IsPermanent), and its own
 			// delivery terminates it; the message after it is routed.
 			name: "one that can never be routed", earlier: []string{"use web"}, last: "hello",
 			left: func(h *harness, u contract.User, _ []uint64) {

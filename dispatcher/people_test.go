@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/access"
 	"github.com/textslash/textslash/dispatcher"
 )
 
@@ -22,7 +23,7 @@ func TestAdminPairing(t *testing.T) {
 		t.Fatalf("pair: %q", got)
 	}
 	code := strings.TrimPrefix(strings.SplitN(got[0], "\n", 2)[0], "Pairing code: ")
-	pairing, err := contract.OpenPairing(t.Context(), b.js)
+	pairing, err := access.OpenPairing(t.Context(), b.js)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/dispatcher/internal/fsm"
 )
 
@@ -44,7 +45,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, log zerolog.Logger, u contract
 	if err != nil {
 		return false, err
 	}
-	ack, err := contract.Publish(ctx, d.js, contract.QueueSubject(u), data, contract.MsgID(u, in.ID))
+	ack, err := bus.Publish(ctx, d.js, contract.QueueSubject(u), data, contract.MsgID(u, in.ID))
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) && apiErr.ErrorCode == errMaxMsgsPerSubject {
 		log.Info().Msg("queue full")
@@ -130,8 +131,8 @@ func (d *Dispatcher) head(ctx context.Context, u contract.User, st contract.User
 		}
 		var in contract.Inbound
 		err = contract.Decode(raw.Data, &in)
-		trace := contract.Trace(raw.Header)
-		log := contract.TraceLog(d.log, trace)
+		trace := bus.Trace(raw.Header)
+		log := bus.TraceLog(d.log, trace)
 		switch {
 		case err != nil:
 			// A message nobody can read must not block the queue forever.

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/dispatcher"
 	"github.com/textslash/textslash/natstest"
 )
@@ -88,7 +89,7 @@ func TestDequeueOfAHeadAlreadyRemovedIsDone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := contract.Publish(t.Context(), h.js, contract.QueueSubject(u), data, contract.MsgID(u, "m2")); err != nil {
+	if _, err := bus.Publish(t.Context(), h.js, contract.QueueSubject(u), data, contract.MsgID(u, "m2")); err != nil {
 		t.Fatal(err)
 	}
 	h.setState(u, func(st *contract.UserState) {
@@ -134,7 +135,7 @@ func TestRepeatedStartDequeuingARemovedHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := contract.Publish(t.Context(), h.js, contract.JobSubject(u), job, contract.MsgID(u, "m2", "job")); err != nil {
+	if _, err := bus.Publish(t.Context(), h.js, contract.JobSubject(u), job, contract.MsgID(u, "m2", "job")); err != nil {
 		t.Fatal(err)
 	}
 

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/dispatcher/internal/fsm"
 )
 
@@ -61,7 +62,7 @@ func (d *Dispatcher) schedule(ctx context.Context, u contract.User, st contract.
 	default:
 		opts = append(opts, jetstream.WithScheduleAt(s.At))
 	}
-	if _, err := contract.Publish(ctx, d.js, contract.ScheduleSubject(u, id), data, contract.MsgID(u, msgID, "schedule"), opts...); err != nil {
+	if _, err := bus.Publish(ctx, d.js, contract.ScheduleSubject(u, id), data, contract.MsgID(u, msgID, "schedule"), opts...); err != nil {
 		return "", fmt.Errorf("schedule: %w", err)
 	}
 	return fmt.Sprintf("Scheduled %s: “%s”, %s. Reply unschedule %s to stop it.", id, s.Text, s.When, id), nil

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/dispatcher/internal/fsm"
 )
 
@@ -54,7 +55,7 @@ func (d *Dispatcher) scheduleTimeout(ctx context.Context, u contract.User, jobID
 	// server copies the trace header onto the message that fires.
 	at := time.Now().Add(after).Truncate(time.Second).Add(time.Second)
 	msgID := contract.MsgID(u, jobID, "timeout", fmt.Sprint(question), fmt.Sprint(rev))
-	if _, err := contract.Publish(ctx, d.js, subject, data, msgID,
+	if _, err := bus.Publish(ctx, d.js, subject, data, msgID,
 		jetstream.WithScheduleAt(at), jetstream.WithScheduleTarget(contract.ApprovalExpiredSubject(u))); err != nil {
 		return fmt.Errorf("schedule timeout: %w", err)
 	}

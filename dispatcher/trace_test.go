@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/dispatcher"
 	"github.com/textslash/textslash/natstest"
 )
@@ -29,7 +30,7 @@ func (b *bench) sendTraced(u contract.User, id, text, trace string) {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	ack, err := contract.Publish(contract.WithTrace(b.t.Context(), trace), b.js, contract.InboundSubject(u), data, contract.MsgID(u, id))
+	ack, err := bus.Publish(contract.WithTrace(b.t.Context(), trace), b.js, contract.InboundSubject(u), data, contract.MsgID(u, id))
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func (b *bench) finishTraced(u contract.User, id, trace string, approval bool) {
 	b.t.Helper()
 	ctx := contract.WithTrace(b.t.Context(), trace)
 	ev := contract.Event{Kind: contract.KindDone, User: u, JobID: id, Status: contract.StatusOK, Text: "ok", Approval: approval}
-	if err := contract.PublishEvent(ctx, b.js, ev, contract.MsgID(u, id, "done")); err != nil {
+	if err := bus.PublishEvent(ctx, b.js, ev, contract.MsgID(u, id, "done")); err != nil {
 		b.t.Fatal(err)
 	}
 	raw := b.raw(contract.StreamEvents, contract.EventSubject(u, contract.KindDone))
@@ -63,7 +64,7 @@ func (b *bench) tracesOf(stream, subject, job string) []string {
 			b.t.Fatalf("%s: %v", m.Subject, err)
 		}
 		if ref.ID == job || ref.JobID == job {
-			out = append(out, contract.Trace(m.Header))
+			out = append(out, bus.Trace(m.Header))
 		}
 	}
 	return out

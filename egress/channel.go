@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/access"
 )
 
 // Channel is one channel the pusher delivers to, as a plug-in channel
@@ -48,7 +49,7 @@ type Pusher struct {
 // allows (open it: the people paired in count once it follows them);
 // retry bounds the tries of a failed send (zero: its defaults). A
 // channel's Rules refused are a *contract.ConfigError each, joined.
-func NewPusher(js jetstream.JetStream, allow *contract.Allowlist, retry Retry, log zerolog.Logger, chs ...Channel) (*Pusher, error) {
+func NewPusher(js jetstream.JetStream, allow *access.Allowlist, retry Retry, log zerolog.Logger, chs ...Channel) (*Pusher, error) {
 	if js == nil || allow == nil {
 		return nil, errors.New("egress: no JetStream or no allowlist")
 	}
@@ -84,7 +85,7 @@ func NewPusher(js jetstream.JetStream, allow *contract.Allowlist, retry Retry, l
 }
 
 // Run delivers until ctx ends; it makes (or updates) each channel's
-// durable consumer egress-<name> (contract.EgressConsumer), and hands
+// durable consumer egress-<name> (bus.EgressConsumer), and hands
 // back, unsent, the events it holds when ctx ends.
 func (p *Pusher) Run(ctx context.Context) error { return p.p.runBucket(ctx) }
 

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/access"
 	"github.com/textslash/textslash/egress/notionmirror"
 )
 
@@ -58,7 +59,7 @@ func (e *Egress) pusher(r Retry) *pusher {
 
 // allowlist is who the configuration allows to be answered, by channel:
 // the numbers on WhatsApp and SMS, the chats on Telegram.
-func allowlist(cfg Config) *contract.Allowlist {
+func allowlist(cfg Config) *access.Allowlist {
 	var numbers, chats []string
 	if cfg.Twilio != nil {
 		numbers = cfg.Twilio.Allowed
@@ -66,7 +67,7 @@ func allowlist(cfg Config) *contract.Allowlist {
 	if cfg.Telegram != nil {
 		chats = cfg.Telegram.Allowed
 	}
-	return contract.NewAllowlist(numbers, chats)
+	return access.NewAllowlist(numbers, chats)
 }
 
 // Handler serves the channels that deliver over HTTP (the web chat's event

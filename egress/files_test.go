@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/natstest"
 )
@@ -107,7 +108,7 @@ func TestTwilioFileMediaURL(t *testing.T) {
 func webEvents(t *testing.T, n int, events func(u contract.User) []contract.Event) [][]byte {
 	t.Helper()
 	ns := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	sessions, err := contract.NewWebSessions([]byte("web session key 0123456789"))
@@ -122,7 +123,7 @@ func webEvents(t *testing.T, n int, events func(u contract.User) []contract.Even
 	srv := httptest.NewServer(e.Handler())
 	defer srv.Close()
 	for i, ev := range events(u) {
-		if err := contract.PublishEvent(t.Context(), ns.JS, ev, fmt.Sprintf("test-%d", i)); err != nil {
+		if err := bus.PublishEvent(t.Context(), ns.JS, ev, fmt.Sprintf("test-%d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 )
 
 // ledger sends each message once, across restarts: the egress bucket
@@ -203,7 +204,7 @@ func (lg *ledger) markHeld(ctx context.Context, u contract.User, s slot) error {
 func deadLetter(ctx context.Context, js jetstream.JetStream, it item, s slot, m Message, code, attempts int, held bool) error {
 	dead := contract.Event{Kind: contract.KindUndelivered, User: it.ev.User, JobID: it.ev.JobID,
 		Text: m.Body, Code: code, Attempts: attempts, Held: held}
-	return contract.PublishEvent(ctx, js, dead, contract.MsgID(it.ev.User, strconv.FormatUint(s.seq, 10), "undelivered", s.part))
+	return bus.PublishEvent(ctx, js, dead, contract.MsgID(it.ev.User, strconv.FormatUint(s.seq, 10), "undelivered", s.part))
 }
 
 // triedMark starts the value of a send's key until the provider's id

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/egress/notionmirror"
 	"github.com/textslash/textslash/natstest"
@@ -39,7 +40,7 @@ type notionHarness struct {
 func startNotion(t *testing.T, done string) *notionHarness {
 	t.Helper()
 	ns := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	api := notiontest.New(t, notionToken)
@@ -93,7 +94,7 @@ func (h *notionHarness) publish(ev contract.Event) {
 	h.t.Helper()
 	h.n++
 	ev.User = contract.User{Channel: contract.ChannelTelegram, ID: "4242"}
-	if err := contract.PublishEvent(h.t.Context(), h.js, ev, fmt.Sprintf("notion-test-%d", h.n)); err != nil {
+	if err := bus.PublishEvent(h.t.Context(), h.js, ev, fmt.Sprintf("notion-test-%d", h.n)); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -108,7 +109,7 @@ func (h *notionHarness) storePNG() contract.Image {
 	if err := png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, 8, 8))); err != nil {
 		h.t.Fatal(err)
 	}
-	img, err := contract.PutImage(h.t.Context(), store, "image/png", buf.Bytes())
+	img, err := bus.PutImage(h.t.Context(), store, "image/png", buf.Bytes())
 	if err != nil {
 		h.t.Fatal(err)
 	}

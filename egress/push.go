@@ -9,6 +9,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/access"
+	"github.com/textslash/textslash/contract/bus"
 )
 
 // pusher delivers the channels that push (WhatsApp, SMS, Telegram): it
@@ -29,7 +31,7 @@ type pusher struct {
 	// allow is who may be answered: EVENTS can be written by more than
 	// textslash's own services, and a send costs the operator money and
 	// reputation.
-	allow  *contract.Allowlist
+	allow  *access.Allowlist
 	typing typing
 }
 
@@ -61,7 +63,7 @@ func (p *pusher) run(ctx context.Context, kv jetstream.KeyValue) error {
 		}
 	}()
 	for name := range p.channels {
-		cons, err := p.js.CreateOrUpdateConsumer(ctx, contract.StreamEvents, contract.EgressConsumer(name))
+		cons, err := p.js.CreateOrUpdateConsumer(ctx, contract.StreamEvents, bus.EgressConsumer(name))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // stopped while starting
@@ -101,14 +103,14 @@ func (p *pusher) receive(ctx context.Context, q *queue, m jetstream.Msg) {
 		q.add(ctx, it)
 		return
 	}
-	contract.Settle(ctx, m, func(context.Context, jetstream.Msg) error { return err }, p.log)
+	bus.Settle(ctx, m, func(context.Context, jetstream.Msg) error { return err }, p.log)
 }
 
 // take reads one event and does what needs no queue: a delivery report
 // settles a wait; the typing indicator's cues start or stop it; an event
 // for somebody not allowed is dropped. It reports the events to send,
 // and returns nil when done with the event, a permanent error
-// (contract.IsPermanent) when it can never be read.
+// (bus.IsPermanent) when it can never be read.
 func (p *pusher) take(ctx context.Context, m jetstream.Msg) (item, bool, error) {
 	md, err := m.Metadata()
 	if err != nil {
@@ -135,7 +137,7 @@ func (p *pusher) take(ctx context.Context, m jetstream.Msg) (item, bool, error) 
 		return item{}, false, nil
 	}
 	if !p.allowed(ctx, ev.User) {
-		log := contract.TraceLog(p.log, contract.Trace(m.Headers()))
+		log := bus.TraceLog(p.log, bus.Trace(m.Headers()))
 		log.Error().Str("user", ev.User.Key()).Str("channel", ev.User.Channel).Str("kind", string(ev.Kind)).Str("subject", m.Subject()).Uint64("seq", md.Sequence.Stream).
 			Msg("event for a user not allowed dropped: nobody on the channel's allowlist (its ALLOWED setting: ALLOWED_PHONE_NUMBERS, TELEGRAM_ALLOWED_CHATS, SLACK_ALLOWED, DISCORD_ALLOWED) or paired in sent it; something else published it")
 		refused.WithLabelValues(ev.User.Channel).Inc()
@@ -151,7 +153,7 @@ func (p *pusher) take(ctx context.Context, m jetstream.Msg) (item, bool, error) 
 	return item{msg: m, ev: ev, seq: md.Sequence.Stream}, true, nil
 }
 
-// allowed reports whether u may be answered (contract.Allowlist); the
+// allowed reports whether u may be answered (access.Allowlist); the
 // people bucket, when it cannot be read, answers no.
 func (p *pusher) allowed(ctx context.Context, u contract.User) bool {
 	ok, err := p.allow.AllowsNow(ctx, u)

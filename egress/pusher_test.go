@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/access"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/natstest"
 )
@@ -26,7 +27,7 @@ func TestPusherCarriesOnePluginChannel(t *testing.T) {
 	ch := func(name string) egress.Channel {
 		return egress.Channel{Name: name, Sender: nopSender{}, MediaURL: func(contract.Image) string { return "" }}
 	}
-	allow := contract.NewAllowlist(nil, nil)
+	allow := access.NewAllowlist(nil, nil)
 	for _, tt := range []struct {
 		chs  []egress.Channel
 		fail bool

@@ -9,10 +9,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 )
 
 // queue holds each person's events and hands them to out in order, one
-// at a time, each acknowledged by contract.Settle as out's send of it
+// at a time, each acknowledged by bus.Settle as out's send of it
 // ends: nil acknowledges it, an error asks for it again with backoff, a
 // permanent error terminates it. Queued events are kept in hand (touch),
 // and handed back at shutdown. Progress is coalesced: at most one per
@@ -82,7 +83,7 @@ func (q *queue) touch() {
 
 // handBack returns the events still queued at shutdown, unhandled, for
 // the next egress to take at once: the one acknowledgement not made by
-// contract.Settle, as no handler ran.
+// bus.Settle, as no handler ran.
 func (q *queue) handBack() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -162,7 +163,7 @@ func (q *queue) work(ctx context.Context, u contract.User, uq *userQueue) {
 		case <-uq.wake:
 		}
 		for it, ok := q.next(uq); ok; it, ok = q.next(uq) {
-			contract.Settle(ctx, it.msg, func(ctx context.Context, _ jetstream.Msg) error { return w.take(ctx, it) }, w.log)
+			bus.Settle(ctx, it.msg, func(ctx context.Context, _ jetstream.Msg) error { return w.take(ctx, it) }, w.log)
 			q.done(uq, it.seq)
 		}
 		idle.Reset(userIdle)
@@ -199,7 +200,7 @@ func (w *worker) sendPending(ctx context.Context) {
 	if w.pending == nil {
 		return
 	}
-	ctx, log := contract.Traced(ctx, w.log, w.pending.msg.Headers())
+	ctx, log := bus.Traced(ctx, w.log, w.pending.msg.Headers())
 	if err := w.out.send(log.WithContext(ctx), *w.pending); err != nil {
 		log.Warn().Err(err).Msg("progress not sent")
 	}

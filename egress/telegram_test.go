@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/telegramtest"
@@ -47,7 +48,7 @@ const typingEvery = 50 * time.Millisecond
 func startTelegramRules(t *testing.T, upload bool, rules egress.Rules) *tgHarness {
 	t.Helper()
 	ns := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	media := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -98,7 +99,7 @@ func (h *tgHarness) publish(ev contract.Event) {
 	if ev.JobID == "" {
 		ev.JobID = fmt.Sprintf("m%d", h.n)
 	}
-	if err := contract.PublishEvent(h.t.Context(), h.js, ev, fmt.Sprintf("test-%d", h.n)); err != nil {
+	if err := bus.PublishEvent(h.t.Context(), h.js, ev, fmt.Sprintf("test-%d", h.n)); err != nil {
 		h.t.Fatal(err)
 	}
 }

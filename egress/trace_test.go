@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/twiliotest"
@@ -16,7 +17,7 @@ import (
 func (h *harness) publishTraced(ev contract.Event) string {
 	h.t.Helper()
 	trace := contract.NewTrace("")
-	if err := contract.PublishEvent(contract.WithTrace(h.t.Context(), trace), h.js, ev, contract.MsgID(ev.User, ev.JobID, string(ev.Kind))); err != nil {
+	if err := bus.PublishEvent(contract.WithTrace(h.t.Context(), trace), h.js, ev, contract.MsgID(ev.User, ev.JobID, string(ev.Kind))); err != nil {
 		h.t.Fatal(err)
 	}
 	return trace
@@ -65,7 +66,7 @@ func TestEgressLogsTrace(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if got := contract.Trace(m.Header); got != notice {
+		if got := bus.Trace(m.Header); got != notice {
 			t.Fatalf("dead letter: trace %q; want its event's %q", got, notice)
 		}
 		return nil

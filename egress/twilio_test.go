@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/twiliotest"
@@ -65,7 +66,7 @@ func start(t *testing.T, cfg egress.Twilio) *harness {
 func prepare(t *testing.T, cfg egress.Twilio) (*harness, egress.Twilio) {
 	t.Helper()
 	ns := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, js: ns.JS, api: twiliotest.NewAPI(t)}
@@ -116,7 +117,7 @@ func (h *harness) publish(ev contract.Event) {
 	if ev.JobID == "" {
 		ev.JobID = fmt.Sprintf("m%d", h.n)
 	}
-	if err := contract.PublishEvent(h.t.Context(), h.js, ev, fmt.Sprintf("test-%d", h.n)); err != nil {
+	if err := bus.PublishEvent(h.t.Context(), h.js, ev, fmt.Sprintf("test-%d", h.n)); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -336,7 +337,7 @@ func TestRedeliveryNotResent(t *testing.T) {
 		Images: []contract.Image{{ID: "a1", ContentType: "image/jpeg", Size: 1}, {ID: "a2", ContentType: "image/jpeg", Size: 1}}})
 	h.api.WaitMessages(t, 2, 5*time.Second)
 	// A fresh consumer delivers every event again, as after a lost ack.
-	name := contract.EgressConsumer(contract.ChannelWhatsApp).Durable
+	name := bus.EgressConsumer(contract.ChannelWhatsApp).Durable
 	natstest.CheckFor(t, 5*time.Second, 50*time.Millisecond, func() error {
 		return h.js.DeleteConsumer(t.Context(), contract.StreamEvents, name)
 	})
@@ -355,7 +356,7 @@ func TestRedeliveryNotResent(t *testing.T) {
 // the previous one was sent.
 func TestWaitsForSent(t *testing.T) {
 	ns := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	api := twiliotest.NewAPI(t)
@@ -375,7 +376,7 @@ func TestWaitsForSent(t *testing.T) {
 			mu.Unlock()
 		}
 		ev := contract.Event{Kind: contract.KindDelivery, User: u, ProviderID: r.Form.Get("MessageSid"), Status: r.Form.Get("MessageStatus")}
-		_ = contract.PublishEvent(r.Context(), ns.JS, ev, r.Form.Get("MessageSid")+r.Form.Get("MessageStatus"))
+		_ = bus.PublishEvent(r.Context(), ns.JS, ev, r.Form.Get("MessageSid")+r.Form.Get("MessageStatus"))
 	}))
 	t.Cleanup(cb.Close)
 	h := &harness{t: t, js: ns.JS, api: api}

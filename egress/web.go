@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 )
 
 // MsgNoMorePages answers "more" on the web chat.
@@ -133,7 +134,7 @@ func (e *Egress) writeWebEvent(w http.ResponseWriter, log zerolog.Logger, m jets
 	if err != nil {
 		return false
 	}
-	log = contract.TraceLog(log, contract.Trace(m.Headers()))
+	log = bus.TraceLog(log, bus.Trace(m.Headers()))
 	var ev contract.Event
 	if err := contract.Decode(m.Data(), &ev); err != nil {
 		log.Warn().Err(err).Uint64("seq", md.Sequence.Stream).Msg("skipping event")

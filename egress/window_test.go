@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/twiliotest"
@@ -33,7 +34,7 @@ func (h *harness) withCallbacks(cfg egress.Twilio) egress.Twilio {
 		}
 		code, _ := strconv.Atoi(r.Form.Get("ErrorCode"))
 		ev := contract.Event{Kind: contract.KindDelivery, User: u, ProviderID: r.Form.Get("MessageSid"), Status: r.Form.Get("MessageStatus"), Code: code}
-		_ = contract.PublishEvent(r.Context(), h.js, ev, r.Form.Get("MessageSid")+r.Form.Get("MessageStatus"))
+		_ = bus.PublishEvent(r.Context(), h.js, ev, r.Form.Get("MessageSid")+r.Form.Get("MessageStatus"))
 	}))
 	h.t.Cleanup(cb.Close)
 	cfg.PublicURL, cfg.StatusCallbacks, cfg.SentWait = cb.URL, true, 5*time.Second
@@ -80,7 +81,7 @@ func (h *harness) wrote(u contract.User) {
 	h.t.Helper()
 	h.n++
 	ev := contract.Event{Kind: contract.KindWindow, User: u, JobID: fmt.Sprintf("SM%032d", h.n)}
-	if err := contract.PublishEvent(h.t.Context(), h.js, ev, contract.MsgID(u, ev.JobID, "window")); err != nil {
+	if err := bus.PublishEvent(h.t.Context(), h.js, ev, contract.MsgID(u, ev.JobID, "window")); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -165,7 +166,7 @@ func TestHeldAcrossRestarts(t *testing.T) {
 	restart := func() {
 		t.Helper()
 		stop()
-		name := contract.EgressConsumer(contract.ChannelWhatsApp).Durable
+		name := bus.EgressConsumer(contract.ChannelWhatsApp).Durable
 		if err := h.js.DeleteConsumer(t.Context(), contract.StreamEvents, name); err != nil {
 			t.Fatal(err)
 		}

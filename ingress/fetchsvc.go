@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 )
 
 // MediaMaxBytes caps an attachment: Twilio passes on up to 5 MB per image
@@ -81,7 +82,7 @@ func serveOne(ctx context.Context, stores map[string]jetstream.ObjectStore, fetc
 		return
 	}
 	// The runner asks with the trace of the message the media came with.
-	log = contract.TraceLog(log, contract.Trace(nats.Header(req.Headers()))).With().Str("user", f.User.Key()).Logger()
+	log = bus.TraceLog(log, bus.Trace(nats.Header(req.Headers()))).With().Str("user", f.User.Key()).Logger()
 	store, ok := stores[f.User.Channel]
 	if !ok || req.Subject() != contract.MediaFetchSubject(f.User.Channel) {
 		log.Warn().Str("subject", req.Subject()).Msg("media fetch refused: a person of another channel")
@@ -117,7 +118,7 @@ func serveOne(ctx context.Context, stores map[string]jetstream.ObjectStore, fetc
 	if !contract.IsImage(ct) && declared != "" && !contract.IsImage(declared) {
 		ct = declared
 	}
-	img, err := contract.PutFile(ctx, store, ct, f.Media.Name, data)
+	img, err := bus.PutFile(ctx, store, ct, f.Media.Name, data)
 	if err != nil {
 		log.Error().Err(err).Msg("media store")
 		_ = req.Error("503", "media store unavailable", nil)

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/ingress"
 	"github.com/textslash/textslash/natstest"
 )
@@ -21,7 +22,7 @@ import (
 // store that channel's login may read.
 func TestServeFetchStoresInTheChannelsStore(t *testing.T) {
 	ns := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), ns.JS, contract.Options{Channels: []string{"slack"}}); err != nil {
+	if err := bus.Provision(t.Context(), ns.JS, bus.Options{Channels: []string{"slack"}}); err != nil {
 		t.Fatalf("Provision: %v", err)
 	}
 	fetch := func(_ context.Context, f contract.MediaFetch) ([]byte, string, error) {
@@ -81,7 +82,7 @@ func TestServeFetchStoresInTheChannelsStore(t *testing.T) {
 // store: textslash provision makes it (TEXTSLASH_CHANNELS).
 func TestServeFetchNeedsTheChannelsStore(t *testing.T) {
 	ns := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
 		t.Fatalf("Provision: %v", err)
 	}
 	// Served, it would run until ctx ends, returning nil.

@@ -9,6 +9,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/access"
+	"github.com/textslash/textslash/contract/bus"
 )
 
 // Inbox is the one way a person's message enters textslash, for the
@@ -17,7 +19,7 @@ import (
 // message in IN, deduplicated by its id.
 type Inbox struct {
 	js      jetstream.JetStream
-	allow   *contract.Allowlist
+	allow   *access.Allowlist
 	timeout time.Duration
 	log     zerolog.Logger
 }
@@ -29,14 +31,14 @@ const DefaultPublishTimeout = 900 * time.Millisecond
 // NewInbox publishes through js, letting in whom allow allows; timeout
 // bounds each publish (zero: DefaultPublishTimeout). Open allow (Open)
 // for the people paired in to count and for codes to pair anyone.
-func NewInbox(js jetstream.JetStream, allow *contract.Allowlist, timeout time.Duration, log zerolog.Logger) *Inbox {
+func NewInbox(js jetstream.JetStream, allow *access.Allowlist, timeout time.Duration, log zerolog.Logger) *Inbox {
 	if timeout <= 0 {
 		timeout = DefaultPublishTimeout
 	}
 	return &Inbox{js: js, allow: allow, timeout: timeout, log: log}
 }
 
-// Open follows the people paired in (contract.Allowlist.Open) until ctx
+// Open follows the people paired in (access.Allowlist.Open) until ctx
 // ends.
 func (b *Inbox) Open(ctx context.Context) error { return b.allow.Open(ctx, b.js) }
 
@@ -87,14 +89,14 @@ func (b *Inbox) Publish(ctx context.Context, in contract.Inbound) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
-	ack, err := contract.Publish(ctx, b.js, contract.InboundSubject(in.User), data, contract.MsgID(in.User, in.ID))
+	ack, err := bus.Publish(ctx, b.js, contract.InboundSubject(in.User), data, contract.MsgID(in.User, in.ID))
 	if err != nil {
 		return fmt.Errorf("publish inbound: %w", err)
 	}
 	if !ack.Duplicate {
 		messagesIn.WithLabelValues(in.User.Channel).Inc()
 	}
-	log := contract.TraceLog(b.log, contract.TraceFrom(ctx))
+	log := bus.TraceLog(b.log, contract.TraceFrom(ctx))
 	log.Info().Str("user", in.User.Key()).Str("job_id", in.ID).Uint64("seq", ack.Sequence).
 		Bool("duplicate", ack.Duplicate).Int("text_len", len(in.Text)).Msg("inbound")
 	return nil

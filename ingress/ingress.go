@@ -16,6 +16,8 @@ import (
 	"github.com/twilio/twilio-go/client"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/access"
+	"github.com/textslash/textslash/contract/bus"
 )
 
 // Config of the ingress service.
@@ -149,7 +151,7 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Ingress, erro
 	if cfg.Telegram != nil {
 		chats = cfg.Telegram.Allowed
 	}
-	i.inbox = NewInbox(js, contract.NewAllowlist(numbers, chats), cfg.PublishTimeout, i.log)
+	i.inbox = NewInbox(js, access.NewAllowlist(numbers, chats), cfg.PublishTimeout, i.log)
 	return i, nil
 }
 
@@ -205,7 +207,7 @@ func (i *Ingress) Publish(ctx context.Context, in contract.Inbound) error {
 // the log for the lines about it.
 func (i *Ingress) traced(r *http.Request) (context.Context, zerolog.Logger) {
 	trace := contract.NewTrace(r.Header.Get("traceparent"))
-	return contract.WithTrace(r.Context(), trace), contract.TraceLog(i.log, trace)
+	return contract.WithTrace(r.Context(), trace), bus.TraceLog(i.log, trace)
 }
 
 // messagesIn counts the people's messages stored in IN, by channel.

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/notion"
 )
 
@@ -175,7 +176,7 @@ func (p *notionPoller) start(ctx context.Context, pg notion.Page) (bool, error) 
 	// about, before any of them. (Without the job's id: it is for the
 	// chat, not the page.)
 	tell := contract.Event{Kind: contract.KindNotice, User: p.cfg.User, Text: "📋 A task from Notion: " + pg.Title + "\n" + pg.URL}
-	if err := contract.PublishEvent(ctx, p.i.js, tell, contract.MsgID(p.cfg.User, in.ID, "notion")); err != nil {
+	if err := bus.PublishEvent(ctx, p.i.js, tell, contract.MsgID(p.cfg.User, in.ID, "notion")); err != nil {
 		return false, err
 	}
 	if err := p.i.Publish(ctx, in); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/ingress"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/notion"
@@ -85,7 +86,7 @@ func inbound(t *testing.T, js jetstream.JetStream) []contract.Inbound {
 // (a new version) starts once more.
 func TestNotionPagesBecomeMessagesOnce(t *testing.T) {
 	ns := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	api := notiontest.New(t, notionToken)
@@ -178,7 +179,7 @@ func TestNotionPagesBecomeMessagesOnce(t *testing.T) {
 // or a message.
 func TestNotionRateLimitedAndMisconfigured(t *testing.T) {
 	ns := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	api := notiontest.New(t, notionToken)

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/ingress"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/telegramtest"
@@ -27,7 +28,7 @@ const tgSecret = "telegram-secret-0123456789"
 func startTelegram(t testing.TB, api *telegramtest.API) (*twilioHarness, func(t testing.TB, secret string, body []byte) int) {
 	t.Helper()
 	ns := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	in, err := ingress.New(ingress.Config{Telegram: &ingress.Telegram{

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 )
 
 // Receiving Telegram's updates. With an https public URL, ingress sets the
@@ -168,7 +169,7 @@ func (p *telegramPoller) poll(ctx context.Context) error {
 			continue
 		}
 		trace := contract.NewTrace("")
-		if err := p.i.telegramUpdate(contract.WithTrace(ctx, trace), contract.TraceLog(p.log, trace), upd); err != nil {
+		if err := p.i.telegramUpdate(contract.WithTrace(ctx, trace), bus.TraceLog(p.log, trace), upd); err != nil {
 			return err
 		}
 		p.offset = max(p.offset, upd.ID+1)

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/ingress"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/telegramtest"
@@ -52,7 +53,7 @@ func runTelegram(t *testing.T, js jetstream.JetStream, tg ingress.Telegram) (*in
 func provisioned(t *testing.T) *natstest.Server {
 	t.Helper()
 	ns := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	return ns

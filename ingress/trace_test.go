@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/ingress"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/telegramtest"
@@ -31,7 +32,7 @@ var traceIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
 // asks with.
 func TestInboundTrace(t *testing.T) {
 	ns := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	api := twiliotest.NewAPI(t)
@@ -110,7 +111,7 @@ func TestInboundTrace(t *testing.T) {
 			if err != nil {
 				t.Fatalf("nothing stored for %s: %v", tt.user, err)
 			}
-			trace := contract.Trace(m.Header)
+			trace := bus.Trace(m.Header)
 			if !traceIDRE.MatchString(trace) {
 				t.Fatalf("stored message's %s header %q; want 32 hex digits", contract.HeaderTrace, trace)
 			}

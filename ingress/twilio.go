@@ -17,6 +17,7 @@ import (
 	"github.com/twilio/twilio-go/client"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 )
 
 // Twilio configures the Twilio webhooks (WhatsApp and SMS).
@@ -201,7 +202,7 @@ func (i *Ingress) openWindow(ctx context.Context, log zerolog.Logger, u contract
 		return
 	}
 	ev := contract.Event{Kind: contract.KindWindow, User: u, JobID: sid}
-	if err := contract.PublishEvent(ctx, i.js, ev, contract.MsgID(u, sid, string(contract.KindWindow))); err != nil {
+	if err := bus.PublishEvent(ctx, i.js, ev, contract.MsgID(u, sid, string(contract.KindWindow))); err != nil {
 		log.Error().Err(err).Msg("window event not published; held messages wait for the next message")
 		return
 	}
@@ -264,7 +265,7 @@ func (i *Ingress) twilioStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	code, _ := strconv.Atoi(form.Get("ErrorCode"))
 	ev := contract.Event{Kind: contract.KindDelivery, User: u, ProviderID: sid, Status: status, Code: code}
-	if err := contract.PublishEvent(r.Context(), i.js, ev, contract.MsgID(u, sid, status)); err != nil {
+	if err := bus.PublishEvent(r.Context(), i.js, ev, contract.MsgID(u, sid, status)); err != nil {
 		i.log.Error().Err(err).Str("sid", sid).Msg("twilio status not stored")
 		http.Error(w, "could not take the status", http.StatusServiceUnavailable)
 		return

@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/ingress"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/twiliotest"
@@ -44,7 +45,7 @@ type twilioHarness struct {
 func startTwilio(t testing.TB, tw ingress.Twilio) *twilioHarness {
 	t.Helper()
 	ns := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if tw.AuthToken == "" {
@@ -412,7 +413,7 @@ func TestTwilioConfig(t *testing.T) {
 func TestMediaFetch(t *testing.T) {
 	api := twiliotest.NewAPI(t)
 	ns := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), ns.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	in, err := ingress.New(ingress.Config{Twilio: &ingress.Twilio{

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 )
 
 //go:embed webui/index.html
@@ -202,7 +203,7 @@ func (i *Ingress) storeFile(ctx context.Context, contentType, name string, data 
 	if err != nil {
 		return contract.Image{}, err
 	}
-	return contract.PutFile(ctx, store, contentType, name, data)
+	return bus.PutFile(ctx, store, contentType, name, data)
 }
 
 // webUser is the web chat user of a request's session cookie: over https

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/access"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/ingress"
 )
@@ -78,7 +79,7 @@ func Open(ctx context.Context, nc *nats.Conn, ch Channel, log zerolog.Logger) (*
 		return nil, fmt.Errorf("kit: jetstream: %w", err)
 	}
 	log = log.With().Str("svc", "channel").Str("channel", ch.Name).Logger()
-	allow := contract.NewChannelAllowlist(ch.Name, ch.Allowed)
+	allow := access.NewChannelAllowlist(ch.Name, ch.Allowed)
 	var errs []error
 	for _, id := range ch.Allowed {
 		if _, err := contract.NewUser(ch.Name, id); err != nil {

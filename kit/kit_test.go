@@ -18,6 +18,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/access"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/kit"
 	"github.com/textslash/textslash/natstest"
@@ -62,7 +64,7 @@ func (s *sender) bodies() []string {
 
 func open(t *testing.T, s *natstest.Server, ch kit.Channel) *kit.Kit {
 	t.Helper()
-	if err := contract.Provision(t.Context(), s.JS, contract.Options{Channels: []string{ch.Name}}); err != nil {
+	if err := bus.Provision(t.Context(), s.JS, bus.Options{Channels: []string{ch.Name}}); err != nil {
 		t.Fatal(err)
 	}
 	k, err := kit.Open(t.Context(), s.NC, ch, zerolog.New(zerolog.NewTestWriter(t)))
@@ -90,12 +92,12 @@ func TestPublish(t *testing.T) {
 	if err := k.Publish(ctx, contract.Inbound{ID: "m3", User: contract.User{Channel: "other", ID: "alice"}}); !errors.Is(err, contract.ErrInvalidUser) {
 		t.Errorf("a person of another channel: %v; want ErrInvalidUser", err)
 	}
-	p, err := contract.OpenPairing(ctx, s.JS)
+	p, err := access.OpenPairing(ctx, s.JS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The dispatcher's pairing service.
-	go contract.ServePairing(ctx, s.NC, p, zerolog.Nop())
+	go access.ServePairing(ctx, s.NC, p, zerolog.Nop())
 	natstest.CheckFor(t, 5*time.Second, 5*time.Millisecond, func() error {
 		_, err := s.NC.Request("$SRV.PING.pairing", nil, time.Second)
 		return err
@@ -151,7 +153,7 @@ func TestRunDelivers(t *testing.T) {
 		{Kind: contract.KindNotice, Text: "after"},
 	} {
 		ev.User, ev.JobID = alice, "m1"
-		if err := contract.PublishEvent(t.Context(), s.JS, ev, contract.MsgID(alice, "m1", string(ev.Kind), fmt.Sprint(i))); err != nil {
+		if err := bus.PublishEvent(t.Context(), s.JS, ev, contract.MsgID(alice, "m1", string(ev.Kind), fmt.Sprint(i))); err != nil {
 			t.Fatal(err)
 		}
 	}

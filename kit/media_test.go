@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/kit"
 	"github.com/textslash/textslash/natstest"
 )
@@ -26,7 +27,7 @@ func TestMediaReadsTheChannelsOwnStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := contract.PutFile(ctx, store, "text/csv", name, data)
+		f, err := bus.PutFile(ctx, store, "text/csv", name, data)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/kit"
 	"github.com/textslash/textslash/natstest"
 )
@@ -20,11 +21,11 @@ import (
 // it does not act on (a state event) are acknowledged, not left pending.
 func TestRunTakesOverAnOldDurable(t *testing.T) {
 	s := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), s.JS, contract.Options{Channels: []string{"chat"}}); err != nil {
+	if err := bus.Provision(t.Context(), s.JS, bus.Options{Channels: []string{"chat"}}); err != nil {
 		t.Fatal(err)
 	}
 	var old []string
-	for _, k := range contract.EgressKinds {
+	for _, k := range bus.EgressKinds {
 		old = append(old, "ts.ev.chat.*."+string(k))
 	}
 	if _, err := s.JS.CreateConsumer(t.Context(), contract.StreamEvents, jetstream.ConsumerConfig{
@@ -43,7 +44,7 @@ func TestRunTakesOverAnOldDurable(t *testing.T) {
 		{Kind: contract.KindNotice, Text: "hello"},
 	} {
 		ev.User, ev.JobID = alice, "m1"
-		if err := contract.PublishEvent(t.Context(), s.JS, ev, contract.MsgID(alice, "m1", fmt.Sprint(i))); err != nil {
+		if err := bus.PublishEvent(t.Context(), s.JS, ev, contract.MsgID(alice, "m1", fmt.Sprint(i))); err != nil {
 			t.Fatal(err)
 		}
 	}

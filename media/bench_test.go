@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 )
 
 // BenchmarkServeImage: signed GETs of one 300 KB image over loopback, from
@@ -19,7 +19,7 @@ import (
 func BenchmarkServeImage(b *testing.B) {
 	store, srv := serve(b)
 	data := noisyJPEG(b, 300_000)
-	img, err := contract.PutImage(b.Context(), store, "image/jpeg", data)
+	img, err := bus.PutImage(b.Context(), store, "image/jpeg", data)
 	if err != nil {
 		b.Fatal(err)
 	}

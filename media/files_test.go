@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 )
 
 // A file is served under /files/<id>/<name> with a valid signature only,
@@ -14,7 +15,7 @@ import (
 func TestServeFile(t *testing.T) {
 	store, srv := serve(t)
 	data := []byte("a,b\n1,2\n")
-	f, err := contract.PutFile(t.Context(), store, "text/csv; charset=utf-8", "out.csv", data)
+	f, err := bus.PutFile(t.Context(), store, "text/csv; charset=utf-8", "out.csv", data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestServeFile(t *testing.T) {
 		}
 	}
 
-	other, err := contract.PutFile(t.Context(), store, "application/pdf", "report.pdf", []byte("%PDF-1.4"))
+	other, err := bus.PutFile(t.Context(), store, "application/pdf", "report.pdf", []byte("%PDF-1.4"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/media"
 	"github.com/textslash/textslash/natstest"
 )
@@ -37,7 +38,7 @@ func serve(t testing.TB) (jetstream.ObjectStore, *httptest.Server) {
 	t.Helper()
 	s := natstest.RunJetStream(t)
 	ctx := t.Context()
-	if err := contract.Provision(ctx, s.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(ctx, s.JS, bus.Options{}); err != nil {
 		t.Fatalf("Provision: %v", err)
 	}
 	m, err := media.New(media.Config{Signer: signer}, s.JS, zerolog.New(zerolog.NewTestWriter(t)))
@@ -109,7 +110,7 @@ func TestServeImage(t *testing.T) {
 	} {
 		t.Run(tt.format, func(t *testing.T) {
 			data := encodeImage(t, tt.format)
-			img, err := contract.PutImage(ctx, store, tt.contentType, data)
+			img, err := bus.PutImage(ctx, store, tt.contentType, data)
 			if err != nil {
 				t.Fatalf("PutImage: %v", err)
 			}
@@ -185,11 +186,11 @@ func TestServeImage(t *testing.T) {
 func TestServeNotFound(t *testing.T) {
 	store, srv := serve(t)
 	ctx := t.Context()
-	jpg, err := contract.PutImage(ctx, store, "image/jpeg", encodeImage(t, "jpeg"))
+	jpg, err := bus.PutImage(ctx, store, "image/jpeg", encodeImage(t, "jpeg"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pngImg, err := contract.PutImage(ctx, store, "image/png", encodeImage(t, "png"))
+	pngImg, err := bus.PutImage(ctx, store, "image/png", encodeImage(t, "png"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +222,7 @@ func TestServeNotFound(t *testing.T) {
 
 func TestServeMalformedNames(t *testing.T) {
 	store, srv := serve(t)
-	img, err := contract.PutImage(t.Context(), store, "image/jpeg", encodeImage(t, "jpeg"))
+	img, err := bus.PutImage(t.Context(), store, "image/jpeg", encodeImage(t, "jpeg"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +260,7 @@ func FuzzServeName(f *testing.F) {
 		f.Add(s)
 	}
 	s := natstest.RunJetStream(f)
-	if err := contract.Provision(f.Context(), s.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(f.Context(), s.JS, bus.Options{}); err != nil {
 		f.Fatal(err)
 	}
 	m, err := media.New(media.Config{Signer: signer}, s.JS, zerolog.Nop())
@@ -287,7 +288,7 @@ func FuzzServeName(f *testing.F) {
 // signature or an expired link get 403 even while the image exists.
 func TestServeNeedsSignature(t *testing.T) {
 	store, srv := serve(t)
-	img, err := contract.PutImage(t.Context(), store, "image/jpeg", encodeImage(t, "jpeg"))
+	img, err := bus.PutImage(t.Context(), store, "image/jpeg", encodeImage(t, "jpeg"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +316,7 @@ func TestServeNeedsSignature(t *testing.T) {
 func TestServeAfterTTL(t *testing.T) {
 	s := natstest.RunJetStream(t)
 	ctx := t.Context()
-	if err := contract.Provision(ctx, s.JS, contract.Options{MediaTTL: time.Second}); err != nil {
+	if err := bus.Provision(ctx, s.JS, bus.Options{MediaTTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := media.New(media.Config{Signer: signer}, s.JS, zerolog.Nop())
@@ -328,7 +329,7 @@ func TestServeAfterTTL(t *testing.T) {
 	srv := httptest.NewServer(m.Handler())
 	t.Cleanup(srv.Close)
 	store, _ := s.JS.ObjectStore(ctx, contract.BucketMedia)
-	img, err := contract.PutImage(ctx, store, "image/png", encodeImage(t, "png"))
+	img, err := bus.PutImage(ctx, store, "image/png", encodeImage(t, "png"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +349,7 @@ func TestServeAfterTTL(t *testing.T) {
 func TestCullOldest(t *testing.T) {
 	s := natstest.RunJetStream(t)
 	ctx := t.Context()
-	if err := contract.Provision(ctx, s.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(ctx, s.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := media.New(media.Config{Signer: signer, Keep: 3}, s.JS, zerolog.Nop())
@@ -365,7 +366,7 @@ func TestCullOldest(t *testing.T) {
 	store, _ := s.JS.ObjectStore(ctx, contract.BucketMedia)
 	var ids []string
 	for range 5 {
-		img, err := contract.PutImage(ctx, store, "image/png", encodeImage(t, "png"))
+		img, err := bus.PutImage(ctx, store, "image/png", encodeImage(t, "png"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 )
 
 // Affinity: a user's workspace lives on one runner, so every runner
@@ -237,7 +238,7 @@ func (r *Runner) takes(ctx context.Context, aff *affinity, msg jetstream.Msg) bo
 		r.takenOver[u.Key()] = true
 		r.mu.Unlock()
 	}
-	log := contract.TraceLog(r.log, contract.Trace(msg.Headers())).With().Str("user", u.Key()).Logger()
+	log := bus.TraceLog(r.log, bus.Trace(msg.Headers())).With().Str("user", u.Key()).Logger()
 	if err != nil {
 		log.Warn().Err(err).Msg("workspaces: cannot tell which runner holds the user; job handed back")
 	}

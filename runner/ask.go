@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/runner/agent"
 )
 
@@ -154,7 +155,7 @@ func (r *Runner) asker(log zerolog.Logger, job contract.Job, session string,
 		}
 		n++
 		ev := contract.Event{Kind: contract.KindQuestion, User: job.User, JobID: job.ID, Text: q.Text, Question: n, Choices: contract.QuestionChoices}
-		if err := contract.PublishEvent(ctx, r.js, ev, contract.MsgID(job.User, job.ID, "question", fmt.Sprint(n))); err != nil {
+		if err := bus.PublishEvent(ctx, r.js, ev, contract.MsgID(job.User, job.ID, "question", fmt.Sprint(n))); err != nil {
 			log.Error().Err(err).Msg("question not asked; the tool use is denied")
 			return agent.Answer{Decision: contract.AnswerDeny, Text: contract.DeniedNobody}
 		}

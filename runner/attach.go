@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -122,7 +123,7 @@ func (r *Runner) fetch(ctx context.Context, u contract.User, m contract.Media) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	resp, err := r.js.Conn().RequestMsgWithContext(ctx, contract.NewMsg(ctx, contract.MediaFetchSubject(u.Channel), data))
+	resp, err := r.js.Conn().RequestMsgWithContext(ctx, bus.NewMsg(ctx, contract.MediaFetchSubject(u.Channel), data))
 	if err != nil {
 		return img, fmt.Errorf("media fetch: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 )
 
 // Claiming a job: one run per user in this process, a cancel finding the
@@ -88,7 +89,7 @@ func (r *Runner) onCancel(m *nats.Msg) {
 	run := r.running[u.Key()]
 	r.mu.Unlock()
 	if run != nil && run.job == string(m.Data) {
-		log := contract.TraceLog(r.log, run.trace)
+		log := bus.TraceLog(r.log, run.trace)
 		log.Info().Str("user", u.Key()).Str("job_id", run.job).Msg("cancelling run")
 		run.cancel(errCancelled)
 	}
@@ -110,7 +111,7 @@ func (r *Runner) markStarted(ctx context.Context, ev contract.Event, job jetstre
 			return false, fmt.Errorf("last started event: %w", err)
 		}
 	}
-	ack, err := contract.PublishEventAck(ctx, r.js, ev, contract.MsgID(ev.User, ev.JobID, string(ev.Kind)))
+	ack, err := bus.PublishEventAck(ctx, r.js, ev, contract.MsgID(ev.User, ev.JobID, string(ev.Kind)))
 	if err != nil {
 		return false, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/runner/handover"
 	"github.com/textslash/textslash/runner/internal/testkit"
 )
@@ -21,7 +22,7 @@ import (
 // no other.
 func TestMediaStaysInThePersonsChannelStore(t *testing.T) {
 	e := newRunnerEnv(t)
-	if err := contract.Provision(t.Context(), e.js, contract.Options{Channels: []string{"slack"}}); err != nil {
+	if err := bus.Provision(t.Context(), e.js, bus.Options{Channels: []string{"slack"}}); err != nil {
 		t.Fatalf("Provision: %v", err)
 	}
 	e.start(Config{})
@@ -43,7 +44,7 @@ func TestMediaStaysInThePersonsChannelStore(t *testing.T) {
 			// The channel's media fetch service, as ingress.ServeFetch
 			// answers: the attachment goes in the channel's store.
 			sub, err := e.js.Conn().Subscribe(contract.MediaFetchSubject(u.Channel), func(m *nats.Msg) {
-				img, err := contract.PutFile(ctx, own, "text/plain", "notes.txt", []byte("from the phone\n"))
+				img, err := bus.PutFile(ctx, own, "text/plain", "notes.txt", []byte("from the phone\n"))
 				if err != nil {
 					t.Errorf("store the attachment: %v", err)
 					return

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/sandbox"
 )
@@ -61,7 +62,7 @@ func BenchmarkRunOverhead(b *testing.B) {
 // waves over that many people, each run once before the measure.
 func runOverhead(b *testing.B, people int) {
 	s := natstest.RunJetStream(b)
-	if err := contract.Provision(b.Context(), s.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(b.Context(), s.JS, bus.Options{}); err != nil {
 		b.Fatalf("Provision: %v", err)
 	}
 	cfg := Config{Agent: AgentShell, Workspaces: b.TempDir(), Concurrency: 8, Timeout: time.Minute}
@@ -124,7 +125,7 @@ func runOverhead(b *testing.B, people int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := contract.Publish(ctx, s.JS, contract.JobSubject(u), data, contract.MsgID(u, id, "job")); err != nil {
+		if _, err := bus.Publish(ctx, s.JS, contract.JobSubject(u), data, contract.MsgID(u, id, "job")); err != nil {
 			b.Fatalf("publish job %s: %v", id, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/disk"
 	"github.com/textslash/textslash/runner/sandbox"
@@ -145,7 +146,7 @@ func (ru *run) admit(ctx context.Context, msg jetstream.Msg) (runCtx context.Con
 			// A progress line: the chat shows it, and status says it as
 			// the run's last step.
 			ev := contract.Event{Kind: contract.KindProgress, User: u, JobID: ru.job.ID, Text: MsgWaitMemory}
-			if err := contract.PublishEvent(ctx, r.js, ev, contract.MsgID(u, ru.job.ID, "memory")); err != nil {
+			if err := bus.PublishEvent(ctx, r.js, ev, contract.MsgID(u, ru.job.ID, "memory")); err != nil {
 				log.Warn().Err(err).Msg("progress event")
 			}
 		})
@@ -199,7 +200,7 @@ func (ru *run) teller(ctx context.Context) (tell func(key, text string)) {
 	return func(key, text string) {
 		u := ru.job.User
 		ev := contract.Event{Kind: contract.KindNotice, User: u, JobID: ru.job.ID, Text: text}
-		if err := contract.PublishEvent(ctx, ru.r.js, ev, contract.MsgID(u, ru.job.ID, key)); err != nil {
+		if err := bus.PublishEvent(ctx, ru.r.js, ev, contract.MsgID(u, ru.job.ID, key)); err != nil {
 			ru.log.Warn().Err(err).Msg("notice")
 		}
 	}
@@ -211,7 +212,7 @@ func (ru *run) progressPublisher(ctx context.Context) (publish func(n int, line 
 	return func(n int, line string) {
 		u := ru.job.User
 		ev := contract.Event{Kind: contract.KindProgress, User: u, JobID: ru.job.ID, Text: line}
-		if err := contract.PublishEvent(ctx, ru.r.js, ev, contract.MsgID(u, ru.job.ID, "progress", fmt.Sprint(n))); err != nil {
+		if err := bus.PublishEvent(ctx, ru.r.js, ev, contract.MsgID(u, ru.job.ID, "progress", fmt.Sprint(n))); err != nil {
 			ru.log.Warn().Err(err).Msg("progress event")
 		}
 	}
@@ -231,7 +232,7 @@ func quote(job contract.Job) string {
 func (r *Runner) publishDone(ctx context.Context, done contract.Event) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return contract.PublishEvent(ctx, r.js, done, contract.MsgID(done.User, done.JobID, "done"))
+	return bus.PublishEvent(ctx, r.js, done, contract.MsgID(done.User, done.JobID, "done"))
 }
 
 // every calls f every d until stop is called.

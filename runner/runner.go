@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/disk"
 	"github.com/textslash/textslash/runner/handover"
@@ -428,7 +429,7 @@ func (r *Runner) takeJobs(ctx, runs context.Context, cons jetstream.Consumer, af
 		wg.Add(1)
 		go func() {
 			defer func() { lastWork.Store(time.Now().UnixNano()); <-slots; wg.Done() }()
-			contract.Settle(runs, msg, r.handle, r.log)
+			bus.Settle(runs, msg, r.handle, r.log)
 		}()
 		lastWork.Store(time.Now().UnixNano())
 	}

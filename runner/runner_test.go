@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/sandbox"
 )
@@ -40,7 +41,7 @@ type runnerEnv struct {
 func newRunnerEnv(t *testing.T) *runnerEnv {
 	t.Helper()
 	s := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), s.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(t.Context(), s.JS, bus.Options{}); err != nil {
 		t.Fatalf("Provision: %v", err)
 	}
 	return &runnerEnv{t: t, js: s.JS, workspaces: t.TempDir()}
@@ -321,7 +322,7 @@ func takeAndDrop(t *testing.T, e *runnerEnv, u contract.User, id string, started
 	}
 	if started {
 		ev := contract.Event{Kind: contract.KindStarted, User: u, JobID: id}
-		if err := contract.PublishEvent(t.Context(), e.js, ev, contract.MsgID(u, id, string(contract.KindStarted))); err != nil {
+		if err := bus.PublishEvent(t.Context(), e.js, ev, contract.MsgID(u, id, string(contract.KindStarted))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/runner/voice"
 )
 
@@ -31,7 +32,7 @@ func (e *runnerEnv) stored(name, contentType string, data []byte) contract.Media
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	obj, err := contract.PutFile(e.t.Context(), store, contentType, name, data)
+	obj, err := bus.PutFile(e.t.Context(), store, contentType, name, data)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 )
 
 // An agent that takes no messages while it works (the shell) leaves every
@@ -20,7 +21,7 @@ func TestShellListsEveryMessageAddedToItsRun(t *testing.T) {
 	e.job(u, "m1", "while [ ! -e "+gate+" ]; do sleep 0.01; done; echo ran")
 	for i, text := range []string{"echo first", "echo second"} {
 		ev := contract.Event{Kind: contract.KindSteer, User: u, JobID: "m1", Text: text}
-		if err := contract.PublishEvent(t.Context(), e.js, ev, contract.MsgID(u, "m1", "steer", string(rune('a'+i)))); err != nil {
+		if err := bus.PublishEvent(t.Context(), e.js, ev, contract.MsgID(u, "m1", "steer", string(rune('a'+i)))); err != nil {
 			t.Fatal(err)
 		}
 	}

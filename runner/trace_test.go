@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/handover"
 	"github.com/textslash/textslash/runner/handover/pageshot/shottest"
@@ -32,7 +33,7 @@ func TestRunnerCarriesTrace(t *testing.T) {
 	// The media fetch service, refusing: the runner goes on without the image.
 	fetches := make(chan string, 1)
 	sub, err := e.js.Conn().Subscribe(contract.MediaFetchSubject(u.Channel), func(m *nats.Msg) {
-		fetches <- contract.Trace(m.Header)
+		fetches <- bus.Trace(m.Header)
 		refusal := nats.NewMsg(m.Reply)
 		refusal.Header.Set(micro.ErrorCodeHeader, "503")
 		_ = m.RespondMsg(refusal)
@@ -110,7 +111,7 @@ func (e *runnerEnv) tracedJob(job contract.Job) string {
 		e.t.Fatal(err)
 	}
 	trace := contract.NewTrace("")
-	if _, err := contract.Publish(contract.WithTrace(e.t.Context(), trace), e.js, contract.JobSubject(job.User), data, contract.MsgID(job.User, job.ID, "job")); err != nil {
+	if _, err := bus.Publish(contract.WithTrace(e.t.Context(), trace), e.js, contract.JobSubject(job.User), data, contract.MsgID(job.User, job.ID, "job")); err != nil {
 		e.t.Fatal(err)
 	}
 	return trace
@@ -134,7 +135,7 @@ func (e *runnerEnv) eventTraces(u contract.User) iter.Seq2[string, string] {
 				e.t.Fatal(err)
 			}
 			seq = m.Sequence + 1
-			if !yield(m.Subject[len(contract.EventSubject(u, "")):], contract.Trace(m.Header)) {
+			if !yield(m.Subject[len(contract.EventSubject(u, "")):], bus.Trace(m.Header)) {
 				return
 			}
 		}

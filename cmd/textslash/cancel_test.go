@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/natstest"
 )
@@ -366,7 +367,7 @@ func TestApproveRejectInGitWorkspace(t *testing.T) {
 			})
 			ask := contract.Event{Kind: contract.KindDone, User: u, JobID: run, Status: contract.StatusOK,
 				Text: "Changed 2 files. Reply approve or reject.", Approval: true}
-			if err := contract.PublishEvent(t.Context(), js, ask, contract.MsgID(u, run, "done")); err != nil {
+			if err := bus.PublishEvent(t.Context(), js, ask, contract.MsgID(u, run, "done")); err != nil {
 				t.Fatal(err)
 			}
 			if st := box.state(contract.StateAwaitingApproval); st.Event.JobID != run {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/textslash/textslash/cmd/internal/app"
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/dispatcher"
 	"github.com/textslash/textslash/runner"
 	"github.com/textslash/textslash/runner/claudetest"
@@ -454,7 +455,7 @@ func chaosSettle(t *testing.T, url string, timeout time.Duration) error {
 				return fmt.Errorf("stream %s holds %d messages", name, info.State.Msgs)
 			}
 		}
-		c, err := js.Consumer(t.Context(), contract.StreamEvents, contract.EgressConsumer(contract.ChannelWhatsApp).Durable)
+		c, err := js.Consumer(t.Context(), contract.StreamEvents, bus.EgressConsumer(contract.ChannelWhatsApp).Durable)
 		if err != nil {
 			return err
 		}

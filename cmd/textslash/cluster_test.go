@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/natstest"
 )
 
@@ -62,7 +63,7 @@ func TestClusterLeaderLoss(t *testing.T) {
 			t.Fatalf("stream %s: %d replicas (cluster %+v); want 3", name, info.Config.Replicas, info.Cluster)
 		}
 	}
-	for stream, cfgs := range contract.Consumers() {
+	for stream, cfgs := range bus.Consumers() {
 		for _, cfg := range cfgs {
 			c, err := js.Consumer(ctx, stream, cfg.Durable)
 			if err != nil {
@@ -282,7 +283,7 @@ func TestClusterLeaderLoss(t *testing.T) {
 	// message comes again after the consumer's AckWait, and is then
 	// recognised as done and dropped.
 	var ackWait time.Duration
-	for _, cfgs := range contract.Consumers() {
+	for _, cfgs := range bus.Consumers() {
 		for _, cfg := range cfgs {
 			ackWait = max(ackWait, cfg.AckWait)
 		}

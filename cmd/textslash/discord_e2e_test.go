@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/discord/discordtest"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
@@ -412,7 +413,7 @@ func TestDiscordNATSUser(t *testing.T) {
 	}
 
 	ev := contract.Event{User: u, JobID: m.ID, Kind: contract.KindDone, Text: "seen it", Images: []contract.Image{img}}
-	if err := contract.PublishEvent(t.Context(), n.JS, ev, contract.MsgID(u, m.ID, "done")); err != nil {
+	if err := bus.PublishEvent(t.Context(), n.JS, ev, contract.MsgID(u, m.ID, "done")); err != nil {
 		t.Fatal(err)
 	}
 	reply := c.wait(t, "seen it")

@@ -18,6 +18,8 @@ import (
 
 	"github.com/textslash/textslash/cmd/internal/app"
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/access"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/natstest"
 )
 
@@ -390,7 +392,7 @@ func TestNATSRunnerReadsAnswers(t *testing.T) {
 	before := len(n.violations())
 	for _, kind := range []contract.EventKind{contract.KindAnswer, contract.KindSteer} {
 		ev := contract.Event{Kind: kind, User: u, JobID: "j1", Question: 1, Answer: contract.AnswerAllow, Text: "btw"}
-		if err := contract.PublishEvent(ctx, disp, ev, contract.MsgID(u, "j1", string(kind))); err != nil {
+		if err := bus.PublishEvent(ctx, disp, ev, contract.MsgID(u, "j1", string(kind))); err != nil {
 			t.Fatalf("dispatcher publishes %s: %v", kind, err)
 		}
 	}
@@ -435,23 +437,23 @@ func TestNATSChannelsPair(t *testing.T) {
 	defer cancel()
 	disp, _ := n.connect(t, app.Dispatcher)
 	before := len(n.violations())
-	dp, err := contract.OpenPairing(ctx, disp)
+	dp, err := access.OpenPairing(ctx, disp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	go contract.ServePairing(ctx, disp.Conn(), dp, zerolog.Nop())
+	go access.ServePairing(ctx, disp.Conn(), dp, zerolog.Nop())
 	type pairer struct {
 		login string
-		allow *contract.Allowlist
+		allow *access.Allowlist
 		u     contract.User
 	}
 	pairers := []pairer{
-		{app.Ingress, contract.NewAllowlist(nil, nil), contract.User{Channel: contract.ChannelWhatsApp, ID: "15551230000"}},
-		{app.Ingress, contract.NewAllowlist(nil, nil), contract.User{Channel: contract.ChannelTelegram, ID: "-1001234"}},
+		{app.Ingress, access.NewAllowlist(nil, nil), contract.User{Channel: contract.ChannelWhatsApp, ID: "15551230000"}},
+		{app.Ingress, access.NewAllowlist(nil, nil), contract.User{Channel: contract.ChannelTelegram, ID: "-1001234"}},
 	}
 	for _, user := range natsConfUsers(t) {
 		if name, ok := strings.CutPrefix(user, "channel-"); ok {
-			pairers = append(pairers, pairer{user, contract.NewChannelAllowlist(name, nil), contract.User{Channel: name, ID: "U1"}})
+			pairers = append(pairers, pairer{user, access.NewChannelAllowlist(name, nil), contract.User{Channel: name, ID: "U1"}})
 		}
 	}
 	for _, p := range pairers {

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/natstest"
 )
 
@@ -47,7 +48,7 @@ func eventPublisher(ctx context.Context, t *testing.T, inst *instance) (sent <-c
 	return inbounds(t, nc), func(u contract.User, ev contract.Event, part string) {
 		t.Helper()
 		ev.User = u
-		if err := contract.PublishEvent(ctx, js, ev, contract.MsgID(u, ev.JobID, string(ev.Kind), part)); err != nil {
+		if err := bus.PublishEvent(ctx, js, ev, contract.MsgID(u, ev.JobID, string(ev.Kind), part)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/twiliotest"
 )
@@ -245,7 +246,7 @@ func TestWhatsAppNoReplyToStrangers(t *testing.T) {
 	}
 	stranger := contract.User{Channel: contract.ChannelSMS, ID: "15559990000"}
 	ev := contract.Event{Kind: contract.KindDone, User: stranger, JobID: "x1", Text: "Your bank account is locked: http://phish.example", Status: contract.StatusOK}
-	if err := contract.PublishEvent(t.Context(), js, ev, "forged-1"); err != nil {
+	if err := bus.PublishEvent(t.Context(), js, ev, "forged-1"); err != nil {
 		t.Fatalf("publish as admin: %v", err)
 	}
 	s.webhook(t, "whatsapp:"+phoneAlice, "echo hi", nil)

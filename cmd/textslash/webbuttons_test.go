@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 )
 
 // choicesOf describes the choice buttons under the events of job (its
@@ -105,7 +106,7 @@ func TestWebButtonsInBrowser(t *testing.T) {
 	publish := func(ev contract.Event, part string) {
 		t.Helper()
 		ev.User = u
-		if err := contract.PublishEvent(ctx, js, ev, contract.MsgID(u, ev.JobID, string(ev.Kind), part)); err != nil {
+		if err := bus.PublishEvent(ctx, js, ev, contract.MsgID(u, ev.JobID, string(ev.Kind), part)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -217,7 +218,7 @@ func TestWebPreviewLinkInBrowser(t *testing.T) {
 	link := "http://abcdef.preview.localhost:3001/"
 	ev := contract.Event{Kind: contract.KindDone, User: u, JobID: "pv-1", Status: contract.StatusOK, Text: "Your app on port 5173: " + link,
 		Links: []contract.Link{{URL: link, Label: "Open port 5173"}, {URL: "javascript:alert(1)", Label: "Evil"}}}
-	if err := contract.PublishEvent(ctx, js, ev, contract.MsgID(u, ev.JobID, string(ev.Kind), "")); err != nil {
+	if err := bus.PublishEvent(ctx, js, ev, contract.MsgID(u, ev.JobID, string(ev.Kind), "")); err != nil {
 		t.Fatal(err)
 	}
 	waitPage(ctx, t, `(want) => [...document.querySelectorAll('#messages a.link')]

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/notion"
 )
 
@@ -92,7 +93,7 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config, signer contrac
 		}
 		return fmt.Errorf("egress consumer notion: %w", err)
 	}
-	return contract.Consume(ctx, js, cons, n.handle, n.log)
+	return bus.Consume(ctx, js, cons, n.handle, n.log)
 }
 
 // handle mirrors one event if it is about a Notion task.

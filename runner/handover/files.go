@@ -14,12 +14,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
 // Files for the person: an agent names a file of any kind in its
 // workspace with a line FILE_CAPTURED:<path> (see agent.Command), and the
-// runner stores it in the media object store (contract.PutFile) and adds
+// runner stores it in the media object store (bus.PutFile) and adds
 // it to the done event's images; egress sends it as a document.
 const (
 	// MaxFileBytes is the largest file an agent may hand over.
@@ -67,7 +68,7 @@ func sizeBeneath(dir, name string) int64 {
 // fileType is the content type a file is stored and served with: its
 // extension's, else what its bytes look like. An image extension counts
 // only for bytes of that image type, so that what is sent as an image is
-// one (contract.PutFile hands images to PutImage, which checks them).
+// one (bus.PutFile hands images to PutImage, which checks them).
 func fileType(name string, data []byte) string {
 	sniffed := http.DetectContentType(data)
 	ct := mime.TypeByExtension(filepath.Ext(name))
@@ -100,7 +101,7 @@ func (s *Store) collectFile(ctx context.Context, log zerolog.Logger, u contract.
 	var f contract.Image
 	if err == nil {
 		name := filepath.Base(p)
-		f, err = contract.PutFile(ctx, store, fileType(name, data), name, data)
+		f, err = bus.PutFile(ctx, store, fileType(name, data), name, data)
 	}
 	if err != nil {
 		log.Error().Err(err).Str("path", p).Msg("file not stored")

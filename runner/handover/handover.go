@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/handover/pageshot"
 	"github.com/textslash/textslash/runner/sandbox"
@@ -266,7 +267,7 @@ func (s *Store) storeImage(ctx context.Context, u contract.User, shot pageshot.S
 	if err != nil {
 		return contract.Image{}, fmt.Errorf("media store: %w", err)
 	}
-	img, err := contract.PutImage(ctx, store, "image/jpeg", shot.JPEG)
+	img, err := bus.PutImage(ctx, store, "image/jpeg", shot.JPEG)
 	if err != nil {
 		return contract.Image{}, fmt.Errorf("store image: %w", err)
 	}
@@ -278,7 +279,7 @@ func (s *Store) storeImage(ctx context.Context, u contract.User, shot pageshot.S
 // name tells the images of one job apart (deduplication).
 func (s *Store) publishImage(ctx context.Context, log zerolog.Logger, job contract.Job, img contract.Image, name string) {
 	ev := contract.Event{Kind: contract.KindImage, User: job.User, JobID: job.ID, Image: &img}
-	if err := contract.PublishEvent(ctx, s.js, ev, contract.MsgID(job.User, job.ID, "image", name)); err != nil {
+	if err := bus.PublishEvent(ctx, s.js, ev, contract.MsgID(job.User, job.ID, "image", name)); err != nil {
 		log.Warn().Err(err).Str("object", img.ID).Msg("image event")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/natstest"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestRecentAreThisRunnersLatest(t *testing.T) {
 	s := natstest.RunJetStream(t)
 	ctx := t.Context()
-	if err := contract.Provision(ctx, s.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(ctx, s.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	ws, err := s.JS.KeyValue(ctx, contract.BucketWorkspaces)

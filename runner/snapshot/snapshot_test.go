@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
 	"github.com/textslash/textslash/runner/sandbox"
@@ -29,7 +30,7 @@ import (
 func newStore(t testing.TB) jetstream.ObjectStore {
 	t.Helper()
 	s := natstest.RunJetStream(t)
-	if err := contract.Provision(t.Context(), s.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(t.Context(), s.JS, bus.Options{}); err != nil {
 		t.Fatalf("Provision: %v", err)
 	}
 	obs, err := s.JS.ObjectStore(t.Context(), contract.BucketSnapshots)

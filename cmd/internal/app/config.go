@@ -15,6 +15,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/runner"
 	"github.com/textslash/textslash/runner/sandbox"
@@ -354,9 +355,9 @@ func (c *config) validate() error {
 // options are the streams' and buckets' options textslash provision and
 // serve provision with: a media store for each plug-in channel, the ones
 // textslash ships (compose runs them) and those of TEXTSLASH_CHANNELS.
-func (s *storage) options() contract.Options {
+func (s *storage) options() bus.Options {
 	channels := slices.Sorted(maps.Keys(plugins))
-	return contract.Options{Replicas: s.Replicas, MediaTTL: s.MediaTTL, Channels: pluginChannels(append(channels, s.Channels...))}
+	return bus.Options{Replicas: s.Replicas, MediaTTL: s.MediaTTL, Channels: pluginChannels(append(channels, s.Channels...))}
 }
 
 func (s *storage) validate() error {

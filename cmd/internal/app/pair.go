@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/access"
 )
 
 const pairUsage = `Makes a pairing code for one new person: valid for an hour, used up by the
@@ -48,7 +48,7 @@ func Pair(args []string, stdout, stderr io.Writer) int {
 	defer closeNATS()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p, err := contract.OpenPairing(ctx, js)
+	p, err := access.OpenPairing(ctx, js)
 	var code string
 	if err == nil {
 		code, err = p.NewCode(ctx, "textslash pair")

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 )
 
 // streamsOf names the streams each service uses (a bucket is the stream
@@ -132,7 +133,7 @@ func Provision(args []string, stderr io.Writer) int {
 	js, log, closeNATS, err := connectAdmin(c.common, "provision", stderr)
 	if err == nil {
 		defer closeNATS()
-		err = contract.Provision(context.Background(), js, c.storage.options())
+		err = bus.Provision(context.Background(), js, c.storage.options())
 	}
 	if err != nil {
 		log.Error().Err(err).Msg("provision failed")

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/ingress"
 	"github.com/textslash/textslash/runner"
 	"github.com/textslash/textslash/runner/sandbox"
@@ -232,7 +233,7 @@ func (cfg *config) openStreams(ctx context.Context, js jetstream.JetStream, log 
 	if !cfg.Provision {
 		return waitStreams(ctx, js, cfg.streams(), log)
 	}
-	if err := contract.Provision(ctx, js, cfg.storage.options()); err != nil {
+	if err := bus.Provision(ctx, js, cfg.storage.options()); err != nil {
 		return fmt.Errorf("%w (textslash serve creates the streams: its NATS user must be allowed to, as nats.conf's admin is)", err)
 	}
 	return nil

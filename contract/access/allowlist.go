@@ -1,4 +1,4 @@
-package contract
+package access
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/textslash/textslash/contract"
 )
 
 // Allowlist is who may talk to textslash, the one answer ingress (whose
@@ -38,13 +40,13 @@ type opened struct {
 func NewAllowlist(numbers, chats []string) *Allowlist {
 	a := &Allowlist{listed: map[string]bool{}}
 	for _, n := range numbers {
-		if u, err := PhoneUser(ChannelSMS, n); err == nil {
-			a.listed[PersonKey(u)] = true
+		if u, err := contract.PhoneUser(contract.ChannelSMS, n); err == nil {
+			a.listed[contract.PersonKey(u)] = true
 		}
 	}
 	for _, id := range chats {
-		if u, err := NewUser(ChannelTelegram, id); err == nil {
-			a.listed[PersonKey(u)] = true
+		if u, err := contract.NewUser(contract.ChannelTelegram, id); err == nil {
+			a.listed[contract.PersonKey(u)] = true
 		}
 	}
 	return a
@@ -57,8 +59,8 @@ func NewAllowlist(numbers, chats []string) *Allowlist {
 func NewChannelAllowlist(channel string, ids []string) *Allowlist {
 	a := &Allowlist{listed: map[string]bool{}, keys: channel + ".>"}
 	for _, id := range ids {
-		if u, err := NewUser(channel, id); err == nil {
-			a.listed[PersonKey(u)] = true
+		if u, err := contract.NewUser(channel, id); err == nil {
+			a.listed[contract.PersonKey(u)] = true
 		}
 	}
 	return a
@@ -66,9 +68,9 @@ func NewChannelAllowlist(channel string, ids []string) *Allowlist {
 
 // Open follows the people paired in until ctx ends.
 func (a *Allowlist) Open(ctx context.Context, js jetstream.JetStream) error {
-	kv, err := js.KeyValue(ctx, BucketPeople)
+	kv, err := js.KeyValue(ctx, contract.BucketPeople)
 	if err != nil {
-		return fmt.Errorf("bucket %s: %w", BucketPeople, err)
+		return fmt.Errorf("bucket %s: %w", contract.BucketPeople, err)
 	}
 	people, err := watchPeople(ctx, kv, a.keys)
 	if err != nil {
@@ -81,14 +83,14 @@ func (a *Allowlist) Open(ctx context.Context, js jetstream.JetStream) error {
 
 // Allows reports whether u may talk to textslash: listed, or paired in as
 // far as the watch of the people bucket has seen.
-func (a *Allowlist) Allows(u User) bool {
-	return a.listed[PersonKey(u)] || a.people.Load().Has(u)
+func (a *Allowlist) Allows(u contract.User) bool {
+	return a.listed[contract.PersonKey(u)] || a.people.Load().Has(u)
 }
 
 // AllowsNow is Allows, else the people bucket itself: the watch may not
 // have seen yet someone paired in a moment ago (the welcome to them is
 // sent at once). The error is the bucket's; u is not allowed then.
-func (a *Allowlist) AllowsNow(ctx context.Context, u User) (bool, error) {
+func (a *Allowlist) AllowsNow(ctx context.Context, u contract.User) (bool, error) {
 	if a.Allows(u) {
 		return true, nil
 	}
@@ -96,7 +98,7 @@ func (a *Allowlist) AllowsNow(ctx context.Context, u User) (bool, error) {
 	if o == nil {
 		return false, nil
 	}
-	_, err := o.people.Get(ctx, PersonKey(u))
+	_, err := o.people.Get(ctx, contract.PersonKey(u))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return false, nil
 	}
@@ -105,7 +107,7 @@ func (a *Allowlist) AllowsNow(ctx context.Context, u User) (bool, error) {
 
 // Redeem asks the pairing service (RequestPair) to pair u in if text is
 // a pending code; before Open, nobody is.
-func (a *Allowlist) Redeem(ctx context.Context, u User, text string) (bool, error) {
+func (a *Allowlist) Redeem(ctx context.Context, u contract.User, text string) (bool, error) {
 	o := a.opened.Load()
 	if o == nil {
 		return false, nil

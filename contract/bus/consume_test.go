@@ -1,4 +1,4 @@
-package contract_test
+package bus_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/natstest"
 )
 
@@ -32,13 +32,13 @@ func TestConsumeKeepsSlowHandlersMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := contract.Publish(ctx, s.JS, "t.a", []byte("x"), "a"); err != nil {
+	if _, err := bus.Publish(ctx, s.JS, "t.a", []byte("x"), "a"); err != nil {
 		t.Fatal(err)
 	}
 	var calls atomic.Int32
 	cctx, cancel := context.WithTimeout(ctx, 4*time.Second)
 	defer cancel()
-	err = contract.Consume(cctx, s.JS, cons, func(ctx context.Context, _ jetstream.Msg) error {
+	err = bus.Consume(cctx, s.JS, cons, func(ctx context.Context, _ jetstream.Msg) error {
 		calls.Add(1)
 		time.Sleep(2500 * time.Millisecond) // two and a half ack waits
 		return nil
@@ -66,7 +66,7 @@ func TestConsumeUsersInParallelEachInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, subject := range []string{"ts.in.web.a", "ts.in.web.a", "ts.in.web.b", "ts.in.web.a"} {
-		if _, err := contract.Publish(ctx, s.JS, subject, []byte{byte('0' + i)}, fmt.Sprint(i)); err != nil {
+		if _, err := bus.Publish(ctx, s.JS, subject, []byte{byte('0' + i)}, fmt.Sprint(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -78,7 +78,7 @@ func TestConsumeUsersInParallelEachInOrder(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
-		_ = contract.Consume(cctx, s.JS, cons, func(ctx context.Context, m jetstream.Msg) error {
+		_ = bus.Consume(cctx, s.JS, cons, func(ctx context.Context, m jetstream.Msg) error {
 			defer func() { handled <- struct{}{} }()
 			record := func() {
 				mu.Lock()

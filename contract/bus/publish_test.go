@@ -1,4 +1,4 @@
-package contract_test
+package bus_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/natstest"
 )
 
@@ -59,7 +59,7 @@ func TestPublishAsksAgain(t *testing.T) {
 				_, err := s.JS.UpdateStream(ctx, cfg)
 				answering <- err
 			}()
-			ack, err := contract.Publish(ctx, s.JS, "t.x", []byte("payload"), "id-1")
+			ack, err := bus.Publish(ctx, s.JS, "t.x", []byte("payload"), "id-1")
 			if err != nil {
 				t.Fatalf("Publish: %v", err)
 			}
@@ -95,13 +95,13 @@ func TestPublishRefusalIsFinal(t *testing.T) {
 		MaxMsgsPerSubject: 1, Discard: jetstream.DiscardNew, DiscardNewPerSubject: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := contract.Publish(ctx, s.JS, "t.x", []byte("a"), "a"); err != nil {
+	if _, err := bus.Publish(ctx, s.JS, "t.x", []byte("a"), "a"); err != nil {
 		t.Fatal(err)
 	}
 	// Asked again, it would be refused until ctx's end.
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err := contract.Publish(ctx, s.JS, "t.x", []byte("b"), "b")
+	_, err := bus.Publish(ctx, s.JS, "t.x", []byte("b"), "b")
 	var apiErr *jetstream.APIError
 	if !errors.As(err, &apiErr) {
 		t.Fatalf("second message on a full subject: %v; want JetStream's refusal", err)
@@ -118,7 +118,7 @@ func TestPublishClosedConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.NC.Close()
-	if _, err := contract.Publish(ctx, s.JS, "t.x", []byte("a"), "a"); !errors.Is(err, nats.ErrConnectionClosed) {
+	if _, err := bus.Publish(ctx, s.JS, "t.x", []byte("a"), "a"); !errors.Is(err, nats.ErrConnectionClosed) {
 		t.Fatalf("Publish on a closed connection: %v; want %v", err, nats.ErrConnectionClosed)
 	}
 }

@@ -1,4 +1,4 @@
-package contract_test
+package access_test
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/access"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/natstest"
 )
 
@@ -18,10 +20,10 @@ import (
 func TestAllowlist(t *testing.T) {
 	s := natstest.RunJetStream(t)
 	ctx := t.Context()
-	if err := contract.Provision(ctx, s.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(ctx, s.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	a := contract.NewAllowlist([]string{"+15551234567", "whatsapp:+15557654321", "nonsense"}, []string{"4242", "-1001234567890"})
+	a := access.NewAllowlist([]string{"+15551234567", "whatsapp:+15557654321", "nonsense"}, []string{"4242", "-1001234567890"})
 	user := func(ch, id string) contract.User { return contract.User{Channel: ch, ID: id} }
 	bob := user(contract.ChannelTelegram, "777")
 	for _, tt := range []struct {
@@ -47,7 +49,7 @@ func TestAllowlist(t *testing.T) {
 	if err := a.Open(ctx, s.JS); err != nil {
 		t.Fatal(err)
 	}
-	p, err := contract.OpenPairing(ctx, s.JS)
+	p, err := access.OpenPairing(ctx, s.JS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +78,7 @@ func TestAllowlist(t *testing.T) {
 // A plug-in channel's allowlist lets in its own ids on its own channel
 // only; an id that is no subject token lists nobody.
 func TestChannelAllowlist(t *testing.T) {
-	a := contract.NewChannelAllowlist("slack", []string{"U024BE7LH", "not a token"})
+	a := access.NewChannelAllowlist("slack", []string{"U024BE7LH", "not a token"})
 	for _, tt := range []struct {
 		u    contract.User
 		want bool
@@ -94,9 +96,9 @@ func TestChannelAllowlist(t *testing.T) {
 
 // servePairing serves the pairing service with p until the test ends,
 // and returns once it answers.
-func servePairing(t *testing.T, s *natstest.Server, p *contract.Pairing) {
+func servePairing(t *testing.T, s *natstest.Server, p *access.Pairing) {
 	t.Helper()
-	go contract.ServePairing(t.Context(), s.NC, p, zerolog.Nop())
+	go access.ServePairing(t.Context(), s.NC, p, zerolog.Nop())
 	natstest.CheckFor(t, 5*time.Second, 5*time.Millisecond, func() error {
 		_, err := s.NC.Request("$SRV.PING.pairing", nil, time.Second)
 		return err
@@ -109,10 +111,10 @@ func servePairing(t *testing.T, s *natstest.Server, p *contract.Pairing) {
 func TestPairingTakesTheSubjectsChannel(t *testing.T) {
 	s := natstest.RunJetStream(t)
 	ctx := t.Context()
-	if err := contract.Provision(ctx, s.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(ctx, s.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := contract.OpenPairing(ctx, s.JS)
+	p, err := access.OpenPairing(ctx, s.JS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +135,7 @@ func TestPairingTakesTheSubjectsChannel(t *testing.T) {
 	if got := m.Header.Get("Nats-Service-Error-Code"); got != "400" {
 		t.Errorf("a WhatsApp person paired on Slack's subject: error code %q; want 400", got)
 	}
-	everyone := contract.NewAllowlist(nil, nil)
+	everyone := access.NewAllowlist(nil, nil)
 	if err := everyone.Open(ctx, s.JS); err != nil {
 		t.Fatal(err)
 	}
@@ -141,10 +143,10 @@ func TestPairingTakesTheSubjectsChannel(t *testing.T) {
 		t.Error("the WhatsApp person was paired in")
 	}
 	own := contract.User{Channel: "slack", ID: "U1"}
-	if ok, err := contract.RequestPair(ctx, s.NC, own, strings.ToLower(code)); !ok || err != nil {
+	if ok, err := access.RequestPair(ctx, s.NC, own, strings.ToLower(code)); !ok || err != nil {
 		t.Errorf("Slack's own person with the code: %v, %v; want paired", ok, err)
 	}
-	if ok, err := contract.RequestPair(ctx, s.NC, own, "hello there"); ok || err != nil {
+	if ok, err := access.RequestPair(ctx, s.NC, own, "hello there"); ok || err != nil {
 		t.Errorf("a message that is no code: %v, %v; want false, nil", ok, err)
 	}
 }

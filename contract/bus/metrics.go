@@ -1,4 +1,4 @@
-package contract
+package bus
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

@@ -1,4 +1,4 @@
-package contract
+package bus
 
 import (
 	"context"
@@ -7,92 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-)
 
-// Streams, consumers and buckets.
-const (
-	StreamIn     = "IN"
-	StreamJobs   = "JOBS"
-	StreamQueue  = "QUEUE"
-	StreamEvents = "EVENTS"
-	StreamTimers = "TIMERS"
-
-	ConsumerDispatcher     = "dispatcher"        // IN: every inbound message
-	ConsumerDispatcherDone = "dispatcher-done"   // EVENTS: done events (start the next job) and questions
-	ConsumerRunner         = "runner"            // JOBS: every job
-	ConsumerTimers         = "dispatcher-timers" // TIMERS: timeouts that fired, scheduled messages
-
-	BucketUsers      = "users"      // KV: UserState per User.Key
-	BucketEgress     = "egress"     // KV: what egress sent, and the pages still to send
-	BucketRunners    = "runners"    // KV: runners alive, by runner id, expiring
-	BucketWorkspaces = "workspaces" // KV: the runner holding each user's workspace
-	BucketCosts      = "costs"      // KV: what runs cost, per person and day or month, and for the deployment
-
-	// PriorityGroup is the pull group of pinned consumers.
-	PriorityGroup = "active"
-	BucketMedia   = "media" // object store: images, expiring
-)
-
-// Defaults: the limits and timeouts a deployment has unless its
-// configuration says otherwise.
-const (
-	// QueueLimit is how many messages may wait behind a user's running one.
-	QueueLimit = 5
-	// DedupWindow is how long JetStream remembers a Nats-Msg-Id.
-	DedupWindow = 10 * time.Minute
-	// MediaTTL is how long an image stays retrievable.
-	MediaTTL = 30 * time.Minute
-	// MediaKeep is how many images the media store keeps at most.
-	MediaKeep = 100
-	// EventsMaxAge is how long events stay in EVENTS (web chat history).
-	EventsMaxAge = 24 * time.Hour
-	// ApprovalTimeout ends an unanswered approval request.
-	ApprovalTimeout = 30 * time.Minute
-	// PermissionTimeout denies an unanswered permission question.
-	PermissionTimeout = 10 * time.Minute
-	// JobAckWait is how long the runner may go without a sign of life
-	// (it sends one every third of this) before a job is redelivered.
-	JobAckWait = 15 * time.Second
-	// EgressAckWait is how long egress may hold an event without a sign of
-	// life before it is redelivered.
-	EgressAckWait = 30 * time.Second
-	// PinnedTTL is how long a pinned consumer's client may stop pulling
-	// before another client is pinned.
-	PinnedTTL = 5 * time.Second
-	// RunnerTTL is how long a runner counts as alive after its last
-	// heartbeat (it sends one every third of this); then another runner
-	// may take over its users.
-	RunnerTTL = 15 * time.Second
-)
-
-// Byte limits of the streams and buckets, sized for a laptop: together
-// under 2 GB of disk. The work queues (IN, JOBS) and QUEUE refuse a new
-// message when full rather than drop one they accepted (ingress then
-// answers the provider with an error, and the provider retries); EVENTS and
-// the egress bucket are history, whose oldest entries go first; TIMERS
-// holds one timer per user and must discard old (the server's rule for
-// message schedules).
-const (
-	// MaxMsgBytes is the largest message a stream takes: an event's text
-	// is cut at MaxEventText, well under it.
-	MaxMsgBytes    = 1 << 20
-	InMaxBytes     = 256 << 20
-	JobsMaxBytes   = 64 << 20
-	QueueMaxBytes  = 64 << 20
-	TimersMaxBytes = 16 << 20
-	EventsMaxBytes = 512 << 20
-	UsersMaxBytes  = 64 << 20
-	EgressMaxBytes = 256 << 20
-	// SmallMaxBytes bounds the runners' heartbeats and the workspaces map.
-	SmallMaxBytes = 16 << 20
-	// MediaMaxBytes holds MediaKeep images of a few MB each.
-	MediaMaxBytes = 512 << 20
-	// ChannelMediaMaxBytes bounds each plug-in channel's own media store
-	// (ChannelMediaBucket): a few dozen images and files at once.
-	ChannelMediaMaxBytes = 128 << 20
-	// ChannelEgressMaxBytes bounds each plug-in channel's own egress
-	// bucket (EgressBucketOf).
-	ChannelEgressMaxBytes = 64 << 20
+	"github.com/textslash/textslash/contract"
 )
 
 // Options tunes Provision.
@@ -112,75 +28,75 @@ func Streams(o Options) []jetstream.StreamConfig {
 	o = o.withDefaults()
 	return []jetstream.StreamConfig{
 		{
-			Name:        StreamIn,
+			Name:        contract.StreamIn,
 			Description: "inbound messages from every channel, one subject per user",
-			Subjects:    []string{subjectIn + ".>"},
+			Subjects:    []string{contract.SubjectIn + ".>"},
 			Retention:   jetstream.WorkQueuePolicy,
-			Duplicates:  DedupWindow,
+			Duplicates:  contract.DedupWindow,
 			MaxAge:      7 * 24 * time.Hour,
 			Storage:     jetstream.FileStorage,
 			Replicas:    o.Replicas,
-			MaxBytes:    InMaxBytes,
-			MaxMsgSize:  MaxMsgBytes,
+			MaxBytes:    contract.InMaxBytes,
+			MaxMsgSize:  contract.MaxMsgBytes,
 			Discard:     jetstream.DiscardNew,
 		},
 		{
-			Name:        StreamJobs,
+			Name:        contract.StreamJobs,
 			Description: "messages cleared to run now, at most one per user",
-			Subjects:    []string{subjectJob + ".>"},
+			Subjects:    []string{contract.SubjectJob + ".>"},
 			Retention:   jetstream.WorkQueuePolicy,
-			Duplicates:  DedupWindow,
+			Duplicates:  contract.DedupWindow,
 			Storage:     jetstream.FileStorage,
 			Replicas:    o.Replicas,
-			MaxBytes:    JobsMaxBytes,
-			MaxMsgSize:  MaxMsgBytes,
+			MaxBytes:    contract.JobsMaxBytes,
+			MaxMsgSize:  contract.MaxMsgBytes,
 			Discard:     jetstream.DiscardNew,
 		},
 		{
 			// The per-user queue is the broker's per-subject limit: the
 			// (QueueLimit+1)th waiting message is refused by the server.
-			Name:                 StreamQueue,
+			Name:                 contract.StreamQueue,
 			Description:          "messages waiting for their user's current run to end",
-			Subjects:             []string{subjectQueue + ".>"},
+			Subjects:             []string{contract.SubjectQueue + ".>"},
 			Retention:            jetstream.LimitsPolicy,
-			MaxMsgsPerSubject:    QueueLimit,
+			MaxMsgsPerSubject:    contract.QueueLimit,
 			Discard:              jetstream.DiscardNew,
 			DiscardNewPerSubject: true,
-			Duplicates:           DedupWindow,
+			Duplicates:           contract.DedupWindow,
 			AllowDirect:          true,
 			Storage:              jetstream.FileStorage,
 			Replicas:             o.Replicas,
-			MaxBytes:             QueueMaxBytes,
-			MaxMsgSize:           MaxMsgBytes,
+			MaxBytes:             contract.QueueMaxBytes,
+			MaxMsgSize:           contract.MaxMsgBytes,
 		},
 		{
 			// One pending schedule per user and subject: a new one replaces
 			// the old, a purge cancels it.
-			Name:              StreamTimers,
+			Name:              contract.StreamTimers,
 			Description:       "approval timeouts as message schedules, and their firings",
-			Subjects:          []string{subjectTimer + ".>"},
+			Subjects:          []string{contract.SubjectTimer + ".>"},
 			Retention:         jetstream.LimitsPolicy,
 			MaxMsgsPerSubject: 1,
 			AllowMsgSchedules: true,
-			Duplicates:        DedupWindow,
+			Duplicates:        contract.DedupWindow,
 			Storage:           jetstream.FileStorage,
 			Replicas:          o.Replicas,
 			// One timer per user: 16 MB holds tens of thousands. The server
 			// allows message schedules only with discard old.
-			MaxBytes:   TimersMaxBytes,
-			MaxMsgSize: MaxMsgBytes,
+			MaxBytes:   contract.TimersMaxBytes,
+			MaxMsgSize: contract.MaxMsgBytes,
 		},
 		{
-			Name:        StreamEvents,
+			Name:        contract.StreamEvents,
 			Description: "everything that happens to a user's messages, for egress and taps",
-			Subjects:    []string{subjectEv + ".>"},
+			Subjects:    []string{contract.SubjectEv + ".>"},
 			Retention:   jetstream.LimitsPolicy,
-			MaxAge:      EventsMaxAge,
-			Duplicates:  DedupWindow,
+			MaxAge:      contract.EventsMaxAge,
+			Duplicates:  contract.DedupWindow,
 			Storage:     jetstream.FileStorage,
 			Replicas:    o.Replicas,
-			MaxBytes:    EventsMaxBytes,
-			MaxMsgSize:  MaxMsgBytes,
+			MaxBytes:    contract.EventsMaxBytes,
+			MaxMsgSize:  contract.MaxMsgBytes,
 		},
 	}
 }
@@ -189,42 +105,42 @@ func Streams(o Options) []jetstream.StreamConfig {
 // Channel egress consumers are made by EgressConsumer when a channel starts.
 func Consumers() map[string][]jetstream.ConsumerConfig {
 	return map[string][]jetstream.ConsumerConfig{
-		StreamIn: {{
+		contract.StreamIn: {{
 			// Pinned: one dispatcher at a time reads IN, so a user's
 			// messages are routed in the order they arrived; another takes
 			// over when it stops pulling.
-			Durable:        ConsumerDispatcher,
+			Durable:        contract.ConsumerDispatcher,
 			Description:    "dispatcher: route each inbound message",
 			AckPolicy:      jetstream.AckExplicitPolicy,
 			AckWait:        30 * time.Second,
 			MaxAckPending:  1000,
 			PriorityPolicy: jetstream.PriorityPolicyPinned,
-			PriorityGroups: []string{PriorityGroup},
-			PinnedTTL:      PinnedTTL,
+			PriorityGroups: []string{contract.PriorityGroup},
+			PinnedTTL:      contract.PinnedTTL,
 		}},
-		StreamEvents: {{
-			Durable:        ConsumerDispatcherDone,
+		contract.StreamEvents: {{
+			Durable:        contract.ConsumerDispatcherDone,
 			Description:    "dispatcher: start a user's next message when a run ends; wait for the person when the agent asks",
-			FilterSubjects: []string{AllEvents(KindDone), AllEvents(KindQuestion)},
+			FilterSubjects: []string{contract.AllEvents(contract.KindDone), contract.AllEvents(contract.KindQuestion)},
 			AckPolicy:      jetstream.AckExplicitPolicy,
 			AckWait:        30 * time.Second,
 			MaxAckPending:  1000,
 		}},
-		StreamTimers: {{
-			Durable:        ConsumerTimers,
+		contract.StreamTimers: {{
+			Durable:        contract.ConsumerTimers,
 			Description:    "dispatcher: end approvals and permission questions nobody answered; run scheduled messages",
-			FilterSubjects: []string{subjectTimer + ".*.*.expired", subjectTimer + ".*.*.run"},
+			FilterSubjects: []string{contract.SubjectTimer + ".*.*.expired", contract.SubjectTimer + ".*.*.run"},
 			AckPolicy:      jetstream.AckExplicitPolicy,
 			AckWait:        30 * time.Second,
 			PriorityPolicy: jetstream.PriorityPolicyPinned,
-			PriorityGroups: []string{PriorityGroup},
-			PinnedTTL:      PinnedTTL,
+			PriorityGroups: []string{contract.PriorityGroup},
+			PinnedTTL:      contract.PinnedTTL,
 		}},
-		StreamJobs: {{
-			Durable:       ConsumerRunner,
+		contract.StreamJobs: {{
+			Durable:       contract.ConsumerRunner,
 			Description:   "runner: run each job",
 			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       JobAckWait,
+			AckWait:       contract.JobAckWait,
 			MaxAckPending: 1000,
 		}},
 	}
@@ -245,15 +161,15 @@ func EgressConsumer(channel string) jetstream.ConsumerConfig {
 		Durable:       "egress-" + channel,
 		Description:   "egress: deliver " + channel + " users' events",
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       EgressAckWait,
+		AckWait:       contract.EgressAckWait,
 		MaxAckPending: 1000,
 	}
-	if !IsBuiltIn(channel) {
-		c.FilterSubject = ChannelEvents(channel)
+	if !contract.IsBuiltIn(channel) {
+		c.FilterSubject = contract.ChannelEvents(channel)
 		return c
 	}
 	for _, k := range EgressKinds {
-		c.FilterSubjects = append(c.FilterSubjects, subjectEv+"."+channel+".*."+string(k))
+		c.FilterSubjects = append(c.FilterSubjects, contract.SubjectEv+"."+channel+".*."+string(k))
 	}
 	return c
 }
@@ -261,19 +177,19 @@ func EgressConsumer(channel string) jetstream.ConsumerConfig {
 // EgressKinds are the events a channel's egress acts on; the others
 // (state, image, steer, undelivered) a built-in channel's consumer is not
 // delivered.
-var EgressKinds = []EventKind{KindNotice, KindProgress, KindDone, KindMore, KindQuestion,
-	KindStarted, KindAnswer, KindWindow, KindDelivery}
+var EgressKinds = []contract.EventKind{contract.KindNotice, contract.KindProgress, contract.KindDone, contract.KindMore, contract.KindQuestion,
+	contract.KindStarted, contract.KindAnswer, contract.KindWindow, contract.KindDelivery}
 
 // UsersBucket is the dispatcher's per-user state.
 func UsersBucket(o Options) jetstream.KeyValueConfig {
 	o = o.withDefaults()
 	return jetstream.KeyValueConfig{
-		Bucket:      BucketUsers,
+		Bucket:      contract.BucketUsers,
 		Description: "dispatcher state per user",
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.Replicas,
-		MaxBytes:    UsersMaxBytes,
+		MaxBytes:    contract.UsersMaxBytes,
 	}
 }
 
@@ -283,36 +199,23 @@ func UsersBucket(o Options) jetstream.KeyValueConfig {
 func EgressBucket(o Options) jetstream.KeyValueConfig {
 	o = o.withDefaults()
 	return jetstream.KeyValueConfig{
-		Bucket:      BucketEgress,
+		Bucket:      contract.BucketEgress,
 		Description: "egress: sent marks and pending pages",
 		History:     1,
-		TTL:         EventsMaxAge,
+		TTL:         contract.EventsMaxAge,
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.Replicas,
-		MaxBytes:    EgressMaxBytes,
+		MaxBytes:    contract.EgressMaxBytes,
 	}
-}
-
-// EgressBucketOf is the bucket a channel's sent marks and pages are kept
-// in: egress for the built-in channels, egress-<channel> for a plug-in
-// one (Options.Channels provisions it). A plug-in channel has its own
-// because a bucket a login may use is one it may look up, and a look-up
-// with a subjects filter lists its keys: in a shared bucket, everyone
-// egress wrote to (sent.<channel>.<id>.…).
-func EgressBucketOf(channel string) string {
-	if IsBuiltIn(channel) {
-		return BucketEgress
-	}
-	return BucketEgress + "-" + channel
 }
 
 // ChannelEgressBucket is the egress bucket of plug-in channel
 // (EgressBucketOf): egress's, with a bound of its own.
 func ChannelEgressBucket(o Options, channel string) jetstream.KeyValueConfig {
 	cfg := EgressBucket(o)
-	cfg.Bucket = EgressBucketOf(channel)
+	cfg.Bucket = contract.EgressBucketOf(channel)
 	cfg.Description = "egress: sent marks and pending pages of the " + channel + " channel"
-	cfg.MaxBytes = ChannelEgressMaxBytes
+	cfg.MaxBytes = contract.ChannelEgressMaxBytes
 	return cfg
 }
 
@@ -321,13 +224,13 @@ func ChannelEgressBucket(o Options, channel string) jetstream.KeyValueConfig {
 func RunnersBucket(o Options) jetstream.KeyValueConfig {
 	o = o.withDefaults()
 	return jetstream.KeyValueConfig{
-		Bucket:      BucketRunners,
+		Bucket:      contract.BucketRunners,
 		Description: "runners alive (heartbeats)",
 		History:     1,
-		TTL:         RunnerTTL,
+		TTL:         contract.RunnerTTL,
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.Replicas,
-		MaxBytes:    SmallMaxBytes,
+		MaxBytes:    contract.SmallMaxBytes,
 	}
 }
 
@@ -336,45 +239,41 @@ func RunnersBucket(o Options) jetstream.KeyValueConfig {
 func WorkspacesBucket(o Options) jetstream.KeyValueConfig {
 	o = o.withDefaults()
 	return jetstream.KeyValueConfig{
-		Bucket:      BucketWorkspaces,
+		Bucket:      contract.BucketWorkspaces,
 		Description: "the runner holding each user's workspace",
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.Replicas,
-		MaxBytes:    SmallMaxBytes,
+		MaxBytes:    contract.SmallMaxBytes,
 	}
 }
 
 // CostsBucket holds what runs cost (Cost values): per person and day or
 // month, for the whole deployment, and each person's last run. Entries of
-// the past expire after CostsKept.
+// the past expire after contract.CostsKept.
 func CostsBucket(o Options) jetstream.KeyValueConfig {
 	o = o.withDefaults()
 	return jetstream.KeyValueConfig{
-		Bucket:      BucketCosts,
+		Bucket:      contract.BucketCosts,
 		Description: "what runs cost, per person and for the deployment",
 		History:     1,
-		TTL:         CostsKept,
+		TTL:         contract.CostsKept,
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.Replicas,
-		MaxBytes:    SmallMaxBytes,
+		MaxBytes:    contract.SmallMaxBytes,
 	}
 }
-
-// CostsKept is how long a cost entry lasts after its last change: past a
-// month's end and a week's look back.
-const CostsKept = 40 * 24 * time.Hour
 
 // MediaBucket holds images; objects expire after the TTL.
 func MediaBucket(o Options) jetstream.ObjectStoreConfig {
 	o = o.withDefaults()
 	return jetstream.ObjectStoreConfig{
-		Bucket:      BucketMedia,
+		Bucket:      contract.BucketMedia,
 		Description: "images produced by runs, served by media",
 		TTL:         o.MediaTTL,
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.Replicas,
-		MaxBytes:    MediaMaxBytes,
+		MaxBytes:    contract.MediaMaxBytes,
 	}
 }
 
@@ -384,9 +283,9 @@ func MediaBucket(o Options) jetstream.ObjectStoreConfig {
 // permissions cannot tell one channel's objects from another's.
 func ChannelMediaBucket(o Options, channel string) jetstream.ObjectStoreConfig {
 	cfg := MediaBucket(o)
-	cfg.Bucket = MediaBucketOf(channel)
+	cfg.Bucket = contract.MediaBucketOf(channel)
 	cfg.Description = "images and files of the " + channel + " channel's people"
-	cfg.MaxBytes = ChannelMediaMaxBytes
+	cfg.MaxBytes = contract.ChannelMediaMaxBytes
 	return cfg
 }
 
@@ -395,7 +294,7 @@ func (o Options) withDefaults() Options {
 		o.Replicas = 1
 	}
 	if o.MediaTTL <= 0 {
-		o.MediaTTL = MediaTTL
+		o.MediaTTL = contract.MediaTTL
 	}
 	return o
 }
@@ -424,10 +323,10 @@ func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
 		PeopleBucket(o), PairingBucket(o), NotionBucket(o), ProjectsBucket(o), TelegramBucket(o)}
 	stores := []jetstream.ObjectStoreConfig{MediaBucket(o), SnapshotsBucket(o)}
 	for _, ch := range o.Channels {
-		if !tokenRE.MatchString(ch) {
-			return fmt.Errorf("provision the stores of channel %q: %w", ch, ErrInvalidUser)
+		if !contract.IsToken(ch) {
+			return fmt.Errorf("provision the stores of channel %q: %w", ch, contract.ErrInvalidUser)
 		}
-		if !IsBuiltIn(ch) {
+		if !contract.IsBuiltIn(ch) {
 			buckets = append(buckets, ChannelEgressBucket(o, ch))
 			stores = append(stores, ChannelMediaBucket(o, ch))
 		}
@@ -448,5 +347,5 @@ func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
 // IsPermanent reports whether err means a message can never be processed,
 // so a consumer should terminate it rather than ask for redelivery.
 func IsPermanent(err error) bool {
-	return errors.Is(err, ErrInvalidPayload) || errors.Is(err, ErrVersion) || errors.Is(err, ErrInvalidUser)
+	return errors.Is(err, contract.ErrInvalidPayload) || errors.Is(err, contract.ErrVersion) || errors.Is(err, contract.ErrInvalidUser)
 }

@@ -1,4 +1,4 @@
-package contract_test
+package access_test
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/access"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/natstest"
 )
 
@@ -19,14 +21,14 @@ import (
 func TestPairing(t *testing.T) {
 	s := natstest.RunJetStream(t)
 	ctx := t.Context()
-	if err := contract.Provision(ctx, s.JS, contract.Options{}); err != nil {
+	if err := bus.Provision(ctx, s.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := contract.OpenPairing(ctx, s.JS)
+	p, err := access.OpenPairing(ctx, s.JS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	people := contract.NewAllowlist(nil, nil)
+	people := access.NewAllowlist(nil, nil)
 	if err := people.Open(ctx, s.JS); err != nil {
 		t.Fatal(err)
 	}
@@ -94,14 +96,14 @@ func TestPairing(t *testing.T) {
 func TestPairingCodeExpires(t *testing.T) {
 	s := natstest.RunJetStream(t)
 	ctx := t.Context()
-	short := contract.PairingBucket(contract.Options{})
+	short := bus.PairingBucket(bus.Options{})
 	short.TTL = time.Second // an hour in production
-	for _, cfg := range []jetstream.KeyValueConfig{contract.PeopleBucket(contract.Options{}), short} {
+	for _, cfg := range []jetstream.KeyValueConfig{bus.PeopleBucket(bus.Options{}), short} {
 		if _, err := s.JS.CreateKeyValue(ctx, cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
-	p, err := contract.OpenPairing(ctx, s.JS)
+	p, err := access.OpenPairing(ctx, s.JS)
 	if err != nil {
 		t.Fatal(err)
 	}
