@@ -10,7 +10,7 @@ import (
 // (ALLOWED_PHONE_NUMBERS, TELEGRAM_ALLOWED_CHATS), people may be paired in
 // with a short code an operator (`textslash pair`) or an admin (the pair
 // keyword) made: the first message of a stranger that is a pending code
-// adds them to the people bucket, which Allowlist (allowlist.go) counts
+// adds them to the people bucket, which access.Allowlist (contract/access) counts
 // with the configured lists: ingress and egress both ask it. Anything else
 // a stranger sends gets silence.
 const (

@@ -355,7 +355,7 @@ func countOps(recs []opRec) map[opKey]int {
 }
 
 // Who uses each stream (and the buckets' streams), from the code:
-// dispatcher/, runner/, egress/, ingress/, media/ and contract/people.go.
+// dispatcher/, runner/, egress/, ingress/, media/ and contract/access/people.go.
 var streamUsers = map[string][]string{
 	"IN":            {"ingress", "dispatcher"},
 	"JOBS":          {"dispatcher", "runner"},
