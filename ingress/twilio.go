@@ -3,7 +3,6 @@ package ingress
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -209,25 +208,11 @@ func (i *Ingress) openWindow(ctx context.Context, log zerolog.Logger, u contract
 	log.Info().Msg("the person wrote while messages were held for them: window event published")
 }
 
-// heldFor reports whether egress holds messages for u: a direct get of
-// contract.HeldKey in the egress bucket, by its subject. It is the one
-// read of that bucket ingress may do (nats.conf), and one request: a KV
-// handle would look the bucket's stream up first.
+// heldFor reports whether egress holds messages for u: contract.HeldKey
+// in the egress bucket, the one read of that bucket ingress may do
+// (nats.conf).
 func (i *Ingress) heldFor(ctx context.Context, u contract.User) (bool, error) {
-	subject := "$JS.API.DIRECT.GET.KV_" + contract.BucketEgress + ".$KV." + contract.BucketEgress + "." + contract.HeldKey(u)
-	m, err := i.js.Conn().RequestWithContext(ctx, subject, nil)
-	if err != nil {
-		return false, fmt.Errorf("direct get %s: %w", contract.HeldKey(u), err)
-	}
-	switch m.Header.Get("Status") {
-	case "":
-	case "404":
-		return false, nil
-	default:
-		return false, fmt.Errorf("direct get %s: %s %s", contract.HeldKey(u), m.Header.Get("Status"), m.Header.Get("Description"))
-	}
-	op := m.Header.Get("KV-Operation") // a deleted key's marker
-	return op != "DEL" && op != "PURGE", nil
+	return bus.HasKey(ctx, i.js.Conn(), contract.BucketEgress, contract.HeldKey(u))
 }
 
 // twilioText is what the person said: the payload of the quick-reply

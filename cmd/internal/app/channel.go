@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/kit"
 )
 
@@ -98,7 +99,7 @@ func parseChannel(name string, args []string, env lookupEnv, stderr io.Writer) (
 // channelStreams are the streams a plug-in channel looks up: its login
 // may look up no other (IN's and EVENTS' subjects would say who wrote).
 func channelStreams(name string) []string {
-	return []string{"KV_" + contract.EgressBucketOf(name), "KV_" + contract.BucketPeople, "OBJ_" + contract.MediaBucketOf(name)}
+	return []string{bus.KVStream(contract.EgressBucketOf(name)), bus.KVStream(contract.BucketPeople), bus.ObjectStream(contract.MediaBucketOf(name))}
 }
 
 // runChannel runs channel name with the kit against cfg's NATS until ctx

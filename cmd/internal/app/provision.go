@@ -21,13 +21,13 @@ import (
 // KV_<bucket>, an object store OBJ_<bucket>): a service of its own waits
 // for them at start and is ready only while they are there.
 var streamsOf = map[string][]string{
-	Ingress: {contract.StreamIn, contract.StreamEvents, "OBJ_" + contract.BucketMedia, "KV_" + contract.BucketPeople},
+	Ingress: {contract.StreamIn, contract.StreamEvents, bus.ObjectStream(contract.BucketMedia), bus.KVStream(contract.BucketPeople)},
 	Dispatcher: {contract.StreamIn, contract.StreamQueue, contract.StreamJobs, contract.StreamEvents, contract.StreamTimers,
-		"KV_" + contract.BucketUsers, "KV_" + contract.BucketCosts, "KV_" + contract.BucketPeople, "KV_" + contract.BucketPairing},
-	Runner: {contract.StreamJobs, contract.StreamEvents, "KV_" + contract.BucketUsers, "KV_" + contract.BucketRunners,
-		"KV_" + contract.BucketWorkspaces, "OBJ_" + contract.BucketMedia},
-	Media:  {"OBJ_" + contract.BucketMedia},
-	Egress: {contract.StreamEvents, "KV_" + contract.BucketEgress, "KV_" + contract.BucketPeople},
+		bus.KVStream(contract.BucketUsers), bus.KVStream(contract.BucketCosts), bus.KVStream(contract.BucketPeople), bus.KVStream(contract.BucketPairing)},
+	Runner: {contract.StreamJobs, contract.StreamEvents, bus.KVStream(contract.BucketUsers), bus.KVStream(contract.BucketRunners),
+		bus.KVStream(contract.BucketWorkspaces), bus.ObjectStream(contract.BucketMedia)},
+	Media:  {bus.ObjectStream(contract.BucketMedia)},
+	Egress: {contract.StreamEvents, bus.KVStream(contract.BucketEgress), bus.KVStream(contract.BucketPeople)},
 }
 
 // streams is every stream the process's services use.
