@@ -96,9 +96,10 @@ func TestPairing(t *testing.T) {
 func TestPairingCodeExpires(t *testing.T) {
 	s := natstest.RunJetStream(t)
 	ctx := t.Context()
-	short := bus.PairingBucket(bus.Options{})
+	people, _ := bus.KeyValueConfig(bus.Options{}, contract.BucketPeople)
+	short, _ := bus.KeyValueConfig(bus.Options{}, contract.BucketPairing)
 	short.TTL = time.Second // an hour in production
-	for _, cfg := range []jetstream.KeyValueConfig{bus.PeopleBucket(bus.Options{}), short} {
+	for _, cfg := range []jetstream.KeyValueConfig{people, short} {
 		if _, err := s.JS.CreateKeyValue(ctx, cfg); err != nil {
 			t.Fatal(err)
 		}

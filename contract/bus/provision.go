@@ -180,125 +180,6 @@ func EgressConsumer(channel string) jetstream.ConsumerConfig {
 var EgressKinds = []contract.EventKind{contract.KindNotice, contract.KindProgress, contract.KindDone, contract.KindMore, contract.KindQuestion,
 	contract.KindStarted, contract.KindAnswer, contract.KindWindow, contract.KindDelivery}
 
-// UsersBucket is the dispatcher's per-user state.
-func UsersBucket(o Options) jetstream.KeyValueConfig {
-	o = o.withDefaults()
-	return jetstream.KeyValueConfig{
-		Bucket:      contract.BucketUsers,
-		Description: "dispatcher state per user",
-		History:     1,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-		MaxBytes:    contract.UsersMaxBytes,
-	}
-}
-
-// EgressBucket remembers, per channel message, what egress already sent
-// (so a redelivered event is not sent twice) and the pages of long replies
-// still to send; entries expire with the events they are about.
-func EgressBucket(o Options) jetstream.KeyValueConfig {
-	o = o.withDefaults()
-	return jetstream.KeyValueConfig{
-		Bucket:      contract.BucketEgress,
-		Description: "egress: sent marks and pending pages",
-		History:     1,
-		TTL:         contract.EventsMaxAge,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-		MaxBytes:    contract.EgressMaxBytes,
-	}
-}
-
-// ChannelEgressBucket is the egress bucket of plug-in channel
-// (EgressBucketOf): egress's, with a bound of its own.
-func ChannelEgressBucket(o Options, channel string) jetstream.KeyValueConfig {
-	cfg := EgressBucket(o)
-	cfg.Bucket = contract.EgressBucketOf(channel)
-	cfg.Description = "egress: sent marks and pending pages of the " + channel + " channel"
-	cfg.MaxBytes = contract.ChannelEgressMaxBytes
-	return cfg
-}
-
-// RunnersBucket holds a key per runner alive: each runner writes its own
-// every RunnerTTL/3, and a key not written for RunnerTTL expires.
-func RunnersBucket(o Options) jetstream.KeyValueConfig {
-	o = o.withDefaults()
-	return jetstream.KeyValueConfig{
-		Bucket:      contract.BucketRunners,
-		Description: "runners alive (heartbeats)",
-		History:     1,
-		TTL:         contract.RunnerTTL,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-		MaxBytes:    contract.SmallMaxBytes,
-	}
-}
-
-// WorkspacesBucket maps each user to the runner holding their workspace:
-// that runner runs the user's jobs while it is alive.
-func WorkspacesBucket(o Options) jetstream.KeyValueConfig {
-	o = o.withDefaults()
-	return jetstream.KeyValueConfig{
-		Bucket:      contract.BucketWorkspaces,
-		Description: "the runner holding each user's workspace",
-		History:     1,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-		MaxBytes:    contract.SmallMaxBytes,
-	}
-}
-
-// CostsBucket holds what runs cost (Cost values): per person and day or
-// month, for the whole deployment, and each person's last run. Entries of
-// the past expire after contract.CostsKept.
-func CostsBucket(o Options) jetstream.KeyValueConfig {
-	o = o.withDefaults()
-	return jetstream.KeyValueConfig{
-		Bucket:      contract.BucketCosts,
-		Description: "what runs cost, per person and for the deployment",
-		History:     1,
-		TTL:         contract.CostsKept,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-		MaxBytes:    contract.SmallMaxBytes,
-	}
-}
-
-// MediaBucket holds images; objects expire after the TTL.
-func MediaBucket(o Options) jetstream.ObjectStoreConfig {
-	o = o.withDefaults()
-	return jetstream.ObjectStoreConfig{
-		Bucket:      contract.BucketMedia,
-		Description: "images produced by runs, served by media",
-		TTL:         o.MediaTTL,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-		MaxBytes:    contract.MediaMaxBytes,
-	}
-}
-
-// ChannelMediaBucket is the media store of plug-in channel (MediaBucketOf):
-// media's lifetime, storage and replicas, a bound of its own. A plug-in
-// channel's NATS login is allowed its own store alone: inside one bucket,
-// permissions cannot tell one channel's objects from another's.
-func ChannelMediaBucket(o Options, channel string) jetstream.ObjectStoreConfig {
-	cfg := MediaBucket(o)
-	cfg.Bucket = contract.MediaBucketOf(channel)
-	cfg.Description = "images and files of the " + channel + " channel's people"
-	cfg.MaxBytes = contract.ChannelMediaMaxBytes
-	return cfg
-}
-
-func (o Options) withDefaults() Options {
-	if o.Replicas <= 0 {
-		o.Replicas = 1
-	}
-	if o.MediaTTL <= 0 {
-		o.MediaTTL = contract.MediaTTL
-	}
-	return o
-}
-
 // Provision creates or updates every stream, consumer and bucket. It is
 // idempotent: every service may call it at start.
 func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
@@ -319,19 +200,13 @@ func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
 			}
 		}
 	}
-	buckets := []jetstream.KeyValueConfig{UsersBucket(o), EgressBucket(o), RunnersBucket(o), WorkspacesBucket(o), CostsBucket(o),
-		PeopleBucket(o), PairingBucket(o), NotionBucket(o), ProjectsBucket(o), TelegramBucket(o)}
-	stores := []jetstream.ObjectStoreConfig{MediaBucket(o), SnapshotsBucket(o)}
 	for _, ch := range o.Channels {
 		if !contract.IsToken(ch) {
 			return fmt.Errorf("provision the stores of channel %q: %w", ch, contract.ErrInvalidUser)
 		}
-		if !contract.IsBuiltIn(ch) {
-			buckets = append(buckets, ChannelEgressBucket(o, ch))
-			stores = append(stores, ChannelMediaBucket(o, ch))
-		}
 	}
-	for _, cfg := range buckets {
+	kvs, stores := Buckets(o)
+	for _, cfg := range kvs {
 		if _, err := js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
 			return fmt.Errorf("provision bucket %s: %w", cfg.Bucket, err)
 		}
