@@ -125,7 +125,7 @@ func (d *Dispatcher) announce(ctx context.Context, log zerolog.Logger, u contrac
 		return nil
 	}
 	log.Info().Str("from", st.State).Str("to", next.State).Str("job", next.JobID).Msg("state")
-	ev := contract.Event{Kind: contract.KindState, User: u, JobID: next.JobID, From: st.State, To: next.State}
+	ev := contract.NewState(u, next.JobID, st.State, next.State)
 	if ev.JobID == "" {
 		ev.JobID = st.JobID
 	}

@@ -90,11 +90,10 @@ func (d *Dispatcher) effect(ctx context.Context, s *step, i int, e fsm.Effect) (
 		err = d.cancelTimeout(ctx, u, e.Question)
 	case fsm.Answer:
 		s.log.Info().Int("question", e.Question).Str("answer", e.Answer).Msg("question answered")
-		err = bus.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindAnswer, User: u, JobID: e.ID,
-			Question: e.Question, Answer: e.Answer, Text: e.Text}, contract.MsgID(u, e.ID, "answer", fmt.Sprint(e.Question)))
+		err = bus.PublishEvent(ctx, d.js, contract.NewAnswer(u, e.ID, e.Question, e.Answer, e.Text), contract.MsgID(u, e.ID, "answer", fmt.Sprint(e.Question)))
 	case fsm.SteerRun:
 		s.log.Info().Str("steer", id).Int("len", len(e.Text)).Msg("message added to the run")
-		err = bus.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindSteer, User: u, JobID: e.ID, Text: e.Text},
+		err = bus.PublishEvent(ctx, d.js, contract.NewSteer(u, e.ID, e.Text),
 			contract.MsgID(u, e.ID, "steer", id))
 	case fsm.ReportStatus, fsm.ReportCost, fsm.AddSchedule, fsm.ListSchedules, fsm.RemoveSchedule, fsm.Admin, fsm.ListProjects:
 		var text string
@@ -102,7 +101,7 @@ func (d *Dispatcher) effect(ctx context.Context, s *step, i int, e fsm.Effect) (
 			err = d.notice(ctx, u, id, s.ref(i), text)
 		}
 	case fsm.NextPage:
-		err = bus.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindMore, User: u, JobID: id},
+		err = bus.PublishEvent(ctx, d.js, contract.NewMore(u, id),
 			contract.MsgID(u, id, "more"))
 	}
 	return false, err
@@ -205,7 +204,7 @@ func (d *Dispatcher) start(ctx context.Context, log zerolog.Logger, u contract.U
 // id; ref makes it unique, so a redelivered input does not repeat it.
 func (d *Dispatcher) notice(ctx context.Context, u contract.User, id, ref, text string) error {
 	text = d.named(text)
-	return bus.PublishEvent(ctx, d.js, contract.Event{Kind: contract.KindNotice, User: u, JobID: id, Text: text},
+	return bus.PublishEvent(ctx, d.js, contract.NewNotice(u, id, text),
 		contract.MsgID(u, id, "notice", ref))
 }
 

@@ -202,8 +202,7 @@ func (lg *ledger) markHeld(ctx context.Context, u contract.User, s slot) error {
 // for the person all the same. Its Nats-Msg-Id is the slot's, so that a
 // dead letter published again after a crash is dropped as a duplicate.
 func deadLetter(ctx context.Context, js jetstream.JetStream, it item, s slot, m Message, code, attempts int, held bool) error {
-	dead := contract.Event{Kind: contract.KindUndelivered, User: it.ev.User, JobID: it.ev.JobID,
-		Text: m.Body, Code: code, Attempts: attempts, Held: held}
+	dead := contract.NewUndelivered(it.ev.User, it.ev.JobID, m.Body, code, attempts, held)
 	return bus.PublishEvent(ctx, js, dead, contract.MsgID(it.ev.User, strconv.FormatUint(s.seq, 10), "undelivered", s.part))
 }
 

@@ -167,7 +167,7 @@ func (h *holder) nudge(ctx context.Context, log zerolog.Logger, ch channel, it i
 	}
 	first := hd.Msgs[0] // the held period's first message names its template's slot
 	u := it.ev.User
-	tmpl := item{msg: it.msg, ev: contract.Event{Kind: contract.KindWindow, User: u, JobID: first.JobID}, seq: first.Seq}
+	tmpl := item{msg: it.msg, ev: contract.NewWindow(u, first.JobID), seq: first.Seq}
 	log = log.With().Str("template", ch.window.template).Logger()
 	err := h.once.send(ctx, log, ch, tmpl, slot{seq: first.Seq, part: "window"}, Message{Template: ch.window.template})
 	var closed closedWindow

@@ -175,7 +175,7 @@ func (p *notionPoller) start(ctx context.Context, pg notion.Page) (bool, error) 
 	// The person learns in their chat what the replies that follow are
 	// about, before any of them. (Without the job's id: it is for the
 	// chat, not the page.)
-	tell := contract.Event{Kind: contract.KindNotice, User: p.cfg.User, Text: "📋 A task from Notion: " + pg.Title + "\n" + pg.URL}
+	tell := contract.NewNotice(p.cfg.User, "", "📋 A task from Notion: "+pg.Title+"\n"+pg.URL)
 	if err := bus.PublishEvent(ctx, p.i.js, tell, contract.MsgID(p.cfg.User, in.ID, "notion")); err != nil {
 		return false, err
 	}

@@ -200,7 +200,7 @@ func (i *Ingress) openWindow(ctx context.Context, log zerolog.Logger, u contract
 	if !held {
 		return
 	}
-	ev := contract.Event{Kind: contract.KindWindow, User: u, JobID: sid}
+	ev := contract.NewWindow(u, sid)
 	if err := bus.PublishEvent(ctx, i.js, ev, contract.MsgID(u, sid, string(contract.KindWindow))); err != nil {
 		log.Error().Err(err).Msg("window event not published; held messages wait for the next message")
 		return
@@ -249,7 +249,7 @@ func (i *Ingress) twilioStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code, _ := strconv.Atoi(form.Get("ErrorCode"))
-	ev := contract.Event{Kind: contract.KindDelivery, User: u, ProviderID: sid, Status: status, Code: code}
+	ev := contract.NewDelivery(u, sid, status, code)
 	if err := bus.PublishEvent(r.Context(), i.js, ev, contract.MsgID(u, sid, status)); err != nil {
 		i.log.Error().Err(err).Str("sid", sid).Msg("twilio status not stored")
 		http.Error(w, "could not take the status", http.StatusServiceUnavailable)

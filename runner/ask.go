@@ -154,7 +154,7 @@ func (r *Runner) asker(log zerolog.Logger, job contract.Job, session string,
 			return agent.Answer{Decision: contract.AnswerAllow}
 		}
 		n++
-		ev := contract.Event{Kind: contract.KindQuestion, User: job.User, JobID: job.ID, Text: q.Text, Question: n, Choices: contract.QuestionChoices}
+		ev := contract.NewQuestion(job.User, job.ID, n, q.Text)
 		if err := bus.PublishEvent(ctx, r.js, ev, contract.MsgID(job.User, job.ID, "question", fmt.Sprint(n))); err != nil {
 			log.Error().Err(err).Msg("question not asked; the tool use is denied")
 			return agent.Answer{Decision: contract.AnswerDeny, Text: contract.DeniedNobody}

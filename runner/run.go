@@ -77,7 +77,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	ru := &run{
 		r: r, job: job,
 		log:  zerolog.Ctx(ctx).With().Str("user", job.User.Key()).Str("job_id", job.ID).Logger(),
-		done: contract.Event{Kind: contract.KindDone, User: job.User, JobID: job.ID},
+		done: contract.NewDone(job.User, job.ID),
 	}
 	defer ru.close()
 	runCtx, stop, err := ru.admit(ctx, msg)
@@ -145,7 +145,7 @@ func (ru *run) admit(ctx context.Context, msg jetstream.Msg) (runCtx context.Con
 			log.Info().Int64("available", available).Int64("per_run", r.mem.Cost).Msg("waiting for memory: the machine is full")
 			// A progress line: the chat shows it, and status says it as
 			// the run's last step.
-			ev := contract.Event{Kind: contract.KindProgress, User: u, JobID: ru.job.ID, Text: MsgWaitMemory}
+			ev := contract.NewProgress(u, ru.job.ID, MsgWaitMemory)
 			if err := bus.PublishEvent(ctx, r.js, ev, contract.MsgID(u, ru.job.ID, "memory")); err != nil {
 				log.Warn().Err(err).Msg("progress event")
 			}
@@ -168,7 +168,7 @@ func (ru *run) admit(ctx context.Context, msg jetstream.Msg) (runCtx context.Con
 	// here is dropped by JetStream as a duplicate of that one. (The
 	// delivery count cannot tell these apart: a crashed embedded server may
 	// not have stored it.)
-	started := contract.Event{Kind: contract.KindStarted, User: u, JobID: ru.job.ID, Text: quote(ru.job)}
+	started := contract.NewStarted(u, ru.job.ID, quote(ru.job))
 	if dup, err := r.markStarted(ctx, started, msg); err != nil {
 		return runCtx, true, err
 	} else if dup {
@@ -199,7 +199,7 @@ func (ru *run) execute(runCtx context.Context) {
 func (ru *run) teller(ctx context.Context) (tell func(key, text string)) {
 	return func(key, text string) {
 		u := ru.job.User
-		ev := contract.Event{Kind: contract.KindNotice, User: u, JobID: ru.job.ID, Text: text}
+		ev := contract.NewNotice(u, ru.job.ID, text)
 		if err := bus.PublishEvent(ctx, ru.r.js, ev, contract.MsgID(u, ru.job.ID, key)); err != nil {
 			ru.log.Warn().Err(err).Msg("notice")
 		}
@@ -211,7 +211,7 @@ func (ru *run) teller(ctx context.Context) (tell func(key, text string)) {
 func (ru *run) progressPublisher(ctx context.Context) (publish func(n int, line string)) {
 	return func(n int, line string) {
 		u := ru.job.User
-		ev := contract.Event{Kind: contract.KindProgress, User: u, JobID: ru.job.ID, Text: line}
+		ev := contract.NewProgress(u, ru.job.ID, line)
 		if err := bus.PublishEvent(ctx, ru.r.js, ev, contract.MsgID(u, ru.job.ID, "progress", fmt.Sprint(n))); err != nil {
 			ru.log.Warn().Err(err).Msg("progress event")
 		}

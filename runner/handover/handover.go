@@ -278,7 +278,7 @@ func (s *Store) storeImage(ctx context.Context, u contract.User, shot pageshot.S
 // publishImage publishes the image event of an image added to job's reply;
 // name tells the images of one job apart (deduplication).
 func (s *Store) publishImage(ctx context.Context, log zerolog.Logger, job contract.Job, img contract.Image, name string) {
-	ev := contract.Event{Kind: contract.KindImage, User: job.User, JobID: job.ID, Image: &img}
+	ev := contract.NewImage(job.User, job.ID, img)
 	if err := bus.PublishEvent(ctx, s.js, ev, contract.MsgID(job.User, job.ID, "image", name)); err != nil {
 		log.Warn().Err(err).Str("object", img.ID).Msg("image event")
 	}
