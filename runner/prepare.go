@@ -20,19 +20,18 @@ import (
 // prepare readies what the agent runs with: its workspace, credentials
 // and worktree, the job's attachments, the run's clocks, the command
 // starting its programs and the agent itself. ctx is the job's, runCtx
-// the run's. stop says handle ends here, with err: the run was refused,
-// and the person told why in its done event.
-func (ru *run) prepare(ctx, runCtx context.Context) (stop bool, err error) {
+// the run's. A refused error says why the run cannot go on.
+func (ru *run) prepare(ctx, runCtx context.Context) error {
 	tell := ru.teller(ctx)
-	refusal := ru.mountDisk(ctx)
-	if refusal == "" {
-		refusal = ru.workspace(ctx, tell)
+	err := ru.mountDisk(ctx)
+	if err == nil {
+		err = ru.workspace(ctx, tell)
 	}
-	if refusal == "" {
-		refusal = ru.worktree(ctx)
+	if err == nil {
+		err = ru.worktree(ctx)
 	}
-	if refusal != "" {
-		return true, ru.end(ctx, contract.StatusError, refusal)
+	if err != nil {
+		return err
 	}
 	files, unfetched := ru.attachments(runCtx, tell)
 	resume := ""
@@ -40,9 +39,9 @@ func (ru *run) prepare(ctx, runCtx context.Context) (stop bool, err error) {
 		resume = session.Read(ru.home, session.FileOf(ru.project))
 	}
 	ru.clocks(ctx)
-	command, refusal := ru.command(ctx)
-	if refusal != "" {
-		return true, ru.end(ctx, contract.StatusError, refusal)
+	command, err := ru.command(ctx)
+	if err != nil {
+		return err
 	}
 	ru.spec = &agent.Run{
 		Job:         ru.job,
@@ -63,20 +62,17 @@ func (ru *run) prepare(ctx, runCtx context.Context) (stop bool, err error) {
 	}
 	if b := ru.job.Budget; b != nil && b.LeftUSD <= 0 && ru.job.Action == "" {
 		ru.log.Info().Str("budget", b.Of).Msg("budget used up; not running")
-		return true, ru.end(ctx, contract.StatusBudget, fmt.Sprintf(MsgBudgetUsed, b.Of))
+		return &refused{status: contract.StatusBudget, text: fmt.Sprintf(MsgBudgetUsed, b.Of)}
 	}
 	ru.converse(ctx)
-	if refusal := ru.r.hear(runCtx, ru.log, ru.spec, ru.voices, command, tell); refusal != "" {
-		return true, ru.end(ctx, contract.StatusError, refusal)
-	}
-	return false, nil
+	return ru.r.hear(runCtx, ru.log, ru.spec, ru.voices, command, tell)
 }
 
 // workspace readies the job's project's workspace, the agent's home (the
 // person's, whatever the project) and the person's credentials, in ctx
 // (the job's), once their disk is mounted, telling the person with tell;
-// refusal, when set, says why the job cannot run.
-func (ru *run) workspace(ctx context.Context, tell func(key, text string)) (refusal string) {
+// a refused error says why the job cannot run.
+func (ru *run) workspace(ctx context.Context, tell func(key, text string)) error {
 	r, u, log := ru.r, ru.job.User, ru.log
 	// Copies this runner kept from an earlier time it held the person go
 	// first: their snapshots are newer.
@@ -92,7 +88,7 @@ func (ru *run) workspace(ctx context.Context, tell func(key, text string)) (refu
 	fresh := ru.disk != nil && ru.disk.Fresh()
 	var err error
 	if ru.project, ru.dir, err = r.ws.Pick(ctx, log, ru.job, fresh, tell); err != nil {
-		return ru.refusal(err, "workspace")
+		return ru.refusedBy(err, "workspace")
 	}
 	if fresh && ru.project == "" {
 		// Only once the default workspace was picked: the fresh disk's
@@ -108,26 +104,26 @@ func (ru *run) workspace(ctx context.Context, tell func(key, text string)) (refu
 	}
 	if err := sandbox.PrepareWorkspace(made, ru.home, r.user); err != nil {
 		log.Error().Err(err).Msg("workspace")
-		return MsgFailed
+		return refuse(MsgFailed)
 	}
 	creds, err := r.creds.Issue(u, ru.home, log)
 	if err != nil {
 		log.Error().Err(err).Msg("credentials")
-		return MsgFailed
+		return refuse(MsgFailed)
 	}
 	ru.creds = creds
 	ru.later(creds.Remove)
-	return ""
+	return nil
 }
 
 // mountDisk mounts the person's disk, when disks are bounded, before
 // anything reads or writes their directories, in ctx (the job's). What
 // they had that does not fit in it stays where it was, unbounded (logged);
 // any other failure keeps the job from running.
-func (ru *run) mountDisk(ctx context.Context) (refusal string) {
+func (ru *run) mountDisk(ctx context.Context) error {
 	r, u := ru.r, ru.job.User
 	if r.disks == nil {
-		return ""
+		return nil
 	}
 	ws, projects, worktrees, home := r.ws.PersonDirs(u)
 	d, err := r.disks.Mount(ctx, u.Key(), []disk.Bind{
@@ -137,28 +133,28 @@ func (ru *run) mountDisk(ctx context.Context) (refusal string) {
 	switch {
 	case errors.Is(err, disk.ErrTooFull):
 		ru.log.Error().Err(err).Msg("this person's disk is NOT bounded: what they had does not fit in TEXTSLASH_DISK_QUOTA, and stays where it was")
-		return ""
+		return nil
 	case err != nil:
 		ru.log.Error().Err(err).Msg("person's disk")
-		return MsgFailed
+		return refuse(MsgFailed)
 	}
 	ru.disk = d
 	ru.later(func() {
 		r.disks.Leave(d)
 		go r.sweepDisks()
 	})
-	return ""
+	return nil
 }
 
 // worktree opens the job's worktree, with branches on: a message runs in
 // a worktree of the project, on a branch of its own, and an answer to its
 // approval request acts on it (workspace.Worktree). ru.dir stays the
 // project's checkout; ru.runDir is where the run works. ctx is the job's.
-func (ru *run) worktree(ctx context.Context) (refusal string) {
+func (ru *run) worktree(ctx context.Context) error {
 	var err error
 	ru.wt, ru.wtNote, err = ru.r.ws.OpenWorktree(ctx, ru.log, ru.job, ru.project, ru.dir, ru.home)
 	if err != nil {
-		return ru.refusal(err, "worktree")
+		return ru.refusedBy(err, "worktree")
 	}
 	ru.runDir = ru.dir
 	if ru.wt != nil && ru.job.Action == "" {
@@ -170,18 +166,18 @@ func (ru *run) worktree(ctx context.Context) (refusal string) {
 			}
 		})
 	}
-	return ""
+	return nil
 }
 
-// refusal is what the person reads of err, which keeps the job from
-// running: a workspace.Refusal as it is, anything else MsgFailed (the
+// refusedBy is the refusal err, which keeps the job from running, makes:
+// a workspace.Refusal's text as it is, anything else MsgFailed (the
 // error logged, under what).
-func (ru *run) refusal(err error, what string) string {
+func (ru *run) refusedBy(err error, what string) error {
 	if r, ok := errors.AsType[*workspace.Refusal](err); ok {
-		return r.Text
+		return refuse(r.Text)
 	}
 	ru.log.Error().Err(err).Msg(what)
-	return MsgFailed
+	return refuse(MsgFailed)
 }
 
 // attachments fetches the job's attachments into the workspace: the
@@ -219,9 +215,10 @@ const ModeVar = "TEXTSLASH_MODE"
 // run's directory, told its task and mode, the agents' textslash command, its
 // screenshot endpoint and its credentials; in the person's home when the
 // runner keeps homes, else in a sandbox and a cgroup of its own when runs
-// have them, and a network of its own when homes have one (ownNet). ctx (the job's) gives the endpoint the job's trace. refusal,
-// when set, ends the run.
-func (ru *run) command(ctx context.Context) (command func(ctx context.Context, name string, args ...string) *exec.Cmd, refusal string) {
+// have them, and a network of its own when homes have one (ownNet). ctx
+// (the job's) gives the endpoint the job's trace. A refused error ends
+// the run.
+func (ru *run) command(ctx context.Context) (command func(ctx context.Context, name string, args ...string) *exec.Cmd, err error) {
 	r := ru.r
 	box := r.cfg.Sandbox
 	var h *sandbox.Home
@@ -231,32 +228,32 @@ func (ru *run) command(ctx context.Context) (command func(ctx context.Context, n
 			// A message's run; a clone or an answer to an approval request
 			// (git, whose directory may not be there yet) has a sandbox of
 			// its own.
-			if h, refusal = ru.enterHome(box); refusal != "" {
-				return nil, refusal
+			if h, err = ru.enterHome(box); err != nil {
+				return nil, err
 			}
 		}
 	}
 	command = sandbox.CommandFunc(ru.runDir, ru.home, r.user, r.cfg.Agent != AgentShell, ru.creds.Env(ru.env(ctx))...)
 	switch {
 	case box == nil:
-		return command, ""
+		return command, nil
 	case h != nil:
 		confined := h.Confined(command)
 		if r.shots != nil {
 			r.shots.SetHome(ru.shotTok, homeHands{r: r, h: h, person: ru.job.User.Key(), command: confined})
 		}
-		return confined, ""
+		return confined, nil
 	}
 	if r.limited {
 		if err := ru.limits(box); err != nil {
 			ru.log.Error().Err(err).Msg("run's cgroup")
-			return nil, MsgFailed
+			return nil, refuse(MsgFailed)
 		}
 	}
-	if box, refusal = ru.ownNet(box); refusal != "" {
-		return nil, refusal
+	if box, err = ru.ownNet(box); err != nil {
+		return nil, err
 	}
-	return sandbox.Confined(command, box, ru.runDir, ru.home, r.bin, ru.cg), ""
+	return sandbox.Confined(command, box, ru.runDir, ru.home, r.bin, ru.cg), nil
 }
 
 // ownNet is box for a run not in a home (a clone, an answer to an
@@ -265,20 +262,20 @@ func (ru *run) command(ctx context.Context) (command func(ctx context.Context, n
 // the hooks, filters and commands the agent wrote into the repository's
 // .git, which must reach no more of the host than the agent does; a
 // clone or a push reaches remotes as a home does.
-func (ru *run) ownNet(box *sandbox.Sandbox) (*sandbox.Sandbox, string) {
+func (ru *run) ownNet(box *sandbox.Sandbox) (*sandbox.Sandbox, error) {
 	if ru.r.homes == nil {
-		return box, ""
+		return box, nil
 	}
 	n, err := ru.r.homes.RunNet(ru.log)
 	if err != nil {
 		ru.log.Error().Err(err).Msg("run's network")
-		return nil, MsgFailed
+		return nil, refuse(MsgFailed)
 	}
 	if n == nil {
-		return box, "" // homes share the host's network: so does the run
+		return box, nil // homes share the host's network: so does the run
 	}
 	ru.later(n.Close)
-	return box.InNet(n), ""
+	return box.InNet(n), nil
 }
 
 // env is what the run's programs are told: the task, the mode, where the
@@ -325,11 +322,11 @@ func (ru *run) env(ctx context.Context) []string {
 // enterHome puts the run in its person's home (made now when there is
 // none), whose limits apply to the run; what the run leaves running there
 // ends with it, but the agent kept warm.
-func (ru *run) enterHome(box *sandbox.Sandbox) (*sandbox.Home, string) {
+func (ru *run) enterHome(box *sandbox.Sandbox) (*sandbox.Home, error) {
 	h, leave, err := ru.r.homes.Enter(box, ru.runDir, ru.home, ru.r.bin, ru.r.user, ru.log)
 	if err != nil {
 		ru.log.Error().Err(err).Msg("home")
-		return nil, MsgFailed
+		return nil, refuse(MsgFailed)
 	}
 	ru.kept, ru.net = ru.r.keptFor(h.ID(), ru.job.User.Key()), h.Net()
 	ru.r.mu.Lock()
@@ -345,14 +342,9 @@ func (ru *run) enterHome(box *sandbox.Sandbox) (*sandbox.Home, string) {
 	ru.log = ru.log.With().Str("home", h.ID()).Logger()
 	if cg := h.Cgroup(); cg != nil {
 		cg.Begin()
-		ru.cg = cg
-		ru.later(every(250*time.Millisecond, func() {
-			if lim := cg.Exceeded(); lim != nil {
-				ru.cancel(lim)
-			}
-		}))
+		ru.watch(cg)
 	}
-	return h, ""
+	return h, nil
 }
 
 // limits gives the run a cgroup with the sandbox's limits. A run at its
@@ -366,14 +358,20 @@ func (ru *run) limits(box *sandbox.Sandbox) error {
 	if err != nil {
 		return err
 	}
-	ru.cg = cg
 	ru.later(cg.Kill)
+	ru.watch(cg)
+	return nil
+}
+
+// watch makes cg the run's cgroup: a run at one of its limits ends, and
+// the person is told which.
+func (ru *run) watch(cg *sandbox.Cgroup) {
+	ru.cg = cg
 	ru.later(every(250*time.Millisecond, func() {
 		if lim := cg.Exceeded(); lim != nil {
 			ru.cancel(lim)
 		}
 	}))
-	return nil
 }
 
 // pickAgent picks what runs the job: the agent for a message, git for a

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
@@ -42,13 +43,16 @@ func (r *Runner) warmHome(ctx context.Context, p rewarm.Person) (home string, wa
 	if r.homes.Count() >= max || (r.mem != nil && !r.mem.TryTake()) {
 		return "", false, rewarm.ErrNoRoom
 	}
-	if ru.mountDisk(ctx) != "" || (ru.disk != nil && ru.disk.Fresh()) || !r.ws.Here(p.User, job.Project) || ru.workspace(ctx, func(string, string) {}) != "" {
+	if ru.mountDisk(ctx) != nil || (ru.disk != nil && ru.disk.Fresh()) || !r.ws.Here(p.User, job.Project) || ru.workspace(ctx, func(string, string) {}) != nil {
 		return "", false, rewarm.ErrSkip // their message finds or restores it
 	}
 	ru.runDir = ru.dir
-	command, refusal := ru.command(ctx)
-	if refusal != "" || ru.ended == nil {
-		return "", false, errors.New("no home: " + refusal)
+	command, err := ru.command(ctx)
+	switch {
+	case err != nil:
+		return "", false, fmt.Errorf("no home: %w", err)
+	case ru.ended == nil:
+		return "", false, errors.New("no home: the run was not put in one")
 	}
 	ru.later(func() { r.shots.End(ru.shotTok) })
 	ru.later(ru.ended) // the warm agent stays, as after a run

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -80,16 +81,36 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		done: contract.NewDone(job.User, job.ID),
 	}
 	defer ru.close()
-	runCtx, stop, err := ru.admit(ctx, msg)
-	if stop {
-		return err
+	runCtx, err := ru.admit(ctx, msg)
+	if err == nil {
+		err = ru.prepare(ctx, runCtx)
 	}
-	if stop, err := ru.prepare(ctx, runCtx); stop {
+	var no *refused
+	switch {
+	case errors.Is(err, errDropped):
+		return nil
+	case errors.As(err, &no):
+		ru.done.Status, ru.done.Text = no.status, no.text
+		return r.publishDone(ctx, ru.done)
+	case err != nil:
 		return err
 	}
 	ru.execute(runCtx)
 	return ru.report(ctx, runCtx)
 }
+
+// refused ends a run before its agent runs: handle alone turns it into
+// the run's done event, its status and text for the person.
+type refused struct{ status, text string }
+
+func (e *refused) Error() string { return "not run (" + e.status + "): " + e.text }
+
+// refuse is a refusal of the run with text, as an error.
+func refuse(text string) error { return &refused{status: contract.StatusError, text: text} }
+
+// errDropped: the job is not run and no done event is due (it finished
+// before, or was cancelled while it waited).
+var errDropped = errors.New("job dropped")
 
 // later undoes f when the run is over.
 func (ru *run) later(f func()) { ru.cleanups = append(ru.cleanups, f) }
@@ -101,18 +122,11 @@ func (ru *run) close() {
 	}
 }
 
-// end publishes the done event of a run that ends before its agent runs,
-// in ctx (the job's).
-func (ru *run) end(ctx context.Context, status, text string) error {
-	ru.done.Status, ru.done.Text = status, text
-	return ru.r.publishDone(ctx, ru.done)
-}
-
 // admit makes the job its user's run in this process and marks it
 // started, in ctx (the job's); runCtx is the run's own context, under
-// ctx. stop says handle ends here, with err: a job cancelled is not run,
-// one started before is reported interrupted.
-func (ru *run) admit(ctx context.Context, msg jetstream.Msg) (runCtx context.Context, stop bool, err error) {
+// ctx. A job cancelled is dropped (errDropped), one started before is
+// refused as interrupted.
+func (ru *run) admit(ctx context.Context, msg jetstream.Msg) (runCtx context.Context, err error) {
 	r, u, log := ru.r, ru.job.User, ru.log
 	// Tell JetStream the job is in hand, so a long run is not redelivered;
 	// a crashed runner stops telling, and the job is redelivered after
@@ -124,7 +138,7 @@ func (ru *run) admit(ctx context.Context, msg jetstream.Msg) (runCtx context.Con
 	ru.later(func() { ru.cancel(nil) })
 	release, err := r.claim(runCtx, u, ru.job.ID, ru.cancel)
 	if err != nil {
-		return runCtx, true, err
+		return runCtx, err
 	}
 	ru.later(release)
 	// A job the person cancelled (before it was taken, or while it waited
@@ -135,10 +149,10 @@ func (ru *run) admit(ctx context.Context, msg jetstream.Msg) (runCtx context.Con
 	// job again only as a duplicate, which would never be delivered. From
 	// here on, a cancel finds this run in r.running.
 	if finished, err := r.finished(ctx, u, ru.job.ID); err != nil {
-		return runCtx, true, err
+		return runCtx, err
 	} else if finished {
 		log.Info().Msg("job already finished or cancelled; not running it")
-		return runCtx, true, nil
+		return runCtx, errDropped
 	}
 	if r.mem != nil {
 		err := r.mem.Wait(runCtx, func(available int64) {
@@ -152,10 +166,10 @@ func (ru *run) admit(ctx context.Context, msg jetstream.Msg) (runCtx context.Con
 		})
 		if err != nil {
 			if ctx.Err() != nil {
-				return runCtx, true, ctx.Err() // the runner stops: the job is delivered again
+				return runCtx, ctx.Err() // the runner stops: the job is delivered again
 			}
 			log.Info().Msg("cancelled while waiting for memory")
-			return runCtx, true, nil
+			return runCtx, errDropped
 		}
 	}
 
@@ -170,12 +184,12 @@ func (ru *run) admit(ctx context.Context, msg jetstream.Msg) (runCtx context.Con
 	// not have stored it.)
 	started := contract.NewStarted(u, ru.job.ID, quote(ru.job))
 	if dup, err := r.markStarted(ctx, started, msg); err != nil {
-		return runCtx, true, err
+		return runCtx, err
 	} else if dup {
 		log.Warn().Msg("job was started before and interrupted; not running it again")
-		return runCtx, true, ru.end(ctx, contract.StatusInterrupted, MsgInterrupted)
+		return runCtx, &refused{status: contract.StatusInterrupted, text: MsgInterrupted}
 	}
-	return runCtx, false, nil
+	return runCtx, nil
 }
 
 // execute runs the agent in runCtx (the run's), unless the run ended

@@ -36,19 +36,19 @@ func (e errVoice) Error() string { return e.msg }
 
 // hear makes a run's voice notes (if any) its text: what was heard is
 // told to the person, then the run waits VoiceGrace, so that a cancel
-// stops a misheard instruction before it runs. It returns what to tell
-// the person when the notes cannot be used, and the run must not go on.
-func (r *Runner) hear(ctx context.Context, log zerolog.Logger, run *agent.Run, voices []attachment, command func(context.Context, string, ...string) *exec.Cmd, tell func(key, text string)) (refusal string) {
+// stops a misheard instruction before it runs. A refused error tells the
+// person why the notes cannot be used, and the run must not go on.
+func (r *Runner) hear(ctx context.Context, log zerolog.Logger, run *agent.Run, voices []attachment, command func(context.Context, string, ...string) *exec.Cmd, tell func(key, text string)) error {
 	if len(voices) == 0 {
-		return ""
+		return nil
 	}
 	said, err := r.listen(ctx, log, voices, command)
 	var ev errVoice
 	if errors.As(err, &ev) {
-		return ev.msg
+		return refuse(ev.msg)
 	}
 	if err != nil {
-		return "" // the run's context ended: the caller reports how
+		return nil // the run's context ended: the caller reports how
 	}
 	tell("heard", fmt.Sprintf(MsgHeard, said))
 	run.Job.Text, run.Spoken = joinText(run.Job.Text, said), true
@@ -58,7 +58,7 @@ func (r *Runner) hear(ctx context.Context, log zerolog.Logger, run *agent.Run, v
 		case <-ctx.Done():
 		}
 	}
-	return ""
+	return nil
 }
 
 // listen transcribes a job's voice notes, in order, in the person's
