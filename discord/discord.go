@@ -14,7 +14,6 @@ package discord
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/kit"
@@ -31,9 +31,9 @@ import (
 type Discord struct {
 	cfg Config
 	s   *discordgo.Session
-	// k publishes what people send and reads a reply's media; set by Use
+	// k publishes what people send and reads a reply's media; set by Run
 	// once the kit is open (the kit needs the Sender first).
-	k   *kit.Kit
+	k   kit.Host
 	log zerolog.Logger
 	// web downloads people's attachments from Discord's CDN.
 	web *http.Client
@@ -85,21 +85,26 @@ func (d *Discord) Channel() kit.Channel {
 	return kit.Channel{Name: Channel, Rules: d.cfg.Rules, Retry: d.cfg.Retry, Sender: d, Allowed: d.cfg.Allowed, Fetch: d.Fetch}
 }
 
-// Use gives the channel the kit opened with its Channel: what people send
-// is published with it, and replies' media read from it.
-func (d *Discord) Use(k *kit.Kit) { d.k = k }
-
 // Rules are Discord's limits on a message, for the kit's pusher.
 func (d *Discord) Rules() egress.Rules { return d.cfg.Rules }
 
-// Run connects to the gateway and hands each message and button press to
-// publish until ctx ends. discordgo keeps the connection: after a drop it
-// resumes the session, and Discord replays the events missed meanwhile.
-// An error when the first connection fails (a bad token: close 4004).
-func (d *Discord) Run(ctx context.Context) error {
-	if d.k == nil {
-		return errors.New("discord: no kit (call Use with the kit opened with Channel)")
-	}
+// Run runs the channel with k, the kit opened with its Channel, until
+// ctx ends: it delivers textslash's messages (k.Run) and connects to the
+// gateway, handing each message and button press to k. discordgo keeps
+// the connection: after a drop it resumes the session, and Discord
+// replays the events missed meanwhile. An error when the first connection
+// fails (a bad token: close 4004), or the kit's.
+func (d *Discord) Run(ctx context.Context, k kit.Host) error {
+	d.k = k
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return k.Run(ctx) })
+	g.Go(func() error { return d.gateway(ctx) })
+	return g.Wait()
+}
+
+// gateway hands each message and button press of the gateway to the kit
+// until ctx ends.
+func (d *Discord) gateway(ctx context.Context) error {
 	offs := []func(){
 		d.s.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) { d.ready(r) }),
 		d.s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { d.onMessage(ctx, m) }),

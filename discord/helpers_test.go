@@ -52,7 +52,7 @@ func newRig(t *testing.T) *rig {
 	if r.k, err = kit.Open(t.Context(), r.ns.NC, d.Channel(), log); err != nil {
 		t.Fatal(err)
 	}
-	d.Use(r.k)
+	discord.UseKit(d, r.k) // Send is tried without Run
 	r.d = d
 	return r
 }
@@ -145,7 +145,7 @@ func (r *rig) run(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- r.d.Run(ctx) }()
+	go func() { done <- r.d.Run(ctx, r.k) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

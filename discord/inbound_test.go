@@ -188,8 +188,7 @@ func TestRunBadToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Use(k)
-	if err := d.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "401") {
+	if err := d.Run(t.Context(), k); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("Run with a wrong token: %v; want the 401", err)
 	}
 }

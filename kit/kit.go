@@ -56,6 +56,17 @@ type Channel struct {
 	Fetch func(ctx context.Context, url string) (data []byte, contentType string, err error)
 }
 
+// Host is what a plug-in channel runs with, handed to its Run the same
+// way by every caller: the kit opened with the channel's Channel. The
+// channel publishes what people send with it, reads replies' media from
+// it, and runs its delivery (Run) beside its own inbound side, until ctx
+// ends.
+type Host interface {
+	Publish(ctx context.Context, in contract.Inbound) error
+	Media(ctx context.Context, ref string) (Attachment, error)
+	Run(ctx context.Context) error
+}
+
 // Kit runs one plug-in channel against textslash's NATS.
 type Kit struct {
 	ch     Channel

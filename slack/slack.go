@@ -29,19 +29,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/kit"
 )
-
-// Kit is what the channel needs of the channel kit once it is open
-// (*kit.Kit): Publish for what people send, Media for the images and files
-// it uploads, Run for delivering textslash's messages through the Sender.
-type Kit interface {
-	Publish(ctx context.Context, in contract.Inbound) error
-	Media(ctx context.Context, ref string) (kit.Attachment, error)
-	Run(ctx context.Context) error
-}
 
 // Slack is the Slack channel: its inbound side (Run, Handler) and its
 // Sender.
@@ -53,7 +43,7 @@ type Slack struct {
 	seen   *recent
 	places *places
 	// kit is the channel kit, once Run has it.
-	kit atomic.Pointer[Kit]
+	kit atomic.Pointer[kit.Host]
 	// botUser is the bot's own user id (auth.test), once Run has asked.
 	botUser atomic.Pointer[string]
 }
@@ -123,7 +113,7 @@ const BodyLimit = 3000
 // in Socket Mode over a connection it keeps open; with the Events API,
 // Handler takes them. An error is returned only for what retrying cannot
 // mend (a token Slack refuses) or the kit's.
-func (s *Slack) Run(ctx context.Context, k Kit) error {
+func (s *Slack) Run(ctx context.Context, k kit.Host) error {
 	who, err := s.client.AuthTestContext(ctx)
 	if err != nil {
 		return fmt.Errorf("slack: auth.test with SLACK_BOT_TOKEN: %w", err)

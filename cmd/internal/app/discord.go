@@ -1,13 +1,9 @@
 package app
 
 import (
-	"context"
-
 	"github.com/rs/zerolog"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/textslash/textslash/discord"
-	"github.com/textslash/textslash/kit"
 )
 
 // discordConfig is the Discord channel's settings (discord.Config, which
@@ -29,13 +25,7 @@ var discordPlugin = plugin{
 		if err != nil {
 			return opened{}, err
 		}
-		return opened{channel: d.Channel(), run: func(ctx context.Context, k *kit.Kit) error {
-			d.Use(k)
-			g, ctx := errgroup.WithContext(ctx)
-			g.Go(func() error { return d.Run(ctx) })
-			g.Go(func() error { return k.Run(ctx) })
-			return g.Wait()
-		}}, nil
+		return opened{channel: d.Channel(), run: d.Run}, nil
 	},
 }
 

@@ -40,8 +40,9 @@ type opened struct {
 	// channel is what kit.Open takes.
 	channel kit.Channel
 	// run runs the channel with its kit until ctx ends: its inbound side
-	// and the kit's own Run (delivery, media fetches).
-	run func(ctx context.Context, k *kit.Kit) error
+	// and the kit's own Run (delivery, media fetches). Every plug-in's Run
+	// has this shape.
+	run func(ctx context.Context, k kit.Host) error
 	// routes are what it serves over HTTP (the Events API's), if any.
 	routes map[string]http.Handler
 }

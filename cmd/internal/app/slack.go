@@ -1,12 +1,10 @@
 package app
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/rs/zerolog"
 
-	"github.com/textslash/textslash/kit"
 	"github.com/textslash/textslash/slack"
 )
 
@@ -29,7 +27,7 @@ var slackPlugin = plugin{
 		if err != nil {
 			return opened{}, err
 		}
-		o := opened{channel: s.Channel(), run: func(ctx context.Context, k *kit.Kit) error { return s.Run(ctx, k) }}
+		o := opened{channel: s.Channel(), run: s.Run}
 		if h := s.Handler(); h != nil {
 			o.routes = map[string]http.Handler{"POST " + slack.EventsPath: h}
 		}
