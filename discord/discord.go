@@ -38,11 +38,10 @@ type Discord struct {
 	// web downloads people's attachments from Discord's CDN.
 	web *http.Client
 
-	mu     sync.Mutex
-	bot    string                   // the bot's user id, once known
-	routes map[string]string        // user id → channel they last wrote in
-	dms    map[string]string        // user id → DM channel
-	status map[string]statusMessage // channel → the run's progress message
+	places *kit.Places // where each person is answered, each channel's progress message
+
+	mu  sync.Mutex
+	bot string // the bot's user id, once known
 }
 
 var (
@@ -74,8 +73,7 @@ func New(cfg Config, log zerolog.Logger) (*Discord, error) {
 	// are published in the order they wrote them.
 	s.SyncEvents = true
 	return &Discord{cfg: cfg, s: s, log: log.With().Str("channel", Channel).Logger(),
-		web:    &http.Client{Timeout: cfg.RequestTimeout},
-		routes: map[string]string{}, dms: map[string]string{}, status: map[string]statusMessage{}}, nil
+		web: &http.Client{Timeout: cfg.RequestTimeout}, places: kit.NewPlaces()}, nil
 }
 
 // Channel is the channel as the kit runs it: Discord's rules, this

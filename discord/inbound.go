@@ -211,7 +211,5 @@ func (d *Discord) answerIn(u contract.User, channel string) {
 	if channel == "" {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.routes[u.ID] = channel
+	d.places.Wrote(u.ID, channel)
 }

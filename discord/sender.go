@@ -13,12 +13,8 @@ import (
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/pages"
 	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/kit"
 )
-
-// statusMessage is the message showing a run's progress in a channel.
-type statusMessage struct {
-	job, id, text string
-}
 
 // Send implements egress.Sender with one REST call: a message (its text,
 // its media uploaded as attachments, its choices as buttons), or the
@@ -101,36 +97,24 @@ func label(choice string) string {
 // the run's first line, edited for the next ones (sent anew if the
 // person deleted it).
 func (d *Discord) progress(ctx context.Context, ch string, m egress.Message) (string, error) {
-	d.mu.Lock()
-	st, ok := d.status[ch]
-	d.mu.Unlock()
 	body := d.fit(m.Body)
-	if ok && st.job == m.JobID {
-		if st.text == body {
-			return st.id, nil
-		}
-		_, err := d.s.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: st.id, Channel: ch, Content: &body, AllowedMentions: noPings(), Flags: noEmbeds},
-			discordgo.WithContext(ctx))
-		if err == nil {
-			d.remember(ch, statusMessage{job: m.JobID, id: st.id, text: body})
-			return st.id, nil
-		}
-		if !isCode(err, discordgo.ErrCodeUnknownMessage) {
+	return d.places.Progress(ctx, ch, m.JobID, body, func(ctx context.Context) (string, error) {
+		sent, err := d.s.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: body, AllowedMentions: noPings(), Flags: noEmbeds}, discordgo.WithContext(ctx))
+		if err != nil {
 			return "", sendError(err)
 		}
-	}
-	sent, err := d.s.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: body, AllowedMentions: noPings(), Flags: noEmbeds}, discordgo.WithContext(ctx))
-	if err != nil {
-		return "", sendError(err)
-	}
-	d.remember(ch, statusMessage{job: m.JobID, id: sent.ID, text: body})
-	return sent.ID, nil
-}
-
-func (d *Discord) remember(ch string, st statusMessage) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.status[ch] = st
+		return sent.ID, nil
+	}, func(ctx context.Context, id string) error {
+		_, err := d.s.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: id, Channel: ch, Content: &body, AllowedMentions: noPings(), Flags: noEmbeds},
+			discordgo.WithContext(ctx))
+		switch {
+		case isCode(err, discordgo.ErrCodeUnknownMessage):
+			return kit.ErrGone
+		case err != nil:
+			return sendError(err)
+		}
+		return nil
+	})
 }
 
 // Typing implements egress.Typer: "typing…" in the person's channel,
@@ -193,26 +177,13 @@ func snowflakeAt(t time.Time) string {
 // else the one they last wrote in, else their DM with the bot (opened
 // once, then kept).
 func (d *Discord) channelFor(ctx context.Context, u contract.User, job string) (string, error) {
-	if ch := channelOf(job); ch != "" {
-		return ch, nil
-	}
-	d.mu.Lock()
-	ch, ok := d.routes[u.ID]
-	if !ok {
-		ch, ok = d.dms[u.ID]
-	}
-	d.mu.Unlock()
-	if ok {
-		return ch, nil
-	}
-	dm, err := d.s.UserChannelCreate(u.ID, discordgo.WithContext(ctx))
-	if err != nil {
-		return "", sendError(err)
-	}
-	d.mu.Lock()
-	d.dms[u.ID] = dm.ID
-	d.mu.Unlock()
-	return dm.ID, nil
+	return d.places.Conversation(ctx, u.ID, channelOf(job), func(ctx context.Context) (string, error) {
+		dm, err := d.s.UserChannelCreate(u.ID, discordgo.WithContext(ctx))
+		if err != nil {
+			return "", sendError(err)
+		}
+		return dm.ID, nil
+	})
 }
 
 // channelOf is the channel a job came from, "" when its id does not say

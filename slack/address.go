@@ -3,7 +3,6 @@ package slack
 import (
 	"regexp"
 	"strings"
-	"sync"
 )
 
 // Channel is the channel's name in subjects and users.
@@ -18,28 +17,6 @@ const Channel = "slack"
 // there when it is a channel), or to their direct message with the bot
 // when this process has not seen them write. Slack's ids are capitals and
 // digits, safe as subject tokens.
-
-// places remembers the conversation each person last wrote in.
-type places struct {
-	mu   sync.Mutex
-	last map[string]string // user id → conversation id
-}
-
-func newPlaces() *places { return &places{last: map[string]string{}} }
-
-// wrote records that user wrote in conversation.
-func (p *places) wrote(user, conversation string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.last[user] = conversation
-}
-
-// of is the conversation user last wrote in, "" when unknown.
-func (p *places) of(user string) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.last[user]
-}
 
 // conversationRE is a Slack conversation id: a channel's (C…), a private
 // one's (G…) or a direct message's (D…).

@@ -161,7 +161,7 @@ func (s *Slack) take(ctx context.Context, log zerolog.Logger, in contract.Inboun
 		return false, err
 	}
 	s.seen.add(in.ID)
-	s.places.wrote(in.User.ID, conversation)
+	s.places.Wrote(in.User.ID, conversation)
 	log.Info().Int("text_len", len(in.Text)).Int("media", len(in.Media)).Msg("slack message in")
 	return true, nil
 }

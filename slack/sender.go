@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 
 	"github.com/rs/zerolog"
 	api "github.com/slack-go/slack"
@@ -38,26 +37,15 @@ import (
 type Sender struct {
 	client *api.Client
 	log    zerolog.Logger
-	places *places
+	places *kit.Places
 	// media reads a reply's image or file (Kit.Media).
 	media func(ctx context.Context, ref string) (kit.Attachment, error)
-
-	mu     sync.Mutex
-	dms    map[string]string        // user id → their DM's conversation id
-	status map[string]statusMessage // by conversation: the run's progress message
 }
 
 var (
 	_ egress.Sender = (*Sender)(nil)
 	_ egress.Finder = (*Sender)(nil)
 )
-
-// statusMessage is the message showing a run's progress.
-type statusMessage struct {
-	job  string
-	ts   string
-	text string
-}
 
 // Send implements egress.Sender; the id returned is the message's ts (a
 // file share's: its first file's id).
@@ -84,26 +72,13 @@ func (s *Sender) Send(ctx context.Context, u contract.User, m egress.Message) (s
 // the one u last wrote in, else their direct message with the bot
 // (conversations.open, once).
 func (s *Sender) conversation(ctx context.Context, u contract.User, job string) (string, error) {
-	if ch := conversationOf(job); ch != "" {
-		return ch, nil
-	}
-	if ch := s.places.of(u.ID); ch != "" {
-		return ch, nil
-	}
-	s.mu.Lock()
-	dm, ok := s.dms[u.ID]
-	s.mu.Unlock()
-	if ok {
-		return dm, nil
-	}
-	c, _, _, err := s.client.OpenConversationContext(ctx, &api.OpenConversationParameters{Users: []string{u.ID}})
-	if err != nil {
-		return "", err
-	}
-	s.mu.Lock()
-	s.dms[u.ID] = c.ID
-	s.mu.Unlock()
-	return c.ID, nil
+	return s.places.Conversation(ctx, u.ID, conversationOf(job), func(ctx context.Context) (string, error) {
+		c, _, _, err := s.client.OpenConversationContext(ctx, &api.OpenConversationParameters{Users: []string{u.ID}})
+		if err != nil {
+			return "", err
+		}
+		return c.ID, nil
+	})
 }
 
 // text is m's text for u in ch: escaped, and mentioning u outside direct
@@ -152,33 +127,21 @@ func escape(text string) string {
 // the run's first line, edited for the next ones (posted anew when the
 // status message is gone).
 func (s *Sender) progress(ctx context.Context, ch string, m egress.Message) (string, error) {
-	s.mu.Lock()
-	st, ok := s.status[ch]
-	s.mu.Unlock()
-	if ok && st.job == m.JobID {
-		if st.text == m.Body {
-			return st.ts, nil
-		}
-		_, _, _, err := s.client.UpdateMessageContext(ctx, ch, st.ts, api.MsgOptionText(escape(m.Body), false))
-		if err == nil {
-			s.remember(ch, statusMessage{job: m.JobID, ts: st.ts, text: m.Body})
-			return st.ts, nil
-		}
-		var se api.SlackErrorResponse
-		if !errors.As(err, &se) || (se.Err != "message_not_found" && se.Err != "cant_update_message") {
+	return s.places.Progress(ctx, ch, m.JobID, m.Body, func(ctx context.Context) (string, error) {
+		_, ts, err := s.client.PostMessageContext(ctx, ch, s.content(contract.User{}, ch, m)...)
+		if err != nil {
 			return "", sendError(err)
 		}
-	}
-	_, ts, err := s.client.PostMessageContext(ctx, ch, s.content(contract.User{}, ch, m)...)
-	if err != nil {
-		return "", sendError(err)
-	}
-	s.remember(ch, statusMessage{job: m.JobID, ts: ts, text: m.Body})
-	return ts, nil
-}
-
-func (s *Sender) remember(ch string, st statusMessage) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.status[ch] = st
+		return ts, nil
+	}, func(ctx context.Context, ts string) error {
+		_, _, _, err := s.client.UpdateMessageContext(ctx, ch, ts, api.MsgOptionText(escape(m.Body), false))
+		var se api.SlackErrorResponse
+		if errors.As(err, &se) && (se.Err == "message_not_found" || se.Err == "cant_update_message") {
+			return kit.ErrGone
+		}
+		if err != nil {
+			return sendError(err)
+		}
+		return nil
+	})
 }

@@ -41,7 +41,7 @@ type Slack struct {
 	log    zerolog.Logger
 	sender *Sender
 	seen   *recent
-	places *places
+	places *kit.Places
 	// kit is the channel kit, once Run has it.
 	kit atomic.Pointer[kit.Host]
 	// botUser is the bot's own user id (auth.test), once Run has asked.
@@ -61,9 +61,8 @@ func New(cfg Config, log zerolog.Logger) (*Slack, error) {
 		opts = append(opts, api.OptionAppLevelToken(cfg.AppToken))
 	}
 	client := api.New(cfg.BotToken, opts...)
-	s := &Slack{cfg: cfg, client: client, log: log, seen: newRecent(4096), places: newPlaces()}
-	s.sender = &Sender{client: client, log: log, places: s.places, dms: map[string]string{}, status: map[string]statusMessage{},
-		media: s.media}
+	s := &Slack{cfg: cfg, client: client, log: log, seen: newRecent(4096), places: kit.NewPlaces()}
+	s.sender = &Sender{client: client, log: log, places: s.places, media: s.media}
 	return s, nil
 }
 
