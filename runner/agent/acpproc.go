@@ -111,7 +111,7 @@ func (p *acpProc) startErr(err error) error {
 		if se := setupExit(sandbox.ExitCode(p.cmd), p.stderr.Bytes()); se != nil {
 			return se
 		}
-		return fmt.Errorf("%w: the agent exited at its start (code %d): %s", ErrFailed, sandbox.ExitCode(p.cmd), stderrEnd(p.stderr.Bytes()))
+		return fmt.Errorf("%w: the agent exited at its start (code %d): %s", ErrFailed, sandbox.ExitCode(p.cmd), sandbox.StderrEnd(p.stderr.Bytes()))
 	}
 	return fmt.Errorf("%w: the agent did not answer initialize: %w", ErrFailed, err)
 }

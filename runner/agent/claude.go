@@ -16,10 +16,9 @@ const (
 	maxStreamLine = 8 << 20
 	// defaultOutputCap applies when Run.OutputCap is not set.
 	defaultOutputCap = 1 << 20
-	// stderrKeep is how much of the CLI's stderr is kept, stderrTail how
-	// much of it an error quotes.
+	// stderrKeep is how much of the CLI's stderr is kept (an error quotes
+	// its end: sandbox.StderrEnd).
 	stderrKeep = 64 << 10
-	stderrTail = 500
 	// progressRunes is the longest detail in a progress line.
 	progressRunes = 80
 )
@@ -131,7 +130,7 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 	cmd.Stderr = stderr
 	in := &claudeInput{w: stdin, quit: make(chan struct{})}
 	st := newStream(r, in, session)
-	lines := &lineWriter{max: maxStreamLine, line: func(line []byte) { st.handle(ctx, line) }}
+	lines := &sandbox.LineWriter{Max: maxStreamLine, Line: func(line []byte) { st.handle(ctx, line) }}
 	cmd.Stdout = lines
 
 	if err := cmd.Start(); err != nil {
@@ -148,7 +147,7 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 	in.close()
 	<-steering
 	sandbox.EndGroup(cmd)
-	lines.flush()
+	lines.Flush()
 	// The exit code from ProcessState: also right when something it
 	// started kept the output open.
 	return finish(ctx, r, st, sandbox.ExitCode(cmd), stderr.Bytes)
@@ -231,7 +230,7 @@ func finish(ctx context.Context, r *Run, st *claudeStream, exitCode int, stderr 
 		se.Err = fmt.Errorf("exit code %d", res.ExitCode)
 		return res, fmt.Errorf("claude: %w", se)
 	case !st.done:
-		return res, fmt.Errorf("claude: %w: exit code %d without a result: %s", ErrFailed, res.ExitCode, stderrEnd(stderr()))
+		return res, fmt.Errorf("claude: %w: exit code %d without a result: %s", ErrFailed, res.ExitCode, sandbox.StderrEnd(stderr()))
 	case st.subtype == "error_max_budget_usd":
 		return res, fmt.Errorf("claude: %w", ErrBudget)
 	case st.isError && st.authFailed:

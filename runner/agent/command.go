@@ -114,13 +114,13 @@ func (c Command) Run(ctx context.Context, r *Run) (Result, error) {
 			se.Err = fmt.Errorf("exit code %d", res.ExitCode)
 			return res, fmt.Errorf("command: %w", se)
 		}
-		return res, fmt.Errorf("command: %w: exit code %d: %s", ErrFailed, res.ExitCode, stderrEnd(stderr.Bytes()))
+		return res, fmt.Errorf("command: %w: exit code %d: %s", ErrFailed, res.ExitCode, sandbox.StderrEnd(stderr.Bytes()))
 	}
 	return res, nil
 }
 
 // commandOutput reads a command's stdout: it acts on the marker lines and
-// keeps every other line, as written, as the reply. Unlike lineWriter it
+// keeps every other line, as written, as the reply. Unlike sandbox.LineWriter it
 // keeps blank lines, and a line too long to be a marker goes to the reply
 // whole.
 type commandOutput struct {

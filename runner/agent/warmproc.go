@@ -61,7 +61,7 @@ func startProc(ctx context.Context, c *Claude, r *Run, session string) (*claudeP
 		return nil, err
 	}
 	p.in = &claudeInput{w: stdin, quit: make(chan struct{})}
-	lines := &lineWriter{max: maxStreamLine, line: p.deliver}
+	lines := &sandbox.LineWriter{Max: maxStreamLine, Line: p.deliver}
 	p.cmd.Stdout, p.cmd.Stderr = lines, p.stderr
 	if err := p.cmd.Start(); err != nil {
 		if se := setupStart(p.cmd, err); se != nil {
@@ -73,7 +73,7 @@ func startProc(ctx context.Context, c *Claude, r *Run, session string) (*claudeP
 	p.log.Info().Str("resume", session).Msg("claude: started a warm CLI")
 	go func() {
 		_ = p.cmd.Wait() // the exit code is read from cmd.ProcessState
-		lines.flush()
+		lines.Flush()
 		close(p.exited)
 	}()
 	p.in.initialize()

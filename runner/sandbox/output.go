@@ -1,4 +1,4 @@
-package agent
+package sandbox
 
 import (
 	"bytes"
@@ -6,8 +6,11 @@ import (
 	"unicode/utf8"
 )
 
-// stderrEnd quotes the end of a program's stderr for an error.
-func stderrEnd(b []byte) string {
+// stderrTail is how much of a program's stderr StderrEnd quotes.
+const stderrTail = 500
+
+// StderrEnd quotes the end of a program's stderr for an error.
+func StderrEnd(b []byte) string {
 	b = bytes.TrimSpace(b)
 	if len(b) > stderrTail {
 		b = b[len(b)-stderrTail:]
@@ -21,17 +24,17 @@ func stderrEnd(b []byte) string {
 	return strings.ToValidUTF8(string(b), "?")
 }
 
-// lineWriter splits what is written to it into lines (without the
-// newline) for line; a line longer than max is dropped.
-type lineWriter struct {
-	max  int
-	line func([]byte)
+// LineWriter splits what is written to it into lines (without the
+// newline) for Line; a line longer than Max is dropped.
+type LineWriter struct {
+	Max  int
+	Line func([]byte)
 
 	buf  []byte
 	skip bool // the current line went past max
 }
 
-func (w *lineWriter) Write(p []byte) (int, error) {
+func (w *LineWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
@@ -40,7 +43,7 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 			part = p[:i]
 		}
 		if !w.skip {
-			if len(w.buf)+len(part) > w.max {
+			if len(w.buf)+len(part) > w.Max {
 				w.skip, w.buf = true, nil
 			} else {
 				w.buf = append(w.buf, part...)
@@ -55,16 +58,16 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// flush hands over a last line that had no newline.
-func (w *lineWriter) flush() {
+// Flush hands over a last line that had no newline.
+func (w *LineWriter) Flush() {
 	if len(w.buf) > 0 {
 		w.end()
 	}
 }
 
-func (w *lineWriter) end() {
+func (w *LineWriter) end() {
 	if !w.skip && len(w.buf) > 0 {
-		w.line(w.buf)
+		w.Line(w.buf)
 	}
 	w.skip = false
 	if cap(w.buf) > 1<<20 {
