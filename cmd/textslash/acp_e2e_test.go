@@ -75,18 +75,7 @@ func TestGeminiOverWebChat(t *testing.T) {
 		t.Errorf("progress %q", progress)
 	}
 
-	slow := c.send("think it over")
-	natstest.CheckFor(t, 60*time.Second, 20*time.Millisecond, func() error {
-		if n := len(model.MainRequests()); n < 6 {
-			return fmt.Errorf("%d requests reached the model; want the sixth", n)
-		}
-		return nil
-	})
-	c.send("cancel")
-	cancelled := waitFor(t, events, 30*time.Second, func(ev sseEvent) bool { return ev.Kind == "done" && ev.Event.JobID == slow })
-	if cancelled.Event.Status != contract.StatusCanceled {
-		t.Errorf("done %q (%s); want canceled", cancelled.Event.Text, cancelled.Event.Status)
-	}
+	cancelMidTurn(t, c, events, func() int { return len(model.MainRequests()) }, 6)
 
 	if ev := c.ask(events, "still there?"); ev.Text != "Still here." {
 		t.Errorf("follow-up reply %q", ev.Text)
@@ -144,18 +133,7 @@ func TestCodexOverWebChat(t *testing.T) {
 		t.Errorf("the model's last prompt %q; want the person's words", p)
 	}
 
-	slow := c.send("think it over")
-	natstest.CheckFor(t, 60*time.Second, 20*time.Millisecond, func() error {
-		if n := len(model.MainRequests()); n < 3 {
-			return fmt.Errorf("%d requests reached the model; want the third", n)
-		}
-		return nil
-	})
-	c.send("cancel")
-	done := waitFor(t, events, 30*time.Second, func(ev sseEvent) bool { return ev.Kind == "done" && ev.Event.JobID == slow })
-	if done.Event.Status != contract.StatusCanceled {
-		t.Errorf("done %q (%s); want canceled", done.Event.Text, done.Event.Status)
-	}
+	cancelMidTurn(t, c, events, func() int { return len(model.MainRequests()) }, 3)
 
 	if ev := c.ask(events, "still there?"); ev.Text != "Still here." {
 		t.Errorf("follow-up reply %q", ev.Text)
@@ -167,6 +145,25 @@ func TestCodexOverWebChat(t *testing.T) {
 	}
 	if sent := strings.Join(all, "|"); !strings.Contains(sent, "make one") || strings.Count(sent, "textslash shot") != 1 {
 		t.Errorf("the follow-up's request holds %q; want the session so far, textslash's prompt once", sent)
+	}
+}
+
+// cancelMidTurn sends a message whose model turn is slow, waits for its
+// request (the model's nth, as requests counts them), cancels it and
+// checks that the run ends cancelled.
+func cancelMidTurn(t *testing.T, c *chat, events <-chan sseEvent, requests func() int, nth int) {
+	t.Helper()
+	slow := c.send("think it over")
+	natstest.CheckFor(t, 60*time.Second, 20*time.Millisecond, func() error {
+		if n := requests(); n < nth {
+			return fmt.Errorf("%d requests reached the model; want request %d", n, nth)
+		}
+		return nil
+	})
+	c.send("cancel")
+	done := waitFor(t, events, 30*time.Second, func(ev sseEvent) bool { return ev.Kind == "done" && ev.Event.JobID == slow })
+	if done.Event.Status != contract.StatusCanceled {
+		t.Errorf("done %q (%s); want canceled", done.Event.Text, done.Event.Status)
 	}
 }
 
