@@ -61,7 +61,7 @@ func (m *Model) answer(w http.ResponseWriter, req Request, turn Turn) {
 		writeError(w, turn.status, turn.text)
 		return
 	}
-	id := m.newID()
+	id := m.s.NewID()
 	model := req.Model
 	if model == "" {
 		model = "gemini-geminitest"

@@ -25,9 +25,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/textslash/textslash/runner/internal/script"
 )
 
 // Every answer of the stand-in, to the main conversation or to a side
@@ -77,26 +78,27 @@ func APIError(status int, message string) Turn {
 
 // Model is a scripted Gemini API server.
 type Model struct {
-	t     testing.TB
-	srv   *httptest.Server
-	turns []Turn
-
-	mu   sync.Mutex
-	next int // the next turn to answer
-	reqs []Request
-	ids  int
+	t   testing.TB
+	srv *httptest.Server
+	s   *script.Script[Turn, Request]
 }
+
+// fault says what is wrong with t; repeats whether, as the script's last
+// turn, it answers every later request too (an API error: clients retry).
+func (t Turn) fault() error {
+	if t.err != nil {
+		return fmt.Errorf("(%s): %w", t.tool, t.err)
+	}
+	return nil
+}
+
+func (t Turn) repeats() bool { return t.status != 0 }
 
 // NewModel starts a stand-in that answers the main conversation with turns,
 // in order. It is closed when the test ends.
 func NewModel(t testing.TB, turns ...Turn) *Model {
 	t.Helper()
-	for i, tr := range turns {
-		if tr.err != nil {
-			t.Fatalf("geminitest: turn %d (%s): %v", i, tr.tool, tr.err)
-		}
-	}
-	m := &Model{t: t, turns: turns}
+	m := &Model{t: t, s: script.New[Turn, Request](t, "geminitest", turns, Turn.fault, Turn.repeats)}
 	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
 	t.Cleanup(m.srv.Close)
 	return m
@@ -109,23 +111,11 @@ func (m *Model) URL() string { return m.srv.URL }
 // known only once the test runs (a workspace's absolute path).
 func (m *Model) SetTurn(i int, tr Turn) {
 	m.t.Helper()
-	if tr.err != nil {
-		m.t.Fatalf("geminitest: turn %d (%s): %v", i, tr.tool, tr.err)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if i < m.next || i >= len(m.turns) {
-		m.t.Fatalf("geminitest: SetTurn(%d): answered already or past the script's %d turns", i, len(m.turns))
-	}
-	m.turns[i] = tr
+	m.s.Set(i, tr, Turn.fault)
 }
 
 // Requests returns every request received so far, in order.
-func (m *Model) Requests() []Request {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]Request(nil), m.reqs...)
-}
+func (m *Model) Requests() []Request { return m.s.Requests() }
 
 // MainRequests returns the main conversation's requests so far, in order.
 func (m *Model) MainRequests() []Request {
@@ -139,11 +129,7 @@ func (m *Model) MainRequests() []Request {
 }
 
 // Turns is how many scripted turns have been answered.
-func (m *Model) Turns() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.next
-}
+func (m *Model) Turns() int { return m.s.Answered() }
 
 func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 	at := time.Now()
@@ -188,41 +174,24 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 // next turn (its last, repeated, when that is an API error), after the
 // turn's delay.
 func (m *Model) mainTurn(w http.ResponseWriter, r *http.Request, req Request) {
-	m.mu.Lock()
 	req.Main = true
-	turn, ok := Turn{}, false
-	switch {
-	case m.next < len(m.turns):
-		turn, ok = m.turns[m.next], true
-		req.Turn = m.next
-		m.next++
-	case len(m.turns) > 0 && m.turns[len(m.turns)-1].status != 0:
-		turn, ok = m.turns[len(m.turns)-1], true
-		req.Turn = len(m.turns) - 1
-	}
-	m.mu.Unlock()
+	turn, i, ok := m.s.Next(r.Method + " " + r.URL.String())
+	req.Turn = i
 	if !ok {
 		m.record(req, "past the end of the script")
-		m.t.Errorf("geminitest: main request %s %s past the end of the %d-turn script", r.Method, r.URL, len(m.turns))
 		turn = Text("geminitest: the script has no more turns")
 	} else {
 		m.record(req, "")
 	}
-	if turn.delay > 0 {
-		select {
-		case <-time.After(turn.delay):
-		case <-r.Context().Done():
-			return
-		}
+	if !script.Wait(r.Context(), turn.delay) {
+		return
 	}
 	m.answer(w, req, turn)
 }
 
 // record keeps req and logs it in one line.
 func (m *Model) record(req Request, note string) {
-	m.mu.Lock()
-	m.reqs = append(m.reqs, req)
-	m.mu.Unlock()
+	m.s.Record(req)
 	line := fmt.Sprintf("geminitest: %s %s", req.Method, req.Path)
 	if req.Query != "" {
 		line += "?" + req.Query
@@ -237,12 +206,4 @@ func (m *Model) record(req Request, note string) {
 		line += " (" + note + ")"
 	}
 	m.t.Log(line)
-}
-
-// newID numbers answers.
-func (m *Model) newID() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.ids++
-	return m.ids
 }

@@ -32,9 +32,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/textslash/textslash/runner/internal/script"
 )
 
 // Every answer of the stand-in, to the main conversation or to a side
@@ -83,26 +84,27 @@ func APIError(status int, message string) Turn {
 
 // Model is a scripted Responses API server.
 type Model struct {
-	t     testing.TB
-	srv   *httptest.Server
-	turns []Turn
-
-	mu   sync.Mutex
-	next int // the next turn to answer
-	reqs []Request
-	ids  int
+	t   testing.TB
+	srv *httptest.Server
+	s   *script.Script[Turn, Request]
 }
+
+// fault says what is wrong with t; repeats whether, as the script's last
+// turn, it answers every later request too (an API error: clients retry).
+func (t Turn) fault() error {
+	if t.err != nil {
+		return fmt.Errorf("(%s): %w", t.tool, t.err)
+	}
+	return nil
+}
+
+func (t Turn) repeats() bool { return t.status != 0 }
 
 // NewModel starts a stand-in that answers the main conversation with turns,
 // in order. It is closed when the test ends.
 func NewModel(t testing.TB, turns ...Turn) *Model {
 	t.Helper()
-	for i, tr := range turns {
-		if tr.err != nil {
-			t.Fatalf("openaitest: turn %d (%s): %v", i, tr.tool, tr.err)
-		}
-	}
-	m := &Model{t: t, turns: turns}
+	m := &Model{t: t, s: script.New[Turn, Request](t, "openaitest", turns, Turn.fault, Turn.repeats)}
 	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
 	t.Cleanup(m.srv.Close)
 	return m
@@ -115,23 +117,11 @@ func (m *Model) URL() string { return m.srv.URL }
 // known only once the test runs (a workspace's absolute path).
 func (m *Model) SetTurn(i int, tr Turn) {
 	m.t.Helper()
-	if tr.err != nil {
-		m.t.Fatalf("openaitest: turn %d (%s): %v", i, tr.tool, tr.err)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if i < m.next || i >= len(m.turns) {
-		m.t.Fatalf("openaitest: SetTurn(%d): answered already or past the script's %d turns", i, len(m.turns))
-	}
-	m.turns[i] = tr
+	m.s.Set(i, tr, Turn.fault)
 }
 
 // Requests returns every request received so far, in order.
-func (m *Model) Requests() []Request {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]Request(nil), m.reqs...)
-}
+func (m *Model) Requests() []Request { return m.s.Requests() }
 
 // MainRequests returns the main conversation's requests so far, in order.
 func (m *Model) MainRequests() []Request {
@@ -145,11 +135,7 @@ func (m *Model) MainRequests() []Request {
 }
 
 // Turns is how many scripted turns have been answered.
-func (m *Model) Turns() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.next
-}
+func (m *Model) Turns() int { return m.s.Answered() }
 
 func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 	at := time.Now()
@@ -177,9 +163,7 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 		m.mainTurn(w, r, req)
 	case isResponses:
 		// A side request (a title, a summary): answer briefly.
-		m.mu.Lock()
-		id := m.newID()
-		m.mu.Unlock()
+		id := m.s.NewID()
 		m.record(req, "side request")
 		answer(w, req, Text("ok"), id)
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
@@ -196,42 +180,25 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 // next turn (its last, repeated, when that is an API error), after the
 // turn's delay.
 func (m *Model) mainTurn(w http.ResponseWriter, r *http.Request, req Request) {
-	m.mu.Lock()
 	req.Main = true
-	turn, ok := Turn{}, false
-	switch {
-	case m.next < len(m.turns):
-		turn, ok = m.turns[m.next], true
-		req.Turn = m.next
-		m.next++
-	case len(m.turns) > 0 && m.turns[len(m.turns)-1].status != 0:
-		turn, ok = m.turns[len(m.turns)-1], true
-		req.Turn = len(m.turns) - 1
-	}
-	id := m.newID()
-	m.mu.Unlock()
+	turn, i, ok := m.s.Next(r.Method + " " + r.URL.String())
+	req.Turn = i
+	id := m.s.NewID()
 	if !ok {
 		m.record(req, "past the end of the script")
-		m.t.Errorf("openaitest: main request %s %s past the end of the %d-turn script", r.Method, r.URL, len(m.turns))
 		turn = Text("openaitest: the script has no more turns")
 	} else {
 		m.record(req, "")
 	}
-	if turn.delay > 0 {
-		select {
-		case <-time.After(turn.delay):
-		case <-r.Context().Done():
-			return
-		}
+	if !script.Wait(r.Context(), turn.delay) {
+		return
 	}
 	answer(w, req, turn, id)
 }
 
 // record keeps req and logs it in one line.
 func (m *Model) record(req Request, note string) {
-	m.mu.Lock()
-	m.reqs = append(m.reqs, req)
-	m.mu.Unlock()
+	m.s.Record(req)
 	line := fmt.Sprintf("openaitest: %s %s", req.Method, req.Path)
 	if req.Query != "" {
 		line += "?" + req.Query
@@ -246,10 +213,4 @@ func (m *Model) record(req Request, note string) {
 		line += " (" + note + ")"
 	}
 	m.t.Log(line)
-}
-
-// newID numbers ids; m.mu must be held.
-func (m *Model) newID() int {
-	m.ids++
-	return m.ids
 }
