@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/textslash/textslash/cmd/internal/app"
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
 	"github.com/textslash/textslash/slack/slacktest"
 )
@@ -174,11 +176,16 @@ func TestComposeFile(t *testing.T) {
 			env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "TEXTSLASH_AGENT_USER=") })
 			env = append(env, "TEXTSLASH_PREVIEW_ADDR=127.0.0.1:0") // compose's is the container's own
 			runner := startServiceAs(t, name, u, env...)
-			for _, said := range []string{"homes kept", "homes have a network of their own", `"sandbox: OFF here: limits`} {
-				if len(logLines(t, runner, said)) == 0 {
-					t.Errorf("the runner as compose runs it (as %s) did not log %q", u, said)
+			// Ready is logged before the runner's own start-up lines:
+			// wait for them.
+			natstest.CheckFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+				for _, said := range []string{"homes kept", "homes have a network of their own", `"sandbox: OFF here: limits`} {
+					if len(logLines(t, runner, said)) == 0 {
+						return fmt.Errorf("the runner as compose runs it (as %s) did not log %q", u, said)
+					}
 				}
-			}
+				return nil
+			})
 		})
 	}
 	t.Run("slack", func(t *testing.T) { checkComposeSlack(t, cf, example, ns) })
