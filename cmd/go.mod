@@ -54,6 +54,7 @@ require (
 	github.com/minio/highwayhash v1.0.4 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
+	github.com/textslash/textslash/channel v0.0.0
 	github.com/textslash/textslash/discord v0.0.0
 	github.com/textslash/textslash/notion v0.0.0
 	github.com/textslash/textslash/notiontest v0.0.0
@@ -93,3 +94,5 @@ replace github.com/textslash/textslash/kit => ../kit
 replace github.com/textslash/textslash/slack => ../slack
 
 replace github.com/textslash/textslash/discord => ../discord
+
+replace github.com/textslash/textslash/channel => ../channel

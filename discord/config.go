@@ -6,10 +6,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/egress"
 )
 
 // Channel is the channel's name in contract.User: a person on Discord is
@@ -44,10 +45,10 @@ type Config struct {
 	// Rules of the channel; zero values take Discord's: 2,000 characters
 	// a message, 10 attachments of at most 10 MiB, progress edited every
 	// 3 s, "typing…" renewed every 8 s.
-	Rules egress.Rules
+	Rules channel.Rules
 	// Retry bounds the tries of a failed send (zero: the kit's, 6 tries
 	// from 1 s to 30 s; Discord's retry_after is waited at least).
-	Retry egress.Retry
+	Retry channel.Retry
 	// RequestTimeout bounds one REST request; default 30 s.
 	RequestTimeout time.Duration
 }

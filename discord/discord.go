@@ -1,15 +1,14 @@
 // Package discord is textslash's Discord channel, a plug-in channel on
-// the channel kit (kit/): a bot that takes people's DMs, and the messages
-// in servers that mention it, from Discord's gateway, and answers them
-// through the REST API. Inbound, each message (its attachments as
-// contract.Media, fetched later with Fetch) and each press of one of its
-// buttons is published with the kit (Kit.Publish: the allowlist, pairing
-// and dedupe are the kit's); outbound, *Discord is the egress.Sender
-// (with Finder and Typer) the kit drives, uploading a reply's images and
-// files read from the media store with Kit.Media. It owns the Discord
-// session and where each person is answered: in the channel they last
-// wrote in, a DM until they have. Serve runs it all against a NATS
-// connection, as cmd/discord and the all-in-one do.
+// the channel port (channel/), run by the kit (kit/): a bot that takes
+// people's DMs, and the messages in servers that mention it, from
+// Discord's gateway, and answers them through the REST API. Inbound, each
+// message (its attachments as contract.Media, fetched later with Fetch)
+// and each press of one of its buttons is published with the Host Run is
+// given (the allowlist, pairing and dedupe are the kit's); outbound,
+// *Discord is the channel (a Finder and Typer too) whose Send the kit
+// drives, uploading a reply's images and files as the kit read them. It
+// owns the Discord session and where each person is answered: in the
+// channel they last wrote in, a DM until they have.
 package discord
 
 import (
@@ -19,40 +18,41 @@ import (
 	"net/url"
 	"sync"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/bwmarrin/discordgo"
 	"github.com/rs/zerolog"
-	"golang.org/x/sync/errgroup"
-
-	"github.com/textslash/textslash/egress"
-	"github.com/textslash/textslash/kit"
 )
 
 // Discord is the channel: a bot on the gateway and a Sender.
 type Discord struct {
 	cfg Config
 	s   *discordgo.Session
-	// k publishes what people send and reads a reply's media; set by Run
-	// once the kit is open (the kit needs the Sender first).
-	k   kit.Host
-	log zerolog.Logger
+	// host publishes what people send; set by Run, before the gateway
+	// hands it anything.
+	host channel.Host
+	log  zerolog.Logger
 	// web downloads people's attachments from Discord's CDN.
 	web *http.Client
 
-	places *kit.Places // where each person is answered, each channel's progress message
+	places *channel.Places // where each person is answered, each channel's progress message
 
 	mu  sync.Mutex
 	bot string // the bot's user id, once known
 }
 
 var (
-	_ egress.Sender = (*Discord)(nil)
-	_ egress.Finder = (*Discord)(nil)
-	_ egress.Typer  = (*Discord)(nil)
+	_ channel.Sender = (*Discord)(nil)
+	_ channel.Finder = (*Discord)(nil)
+	_ channel.Typer  = (*Discord)(nil)
+
+	_ channel.Channel = (*Discord)(nil)
+	_ channel.Fetcher = (*Discord)(nil)
+	_ channel.Retrier = (*Discord)(nil)
 )
 
-// New returns the channel for cfg (defaulted and validated). Open the
-// kit with its Channel, then give it the kit with Use before Run or Send
-// (Serve does all three).
+// New returns the channel for cfg (defaulted and validated): open the
+// kit with it, then run the kit.
 func New(cfg Config, log zerolog.Logger) (*Discord, error) {
 	cfg = cfg.Default()
 	if err := cfg.Validate(); err != nil {
@@ -73,34 +73,32 @@ func New(cfg Config, log zerolog.Logger) (*Discord, error) {
 	// are published in the order they wrote them.
 	s.SyncEvents = true
 	return &Discord{cfg: cfg, s: s, log: log.With().Str("channel", Channel).Logger(),
-		web: &http.Client{Timeout: cfg.RequestTimeout}, places: kit.NewPlaces()}, nil
+		web: &http.Client{Timeout: cfg.RequestTimeout}, places: channel.NewPlaces()}, nil
 }
 
-// Channel is the channel as the kit runs it: Discord's rules, this
-// Sender, the allowlist and Fetch for people's attachments. Replies'
-// media come as the kit's stored:<id> links, read with Kit.Media.
-func (d *Discord) Channel() kit.Channel {
-	return kit.Channel{Name: Channel, Rules: d.cfg.Rules, Retry: d.cfg.Retry, Sender: d, Allowed: d.cfg.Allowed, Fetch: d.Fetch}
-}
+// Name is the channel's: discord.
+func (d *Discord) Name() string { return Channel }
+
+// Allowed are the Discord user ids allowed by the configuration.
+func (d *Discord) Allowed() []string { return append([]string(nil), d.cfg.Allowed...) }
+
+// Retry bounds the tries of a failed send (Config.Retry).
+func (d *Discord) Retry() channel.Retry { return d.cfg.Retry }
 
 // Rules are Discord's limits on a message, for the kit's pusher.
-func (d *Discord) Rules() egress.Rules { return d.cfg.Rules }
+func (d *Discord) Rules() channel.Rules { return d.cfg.Rules }
 
-// Run runs the channel with k, the kit opened with its Channel, until
-// ctx ends: it delivers textslash's messages (k.Run) and connects to the
-// gateway, handing each message and button press to k. discordgo keeps
-// the connection: after a drop it resumes the session, and Discord
-// replays the events missed meanwhile. An error when the first connection
-// fails (a bad token: close 4004), or the kit's.
-func (d *Discord) Run(ctx context.Context, k kit.Host) error {
-	d.k = k
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return k.Run(ctx) })
-	g.Go(func() error { return d.gateway(ctx) })
-	return g.Wait()
+// Run connects to the gateway until ctx ends, publishing each message
+// and button press with h. discordgo keeps the connection: after a drop
+// it resumes the session, and Discord replays the events missed
+// meanwhile. An error when the first connection fails (a bad token:
+// close 4004).
+func (d *Discord) Run(ctx context.Context, h channel.Host) error {
+	d.host = h
+	return d.gateway(ctx)
 }
 
-// gateway hands each message and button press of the gateway to the kit
+// gateway hands each message and button press of the gateway to the host
 // until ctx ends.
 func (d *Discord) gateway(ctx context.Context) error {
 	offs := []func(){

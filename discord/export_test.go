@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/textslash/textslash/kit"
+	"github.com/textslash/textslash/channel"
 )
 
 // ShortBackoff makes publishing's waits milliseconds for the test.
@@ -14,6 +14,6 @@ func ShortBackoff(t *testing.T) {
 	t.Cleanup(func() { publishing = old })
 }
 
-// UseKit gives d the kit as Run does, for tests that send without
+// UseHost gives d its Host as Run does, for tests that send without
 // running the channel.
-func UseKit(d *Discord, k kit.Host) { d.k = k }
+func UseHost(d *Discord, h channel.Host) { d.host = h }

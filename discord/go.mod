@@ -21,9 +21,10 @@ require (
 	github.com/gorilla/websocket v1.4.2
 	github.com/rs/zerolog v1.35.1
 	github.com/textslash/textslash/contract v0.0.0
-	github.com/textslash/textslash/egress v0.0.0
 	github.com/textslash/textslash/natstest v0.0.0
 )
+
+require github.com/textslash/textslash/egress v0.0.0 // indirect
 
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
@@ -40,7 +41,7 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/nats-io/jwt/v2 v2.8.2 // indirect
 	github.com/nats-io/nats-server/v2 v2.15.2 // indirect
-	github.com/nats-io/nats.go v1.55.0
+	github.com/nats-io/nats.go v1.55.0 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
@@ -49,6 +50,7 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
+	github.com/textslash/textslash/channel v0.0.0
 	github.com/textslash/textslash/ingress v0.0.0 // indirect
 	github.com/textslash/textslash/kit v0.0.0
 	github.com/textslash/textslash/notion v0.0.0 // indirect
@@ -63,3 +65,5 @@ require (
 replace github.com/textslash/textslash/kit => ../kit
 
 replace github.com/textslash/textslash/ingress => ../ingress
+
+replace github.com/textslash/textslash/channel => ../channel

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/textslash/textslash/channel"
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/discord"
@@ -49,10 +50,10 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.k, err = kit.Open(t.Context(), r.ns.NC, d.Channel(), log); err != nil {
+	if r.k, err = kit.Open(t.Context(), r.ns.NC, d, log); err != nil {
 		t.Fatal(err)
 	}
-	discord.UseKit(d, r.k) // Send is tried without Run
+	discord.UseHost(d, r.k) // Send is tried without Run
 	r.d = d
 	return r
 }
@@ -85,9 +86,9 @@ func (l *logLines) n(msg string) int {
 	return l.count[msg]
 }
 
-// put stores a reply's image or file in the channel's media store as the
-// runner does, and returns the kit's link to it.
-func (r *rig) put(t *testing.T, contentType, name string, data []byte) string {
+// attach adds an image or file to m as the kit does: stored in the
+// channel's media store as the runner stores it, read back by its link.
+func (r *rig) attach(t *testing.T, m *channel.Message, contentType, name string, data []byte) {
 	t.Helper()
 	store, err := r.ns.JS.ObjectStore(t.Context(), contract.MediaBucketOf(discord.Channel))
 	if err != nil {
@@ -97,7 +98,12 @@ func (r *rig) put(t *testing.T, contentType, name string, data []byte) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return kit.MediaRef(img)
+	ref := kit.MediaRef(img)
+	a, err := r.k.Media(t.Context(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Media, m.Attachments = append(m.Media, ref), append(m.Attachments, a)
 }
 
 // stored are the inbound messages JetStream kept, in order.
@@ -139,13 +145,13 @@ func (r *rig) waitStored(t *testing.T, n int) []contract.Inbound {
 	return got
 }
 
-// run runs the channel on the gateway until the test ends, and waits for
-// its session.
+// run runs the channel with its kit (the gateway, and delivery) until
+// the test ends, and waits for its session.
 func (r *rig) run(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- r.d.Run(ctx, r.k) }()
+	go func() { done <- r.k.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -8,11 +8,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/bwmarrin/discordgo"
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/kit"
 )
 
 // publishing is how long, and how often, a message taken from the
@@ -67,7 +68,7 @@ func (d *Discord) onMessage(ctx context.Context, m *discordgo.MessageCreate) {
 	// The id says where it was written: the reply goes there (channelOf).
 	in := contract.Inbound{ID: m.ChannelID + "-" + m.ID, User: u, Text: text, Media: media(m.Message), At: m.Timestamp.UTC()}
 	switch err := d.publishRetry(ctx, log, in); {
-	case errors.Is(err, kit.ErrNotAllowed):
+	case errors.Is(err, channel.ErrNotAllowed):
 		log.Info().Int("text_len", len(text)).Msg("discord message from a person neither allowed nor paired in; dropped")
 	case err != nil:
 		log.Error().Err(err).Int("text_len", len(text)).Msg("discord message not stored; lost")
@@ -137,7 +138,7 @@ func (d *Discord) onInteraction(ctx context.Context, ic *discordgo.InteractionCr
 	defer cancel()
 	err = d.publishRetry(pctx, log, contract.Inbound{ID: ic.ChannelID + "-" + ic.ID, User: u, Text: choice, At: time.Now().UTC()})
 	switch {
-	case errors.Is(err, kit.ErrNotAllowed):
+	case errors.Is(err, channel.ErrNotAllowed):
 		// Acknowledged without a change, so that Discord shows the
 		// stranger no error; the buttons stay for their person.
 		log.Info().Msg("discord button pressed by a person neither allowed nor paired in; acknowledged, dropped")
@@ -185,14 +186,14 @@ func (d *Discord) respond(log zerolog.Logger, ic *discordgo.InteractionCreate, r
 
 // publishRetry publishes in with the kit, trying again with backoff
 // (publishing) while ctx lasts; not after a refusal of the message itself
-// (a stranger's: kit.ErrNotAllowed; a bad user or payload).
+// (a stranger's: channel.ErrNotAllowed; a bad user or payload).
 func (d *Discord) publishRetry(ctx context.Context, log zerolog.Logger, in contract.Inbound) error {
 	ctx, cancel := context.WithTimeout(ctx, publishing.within)
 	defer cancel()
 	wait := publishing.first
 	for try := 1; ; try++ {
-		err := d.k.Publish(ctx, in)
-		if err == nil || errors.Is(err, kit.ErrNotAllowed) || errors.Is(err, contract.ErrInvalidUser) || errors.Is(err, contract.ErrInvalidPayload) {
+		err := d.host.Publish(ctx, in)
+		if err == nil || errors.Is(err, channel.ErrNotAllowed) || errors.Is(err, contract.ErrInvalidUser) || errors.Is(err, contract.ErrInvalidPayload) {
 			return err
 		}
 		log.Warn().Err(err).Int("try", try).Dur("wait_ms", wait).Msg("discord message not stored yet; trying again")

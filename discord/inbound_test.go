@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/discord"
 	"github.com/textslash/textslash/discord/discordtest"
-	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/kit"
 	"github.com/textslash/textslash/natstest"
 )
@@ -74,7 +75,7 @@ func TestServerMention(t *testing.T) {
 	if got[0].ID != stored(m.ChannelID, m.ID) || got[0].Text != "run the tests" {
 		t.Fatalf("stored %q (%s); want %q (%s)", got[0].Text, got[0].ID, "run the tests", m.ID)
 	}
-	if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: "all pass"}); err != nil {
+	if _, err := r.d.Send(t.Context(), user(), channel.Message{Body: "all pass"}); err != nil {
 		t.Fatal(err)
 	}
 	if msgs := r.fake.Messages(ch); msgs[len(msgs)-1].Content != "all pass" {
@@ -104,8 +105,8 @@ func TestAttachmentIn(t *testing.T) {
 	if err != nil || !bytes.Equal(data, clip) || ct != "audio/ogg" {
 		t.Fatalf("Fetch = %d bytes, %q, %v; want the clip, audio/ogg", len(data), ct, err)
 	}
-	if _, _, err := r.d.Fetch(t.Context(), "http://169.254.169.254/latest/meta-data"); !errors.Is(err, kit.ErrNotMine) {
-		t.Fatalf("Fetch of another host: %v; want kit.ErrNotMine", err)
+	if _, _, err := r.d.Fetch(t.Context(), "http://169.254.169.254/latest/meta-data"); !errors.Is(err, channel.ErrNotMine) {
+		t.Fatalf("Fetch of another host: %v; want channel.ErrNotMine", err)
 	}
 	if _, _, err := r.d.Fetch(t.Context(), strings.Replace(a.URL, "hm=", "hm=0", 1)); !errors.Is(err, discord.ErrGone) {
 		t.Fatalf("Fetch of a badly signed URL: %v; want ErrGone", err)
@@ -118,7 +119,7 @@ func TestAttachmentIn(t *testing.T) {
 func TestButtonPress(t *testing.T) {
 	r := newRig(t)
 	r.run(t)
-	id, err := r.d.Send(t.Context(), user(), egress.Message{Body: "Push to main?", Choices: contract.ApprovalChoices})
+	id, err := r.d.Send(t.Context(), user(), channel.Message{Body: "Push to main?", Choices: contract.ApprovalChoices})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestRunBadToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := kit.Open(t.Context(), ns.NC, d.Channel(), zerolog.Nop())
+	k, err := kit.Open(t.Context(), ns.NC, d, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func TestRunBadToken(t *testing.T) {
 func TestStrangerDropped(t *testing.T) {
 	r := newRig(t)
 	r.run(t)
-	id, err := r.d.Send(t.Context(), user(), egress.Message{Body: "Push to main?", Choices: contract.ApprovalChoices})
+	id, err := r.d.Send(t.Context(), user(), channel.Message{Body: "Push to main?", Choices: contract.ApprovalChoices})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,15 +8,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/pages"
-	"github.com/textslash/textslash/egress"
-	"github.com/textslash/textslash/kit"
 )
 
-// Send implements egress.Sender with one REST call: a message (its text,
+// Send implements channel.Sender with one REST call: a message (its text,
 // its media uploaded as attachments, its choices as buttons), or the
 // edit of the run's progress message. The message goes to the channel
 // its job came from, else the one the person last wrote in, else their
@@ -25,7 +25,7 @@ import (
 // links. A text over the
 // channel's limit, which the kit's paging should have cut, is cut here
 // rather than refused by Discord.
-func (d *Discord) Send(ctx context.Context, u contract.User, m egress.Message) (string, error) {
+func (d *Discord) Send(ctx context.Context, u contract.User, m channel.Message) (string, error) {
 	ch, err := d.channelFor(ctx, u, m.JobID)
 	if err != nil {
 		return "", err
@@ -33,7 +33,7 @@ func (d *Discord) Send(ctx context.Context, u contract.User, m egress.Message) (
 	if m.Progress {
 		return d.progress(ctx, ch, m)
 	}
-	files, err := d.files(ctx, m.Media)
+	files, err := d.files(m.Attachments)
 	if err != nil {
 		return "", err
 	}
@@ -96,7 +96,7 @@ func label(choice string) string {
 // progress shows a progress line in the run's status message: sent for
 // the run's first line, edited for the next ones (sent anew if the
 // person deleted it).
-func (d *Discord) progress(ctx context.Context, ch string, m egress.Message) (string, error) {
+func (d *Discord) progress(ctx context.Context, ch string, m channel.Message) (string, error) {
 	body := d.fit(m.Body)
 	return d.places.Progress(ctx, ch, m.JobID, body, func(ctx context.Context) (string, error) {
 		sent, err := d.s.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: body, AllowedMentions: noPings(), Flags: noEmbeds}, discordgo.WithContext(ctx))
@@ -109,7 +109,7 @@ func (d *Discord) progress(ctx context.Context, ch string, m egress.Message) (st
 			discordgo.WithContext(ctx))
 		switch {
 		case isCode(err, discordgo.ErrCodeUnknownMessage):
-			return kit.ErrGone
+			return channel.ErrGone
 		case err != nil:
 			return sendError(err)
 		}
@@ -117,7 +117,7 @@ func (d *Discord) progress(ctx context.Context, ch string, m egress.Message) (st
 	})
 }
 
-// Typing implements egress.Typer: "typing…" in the person's channel,
+// Typing implements channel.Typer: "typing…" in the person's channel,
 // shown for 10 s or until the bot's next message there.
 func (d *Discord) Typing(ctx context.Context, u contract.User, job string) error {
 	ch, err := d.channelFor(ctx, u, job)
@@ -134,13 +134,13 @@ func (d *Discord) Typing(ctx context.Context, u contract.User, job string) error
 // clock and ours.
 const findSlack = 5 * time.Second
 
-// Find implements egress.Finder: among the bot's messages in the
+// Find implements channel.Finder: among the bot's messages in the
 // person's channel since then (at most the latest 50), the newest with
 // m's text and as many attachments; "" when there is none. Discord keeps
 // no idempotency key a crash could be matched by (a nonce is kept only
 // minutes), so the text and the time are the match; a person's messages
 // go out one at a time, so the newest match is the one.
-func (d *Discord) Find(ctx context.Context, u contract.User, m egress.Message, since time.Time) (string, error) {
+func (d *Discord) Find(ctx context.Context, u contract.User, m channel.Message, since time.Time) (string, error) {
 	ch, err := d.channelFor(ctx, u, m.JobID)
 	if err != nil {
 		return "", err
@@ -214,24 +214,24 @@ func snowflake(s string) bool {
 // requests Discord refused (400, 401, 403: a person who blocked the bot,
 // 404, 413) are not tried again; anything else (5xx, the network) is.
 func sendError(err error) error {
-	var se *egress.SendError
+	var se *channel.SendError
 	if errors.As(err, &se) {
 		return se
 	}
 	var rl *discordgo.RateLimitError
 	if errors.As(err, &rl) && rl.TooManyRequests != nil {
-		return &egress.SendError{Err: err, Code: http.StatusTooManyRequests, Status: http.StatusTooManyRequests, RetryAfter: rl.RetryAfter}
+		return &channel.SendError{Err: err, Code: http.StatusTooManyRequests, Status: http.StatusTooManyRequests, RetryAfter: rl.RetryAfter}
 	}
 	var re *discordgo.RESTError
 	if errors.As(err, &re) && re.Response != nil {
 		status, code := re.Response.StatusCode, status0(re)
 		switch status {
 		case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusRequestEntityTooLarge:
-			return &egress.SendError{Err: err, Permanent: true, Code: code, Status: status}
+			return &channel.SendError{Err: err, Permanent: true, Code: code, Status: status}
 		}
-		return &egress.SendError{Err: err, Code: code, Status: status}
+		return &channel.SendError{Err: err, Code: code, Status: status}
 	}
-	return &egress.SendError{Err: err}
+	return &channel.SendError{Err: err}
 }
 
 // status0 is a REST error's Discord code (50007…), 0 when it has none.

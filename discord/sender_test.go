@@ -9,11 +9,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/pages"
 	"github.com/textslash/textslash/discord"
 	"github.com/textslash/textslash/discord/discordtest"
-	"github.com/textslash/textslash/egress"
 )
 
 const createRoute = "POST /channels/{channel}/messages"
@@ -32,7 +33,7 @@ func body(t *testing.T, r discordtest.Request) map[string]any {
 func TestSendText(t *testing.T) {
 	r := newRig(t)
 	for range 2 {
-		if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: "done @everyone"}); err != nil {
+		if _, err := r.d.Send(t.Context(), user(), channel.Message{Body: "done @everyone"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -56,7 +57,7 @@ func TestSendText(t *testing.T) {
 // a new message.
 func TestSendProgress(t *testing.T) {
 	r := newRig(t)
-	for _, m := range []egress.Message{
+	for _, m := range []channel.Message{
 		{Body: "Reading files", Progress: true, JobID: "j1"},
 		{Body: "Running tests", Progress: true, JobID: "j1"},
 		{Body: "Running tests", Progress: true, JobID: "j1"},
@@ -82,8 +83,10 @@ func TestSendAttachments(t *testing.T) {
 	r := newRig(t)
 	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{1}, 2000)...)
 	notes := []byte("all 42 tests pass\n")
-	refs := []string{r.put(t, "image/png", "", png), r.put(t, "text/plain", "notes.txt", notes)}
-	if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: "the page", Media: refs}); err != nil {
+	m := channel.Message{Body: "the page"}
+	r.attach(t, &m, "image/png", "", png)
+	r.attach(t, &m, "text/plain", "notes.txt", notes)
+	if _, err := r.d.Send(t.Context(), user(), m); err != nil {
 		t.Fatal(err)
 	}
 	sent := r.fake.Sent(createRoute)
@@ -99,19 +102,19 @@ func TestSendAttachments(t *testing.T) {
 	if msg := r.fake.Messages(r.fake.DM(person))[0]; msg.Content != "the page" || len(msg.Attachments) != 2 {
 		t.Fatalf("message %+v; want the text with the image and file attached", msg)
 	}
-	for _, ref := range []string{contract.StoredMedia + "expired", "https://elsewhere.example/x.png"} {
-		_, err := r.d.Send(t.Context(), user(), egress.Message{Media: []string{ref}})
-		var se *egress.SendError
-		if !errors.As(err, &se) || !se.Permanent {
-			t.Fatalf("media %s: %v; want a permanent SendError", ref, err)
-		}
+	large := channel.Message{Media: []string{"stored:large"},
+		Attachments: []channel.Attachment{{Data: make([]byte, 25<<20+1), ContentType: "text/plain", Name: "large.txt"}}}
+	_, err := r.d.Send(t.Context(), user(), large)
+	var se *channel.SendError
+	if !errors.As(err, &se) || !se.Permanent {
+		t.Fatalf("a file over Discord's limit: %v; want a permanent SendError", err)
 	}
 }
 
 // A question's choices are buttons, one row, each sending its choice.
 func TestSendButtons(t *testing.T) {
 	r := newRig(t)
-	if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: "Run rm -rf build?", Choices: contract.QuestionChoices}); err != nil {
+	if _, err := r.d.Send(t.Context(), user(), channel.Message{Body: "Run rm -rf build?", Choices: contract.QuestionChoices}); err != nil {
 		t.Fatal(err)
 	}
 	msg := r.fake.Messages(r.fake.DM(person))[0]
@@ -139,11 +142,11 @@ func TestSendLongReply(t *testing.T) {
 		t.Fatalf("pages.Split: %d pages, %v", len(ps), err)
 	}
 	for _, p := range ps {
-		if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: p}); err != nil {
+		if _, err := r.d.Send(t.Context(), user(), channel.Message{Body: p}); err != nil {
 			t.Fatalf("page of %d characters: %v", utf8.RuneCountInString(p), err)
 		}
 	}
-	if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: long}); err != nil {
+	if _, err := r.d.Send(t.Context(), user(), channel.Message{Body: long}); err != nil {
 		t.Fatalf("a reply over the limit: %v; want it cut", err)
 	}
 	msgs := r.fake.Messages(r.fake.DM(person))
@@ -157,16 +160,16 @@ func TestSendLongReply(t *testing.T) {
 // after it goes out once.
 func TestSendRateLimited(t *testing.T) {
 	r := newRig(t)
-	if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: "first"}); err != nil {
+	if _, err := r.d.Send(t.Context(), user(), channel.Message{Body: "first"}); err != nil {
 		t.Fatal(err)
 	}
 	r.fake.RateLimit(createRoute, 1500*time.Millisecond)
-	_, err := r.d.Send(t.Context(), user(), egress.Message{Body: "second"})
-	var se *egress.SendError
+	_, err := r.d.Send(t.Context(), user(), channel.Message{Body: "second"})
+	var se *channel.SendError
 	if !errors.As(err, &se) || se.Permanent || se.Status != 429 || se.RetryAfter != 1500*time.Millisecond {
 		t.Fatalf("Send under a 429: %#v; want a SendError to retry after 1.5s", err)
 	}
-	if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: "second"}); err != nil {
+	if _, err := r.d.Send(t.Context(), user(), channel.Message{Body: "second"}); err != nil {
 		t.Fatal(err)
 	}
 	var contents []string
@@ -185,8 +188,8 @@ func TestSendRateLimited(t *testing.T) {
 func TestSendForbidden(t *testing.T) {
 	r := newRig(t)
 	r.fake.Forbid(r.fake.DM(person))
-	_, err := r.d.Send(t.Context(), user(), egress.Message{Body: "hello"})
-	var se *egress.SendError
+	_, err := r.d.Send(t.Context(), user(), channel.Message{Body: "hello"})
+	var se *channel.SendError
 	if !errors.As(err, &se) || !se.Permanent || se.Status != 403 || se.Code != 50007 {
 		t.Fatalf("Send to a closed DM: %#v; want permanent, 403, code 50007", err)
 	}
@@ -197,14 +200,14 @@ func TestSendForbidden(t *testing.T) {
 func TestFind(t *testing.T) {
 	r := newRig(t)
 	since := time.Now()
-	id, err := r.d.Send(t.Context(), user(), egress.Message{Body: "the reply"})
+	id, err := r.d.Send(t.Context(), user(), channel.Message{Body: "the reply"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := r.d.Find(t.Context(), user(), egress.Message{Body: "the reply"}, since); err != nil || got != id {
+	if got, err := r.d.Find(t.Context(), user(), channel.Message{Body: "the reply"}, since); err != nil || got != id {
 		t.Fatalf("Find = %q, %v; want %q", got, err, id)
 	}
-	if got, err := r.d.Find(t.Context(), user(), egress.Message{Body: "never sent"}, since); err != nil || got != "" {
+	if got, err := r.d.Find(t.Context(), user(), channel.Message{Body: "never sent"}, since); err != nil || got != "" {
 		t.Fatalf("Find of a message never sent = %q, %v; want none", got, err)
 	}
 }
@@ -227,10 +230,10 @@ func TestTyping(t *testing.T) {
 func TestReplyGoesWhereItsJobCameFrom(t *testing.T) {
 	r := newRig(t)
 	ch := r.fake.GuildChannel("613425648685547541")
-	if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: "all pass", JobID: ch + "-1098765432109876543"}); err != nil {
+	if _, err := r.d.Send(t.Context(), user(), channel.Message{Body: "all pass", JobID: ch + "-1098765432109876543"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.d.Send(t.Context(), user(), egress.Message{Body: "a notice"}); err != nil {
+	if _, err := r.d.Send(t.Context(), user(), channel.Message{Body: "a notice"}); err != nil {
 		t.Fatal(err)
 	}
 	if msgs := r.fake.Messages(ch); len(msgs) != 1 || msgs[0].Content != "all pass" {
@@ -249,9 +252,11 @@ func TestSendEmbedsNoLinks(t *testing.T) {
 	r := newRig(t)
 	link := "https://abc.preview.example.com/"
 	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{1}, 100)...)
-	for _, m := range []egress.Message{
+	shot := channel.Message{Body: "Here it is: " + link}
+	r.attach(t, &shot, "image/png", "", png)
+	for _, m := range []channel.Message{
 		{Body: "The app is running: " + link, Links: []contract.Link{{URL: link, Label: "Open port 5173"}}},
-		{Body: "Here it is: " + link, Media: []string{r.put(t, "image/png", "", png)}},
+		shot,
 		{Body: "Running npm run dev", Progress: true, JobID: "j1"},
 		{Body: "Fetching " + link, Progress: true, JobID: "j1"},
 	} {

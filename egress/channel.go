@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -22,17 +24,17 @@ type Channel struct {
 	// consumer egress-<Name>.
 	Name string
 	// Rules of the channel; zero limits take PluginRules's.
-	Rules Rules
+	Rules channel.Rules
 	// Sender sends; it may also be a Finder, a Typer.
-	Sender Sender
+	Sender channel.Sender
 	// MediaURL is the link to an image or file that the channel's
 	// messages carry in Message.Media.
 	MediaURL func(contract.Image) string
+	// Attach, when set, reads the image or file a MediaURL link names
+	// into the message's Attachments before each send (a channel that
+	// uploads them); its errors are *channel.SendError.
+	Attach func(ctx context.Context, ref string) (channel.Attachment, error)
 }
-
-// PluginRules are the limits a Channel leaves zero: 4,000 characters,
-// one image per message, 10 MB per image (and per file).
-var PluginRules = Rules{BodyLimit: 4000, MaxMedia: 1, MaxImageBytes: 10 << 20}
 
 // Pusher delivers the events of its channels to their people: per-person
 // order, paging with MORE, progress coalesced (Rules.ProgressEvery),
@@ -49,13 +51,13 @@ type Pusher struct {
 // allows (open it: the people paired in count once it follows them);
 // retry bounds the tries of a failed send (zero: its defaults). A
 // channel's Rules refused are a *contract.ConfigError each, joined.
-func NewPusher(js jetstream.JetStream, allow *access.Allowlist, retry Retry, log zerolog.Logger, chs ...Channel) (*Pusher, error) {
+func NewPusher(js jetstream.JetStream, allow *access.Allowlist, retry channel.Retry, log zerolog.Logger, chs ...Channel) (*Pusher, error) {
 	if js == nil || allow == nil {
 		return nil, errors.New("egress: no JetStream or no allowlist")
 	}
-	retry = retry.withDefaults()
-	errs := retry.validate("Retry")
-	p := &pusher{js: js, log: log, retry: retry, channels: map[string]channel{}, allow: allow, typing: typing{log: log}}
+	retry = retry.WithDefaults()
+	errs := retry.Validate("Retry")
+	p := &pusher{js: js, log: log, retry: retry, channels: map[string]outlet{}, allow: allow, typing: typing{log: log}}
 	for _, ch := range chs {
 		path := "Channel[" + ch.Name + "]"
 		if _, err := contract.NewUser(ch.Name, "x"); err != nil {
@@ -67,9 +69,9 @@ func NewPusher(js jetstream.JetStream, allow *access.Allowlist, retry Retry, log
 		if ch.MediaURL == nil {
 			errs = append(errs, bad(path+".MediaURL", nil, "required"))
 		}
-		ch.Rules = ch.Rules.withDefaults(PluginRules)
-		errs = append(errs, ch.Rules.validate(path+".Rules")...)
-		p.channels[ch.Name] = channel{rules: ch.Rules, sender: ch.Sender, mediaURL: ch.MediaURL}
+		ch.Rules = ch.Rules.WithDefaults(channel.PluginRules)
+		errs = append(errs, ch.Rules.Validate(path+".Rules")...)
+		p.channels[ch.Name] = outlet{rules: ch.Rules, sender: ch.Sender, mediaURL: ch.MediaURL, attach: ch.Attach}
 	}
 	for _, ch := range chs {
 		if b := contract.EgressBucketOf(ch.Name); p.bucket == "" {

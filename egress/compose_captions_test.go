@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/pages"
 )
@@ -19,13 +21,13 @@ func captioned(img contract.Image, caption string) contract.Image {
 // (cut to the channel's caption limit, else its body limit), after the
 // reply and the images without a caption, before the files.
 func TestComposeCaptions(t *testing.T) {
-	telegram := Rules{DocumentsApart: true, CaptionLimit: 1024}.withDefaults(Rules{BodyLimit: 4096, MaxMedia: 10, MaxImageBytes: 10 << 20})
+	telegram := channel.Rules{DocumentsApart: true, CaptionLimit: 1024}.WithDefaults(channel.Rules{BodyLimit: 4096, MaxMedia: 10, MaxImageBytes: 10 << 20})
 	a := imgs(3, 100)
 	file := contract.Image{ID: "f1", ContentType: "text/csv", Size: 8, Name: "out.csv"}
 	long := strings.Repeat("The login form shows an error. ", 100) // 3,100 characters
 	tests := []struct {
 		name      string
-		rules     Rules
+		rules     channel.Rules
 		images    []contract.Image
 		wantBody  []string
 		wantMedia [][]string // image ids of each message
@@ -41,7 +43,7 @@ func TestComposeCaptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			msgs, _ := tt.rules.compose("reply", tt.images, mediaURL)
+			msgs, _ := compose(tt.rules, "reply", tt.images, mediaURL)
 			var bodies []string
 			var media [][]string
 			for _, m := range msgs {
@@ -63,10 +65,10 @@ func TestComposeCaptions(t *testing.T) {
 
 	for _, tt := range []struct {
 		name  string
-		rules Rules
+		rules channel.Rules
 		limit int
 	}{{"whatsapp", whatsapp, 1600}, {"telegram", telegram, 1024}} {
-		msgs, _ := tt.rules.compose("reply", []contract.Image{captioned(a[0], long)}, mediaURL)
+		msgs, _ := compose(tt.rules, "reply", []contract.Image{captioned(a[0], long)}, mediaURL)
 		c := msgs[len(msgs)-1]
 		if n := pages.Length(c.Body); n > tt.limit || n < tt.limit-40 || !strings.HasSuffix(c.Body, "…") || len(c.Media) != 1 {
 			t.Errorf("%s: a 3,100-character caption went as %d characters (%q…) with %d images; want it cut near %d, ending in …", tt.name, n, c.Body[:20], len(c.Media), tt.limit)

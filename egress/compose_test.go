@@ -6,13 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/pages"
 )
 
 var (
-	whatsapp = Rules{}.withDefaults(Rules{BodyLimit: twilioBodyLimit, MaxMedia: 1, MaxImageBytes: twilioWhatsAppImage})
-	sms      = Rules{}.withDefaults(Rules{BodyLimit: twilioBodyLimit, MaxMedia: twilioMMSMedia, MaxImageBytes: twilioMMSImage})
+	whatsapp = channel.Rules{}.WithDefaults(channel.Rules{BodyLimit: twilioBodyLimit, MaxMedia: 1, MaxImageBytes: twilioWhatsAppImage})
+	sms      = channel.Rules{}.WithDefaults(channel.Rules{BodyLimit: twilioBodyLimit, MaxMedia: twilioMMSMedia, MaxImageBytes: twilioMMSImage})
 )
 
 func imgs(n, size int) []contract.Image {
@@ -29,7 +31,7 @@ func TestCompose(t *testing.T) {
 	long := strings.Repeat("All work and no play makes Jack a dull boy. ", 91) // 4004 characters
 	tests := []struct {
 		name      string
-		rules     Rules
+		rules     channel.Rules
 		text      string
 		images    []contract.Image
 		wantBody  []string // of each message; "" for image-only
@@ -46,7 +48,7 @@ func TestCompose(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			msgs, rest := tt.rules.compose(tt.text, tt.images, mediaURL)
+			msgs, rest := compose(tt.rules, tt.text, tt.images, mediaURL)
 			var bodies []string
 			var media []int
 			for _, m := range msgs {
@@ -59,7 +61,7 @@ func TestCompose(t *testing.T) {
 	}
 
 	t.Run("paged", func(t *testing.T) {
-		msgs, rest := whatsapp.compose(long, imgs(2, 100), mediaURL)
+		msgs, rest := compose(whatsapp, long, imgs(2, 100), mediaURL)
 		if len(msgs) != 2 || len(rest) != 2 {
 			t.Fatalf("got %d messages and %d pages left; want 2 and 2", len(msgs), len(rest))
 		}
@@ -79,7 +81,7 @@ func TestCompose(t *testing.T) {
 	t.Run("truncated", func(t *testing.T) {
 		r := whatsapp
 		r.Truncate = true
-		msgs, rest := r.compose(long, nil, mediaURL)
+		msgs, rest := compose(r, long, nil, mediaURL)
 		if len(msgs) != 1 || len(rest) != 0 {
 			t.Fatalf("got %d messages, %d pages left; want 1, 0", len(msgs), len(rest))
 		}
@@ -102,8 +104,8 @@ func FuzzCompose(f *testing.F) {
 			r = sms
 		}
 		r.BodyLimit, r.TruncateAt = limit, 0
-		r = r.withDefaults(r)
-		msgs, rest := r.compose(text, imgs(n, size), mediaURL)
+		r = r.WithDefaults(r)
+		msgs, rest := compose(r, text, imgs(n, size), mediaURL)
 		var sent []string
 		for _, m := range msgs {
 			if pages.Length(m.Body) > r.BodyLimit {

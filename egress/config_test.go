@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/textslash/textslash/contract/configtest"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/egress/notionmirror"
@@ -142,11 +144,11 @@ func TestDefault(t *testing.T) {
 		{"Twilio.PublicURL", tw.PublicURL, "https://pub.example.com"},
 		{"Twilio.Allowed", tw.Allowed, []string{"+15551230001"}},
 		{"Twilio.SentWait", tw.SentWait, 15 * time.Second},
-		{"Twilio.WhatsApp.ProgressEvery", tw.WhatsApp.ProgressEvery, egress.DefaultProgressEvery},
+		{"Twilio.WhatsApp.ProgressEvery", tw.WhatsApp.ProgressEvery, channel.DefaultProgressEvery},
 		{"Twilio.WhatsApp.BodyLimit", tw.WhatsApp.BodyLimit, 1600},
 		{"Twilio.WhatsApp.TypingEvery", tw.WhatsApp.TypingEvery, 20 * time.Second},
 		{"Twilio.SMS.MaxMedia", tw.SMS.MaxMedia, 10},
-		{"Twilio.Retry", tw.Retry, egress.Retry{Attempts: 6, Base: time.Second, Max: 30 * time.Second}},
+		{"Twilio.Retry", tw.Retry, channel.Retry{Attempts: 6, Base: time.Second, Max: 30 * time.Second}},
 		{"Telegram.APIURL", tg.APIURL, "https://api.telegram.org"},
 		{"Telegram.PublicURL", tg.PublicURL, "https://pub.example.com"},
 		{"Telegram.Rules.ProgressEvery", tg.Rules.ProgressEvery, 3 * time.Second},

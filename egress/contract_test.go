@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/egress"
@@ -46,7 +48,7 @@ func TestTwilioContract(t *testing.T) {
 		From: from, APIURL: rec.URL, PublicURL: "https://pub.example.com", StatusCallbacks: true,
 		Allowed:  []string{"+" + alice.ID, "+" + bob.ID},
 		SentWait: time.Millisecond, // Prism sends no status callbacks
-		Retry:    egress.Retry{Attempts: 1},
+		Retry:    channel.Retry{Attempts: 1},
 	})
 	images := []contract.Image{{ID: "a1", ContentType: "image/jpeg", Size: 10}, {ID: "a2", ContentType: "image/png", Size: 10}}
 	long := strings.Repeat("a long reply with ünïcode and emoji 👍🏽 ", 120)

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
@@ -49,9 +51,9 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error
 
 // pusher returns the pusher of the channels that push, made at the first
 // call; the retry bounds of the first channel apply to all.
-func (e *Egress) pusher(r Retry) *pusher {
+func (e *Egress) pusher(r channel.Retry) *pusher {
 	if e.push == nil {
-		e.push = &pusher{js: e.js, log: e.log, retry: r, channels: map[string]channel{}, bucket: contract.BucketEgress,
+		e.push = &pusher{js: e.js, log: e.log, retry: r, channels: map[string]outlet{}, bucket: contract.BucketEgress,
 			allow: allowlist(e.cfg), typing: typing{log: e.log}}
 	}
 	return e.push

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
@@ -56,8 +58,8 @@ const msgImagesExpired = "(%d image(s) expired while this message waited for you
 
 // message is hm as sent now: images whose links expired (they last
 // TEXTSLASH_MEDIA_TTL) are left out, with a note.
-func (hm heldMsg) message(now time.Time, limit int) Message {
-	m := Message{Body: hm.Body, Choices: hm.Choices}
+func (hm heldMsg) message(now time.Time, limit int) channel.Message {
+	m := channel.Message{Body: hm.Body, Choices: hm.Choices}
 	gone := 0
 	for _, link := range hm.Media {
 		if linkExpired(link, now) {

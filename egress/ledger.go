@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -26,7 +28,7 @@ import (
 type ledger struct {
 	kv     jetstream.KeyValue
 	js     jetstream.JetStream
-	retry  Retry
+	retry  channel.Retry
 	status *sentWaiter // nil: do not wait for delivery status
 }
 
@@ -42,7 +44,7 @@ type slot struct {
 // sent, if status reports are on. A refusal outside the channel's reply
 // window is a closedWindow, with no dead letter; errUndeliverable once
 // the dead letter of a message refused for good is published.
-func (lg *ledger) send(ctx context.Context, log zerolog.Logger, ch channel, it item, s slot, m Message) error {
+func (lg *ledger) send(ctx context.Context, log zerolog.Logger, ch outlet, it item, s slot, m channel.Message) error {
 	// The key holds the provider's id once sent; before the first try it
 	// is marked with the time, so that a crash between a send and its
 	// record can be told from a send never tried. Creating that mark is
@@ -64,13 +66,13 @@ func (lg *ledger) send(ctx context.Context, log zerolog.Logger, ch channel, it i
 			return nil
 		}
 		tried = time.Now()
-		id, err := ch.sender.Send(ctx, it.ev.User, m)
+		id, err := ch.send(ctx, it.ev.User, m)
 		if err == nil {
 			return lg.sent(ctx, log, ch, it, key, id, m, attempt)
 		}
-		var se *SendError
+		var se *channel.SendError
 		if !errors.As(err, &se) {
-			se = &SendError{Err: err}
+			se = &channel.SendError{Err: err}
 		}
 		unanswered = se.Status == 0 && se.Code == 0
 		if err := lg.failed(ctx, log, ch, it, s, m, se, attempt); err != nil {
@@ -82,12 +84,8 @@ func (lg *ledger) send(ctx context.Context, log zerolog.Logger, ch channel, it i
 // foundUnanswered reports whether a try of m that got no answer (a
 // timeout, from tried on) was taken all the same, as the channel's
 // Finder tells; then the provider's id is recorded at key.
-func (lg *ledger) foundUnanswered(ctx context.Context, log zerolog.Logger, ch channel, it item, key string, m Message, tried time.Time) bool {
-	f, ok := ch.sender.(Finder)
-	if !ok {
-		return false
-	}
-	id, err := f.Find(ctx, it.ev.User, m, tried)
+func (lg *ledger) foundUnanswered(ctx context.Context, log zerolog.Logger, ch outlet, it item, key string, m channel.Message, tried time.Time) bool {
+	id, err := ch.find(ctx, it.ev.User, m, tried)
 	if err != nil || id == "" {
 		return false
 	}
@@ -100,7 +98,7 @@ func (lg *ledger) foundUnanswered(ctx context.Context, log zerolog.Logger, ch ch
 // waits for the provider to report it sent when the channel asks for
 // that: a refusal outside the reply window reported then is a
 // closedWindow.
-func (lg *ledger) sent(ctx context.Context, log zerolog.Logger, ch channel, it item, key, id string, m Message, attempt int) error {
+func (lg *ledger) sent(ctx context.Context, log zerolog.Logger, ch outlet, it item, key, id string, m channel.Message, attempt int) error {
 	var wait <-chan delivery
 	if lg.status != nil && ch.waitSent {
 		wait = lg.status.expect(id)
@@ -118,7 +116,7 @@ func (lg *ledger) sent(ctx context.Context, log zerolog.Logger, ch channel, it i
 		return nil
 	}
 	l := log.Warn().Str("provider_id", id).Str("status", d.status).Int("code", d.code)
-	if hint := explain(ch.sender, d.code); hint != "" {
+	if hint := channel.Explain(ch.sender, d.code); hint != "" {
 		l = l.Str("hint", hint)
 	}
 	l.Msg("provider could not deliver the message")
@@ -134,10 +132,10 @@ func (lg *ledger) sent(ctx context.Context, log zerolog.Logger, ch channel, it i
 // meanwhile); a closedWindow for a refusal outside the reply window;
 // errUndeliverable once the dead letter is published, when trying again
 // cannot help or the tries are used up.
-func (lg *ledger) failed(ctx context.Context, log zerolog.Logger, ch channel, it item, s slot, m Message, se *SendError, attempt int) error {
+func (lg *ledger) failed(ctx context.Context, log zerolog.Logger, ch outlet, it item, s slot, m channel.Message, se *channel.SendError, attempt int) error {
 	sendErrors.WithLabelValues(it.ev.User.Channel, strconv.Itoa(se.Code)).Inc()
 	l := log.With().Err(se.Err).Int("code", se.Code).Int("status", se.Status).Int("attempt", attempt).Logger()
-	if hint := explain(ch.sender, se.Code); hint != "" {
+	if hint := channel.Explain(ch.sender, se.Code); hint != "" {
 		l = l.With().Str("hint", hint).Logger()
 	}
 	if ch.window != nil && se.Code == ch.window.closed {
@@ -150,7 +148,7 @@ func (lg *ledger) failed(ctx context.Context, log zerolog.Logger, ch channel, it
 		}
 		return errUndeliverable
 	}
-	d := max(lg.retry.delay(attempt), se.RetryAfter)
+	d := max(lg.retry.Delay(attempt), se.RetryAfter)
 	l.Warn().Dur("retry_in_ms", d).Msg("send failed; will retry")
 	return sleep(ctx, it.msg, d)
 }
@@ -158,7 +156,7 @@ func (lg *ledger) failed(ctx context.Context, log zerolog.Logger, ch channel, it
 // sentBefore reads the mark at key of a message sent again (a redelivery)
 // and reports whether it was sent, or held, before: a mark of a try that
 // the provider has no record of is not.
-func (lg *ledger) sentBefore(ctx context.Context, log zerolog.Logger, ch channel, it item, key string, m Message) (bool, error) {
+func (lg *ledger) sentBefore(ctx context.Context, log zerolog.Logger, ch outlet, it item, key string, m channel.Message) (bool, error) {
 	e, err := lg.kv.Get(ctx, key)
 	if err != nil {
 		return false, fmt.Errorf("sent mark: %w", err)
@@ -170,19 +168,17 @@ func (lg *ledger) sentBefore(ctx context.Context, log zerolog.Logger, ch channel
 	if !tried {
 		return true, nil
 	}
-	if f, ok := ch.sender.(Finder); ok {
-		since, _ := time.Parse(time.RFC3339Nano, at)
-		id, err := f.Find(ctx, it.ev.User, m, since)
-		if err != nil {
-			return false, fmt.Errorf("look for an unrecorded send: %w", err)
+	since, _ := time.Parse(time.RFC3339Nano, at)
+	id, err := ch.find(ctx, it.ev.User, m, since)
+	if err != nil {
+		return false, fmt.Errorf("look for an unrecorded send: %w", err)
+	}
+	if id != "" {
+		log.Info().Str("provider_id", id).Msg("sent before a restart; not sending again")
+		if _, err := lg.kv.Put(ctx, key, []byte(id)); err != nil {
+			return false, fmt.Errorf("sent mark: %w", err)
 		}
-		if id != "" {
-			log.Info().Str("provider_id", id).Msg("sent before a restart; not sending again")
-			if _, err := lg.kv.Put(ctx, key, []byte(id)); err != nil {
-				return false, fmt.Errorf("sent mark: %w", err)
-			}
-			return true, nil
-		}
+		return true, nil
 	}
 	log.Info().Str("tried_at", at).Msg("tried before a restart and not known to the provider; sending")
 	return false, nil
@@ -201,7 +197,7 @@ func (lg *ledger) markHeld(ctx context.Context, u contract.User, s slot) error {
 // refused with the provider's code after attempts tries; held: it waits
 // for the person all the same. Its Nats-Msg-Id is the slot's, so that a
 // dead letter published again after a crash is dropped as a duplicate.
-func deadLetter(ctx context.Context, js jetstream.JetStream, it item, s slot, m Message, code, attempts int, held bool) error {
+func deadLetter(ctx context.Context, js jetstream.JetStream, it item, s slot, m channel.Message, code, attempts int, held bool) error {
 	dead := contract.NewUndelivered(it.ev.User, it.ev.JobID, m.Body, code, attempts, held)
 	return bus.PublishEvent(ctx, js, dead, contract.MsgID(it.ev.User, strconv.FormatUint(s.seq, 10), "undelivered", s.part))
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -106,7 +108,7 @@ func (s *pageStore) setNone(u contract.User, none bool) {
 
 // more sends the next page of the user's last long reply (the "more"
 // event it), or says there is none.
-func (o *outbox) more(ctx context.Context, log zerolog.Logger, ch channel, it item) error {
+func (o *outbox) more(ctx context.Context, log zerolog.Logger, ch outlet, it item) error {
 	u := it.ev.User
 	left, rev, err := o.pages.load(ctx, log, u)
 	if err != nil {
@@ -116,9 +118,9 @@ func (o *outbox) more(ctx context.Context, log zerolog.Logger, ch channel, it it
 		return nil // this "more" took its page before a restart
 	}
 	if len(left.Pages) == 0 {
-		return handled(o.parts.sendPart(ctx, log, ch, it, 0, Message{Body: MsgNoMore}))
+		return handled(o.parts.sendPart(ctx, log, ch, it, 0, channel.Message{Body: MsgNoMore}))
 	}
-	if err := handled(o.parts.sendPart(ctx, log, ch, it, 0, Message{Body: left.Pages[0], JobID: left.JobID})); err != nil {
+	if err := handled(o.parts.sendPart(ctx, log, ch, it, 0, channel.Message{Body: left.Pages[0], JobID: left.JobID})); err != nil {
 		return err
 	}
 	left.Pages, left.MoreSeq = left.Pages[1:], it.seq

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -16,7 +18,7 @@ import (
 // messages (Rules), each sent once through parts; a long reply's pages
 // kept for "more" (pageStore); a window event sends what was held.
 type outbox struct {
-	channels map[string]channel
+	channels map[string]outlet
 	parts    parts
 	pages    *pageStore
 }
@@ -25,8 +27,8 @@ type outbox struct {
 // in front of the ledger: part of an event sent once, or held outside
 // the person's reply window; and what was held sent once they write.
 type parts interface {
-	sendPart(ctx context.Context, log zerolog.Logger, ch channel, it item, part int, m Message) error
-	flush(ctx context.Context, log zerolog.Logger, ch channel, it item) error
+	sendPart(ctx context.Context, log zerolog.Logger, ch outlet, it item, part int, m channel.Message) error
+	flush(ctx context.Context, log zerolog.Logger, ch outlet, it item) error
 }
 
 // item is one event to send.
@@ -67,12 +69,12 @@ func (o *outbox) send(ctx context.Context, it item) error {
 
 // compose is the messages of ev on ch: a reply's, its pages after them
 // kept for "more"; one message for anything else.
-func (o *outbox) compose(ctx context.Context, ch channel, ev contract.Event) ([]Message, error) {
+func (o *outbox) compose(ctx context.Context, ch outlet, ev contract.Event) ([]channel.Message, error) {
 	if ev.Kind != contract.KindDone {
-		return []Message{{Body: pages.Truncate(ev.Text, ch.rules.BodyLimit, "…"), Progress: ev.Kind == contract.KindProgress,
+		return []channel.Message{{Body: pages.Truncate(ev.Text, ch.rules.BodyLimit, "…"), Progress: ev.Kind == contract.KindProgress,
 			JobID: ev.JobID, Choices: ev.Choices}}, nil
 	}
-	msgs, rest := ch.rules.compose(ev.Text, ev.Images, ch.mediaURL)
+	msgs, rest := compose(ch.rules, ev.Text, ev.Images, ch.mediaURL)
 	if err := o.pages.keep(ctx, ev.User, ev.JobID, rest); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -22,10 +24,10 @@ import (
 type pusher struct {
 	js     jetstream.JetStream
 	log    zerolog.Logger
-	retry  Retry
+	retry  channel.Retry
 	status *sentWaiter // nil: do not wait for delivery status
 
-	channels map[string]channel
+	channels map[string]outlet
 	// bucket is the channels' egress bucket (contract.EgressBucketOf).
 	bucket string
 	// allow is who may be answered: EVENTS can be written by more than
@@ -35,11 +37,14 @@ type pusher struct {
 	typing typing
 }
 
-type channel struct {
-	rules  Rules
-	sender Sender
+// outlet is one channel as the pusher delivers to it.
+type outlet struct {
+	rules  channel.Rules
+	sender channel.Sender
 	// mediaURL is the link to an image that the channel's messages carry.
 	mediaURL func(contract.Image) string
+	// attach, when set, reads each link's bytes before a send.
+	attach func(ctx context.Context, ref string) (channel.Attachment, error)
 	// waitSent: the provider reports delivery status (Twilio), and a
 	// user's next message waits for "sent".
 	waitSent bool
@@ -171,4 +176,44 @@ func (p *pusher) windowed() bool {
 		}
 	}
 	return false
+}
+
+// send sends m through the outlet's Sender.
+func (o outlet) send(ctx context.Context, u contract.User, m channel.Message) (string, error) {
+	m, err := o.attached(ctx, m)
+	if err != nil {
+		return "", err
+	}
+	return o.sender.Send(ctx, u, m)
+}
+
+// find is the provider's id of a message like m to u sent since then, as
+// the outlet's Sender finds it; "" when it finds none or is no Finder.
+func (o outlet) find(ctx context.Context, u contract.User, m channel.Message, since time.Time) (string, error) {
+	f, ok := o.sender.(channel.Finder)
+	if !ok {
+		return "", nil
+	}
+	m, err := o.attached(ctx, m)
+	if err != nil {
+		return "", err
+	}
+	return f.Find(ctx, u, m, since)
+}
+
+// attached is m with each of its Media read into its Attachments, when
+// the outlet reads them.
+func (o outlet) attached(ctx context.Context, m channel.Message) (channel.Message, error) {
+	if o.attach == nil || len(m.Media) == 0 {
+		return m, nil
+	}
+	m.Attachments = make([]channel.Attachment, 0, len(m.Media))
+	for _, ref := range m.Media {
+		a, err := o.attach(ctx, ref)
+		if err != nil {
+			return m, err
+		}
+		m.Attachments = append(m.Attachments, a)
+	}
+	return m, nil
 }

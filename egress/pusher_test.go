@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
@@ -15,7 +17,7 @@ import (
 
 type nopSender struct{}
 
-func (nopSender) Send(context.Context, contract.User, egress.Message) (string, error) {
+func (nopSender) Send(context.Context, contract.User, channel.Message) (string, error) {
 	return "x", nil
 }
 
@@ -37,7 +39,7 @@ func TestPusherCarriesOnePluginChannel(t *testing.T) {
 		{[]egress.Channel{ch("line"), ch("matrix")}, true},
 		{[]egress.Channel{ch("line"), ch(contract.ChannelTelegram)}, true},
 	} {
-		_, err := egress.NewPusher(s.JS, allow, egress.Retry{}, zerolog.Nop(), tt.chs...)
+		_, err := egress.NewPusher(s.JS, allow, channel.Retry{}, zerolog.Nop(), tt.chs...)
 		if got := err != nil && strings.Contains(err.Error(), "bucket of its own"); got != tt.fail {
 			t.Errorf("%d channels starting %s: %v; want refused %t", len(tt.chs), tt.chs[0].Name, err, tt.fail)
 		}

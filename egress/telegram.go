@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 	"github.com/rs/zerolog"
@@ -38,9 +40,9 @@ type Telegram struct {
 	// Rules of the channel; zero values take defaults (4,096 characters,
 	// media groups of 10, captions of 1,024, progress edits every 3 s,
 	// "typing…" shown again every 4 s, a negative TypingEvery: never).
-	Rules Rules
+	Rules channel.Rules
 	// Retry of failed sends.
-	Retry Retry
+	Retry channel.Retry
 }
 
 // Telegram's limits.
@@ -77,12 +79,12 @@ func (t Telegram) withDefaults() Telegram {
 	if t.Rules.TypingEvery == 0 {
 		t.Rules.TypingEvery = telegramTypingEvery
 	}
-	t.Rules = t.Rules.withDefaults(Rules{BodyLimit: telegramBodyLimit, MaxMedia: telegramMediaGroup, MaxImageBytes: telegramPhotoBytes, MaxFileBytes: telegramDocumentBytes})
+	t.Rules = t.Rules.WithDefaults(channel.Rules{BodyLimit: telegramBodyLimit, MaxMedia: telegramMediaGroup, MaxImageBytes: telegramPhotoBytes, MaxFileBytes: telegramDocumentBytes})
 	t.Rules.DocumentsApart = true // a media group of photos takes no document
 	if t.Rules.CaptionLimit == 0 {
 		t.Rules.CaptionLimit = telegramCaptionLimit
 	}
-	t.Retry = t.Retry.withDefaults()
+	t.Retry = t.Retry.WithDefaults()
 	return t
 }
 
@@ -110,8 +112,8 @@ func (t Telegram) validate() error {
 			errs = append(errs, bad(u.setting, u.val, "want http(s)://host[:port]"))
 		}
 	}
-	errs = append(errs, t.Rules.validate("Telegram.Rules")...)
-	return errors.Join(append(errs, t.Retry.validate("Telegram.Retry")...)...)
+	errs = append(errs, t.Rules.Validate("Telegram.Rules")...)
+	return errors.Join(append(errs, t.Retry.Validate("Telegram.Retry")...)...)
 }
 
 // mediaBase is the base of image links: public when Telegram can fetch
@@ -130,7 +132,7 @@ func (e *Egress) addTelegram(t Telegram) error {
 		return err
 	}
 	p := e.pusher(t.Retry)
-	p.channels[contract.ChannelTelegram] = channel{rules: t.Rules, sender: s,
+	p.channels[contract.ChannelTelegram] = outlet{rules: t.Rules, sender: s,
 		mediaURL: func(img contract.Image) string { return t.mediaBase() + e.cfg.Signer.URL(img, time.Now()) }}
 	return nil
 }
@@ -147,7 +149,7 @@ type telegramSender struct {
 	quiet  map[string]time.Time     // by chat: no typing before, after a 429
 }
 
-var _ Typer = (*telegramSender)(nil)
+var _ channel.Typer = (*telegramSender)(nil)
 
 // statusMessage is the message showing a run's progress.
 type statusMessage struct {
@@ -171,7 +173,7 @@ func newTelegramSender(t Telegram, log zerolog.Logger) (*telegramSender, error) 
 // its caption), or the edit of the run's status message. A message's choices are buttons under it (an inline
 // keyboard), except under a media group, which cannot carry them: a
 // second call sends them after it, in a message asking for the choice.
-func (s *telegramSender) Send(ctx context.Context, u contract.User, m Message) (string, error) {
+func (s *telegramSender) Send(ctx context.Context, u contract.User, m channel.Message) (string, error) {
 	chat := u.ID
 	var sent *models.Message
 	var err error
@@ -216,7 +218,7 @@ func (s *telegramSender) Send(ctx context.Context, u contract.User, m Message) (
 		return "", telegramError(err, s.cfg.BotToken)
 	}
 	if sent == nil {
-		return "", &SendError{Err: errors.New("telegram: no message in the answer")}
+		return "", &channel.SendError{Err: errors.New("telegram: no message in the answer")}
 	}
 	return strconv.Itoa(sent.ID), nil
 }
@@ -241,7 +243,7 @@ func (s *telegramSender) Typing(ctx context.Context, u contract.User, _ string) 
 		return nil
 	}
 	err = telegramError(err, s.cfg.BotToken)
-	var se *SendError
+	var se *channel.SendError
 	if errors.As(err, &se) && se.RetryAfter > 0 {
 		s.mu.Lock()
 		s.quiet[u.ID] = time.Now().Add(se.RetryAfter)
@@ -321,7 +323,7 @@ func label(choice string) string {
 
 // progress shows a progress line in the run's status message: sent for the
 // run's first line, edited for the next ones.
-func (s *telegramSender) progress(ctx context.Context, chat string, m Message) (string, error) {
+func (s *telegramSender) progress(ctx context.Context, chat string, m channel.Message) (string, error) {
 	s.mu.Lock()
 	st, ok := s.status[chat]
 	s.mu.Unlock()
@@ -389,23 +391,23 @@ func (s *telegramSender) fetch(ctx context.Context, link string) ([]byte, error)
 func (s *telegramSender) fetchMax(ctx context.Context, link string, max int64) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link, nil)
 	if err != nil {
-		return nil, &SendError{Err: err, Permanent: true}
+		return nil, &channel.SendError{Err: err, Permanent: true}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, &SendError{Err: fmt.Errorf("image for upload: %w", err)}
+		return nil, &channel.SendError{Err: fmt.Errorf("image for upload: %w", err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		// Gone (expired) or refused: another try cannot help.
-		return nil, &SendError{Err: fmt.Errorf("image for upload: %s", resp.Status), Permanent: resp.StatusCode < 500, Status: resp.StatusCode}
+		return nil, &channel.SendError{Err: fmt.Errorf("image for upload: %s", resp.Status), Permanent: resp.StatusCode < 500, Status: resp.StatusCode}
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
-		return nil, &SendError{Err: fmt.Errorf("image for upload: %w", err)}
+		return nil, &channel.SendError{Err: fmt.Errorf("image for upload: %w", err)}
 	}
 	if int64(len(data)) > max {
-		return nil, &SendError{Err: fmt.Errorf("file for upload: larger than %d bytes", max), Permanent: true}
+		return nil, &channel.SendError{Err: fmt.Errorf("file for upload: larger than %d bytes", max), Permanent: true}
 	}
 	return data, nil
 }
@@ -414,7 +416,7 @@ func (s *telegramSender) fetchMax(ctx context.Context, link string, max int64) (
 // requests Telegram refused (400, 401, 403, 404) are not tried again,
 // anything else (5xx, the network) is. The token never shows.
 func telegramError(err error, token string) error {
-	var se *SendError
+	var se *channel.SendError
 	if errors.As(err, &se) {
 		return se
 	}
@@ -422,16 +424,16 @@ func telegramError(err error, token string) error {
 	var tooMany *bot.TooManyRequestsError
 	switch {
 	case errors.As(err, &tooMany):
-		return &SendError{Err: clean, Code: http.StatusTooManyRequests, Status: http.StatusTooManyRequests,
+		return &channel.SendError{Err: clean, Code: http.StatusTooManyRequests, Status: http.StatusTooManyRequests,
 			RetryAfter: time.Duration(tooMany.RetryAfter) * time.Second}
 	case errors.Is(err, bot.ErrorBadRequest):
-		return &SendError{Err: clean, Permanent: true, Code: http.StatusBadRequest, Status: http.StatusBadRequest}
+		return &channel.SendError{Err: clean, Permanent: true, Code: http.StatusBadRequest, Status: http.StatusBadRequest}
 	case errors.Is(err, bot.ErrorForbidden): // the person blocked the bot
-		return &SendError{Err: clean, Permanent: true, Code: http.StatusForbidden, Status: http.StatusForbidden}
+		return &channel.SendError{Err: clean, Permanent: true, Code: http.StatusForbidden, Status: http.StatusForbidden}
 	case errors.Is(err, bot.ErrorUnauthorized):
-		return &SendError{Err: clean, Permanent: true, Code: http.StatusUnauthorized, Status: http.StatusUnauthorized}
+		return &channel.SendError{Err: clean, Permanent: true, Code: http.StatusUnauthorized, Status: http.StatusUnauthorized}
 	case errors.Is(err, bot.ErrorNotFound):
-		return &SendError{Err: clean, Permanent: true, Code: http.StatusNotFound, Status: http.StatusNotFound}
+		return &channel.SendError{Err: clean, Permanent: true, Code: http.StatusNotFound, Status: http.StatusNotFound}
 	}
-	return &SendError{Err: clean}
+	return &channel.SendError{Err: clean}
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
@@ -38,14 +40,14 @@ type tgHarness struct {
 // Telegram does), local otherwise (egress uploads them).
 func startTelegram(t *testing.T, upload bool) *tgHarness {
 	t.Helper()
-	return startTelegramRules(t, upload, egress.Rules{ProgressEvery: 100 * time.Millisecond, TypingEvery: typingEvery})
+	return startTelegramRules(t, upload, channel.Rules{ProgressEvery: 100 * time.Millisecond, TypingEvery: typingEvery})
 }
 
 // typingEvery is how often the harness's egress shows "typing…" again.
 const typingEvery = 50 * time.Millisecond
 
 // startTelegramRules is startTelegram with the channel's rules.
-func startTelegramRules(t *testing.T, upload bool, rules egress.Rules) *tgHarness {
+func startTelegramRules(t *testing.T, upload bool, rules channel.Rules) *tgHarness {
 	t.Helper()
 	ns := natstest.RunJetStream(t)
 	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
@@ -67,7 +69,7 @@ func startTelegramRules(t *testing.T, upload bool, rules egress.Rules) *tgHarnes
 	t.Cleanup(media.Close)
 	h := &tgHarness{t: t, js: ns.JS, api: telegramtest.NewAPI(t)}
 	cfg := egress.Telegram{BotToken: telegramtest.Token, APIURL: h.api.URL, Allowed: []string{carol.ID},
-		Retry: egress.Retry{Attempts: 4, Base: 10 * time.Millisecond, Max: 50 * time.Millisecond},
+		Retry: channel.Retry{Attempts: 4, Base: 10 * time.Millisecond, Max: 50 * time.Millisecond},
 		Rules: rules}
 	if upload {
 		cfg.LocalURL = media.URL
@@ -365,7 +367,7 @@ func TestTelegramTyping(t *testing.T) {
 // By default "typing…" is shown again every 4 s, before Telegram's 5 s
 // run out: once at the start, and not again within 300 ms.
 func TestTelegramTypingByDefault(t *testing.T) {
-	h := startTelegramRules(t, false, egress.Rules{})
+	h := startTelegramRules(t, false, channel.Rules{})
 	h.publish(contract.Event{Kind: contract.KindStarted, JobID: "job1", At: time.Now()})
 	h.typingAtLeast(carol.ID, 1)
 	natstest.HoldsUntil(t, time.Now().Add(300*time.Millisecond), func() error {

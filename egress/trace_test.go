@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/egress"
@@ -27,7 +29,7 @@ func (h *harness) publishTraced(ev contract.Event) string {
 // back and sent later, retries, and a dead letter, which carries the
 // trace on too.
 func TestEgressLogsTrace(t *testing.T) {
-	h, cfg := prepare(t, egress.Twilio{WhatsApp: egress.Rules{ProgressEvery: 300 * time.Millisecond}})
+	h, cfg := prepare(t, egress.Twilio{WhatsApp: channel.Rules{ProgressEvery: 300 * time.Millisecond}})
 	var logs natstest.Logs
 	h.logs = &logs
 	h.run(cfg)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/rs/zerolog"
 	twilio "github.com/twilio/twilio-go"
 	"github.com/twilio/twilio-go/client"
@@ -50,10 +52,10 @@ type Twilio struct {
 	// Rules of the WhatsApp and SMS channels; zero values take defaults.
 	// WhatsApp shows a typing indicator every 20 s while a run works (a
 	// negative TypingEvery: never); SMS has none.
-	WhatsApp Rules
-	SMS      Rules
+	WhatsApp channel.Rules
+	SMS      channel.Rules
 	// Retry of failed sends.
-	Retry Retry
+	Retry channel.Retry
 	// WindowContentSID is an approved WhatsApp template (a Content SID,
 	// HX…, sent without variables) that tells a person something waits
 	// for them, sent once when a message to them is refused outside
@@ -97,12 +99,12 @@ func (t Twilio) withDefaults() Twilio {
 	if t.SentWait == 0 {
 		t.SentWait = twilioSentWait
 	}
-	t.WhatsApp = t.WhatsApp.withDefaults(Rules{BodyLimit: twilioBodyLimit, MaxMedia: 1, MaxImageBytes: twilioWhatsAppImage, MaxFileBytes: twilioWhatsAppDocument})
+	t.WhatsApp = t.WhatsApp.WithDefaults(channel.Rules{BodyLimit: twilioBodyLimit, MaxMedia: 1, MaxImageBytes: twilioWhatsAppImage, MaxFileBytes: twilioWhatsAppDocument})
 	if t.WhatsApp.TypingEvery == 0 {
 		t.WhatsApp.TypingEvery = twilioTypingEvery
 	}
-	t.SMS = t.SMS.withDefaults(Rules{BodyLimit: twilioBodyLimit, MaxMedia: twilioMMSMedia, MaxImageBytes: twilioMMSImage})
-	t.Retry = t.Retry.withDefaults()
+	t.SMS = t.SMS.WithDefaults(channel.Rules{BodyLimit: twilioBodyLimit, MaxMedia: twilioMMSMedia, MaxImageBytes: twilioMMSImage})
+	t.Retry = t.Retry.WithDefaults()
 	return t
 }
 
@@ -156,9 +158,9 @@ func (t Twilio) validateValues() []error {
 		}
 	}
 	errs = append(errs, notNegative("Twilio.SentWait", t.SentWait))
-	errs = append(errs, t.WhatsApp.validate("Twilio.WhatsApp")...)
-	errs = append(errs, t.SMS.validate("Twilio.SMS")...)
-	return append(errs, t.Retry.validate("Twilio.Retry")...)
+	errs = append(errs, t.WhatsApp.Validate("Twilio.WhatsApp")...)
+	errs = append(errs, t.SMS.Validate("Twilio.SMS")...)
+	return append(errs, t.Retry.Validate("Twilio.Retry")...)
 }
 
 // addTwilio adds the WhatsApp and SMS channels of t (validated) to e's
@@ -168,9 +170,9 @@ func (e *Egress) addTwilio(t Twilio) {
 	api := newTwilioAPI(t)
 	media := func(img contract.Image) string { return t.PublicURL + e.cfg.Signer.URL(img, time.Now()) }
 	p := e.pusher(t.Retry)
-	p.channels[contract.ChannelWhatsApp] = channel{rules: t.WhatsApp, sender: &twilioSender{cfg: t, api: api, channel: contract.ChannelWhatsApp}, mediaURL: media, waitSent: t.StatusCallbacks,
+	p.channels[contract.ChannelWhatsApp] = outlet{rules: t.WhatsApp, sender: &twilioSender{cfg: t, api: api, channel: contract.ChannelWhatsApp}, mediaURL: media, waitSent: t.StatusCallbacks,
 		window: &window{closed: twilioCodeOutOfReply, template: t.WindowContentSID}}
-	p.channels[contract.ChannelSMS] = channel{rules: t.SMS, sender: &twilioSender{cfg: t, api: api, channel: contract.ChannelSMS}, mediaURL: media, waitSent: t.StatusCallbacks}
+	p.channels[contract.ChannelSMS] = outlet{rules: t.SMS, sender: &twilioSender{cfg: t, api: api, channel: contract.ChannelSMS}, mediaURL: media, waitSent: t.StatusCallbacks}
 	if t.StatusCallbacks {
 		p.status = newSentWaiter(t.SentWait)
 	}
@@ -228,14 +230,14 @@ func (r rebase) RoundTrip(req *http.Request) (*http.Response, error) {
 // Send creates one message; on WhatsApp, one with choices is a quick reply
 // (and may take two). twilio-go takes no context: the HTTP client's
 // timeout bounds each call.
-func (s *twilioSender) Send(ctx context.Context, u contract.User, m Message) (string, error) {
+func (s *twilioSender) Send(ctx context.Context, u contract.User, m channel.Message) (string, error) {
 	to, ok := u.Phone()
 	if !ok {
-		return "", &SendError{Err: fmt.Errorf("user %s has no phone number", u), Permanent: true}
+		return "", &channel.SendError{Err: fmt.Errorf("user %s has no phone number", u), Permanent: true}
 	}
 	switch {
 	case m.Template != "":
-		p := s.params(to, Message{})
+		p := s.params(to, channel.Message{})
 		p.SetContentSid(m.Template)
 		return s.create(p)
 	case s.channel == contract.ChannelWhatsApp && quickReplyable(m.Choices):
@@ -245,7 +247,7 @@ func (s *twilioSender) Send(ctx context.Context, u contract.User, m Message) (st
 }
 
 // params are the create parameters of m to the number to.
-func (s *twilioSender) params(to string, m Message) *openapi.CreateMessageParams {
+func (s *twilioSender) params(to string, m channel.Message) *openapi.CreateMessageParams {
 	p := &openapi.CreateMessageParams{}
 	p.SetTo(contract.TwilioAddress(s.channel, to))
 	if s.cfg.MessagingServiceSID != "" {
@@ -272,7 +274,7 @@ func (s *twilioSender) create(p *openapi.CreateMessageParams) (string, error) {
 		return "", twilioError(err)
 	}
 	if resp.Sid == nil {
-		return "", &SendError{Err: errors.New("twilio answered without a message sid")}
+		return "", &channel.SendError{Err: errors.New("twilio answered without a message sid")}
 	}
 	return *resp.Sid, nil
 }
@@ -282,7 +284,7 @@ func (s *twilioSender) create(p *openapi.CreateMessageParams) (string, error) {
 // the body, the media count and the time are the match (a quick reply's
 // body is its text); the person's messages go out one at a time, so the
 // newest match is the one.
-func (s *twilioSender) Find(_ context.Context, u contract.User, m Message, since time.Time) (string, error) {
+func (s *twilioSender) Find(_ context.Context, u contract.User, m channel.Message, since time.Time) (string, error) {
 	to, ok := u.Phone()
 	if !ok {
 		return "", nil
@@ -348,20 +350,20 @@ const StatusCallbackPath = "/twilio/status"
 
 // twilioError classifies a failed create: rate limits, server errors and
 // network failures are worth another try; validation errors are not.
-func twilioError(err error) *SendError {
+func twilioError(err error) *channel.SendError {
 	var te *client.TwilioRestError
 	if errors.As(err, &te) {
-		se := &SendError{Err: err, Code: te.Code, Status: te.Status}
+		se := &channel.SendError{Err: err, Code: te.Code, Status: te.Status}
 		se.Permanent = !(te.Status == http.StatusTooManyRequests || te.Code == twilioCodeRateLimit || te.Status >= 500)
 		return se
 	}
 	var ne net.Error
 	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
-		return &SendError{Err: err}
+		return &channel.SendError{Err: err}
 	}
 	// twilio-go could not decode an error answer (a proxy's 502 page, say):
 	// transient as far as anyone can tell.
-	return &SendError{Err: err}
+	return &channel.SendError{Err: err}
 }
 
 // Explain turns a Twilio error code into what an operator should know.

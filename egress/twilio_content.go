@@ -9,6 +9,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/rs/zerolog"
 	content "github.com/twilio/twilio-go/rest/content/v1"
 
@@ -43,7 +45,7 @@ const codeContentSid = 21655
 // ("Reply approve or reject."). When the Content API fails or Twilio
 // refuses the quick reply, m goes as plain text, as on a channel without
 // buttons: its text says what to reply.
-func (s *twilioSender) sendWithButtons(log *zerolog.Logger, to string, m Message) (string, error) {
+func (s *twilioSender) sendWithButtons(log *zerolog.Logger, to string, m channel.Message) (string, error) {
 	if len(m.Media) > 0 || pages.Length(m.Body) > quickReplyBodyLimit {
 		id, err := s.create(s.params(to, m))
 		if err != nil {
@@ -59,7 +61,7 @@ func (s *twilioSender) sendWithButtons(log *zerolog.Logger, to string, m Message
 		return qid, nil
 	}
 	id, err := s.quickReply(to, m.Body, m.Choices)
-	var se *SendError
+	var se *channel.SendError
 	if err == nil || errors.As(err, &se) && !se.Permanent {
 		return id, err // a failure that may pass is tried again, buttons and all
 	}
@@ -75,10 +77,10 @@ func (s *twilioSender) quickReply(to, body string, choices []string) (string, er
 		return "", err
 	}
 	vars, _ := json.Marshal(map[string]string{"1": body})
-	p := s.params(to, Message{})
+	p := s.params(to, channel.Message{})
 	p.SetContentSid(sid).SetContentVariables(string(vars))
 	id, err := s.create(p)
-	if se := (*SendError)(nil); errors.As(err, &se) && se.Code == codeContentSid {
+	if se := (*channel.SendError)(nil); errors.As(err, &se) && se.Code == codeContentSid {
 		s.quick.forget(choices)
 	}
 	return id, err

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -78,7 +80,7 @@ func prepare(t *testing.T, cfg egress.Twilio) (*harness, egress.Twilio) {
 		cfg.Allowed = []string{"+" + alice.ID, "+" + bob.ID}
 	}
 	if cfg.Retry.Base == 0 {
-		cfg.Retry = egress.Retry{Attempts: 4, Base: 10 * time.Millisecond, Max: 50 * time.Millisecond}
+		cfg.Retry = channel.Retry{Attempts: 4, Base: 10 * time.Millisecond, Max: 50 * time.Millisecond}
 	}
 	return h, cfg
 }
@@ -224,7 +226,7 @@ func TestPagingWithMore(t *testing.T) {
 }
 
 func TestTruncate(t *testing.T) {
-	h := start(t, egress.Twilio{WhatsApp: egress.Rules{Truncate: true}})
+	h := start(t, egress.Twilio{WhatsApp: channel.Rules{Truncate: true}})
 	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: strings.Repeat("word ", 1000), Status: contract.StatusOK})
 	m := h.api.WaitMessages(t, 1, 5*time.Second)[0]
 	if len(m.Body) > 1500 || !strings.HasSuffix(m.Body, egress.MsgTruncated) {
@@ -310,7 +312,7 @@ func (h *harness) undelivered() []contract.Event {
 // Progress reaches a WhatsApp user at most once per interval, latest first;
 // the reply makes waiting progress moot.
 func TestProgressCoalesced(t *testing.T) {
-	h := start(t, egress.Twilio{WhatsApp: egress.Rules{ProgressEvery: 400 * time.Millisecond}})
+	h := start(t, egress.Twilio{WhatsApp: channel.Rules{ProgressEvery: 400 * time.Millisecond}})
 	for i := 1; i <= 10; i++ {
 		h.publish(contract.Event{Kind: contract.KindProgress, User: alice, Text: fmt.Sprintf("step %d", i)})
 	}
@@ -636,7 +638,7 @@ func (h *harness) typingStops(every time.Duration) {
 // run ends. SMS has no typing indicator.
 func TestWhatsAppTyping(t *testing.T) {
 	const every = 30 * time.Millisecond
-	h := start(t, egress.Twilio{WhatsApp: egress.Rules{TypingEvery: every}, SMS: egress.Rules{TypingEvery: every}})
+	h := start(t, egress.Twilio{WhatsApp: channel.Rules{TypingEvery: every}, SMS: channel.Rules{TypingEvery: every}})
 	h.publish(contract.Event{Kind: contract.KindStarted, User: bob, JobID: "SM00000000000000000000000000000b0b"})
 	h.publish(contract.Event{Kind: contract.KindStarted, User: alice, JobID: waSID})
 	natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
@@ -682,7 +684,7 @@ func TestQuickReplyContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, cfg := prepare(t, egress.Twilio{Retry: egress.Retry{Attempts: 1}})
+	h, cfg := prepare(t, egress.Twilio{Retry: channel.Retry{Attempts: 1}})
 	fake, _ := url.Parse(h.api.URL)
 	type create struct {
 		contentSid string

@@ -5,17 +5,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
 )
-
-// Typer is a Sender that can show the person that the agent is busy
-// ("typing…"), for as long as the provider shows it; egress calls it again
-// every Rules.TypingEvery while a run works.
-type Typer interface {
-	Typing(ctx context.Context, u contract.User, jobID string) error
-}
 
 // typingLongest bounds a typing indicator whose run's end never comes
 // (its runner died and nobody reported it yet).
@@ -32,8 +27,8 @@ type typing struct {
 }
 
 // note starts or stops u's indicator for ev.
-func (t *typing) note(ctx context.Context, ch channel, ev contract.Event) {
-	typer, ok := ch.sender.(Typer)
+func (t *typing) note(ctx context.Context, ch outlet, ev contract.Event) {
+	typer, ok := ch.sender.(channel.Typer)
 	if !ok || ch.rules.TypingEvery <= 0 {
 		return
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
@@ -16,7 +18,7 @@ import (
 
 // typer counts typing calls.
 type typer struct {
-	Sender
+	channel.Sender
 	mu    sync.Mutex
 	calls int
 }
@@ -39,7 +41,7 @@ func (f *typer) n() int {
 // with the run.
 func TestTypingFollowsTheRun(t *testing.T) {
 	f := &typer{}
-	ch := channel{sender: f, rules: Rules{TypingEvery: 20 * time.Millisecond}}
+	ch := outlet{sender: f, rules: channel.Rules{TypingEvery: 20 * time.Millisecond}}
 	ty := typing{log: zerolog.Nop()}
 	u := contract.User{Channel: contract.ChannelTelegram, ID: "1"}
 	ev := func(kind contract.EventKind) contract.Event {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -48,7 +50,7 @@ type holder struct {
 // once is what the holder asks of the ledger: a message sent once for
 // its slot (ledger.send), or recorded there as held.
 type once interface {
-	send(ctx context.Context, log zerolog.Logger, ch channel, it item, s slot, m Message) error
+	send(ctx context.Context, log zerolog.Logger, ch outlet, it item, s slot, m channel.Message) error
 	markHeld(ctx context.Context, u contract.User, s slot) error
 }
 
@@ -66,7 +68,7 @@ func (closedWindow) Error() string { return "outside the person's reply window" 
 // with a reply window, a message refused outside it, or behind one held,
 // is held (errHeld); errUndeliverable once a dead letter says it is not
 // sent.
-func (h *holder) sendPart(ctx context.Context, log zerolog.Logger, ch channel, it item, part int, m Message) error {
+func (h *holder) sendPart(ctx context.Context, log zerolog.Logger, ch outlet, it item, part int, m channel.Message) error {
 	log = log.With().Str("kind", string(it.ev.Kind)).Str("job_id", it.ev.JobID).Int("part", part).Logger()
 	if ch.window != nil {
 		if err := h.heldBefore(ctx, log, ch, it, part, m); err != nil {
@@ -88,7 +90,7 @@ func partSlot(it item, part int) slot { return slot{seq: it.seq, part: strconv.I
 // them, in order (errHeld). A progress line is dropped instead (the reply
 // after it tells more), and a part held before a redelivery stays where it
 // is. nil: nothing is held, send m.
-func (h *holder) heldBefore(ctx context.Context, log zerolog.Logger, ch channel, it item, part int, m Message) error {
+func (h *holder) heldBefore(ctx context.Context, log zerolog.Logger, ch outlet, it item, part int, m channel.Message) error {
 	hd, _, err := h.load(ctx, it.ev.User)
 	switch {
 	case err != nil:
@@ -110,9 +112,9 @@ func (h *holder) heldBefore(ctx context.Context, log zerolog.Logger, ch channel,
 // a dead letter (held: true) says so; 0: m waits behind earlier ones. A
 // refused progress line is not kept, and neither is a message beyond
 // heldMaxBytes: their dead letters say so, and they are errUndeliverable.
-func (h *holder) hold(ctx context.Context, log zerolog.Logger, ch channel, it item, part int, m Message, refusals int) error {
+func (h *holder) hold(ctx context.Context, log zerolog.Logger, ch outlet, it item, part int, m channel.Message, refusals int) error {
 	u, s := it.ev.User, partSlot(it, part)
-	l := log.With().Int("code", ch.window.closed).Str("hint", explain(ch.sender, ch.window.closed)).Logger()
+	l := log.With().Int("code", ch.window.closed).Str("hint", channel.Explain(ch.sender, ch.window.closed)).Logger()
 	if m.Progress {
 		l.Warn().Msg("progress refused outside the person's window; dropped")
 		if err := deadLetter(ctx, h.js, it, s, m, ch.window.closed, refusals, false); err != nil {
@@ -161,7 +163,7 @@ func (h *holder) hold(ctx context.Context, log zerolog.Logger, ch channel, it it
 // nudge sends the channel's template, once per held period, so that the
 // person knows something waits for them. A failure is logged: the
 // messages stay held all the same.
-func (h *holder) nudge(ctx context.Context, log zerolog.Logger, ch channel, it item, hd held) {
+func (h *holder) nudge(ctx context.Context, log zerolog.Logger, ch outlet, it item, hd held) {
 	if ch.window.template == "" || hd.Nudged || len(hd.Msgs) == 0 {
 		return
 	}
@@ -169,7 +171,7 @@ func (h *holder) nudge(ctx context.Context, log zerolog.Logger, ch channel, it i
 	u := it.ev.User
 	tmpl := item{msg: it.msg, ev: contract.NewWindow(u, first.JobID), seq: first.Seq}
 	log = log.With().Str("template", ch.window.template).Logger()
-	err := h.once.send(ctx, log, ch, tmpl, slot{seq: first.Seq, part: "window"}, Message{Template: ch.window.template})
+	err := h.once.send(ctx, log, ch, tmpl, slot{seq: first.Seq, part: "window"}, channel.Message{Template: ch.window.template})
 	var closed closedWindow
 	switch {
 	case err == nil:
@@ -193,7 +195,7 @@ func (h *holder) nudge(ctx context.Context, log zerolog.Logger, ch channel, it i
 // none twice (the slots are the window event's, so a later window event
 // sends what an earlier one left). A refusal outside the window again
 // leaves the rest held.
-func (h *holder) flush(ctx context.Context, log zerolog.Logger, ch channel, it item) error {
+func (h *holder) flush(ctx context.Context, log zerolog.Logger, ch outlet, it item) error {
 	if ch.window == nil {
 		return nil
 	}

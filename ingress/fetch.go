@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/textslash/textslash/channel"
+
 	"golang.org/x/sync/errgroup"
 
 	"github.com/textslash/textslash/contract"
@@ -69,11 +71,11 @@ func (i *Ingress) fetchMedia(ctx context.Context, f contract.MediaFetch) ([]byte
 		data, err := i.download(ctx, f.Media.URL, func(r *http.Request) { r.SetBasicAuth(t.AccountSID, t.AuthToken) })
 		return data, "", err
 	}
-	return nil, "", fmt.Errorf("%w: not a media URL of this Twilio account or Telegram bot", ErrNotMine)
+	return nil, "", fmt.Errorf("%w: not a media URL of this Twilio account or Telegram bot", channel.ErrNotMine)
 }
 
 // download GETs url, with auth adding the credentials; ErrTooLarge for
-// a body over MediaMaxBytes.
+// a body over channel.MaxFetchBytes.
 func (i *Ingress) download(ctx context.Context, url string, auth func(*http.Request)) ([]byte, error) {
 	r, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -92,12 +94,12 @@ func (i *Ingress) download(ctx context.Context, url string, auth func(*http.Requ
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("answered %s", resp.Status)
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MediaMaxBytes+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, channel.MaxFetchBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > MediaMaxBytes {
-		return nil, ErrTooLarge
+	if len(data) > channel.MaxFetchBytes {
+		return nil, channel.ErrTooLarge
 	}
 	return data, nil
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
@@ -16,15 +18,11 @@ import (
 	"github.com/textslash/textslash/contract/bus"
 )
 
-// MediaMaxBytes caps an attachment: Twilio passes on up to 5 MB per image
-// (16 MB for other media), Telegram 20 MB per file to bots.
-const MediaMaxBytes = 16 << 20
-
 // Fetcher downloads the attachment f names (its URL as the channel put it
 // in contract.Inbound.Media), with the channel's credentials: its bytes,
 // and their content type when the provider says (else ""). ErrNotMine for
 // a URL that is no attachment of the channel, ErrTooLarge for one over
-// MediaMaxBytes; any other error is the provider's failure.
+// channel.MaxFetchBytes; any other error is the provider's failure.
 type Fetcher func(ctx context.Context, f contract.MediaFetch) (data []byte, contentType string, err error)
 
 // fetchTimeout bounds one download and its store.
@@ -92,17 +90,17 @@ func serveOne(ctx context.Context, stores map[string]jetstream.ObjectStore, fetc
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
 	data, declared, err := fetch(ctx, f)
-	if err == nil && len(data) > MediaMaxBytes {
-		err = ErrTooLarge
+	if err == nil && len(data) > channel.MaxFetchBytes {
+		err = channel.ErrTooLarge
 	}
 	switch {
-	case errors.Is(err, ErrNotMine):
+	case errors.Is(err, channel.ErrNotMine):
 		log.Warn().Str("url", f.Media.URL).Msg("media fetch refused: not a media URL of this channel")
 		_ = req.Error("403", err.Error(), nil)
 		return
-	case errors.Is(err, ErrTooLarge):
+	case errors.Is(err, channel.ErrTooLarge):
 		log.Info().Str("url", f.Media.URL).Msg("attachment over the size limit; not fetched")
-		_ = req.Error("413", ErrTooLarge.Error(), nil)
+		_ = req.Error("413", channel.ErrTooLarge.Error(), nil)
 		return
 	case err != nil:
 		log.Warn().Err(err).Str("url", f.Media.URL).Msg("media fetch failed")

@@ -35,6 +35,7 @@ require (
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
+	github.com/textslash/textslash/channel v0.0.0
 	github.com/textslash/textslash/natstest v0.0.0
 	github.com/textslash/textslash/notion v0.0.0
 	github.com/textslash/textslash/notiontest v0.0.0
@@ -56,3 +57,5 @@ replace github.com/textslash/textslash/telegramtest => ../telegramtest
 replace github.com/textslash/textslash/notion => ../notion
 
 replace github.com/textslash/textslash/notiontest => ../notiontest
+
+replace github.com/textslash/textslash/channel => ../channel

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -59,7 +61,7 @@ func (b *Inbox) Admit(ctx context.Context, in contract.Inbound) (contract.Inboun
 		log.Error().Err(err).Msg("pairing code not checked")
 	}
 	if !ok {
-		return contract.Inbound{}, ErrNotAllowed
+		return contract.Inbound{}, channel.ErrNotAllowed
 	}
 	log.Info().Msg("paired in with a code")
 	return contract.Inbound{ID: in.ID, User: in.User, Paired: true, At: in.At}, nil

@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 	"github.com/rs/zerolog"
@@ -364,7 +366,7 @@ func (t *Telegram) clean(err error) error {
 }
 
 // telegramDownload fetches a file a person sent on Telegram; ErrTooLarge
-// for one over MediaMaxBytes or Telegram's limit for bots.
+// for one over channel.MaxFetchBytes or Telegram's limit for bots.
 func (i *Ingress) telegramDownload(ctx context.Context, fileID string) ([]byte, error) {
 	t := i.cfg.Telegram
 	if t == nil {
@@ -376,16 +378,16 @@ func (i *Ingress) telegramDownload(ctx context.Context, fileID string) ([]byte, 
 	}
 	f, err := b.GetFile(ctx, &bot.GetFileParams{FileID: fileID})
 	if err != nil && strings.Contains(err.Error(), "file is too big") { // over Telegram's 20 MB for bots
-		return nil, ErrTooLarge
+		return nil, channel.ErrTooLarge
 	}
 	if err != nil {
 		return nil, t.clean(fmt.Errorf("getFile: %w", err))
 	}
-	if f.FileSize > MediaMaxBytes {
-		return nil, ErrTooLarge
+	if f.FileSize > channel.MaxFetchBytes {
+		return nil, channel.ErrTooLarge
 	}
 	data, err := i.download(ctx, b.FileDownloadLink(f), nil)
-	if errors.Is(err, ErrTooLarge) {
+	if errors.Is(err, channel.ErrTooLarge) {
 		return nil, err
 	}
 	if err != nil { // the link holds the token

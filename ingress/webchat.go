@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
@@ -149,21 +151,21 @@ func (i *Ingress) webFile(w http.ResponseWriter, r *http.Request) {
 		webError(w, http.StatusUnauthorized, "no web chat session: open / first")
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, MediaMaxBytes+webMaxText+4<<10)
+	r.Body = http.MaxBytesReader(w, r.Body, channel.MaxFetchBytes+webMaxText+4<<10)
 	f, hdr, err := r.FormFile("file")
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		webError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("file too large: at most %d MB", MediaMaxBytes>>20))
+		webError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("file too large: at most %d MB", channel.MaxFetchBytes>>20))
 		return
 	case err != nil:
 		webError(w, http.StatusBadRequest, `body must be multipart/form-data with the file in "file"`)
 		return
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MediaMaxBytes+1))
-	if err != nil || len(data) > MediaMaxBytes {
-		webError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("file too large: at most %d MB", MediaMaxBytes>>20))
+	data, err := io.ReadAll(io.LimitReader(f, channel.MaxFetchBytes+1))
+	if err != nil || len(data) > channel.MaxFetchBytes {
+		webError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("file too large: at most %d MB", channel.MaxFetchBytes>>20))
 		return
 	}
 	if len(data) == 0 {

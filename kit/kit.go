@@ -1,20 +1,24 @@
-// Package kit is how a channel is its own program (or a part of the
-// all-in-one) with every guarantee textslash's built-in channels have:
-// the channel gives a Channel (its name, rules, Sender, allowlist and how
-// to download its attachments), calls Publish for each message a person
-// sends, and Run delivers the events for its people through the same
-// pusher the built-in channels use (egress.Pusher): per-person order,
+// Package kit runs a channel written on the port (channel.Channel) as its
+// own program, or as a part of the all-in-one, with every guarantee
+// textslash's built-in channels have. Open readies it against
+// textslash's NATS; Run runs the channel's inbound side with the kit as
+// its channel.Host, and delivers the events for its people through the
+// same pusher the built-in channels use (egress.Pusher): per-person order,
 // paging with MORE, progress coalesced, retries honouring RetryAfter,
-// dead letters, and no message sent twice across restarts. Publish goes
-// through the same inbox as ingress's (ingress.Inbox): the allowlist,
-// pairing codes, JetStream's dedupe by the message id. channels.md at the
-// repository's root is the same contract for channels in other languages.
+// dead letters, and no message sent twice across restarts, each reply's
+// images and files read from the channel's own media store into
+// channel.Message.Attachments. Publish goes through the same inbox as
+// ingress's (ingress.Inbox): the allowlist, pairing codes, JetStream's
+// dedupe by the message id. channels.md at the repository's root is the
+// same contract for channels in other languages.
 package kit
 
 import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/textslash/textslash/channel"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,49 +31,9 @@ import (
 	"github.com/textslash/textslash/ingress"
 )
 
-// Channel is a plug-in channel, as the kit runs it.
-type Channel struct {
-	// Name is the channel's subject token ("slack"): its people are
-	// contract.User{Channel: Name, ID: ...}, their messages ts.in.<Name>.<id>,
-	// their events ts.ev.<Name>.<id>.<kind>.
-	Name string
-	// Rules: body limit, media per message, caption limit, progress
-	// interval...; zero limits take egress.PluginRules's.
-	Rules egress.Rules
-	// Retry bounds the tries of a failed send (zero: egress's defaults,
-	// 6 tries from 1 s to 30 s; a SendError's RetryAfter is waited at
-	// least).
-	Retry egress.Retry
-	// Sender sends one message; it may also be an egress.Finder (a crash
-	// between a send and its record is then not sent again) and an
-	// egress.Typer.
-	Sender egress.Sender
-	// Allowed are the person ids allowed in; others can pair with a code
-	// as on other channels.
-	Allowed []string
-	// Fetch downloads an attachment the channel published in
-	// contract.Inbound.Media (by its URL), with the channel's own
-	// credentials: the runner's media fetches for this channel are
-	// answered by the kit. It returns ErrNotMine for a URL that is no
-	// attachment of the channel; contentType may be "" (the URL's media's
-	// is kept). Nil: the channel takes no attachments.
-	Fetch func(ctx context.Context, url string) (data []byte, contentType string, err error)
-}
-
-// Host is what a plug-in channel runs with, handed to its Run the same
-// way by every caller: the kit opened with the channel's Channel. The
-// channel publishes what people send with it, reads replies' media from
-// it, and runs its delivery (Run) beside its own inbound side, until ctx
-// ends.
-type Host interface {
-	Publish(ctx context.Context, in contract.Inbound) error
-	Media(ctx context.Context, ref string) (Attachment, error)
-	Run(ctx context.Context) error
-}
-
 // Kit runs one plug-in channel against textslash's NATS.
 type Kit struct {
-	ch     Channel
+	ch     channel.Channel
 	js     jetstream.JetStream
 	inbox  *ingress.Inbox
 	pusher *egress.Pusher
@@ -81,7 +45,7 @@ type Kit struct {
 // all-in-one). It follows the people paired in until ctx ends, so give it
 // the context of the channel's whole life. A bad Channel is refused with
 // every setting named (*contract.ConfigError, joined).
-func Open(ctx context.Context, nc *nats.Conn, ch Channel, log zerolog.Logger) (*Kit, error) {
+func Open(ctx context.Context, nc *nats.Conn, ch channel.Channel, log zerolog.Logger) (*Kit, error) {
 	if nc == nil {
 		return nil, errors.New("kit: no NATS connection")
 	}
@@ -89,36 +53,37 @@ func Open(ctx context.Context, nc *nats.Conn, ch Channel, log zerolog.Logger) (*
 	if err != nil {
 		return nil, fmt.Errorf("kit: jetstream: %w", err)
 	}
-	log = log.With().Str("svc", "channel").Str("channel", ch.Name).Logger()
-	allow := access.NewChannelAllowlist(ch.Name, ch.Allowed)
+	name, allowed := ch.Name(), ch.Allowed()
+	log = log.With().Str("svc", "channel").Str("channel", name).Logger()
+	allow := access.NewChannelAllowlist(name, allowed)
 	var errs []error
-	for _, id := range ch.Allowed {
-		if _, err := contract.NewUser(ch.Name, id); err != nil {
+	for _, id := range allowed {
+		if _, err := contract.NewUser(name, id); err != nil {
 			errs = append(errs, contract.BadSetting("kit", "Channel.Allowed", id, "not a person id: letters, digits, - and _, at most 64"))
 		}
 	}
-	pusher, err := egress.NewPusher(js, allow, ch.Retry, log, egress.Channel{Name: ch.Name, Rules: ch.Rules, Sender: ch.Sender, MediaURL: MediaRef})
+	var retry channel.Retry
+	if r, ok := ch.(channel.Retrier); ok {
+		retry = r.Retry()
+	}
+	k := &Kit{ch: ch, js: js, log: log, inbox: ingress.NewInbox(js, allow, 0, log)}
+	pusher, err := egress.NewPusher(js, allow, retry, log, egress.Channel{Name: name, Rules: ch.Rules(), Sender: ch, MediaURL: MediaRef, Attach: k.attach})
 	if err := errors.Join(append(errs, err)...); err != nil {
 		return nil, err
 	}
-	k := &Kit{ch: ch, js: js, pusher: pusher, log: log, inbox: ingress.NewInbox(js, allow, 0, log)}
+	k.pusher = pusher
 	if err := k.inbox.Open(ctx); err != nil {
 		return nil, fmt.Errorf("kit: people paired in (has textslash provision run?): %w", err)
 	}
 	return k, nil
 }
 
-// Publish hands textslash one message a person sent: in.User.Channel must
-// be the channel's Name and in.ID the provider's id of the message, unique
-// per person (Nats-Msg-Id <channel>.<id>:<in.ID>: a provider's retry of
-// the same message within 10 minutes is stored once). A person neither
-// allowed nor paired in is refused with ErrNotAllowed, unless the message
-// is a pairing code, which pairs them in. It returns once JetStream has
-// stored the message: then answer the provider; on an error let it
-// retry (but not for ErrNotAllowed).
+// Publish is the channel.Host's: the message's Nats-Msg-Id is
+// <channel>.<id>:<in.ID>, and the allowlist and pairing codes are the
+// inbox's (ingress.Inbox).
 func (k *Kit) Publish(ctx context.Context, in contract.Inbound) error {
-	if in.User.Channel != k.ch.Name {
-		return fmt.Errorf("%w: a person of channel %q, not %q", contract.ErrInvalidUser, in.User.Channel, k.ch.Name)
+	if in.User.Channel != k.ch.Name() {
+		return fmt.Errorf("%w: a person of channel %q, not %q", contract.ErrInvalidUser, in.User.Channel, k.ch.Name())
 	}
 	if err := in.User.Validate(); err != nil {
 		return err
@@ -130,20 +95,23 @@ func (k *Kit) Publish(ctx context.Context, in contract.Inbound) error {
 	return k.inbox.Publish(ctx, in)
 }
 
-// Run delivers the channel's events (ts.ev.<Name>.>, from its durable
-// consumer egress-<Name>, made or updated here) through the Sender, and
-// answers the runner's media fetches for the channel's people
-// (ts.svc.media.fetch.<Name>) with Fetch, until ctx ends; events in hand
+// Run runs the channel (its Run, with the kit as its Host), delivers its
+// events (ts.ev.<name>.>, from its durable consumer egress-<name>, made or
+// updated here) through its Send, and answers the runner's media fetches
+// for its people (ts.svc.media.fetch.<name>) when it is a
+// channel.Fetcher, until ctx ends or one of them fails; events in hand
 // then are handed back for the next run.
 func (k *Kit) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return k.ch.Run(ctx, k) })
 	g.Go(func() error { return k.pusher.Run(ctx) })
-	if k.ch.Fetch != nil {
-		fetch := func(ctx context.Context, f contract.MediaFetch) ([]byte, string, error) {
-			return k.ch.Fetch(ctx, f.Media.URL)
+	if f, ok := k.ch.(channel.Fetcher); ok {
+		fetch := func(ctx context.Context, m contract.MediaFetch) ([]byte, string, error) {
+			return f.Fetch(ctx, m.Media.URL)
 		}
+		name := k.ch.Name()
 		g.Go(func() error {
-			return ingress.ServeFetch(ctx, k.js, "channel-"+k.ch.Name, []string{k.ch.Name}, fetch, k.log)
+			return ingress.ServeFetch(ctx, k.js, "channel-"+name, []string{name}, fetch, k.log)
 		})
 	}
 	return g.Wait()

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
@@ -20,7 +22,6 @@ import (
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/access"
 	"github.com/textslash/textslash/contract/bus"
-	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/kit"
 	"github.com/textslash/textslash/natstest"
 )
@@ -29,13 +30,13 @@ import (
 // retryOnce is refused with a RetryAfter, one in refuse for good.
 type sender struct {
 	mu        sync.Mutex
-	sent      []egress.Message
+	sent      []channel.Message
 	tries     map[string]int
 	retryOnce string
 	refuse    string
 }
 
-func (s *sender) Send(_ context.Context, _ contract.User, m egress.Message) (string, error) {
+func (s *sender) Send(_ context.Context, _ contract.User, m channel.Message) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tries == nil {
@@ -44,9 +45,9 @@ func (s *sender) Send(_ context.Context, _ contract.User, m egress.Message) (str
 	s.tries[m.Body]++
 	switch {
 	case m.Body == s.refuse:
-		return "", &egress.SendError{Err: errors.New("no such person"), Permanent: true, Code: 404}
+		return "", &channel.SendError{Err: errors.New("no such person"), Permanent: true, Code: 404}
 	case m.Body == s.retryOnce && s.tries[m.Body] == 1:
-		return "", &egress.SendError{Err: errors.New("slow down"), Status: 429, RetryAfter: 50 * time.Millisecond}
+		return "", &channel.SendError{Err: errors.New("slow down"), Status: 429, RetryAfter: 50 * time.Millisecond}
 	}
 	s.sent = append(s.sent, m)
 	return fmt.Sprintf("p%d", len(s.sent)), nil
@@ -62,9 +63,9 @@ func (s *sender) bodies() []string {
 	return out
 }
 
-func open(t *testing.T, s *natstest.Server, ch kit.Channel) *kit.Kit {
+func open(t *testing.T, s *natstest.Server, ch channel.Channel) *kit.Kit {
 	t.Helper()
-	if err := bus.Provision(t.Context(), s.JS, bus.Options{Channels: []string{ch.Name}}); err != nil {
+	if err := bus.Provision(t.Context(), s.JS, bus.Options{Channels: []string{ch.Name()}}); err != nil {
 		t.Fatal(err)
 	}
 	k, err := kit.Open(t.Context(), s.NC, ch, zerolog.New(zerolog.NewTestWriter(t)))
@@ -78,7 +79,7 @@ func open(t *testing.T, s *natstest.Server, ch kit.Channel) *kit.Kit {
 // code in and drops anything else a stranger sends.
 func TestPublish(t *testing.T) {
 	s := natstest.RunJetStream(t)
-	k := open(t, s, kit.Channel{Name: "chat", Sender: &sender{}, Allowed: []string{"alice"}})
+	k := open(t, s, testChannel{name: "chat", Sender: &sender{}, allowed: []string{"alice"}})
 	ctx := t.Context()
 	alice, bob := contract.User{Channel: "chat", ID: "alice"}, contract.User{Channel: "chat", ID: "bob"}
 	for range 2 {
@@ -86,7 +87,7 @@ func TestPublish(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := k.Publish(ctx, contract.Inbound{ID: "m2", User: bob, Text: "echo hi"}); !errors.Is(err, kit.ErrNotAllowed) {
+	if err := k.Publish(ctx, contract.Inbound{ID: "m2", User: bob, Text: "echo hi"}); !errors.Is(err, channel.ErrNotAllowed) {
 		t.Errorf("a stranger's message: %v; want ErrNotAllowed", err)
 	}
 	if err := k.Publish(ctx, contract.Inbound{ID: "m3", User: contract.User{Channel: "other", ID: "alice"}}); !errors.Is(err, contract.ErrInvalidUser) {
@@ -137,8 +138,8 @@ func TestPublish(t *testing.T) {
 func TestRunDelivers(t *testing.T) {
 	s := natstest.RunJetStream(t)
 	snd := &sender{retryOnce: "working", refuse: "nobody there"}
-	k := open(t, s, kit.Channel{Name: "chat", Sender: snd, Allowed: []string{"alice"},
-		Rules: egress.Rules{BodyLimit: 60, ProgressEvery: time.Millisecond}})
+	k := open(t, s, testChannel{name: "chat", Sender: snd, allowed: []string{"alice"},
+		rules: channel.Rules{BodyLimit: 60, ProgressEvery: time.Millisecond}})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- k.Run(ctx) }()
@@ -205,11 +206,11 @@ func TestMediaFetch(t *testing.T) {
 	}
 	fetch := func(_ context.Context, url string) ([]byte, string, error) {
 		if url != "chat://photo" {
-			return nil, "", kit.ErrNotMine
+			return nil, "", channel.ErrNotMine
 		}
 		return buf.Bytes(), "", nil
 	}
-	k := open(t, s, kit.Channel{Name: "chat", Sender: &sender{}, Allowed: []string{"alice"}, Fetch: fetch})
+	k := open(t, s, fetchingChannel{testChannel{name: "chat", Sender: &sender{}, allowed: []string{"alice"}}, fetch})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- k.Run(ctx) }()
@@ -247,4 +248,28 @@ func TestMediaFetch(t *testing.T) {
 	if _, err := k.Media(t.Context(), contract.StoredMedia+"nosuch"); !errors.Is(err, jetstream.ErrObjectNotFound) {
 		t.Errorf("Media of an object gone: %v; want ErrObjectNotFound", err)
 	}
+}
+
+// testChannel is a channel of the tests, made of its parts; its inbound
+// side is the test's own (it publishes with the kit).
+type testChannel struct {
+	name    string
+	allowed []string
+	rules   channel.Rules
+	channel.Sender
+}
+
+func (c testChannel) Name() string                                  { return c.name }
+func (c testChannel) Rules() channel.Rules                          { return c.rules }
+func (c testChannel) Allowed() []string                             { return c.allowed }
+func (c testChannel) Run(ctx context.Context, _ channel.Host) error { <-ctx.Done(); return nil }
+
+// fetchingChannel is a testChannel that takes attachments.
+type fetchingChannel struct {
+	testChannel
+	fetch func(ctx context.Context, url string) ([]byte, string, error)
+}
+
+func (c fetchingChannel) Fetch(ctx context.Context, url string) ([]byte, string, error) {
+	return c.fetch(ctx, url)
 }

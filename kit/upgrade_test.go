@@ -11,7 +11,6 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
-	"github.com/textslash/textslash/kit"
 	"github.com/textslash/textslash/natstest"
 )
 
@@ -33,7 +32,7 @@ func TestRunTakesOverAnOldDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	snd := &sender{}
-	k := open(t, s, kit.Channel{Name: "chat", Sender: snd, Allowed: []string{"alice"}})
+	k := open(t, s, testChannel{name: "chat", Sender: snd, allowed: []string{"alice"}})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- k.Run(ctx) }()

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/textslash/textslash/kit"
+	"github.com/textslash/textslash/channel"
 )
 
 // Errors the package returns on purpose; callers use errors.Is.
@@ -14,16 +14,16 @@ var (
 	// minutes away (a replay). The request is refused with 401.
 	ErrBadSignature = errors.New("slack: request not signed by Slack")
 	// ErrTooLarge: a file a person sent is larger than MaxFetchBytes; it
-	// is a kit.ErrTooLarge (the person is told).
-	ErrTooLarge = fmt.Errorf("slack: file too large: %w", kit.ErrTooLarge)
+	// is a channel.ErrTooLarge (the person is told).
+	ErrTooLarge = fmt.Errorf("slack: file too large: %w", channel.ErrTooLarge)
 	// ErrNotSlackFile: Fetch was given a URL that is not Slack's (nor the
 	// fake's API host): the bot token is never sent elsewhere. It is a
-	// kit.ErrNotMine (the fetch is refused).
-	ErrNotSlackFile = fmt.Errorf("slack: not a Slack file URL: %w", kit.ErrNotMine)
+	// channel.ErrNotMine (the fetch is refused).
+	ErrNotSlackFile = fmt.Errorf("slack: not a Slack file URL: %w", channel.ErrNotMine)
 	// ErrNoFile: Slack answered a file download with its sign-in page, as
 	// it does when the token lacks files:read.
 	ErrNoFile = errors.New("slack: file not readable with the bot token (files:read scope?)")
-	// ErrNotRunning: the Sender was asked for a reply's media, or an
-	// Events API request came, before Run had the kit.
+	// ErrNotRunning: an Events API request came before Run had the
+	// channel's Host.
 	ErrNotRunning = errors.New("slack: not running yet")
 )

@@ -18,18 +18,16 @@ import (
 // maxEventBytes caps an Events API request's body.
 const maxEventBytes = 1 << 20
 
-// Handler serves the Events API at EventsPath: events (JSON) and
+// Routes serve the Events API at POST EventsPath: events (JSON) and
 // interactions (form posts with a payload) alike, each checked against the
 // signing secret first. It answers 200 once the message is stored, 503
 // when it could not be (Slack tries again), 401 to a request not signed by
 // Slack. Nil in Socket Mode, which needs no listener.
-func (s *Slack) Handler() http.Handler {
+func (s *Slack) Routes() map[string]http.Handler {
 	if s.cfg.SocketMode() {
 		return nil
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+EventsPath, s.events)
-	return mux
+	return map[string]http.Handler{"POST " + EventsPath: http.HandlerFunc(s.events)}
 }
 
 // events takes one Events API request.

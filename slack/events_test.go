@@ -23,13 +23,18 @@ const secret = "8f742231b10e8888abcd99yyyzzz85a5"
 // eventsAPI serves the channel's Events API handler (no AppToken).
 func eventsAPI(t *testing.T, fake *slacktest.Server) (*httptest.Server, *published) {
 	t.Helper()
+	log, ready := logs(t)
 	s, err := slack.New(slack.Config{BotToken: slacktest.BotToken, SigningSecret: secret, PublicURL: "https://textslash.example.com",
-		Allowed: []string{"U0ALICE1"}, APIURL: fake.APIURL()}, zerolog.New(zerolog.NewTestWriter(t)))
+		Allowed: []string{"U0ALICE1"}, APIURL: fake.APIURL()}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, s)
-	srv := httptest.NewServer(s.Handler())
+	p := start(t, s, ready)
+	mux := http.NewServeMux()
+	for route, h := range s.Routes() {
+		mux.Handle(route, h)
+	}
+	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv, p
 }

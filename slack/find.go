@@ -5,29 +5,27 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	api "github.com/slack-go/slack"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/egress"
 )
 
 // findPages bounds the pages of history Find reads (200 messages each).
 const findPages = 5
 
-// Find implements egress.Finder: the ts of a message like m posted to u's
+// Find implements channel.Finder: the ts of a message like m posted to u's
 // conversation since then (a file share's: its first file's id), read from
 // conversations.history: a text by its metadata (every text Send posts
 // names its digest); a share of files by its files' titles (their names,
 // as upload gives them) and its text. "" when there is none.
-func (s *Sender) Find(ctx context.Context, u contract.User, m egress.Message, since time.Time) (string, error) {
+func (s *Sender) Find(ctx context.Context, u contract.User, m channel.Message, since time.Time) (string, error) {
 	ch, err := s.conversation(ctx, u, m.JobID)
 	if err != nil {
 		return "", sendError(err)
 	}
-	like, err := s.matcher(ctx, u, ch, m)
-	if err != nil {
-		return "", err
-	}
+	like := matcher(u, ch, m)
 	params := &api.GetConversationHistoryParameters{ChannelID: ch, Oldest: ts(since), IncludeAllMetadata: true, Limit: 200}
 	for range findPages {
 		page, err := s.client.GetConversationHistoryContext(ctx, params)
@@ -49,19 +47,15 @@ func (s *Sender) Find(ctx context.Context, u contract.User, m egress.Message, si
 
 // matcher is whether a message of the history is m sent to u in ch, and
 // its id as Send returned it.
-func (s *Sender) matcher(ctx context.Context, u contract.User, ch string, m egress.Message) (func(api.Message) (string, bool), error) {
+func matcher(u contract.User, ch string, m channel.Message) func(api.Message) (string, bool) {
 	if len(m.Media) == 0 {
 		want := digest(m)
 		return func(msg api.Message) (string, bool) {
 			return msg.Timestamp, msg.Metadata.EventType == metaType && msg.Metadata.EventPayload["digest"] == want
-		}, nil
+		}
 	}
 	var titles []string
-	for _, ref := range m.Media {
-		a, err := s.read(ctx, ref)
-		if err != nil {
-			return nil, err
-		}
+	for _, a := range m.Attachments {
 		titles = append(titles, a.Name)
 	}
 	comment := text(u, ch, m)
@@ -75,7 +69,7 @@ func (s *Sender) matcher(ctx context.Context, u contract.User, ch string, m egre
 			}
 		}
 		return msg.Files[0].ID, true
-	}, nil
+	}
 }
 
 // ts is t as a Slack timestamp.

@@ -9,12 +9,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/rs/zerolog"
 	api "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/kit"
 )
 
 // fromEvent is the inbound message of an Events API event: a person's
@@ -136,7 +137,7 @@ func (s *Slack) fromPress(cb api.InteractionCallback) (contract.Inbound, string,
 // already (Slack delivers an event again when its acknowledgement was
 // lost). An error means it is not stored, and Slack should deliver it
 // again; nil with stored false, that it was dropped as the kit refused it
-// (a stranger's: kit.ErrNotAllowed, which retrying cannot mend). The
+// (a stranger's: channel.ErrNotAllowed, which retrying cannot mend). The
 // person's next messages go to conversation.
 func (s *Slack) take(ctx context.Context, log zerolog.Logger, in contract.Inbound, conversation string) (stored bool, err error) {
 	log = log.With().Str("user", in.User.Key()).Str("job_id", in.ID).Str("conversation", conversation).Logger()
@@ -144,14 +145,14 @@ func (s *Slack) take(ctx context.Context, log zerolog.Logger, in contract.Inboun
 		log.Debug().Msg("slack message published before; not again")
 		return true, nil
 	}
-	k := s.kit.Load()
-	if k == nil {
+	h := s.host.Load()
+	if h == nil {
 		log.Warn().Msg("slack message before the channel runs; Slack will deliver it again")
 		return false, ErrNotRunning
 	}
-	err = (*k).Publish(ctx, in)
+	err = (*h).Publish(ctx, in)
 	switch {
-	case errors.Is(err, kit.ErrNotAllowed):
+	case errors.Is(err, channel.ErrNotAllowed):
 		// Told nothing, as on every channel; SLACK_ALLOWED or a pairing
 		// code lets them in.
 		log.Warn().Int("text_len", len(in.Text)).Msg("slack message of someone neither allowed nor paired in; dropped")

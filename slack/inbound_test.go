@@ -1,36 +1,34 @@
 package slack_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/kit"
 	"github.com/textslash/textslash/slack"
 	"github.com/textslash/textslash/slack/slacktest"
 )
 
-// published is the kit as the channel sees it: it records what the
-// channel published (refusing people other than allowed, as the kit's
-// allowlist does), serves a reply's media from a map, and runs until its
-// context ends.
+// published is the channel's Host as the channel sees it: it records
+// what the channel published (refusing people other than allowed, as the
+// kit's allowlist does).
 type published struct {
 	mu      sync.Mutex
 	ins     []contract.Inbound
 	err     error // returned by the next publish
 	allowed string
-	media   map[string]kit.Attachment
-	running chan struct{} // closed when Run starts
 }
 
-func newPublished() *published {
-	return &published{allowed: "U0ALICE1", media: map[string]kit.Attachment{}, running: make(chan struct{})}
-}
+func newPublished() *published { return &published{allowed: "U0ALICE1"} }
 
 func (p *published) Publish(_ context.Context, in contract.Inbound) error {
 	p.mu.Lock()
@@ -41,25 +39,9 @@ func (p *published) Publish(_ context.Context, in contract.Inbound) error {
 		return err
 	}
 	if in.User.ID != p.allowed {
-		return kit.ErrNotAllowed
+		return channel.ErrNotAllowed
 	}
 	p.ins = append(p.ins, in)
-	return nil
-}
-
-func (p *published) Media(_ context.Context, ref string) (kit.Attachment, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	a, ok := p.media[ref]
-	if !ok {
-		return a, kit.ErrNotStored
-	}
-	return a, nil
-}
-
-func (p *published) Run(ctx context.Context) error {
-	close(p.running)
-	<-ctx.Done()
 	return nil
 }
 
@@ -69,9 +51,30 @@ func (p *published) all() []contract.Inbound {
 	return append([]contract.Inbound(nil), p.ins...)
 }
 
-// start runs s with a fake kit until the test ends, and waits for Run to
-// have the kit.
-func start(t *testing.T, s *slack.Slack) *published {
+// logs is a test's logger, and a channel closed once the channel logs
+// that it is ready (Run has its Host).
+func logs(t *testing.T) (zerolog.Logger, <-chan struct{}) {
+	t.Helper()
+	w := &readyWriter{w: zerolog.NewTestWriter(t), ready: make(chan struct{})}
+	return zerolog.New(w), w.ready
+}
+
+type readyWriter struct {
+	w     io.Writer
+	once  sync.Once
+	ready chan struct{}
+}
+
+func (r *readyWriter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(`"slack bot ready"`)) {
+		r.once.Do(func() { close(r.ready) })
+	}
+	return r.w.Write(p)
+}
+
+// start runs s with a fake Host until the test ends, and waits for Run
+// to have it (ready, from logs).
+func start(t *testing.T, s *slack.Slack, ready <-chan struct{}) *published {
 	t.Helper()
 	p := newPublished()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -84,7 +87,7 @@ func start(t *testing.T, s *slack.Slack) *published {
 		}
 	})
 	select {
-	case <-p.running:
+	case <-ready:
 	case err := <-done:
 		t.Fatalf("Run: %v", err)
 	}
@@ -95,12 +98,13 @@ func start(t *testing.T, s *slack.Slack) *published {
 // its connection.
 func runSocket(t *testing.T, fake *slacktest.Server) (*slack.Slack, *published) {
 	t.Helper()
+	log, ready := logs(t)
 	s, err := slack.New(slack.Config{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Allowed: []string{"U0ALICE1"},
-		APIURL: fake.APIURL()}, zerolog.New(zerolog.NewTestWriter(t)))
+		APIURL: fake.APIURL()}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, s)
+	p := start(t, s, ready)
 	wait, stop := context.WithTimeout(context.Background(), 20*time.Second)
 	defer stop()
 	if err := fake.Connected(wait); err != nil {
@@ -175,7 +179,7 @@ func TestMentionIn(t *testing.T) {
 	}
 }
 
-// A stranger's message (kit.ErrNotAllowed) is dropped, and its envelope
+// A stranger's message (channel.ErrNotAllowed) is dropped, and its envelope
 // acknowledged: Slack does not deliver it again.
 func TestStrangerDropped(t *testing.T) {
 	fake := slacktest.New(t)
@@ -208,7 +212,7 @@ func TestFileIn(t *testing.T) {
 	if err != nil || string(data) != string(clip) || ct != "audio/webm" {
 		t.Errorf("Fetch = %q, %q, %v; want the clip, audio/webm", data, ct, err)
 	}
-	if _, _, err := s.Fetch(context.Background(), "https://example.com/x"); !errors.Is(err, slack.ErrNotSlackFile) || !errors.Is(err, kit.ErrNotMine) {
-		t.Errorf("Fetch of another host: %v; want ErrNotSlackFile, a kit.ErrNotMine (the token goes only to Slack)", err)
+	if _, _, err := s.Fetch(context.Background(), "https://example.com/x"); !errors.Is(err, slack.ErrNotSlackFile) || !errors.Is(err, channel.ErrNotMine) {
+		t.Errorf("Fetch of another host: %v; want ErrNotSlackFile, a channel.ErrNotMine (the token goes only to Slack)", err)
 	}
 }

@@ -8,12 +8,12 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/rs/zerolog"
 	api "github.com/slack-go/slack"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/egress"
-	"github.com/textslash/textslash/kit"
 )
 
 // Sender delivers textslash's messages to Slack with one Web API call
@@ -30,26 +30,24 @@ import (
 // several posts within one Send; and the person reads a reply where they
 // asked, not folded under it.
 //
-// Failures are *egress.SendError: Slack's 429 with its Retry-After;
+// Failures are *channel.SendError: Slack's 429 with its Retry-After;
 // errors Slack calls its own (internal_error, a 5xx) and the network's
 // are tried again; every other refusal is Permanent. Texts are posted with
 // metadata naming a digest of the message, by which Find looks them up.
 type Sender struct {
 	client *api.Client
 	log    zerolog.Logger
-	places *kit.Places
-	// media reads a reply's image or file (Kit.Media).
-	media func(ctx context.Context, ref string) (kit.Attachment, error)
+	places *channel.Places
 }
 
 var (
-	_ egress.Sender = (*Sender)(nil)
-	_ egress.Finder = (*Sender)(nil)
+	_ channel.Sender = (*Sender)(nil)
+	_ channel.Finder = (*Sender)(nil)
 )
 
-// Send implements egress.Sender; the id returned is the message's ts (a
+// Send implements channel.Sender; the id returned is the message's ts (a
 // file share's: its first file's id).
-func (s *Sender) Send(ctx context.Context, u contract.User, m egress.Message) (string, error) {
+func (s *Sender) Send(ctx context.Context, u contract.User, m channel.Message) (string, error) {
 	ch, err := s.conversation(ctx, u, m.JobID)
 	if err != nil {
 		return "", sendError(err)
@@ -83,7 +81,7 @@ func (s *Sender) conversation(ctx context.Context, u contract.User, job string) 
 
 // text is m's text for u in ch: escaped, and mentioning u outside direct
 // messages (but in progress lines).
-func text(u contract.User, ch string, m egress.Message) string {
+func text(u contract.User, ch string, m channel.Message) string {
 	t := escape(m.Body)
 	if !isDM(ch) && !m.Progress && t != "" {
 		t = "<@" + u.ID + "> " + t
@@ -93,7 +91,7 @@ func text(u contract.User, ch string, m egress.Message) string {
 
 // content is m as chat.postMessage's options: its text, its choices as
 // buttons, and the metadata Find looks for.
-func (s *Sender) content(u contract.User, ch string, m egress.Message) []api.MsgOption {
+func (s *Sender) content(u contract.User, ch string, m channel.Message) []api.MsgOption {
 	t := text(u, ch, m)
 	opts := []api.MsgOption{api.MsgOptionText(t, false), api.MsgOptionDisableLinkUnfurl(), api.MsgOptionMetadata(metadata(m))}
 	if len(m.Choices) > 0 {
@@ -106,12 +104,12 @@ func (s *Sender) content(u contract.User, ch string, m egress.Message) []api.Msg
 const metaType = "textslash_message"
 
 // metadata names m's digest.
-func metadata(m egress.Message) api.SlackMetadata {
+func metadata(m channel.Message) api.SlackMetadata {
 	return api.SlackMetadata{EventType: metaType, EventPayload: map[string]any{"digest": digest(m)}}
 }
 
 // digest is a short hash of everything m says.
-func digest(m egress.Message) string {
+func digest(m channel.Message) string {
 	b, _ := json.Marshal(m) // a struct of strings, bools and slices of them
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])
@@ -126,7 +124,7 @@ func escape(text string) string {
 // progress shows a progress line in the run's status message: posted for
 // the run's first line, edited for the next ones (posted anew when the
 // status message is gone).
-func (s *Sender) progress(ctx context.Context, ch string, m egress.Message) (string, error) {
+func (s *Sender) progress(ctx context.Context, ch string, m channel.Message) (string, error) {
 	return s.places.Progress(ctx, ch, m.JobID, m.Body, func(ctx context.Context) (string, error) {
 		_, ts, err := s.client.PostMessageContext(ctx, ch, s.content(contract.User{}, ch, m)...)
 		if err != nil {
@@ -137,7 +135,7 @@ func (s *Sender) progress(ctx context.Context, ch string, m egress.Message) (str
 		_, _, _, err := s.client.UpdateMessageContext(ctx, ch, ts, api.MsgOptionText(escape(m.Body), false))
 		var se api.SlackErrorResponse
 		if errors.As(err, &se) && (se.Err == "message_not_found" || se.Err == "cant_update_message") {
-			return kit.ErrGone
+			return channel.ErrGone
 		}
 		if err != nil {
 			return sendError(err)

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/egress"
-	"github.com/textslash/textslash/kit"
 	"github.com/textslash/textslash/slack"
 	"github.com/textslash/textslash/slack/slacktest"
 )
@@ -25,7 +25,7 @@ var (
 func newSender(t *testing.T, fake *slacktest.Server) *slack.Sender {
 	t.Helper()
 	s, _ := runSocket(t, fake)
-	return s.Sender()
+	return s.Sender
 }
 
 // mentionIn has alice mention the bot in channel: what is sent to her
@@ -36,7 +36,7 @@ func mentionIn(t *testing.T, fake *slacktest.Server, channel, ts string) {
 		Text: "<@" + slacktest.BotUser + "> hi", TS: ts}.Event("Ev-"+ts), 0)
 }
 
-func send(t *testing.T, s *slack.Sender, u contract.User, m egress.Message) string {
+func send(t *testing.T, s *slack.Sender, u contract.User, m channel.Message) string {
 	t.Helper()
 	id, err := s.Send(context.Background(), u, m)
 	if err != nil {
@@ -48,12 +48,12 @@ func send(t *testing.T, s *slack.Sender, u contract.User, m egress.Message) stri
 func TestSendText(t *testing.T) {
 	fake := slacktest.New(t)
 	s := newSender(t, fake)
-	id := send(t, s, alice, egress.Message{Body: "x < y && done"})
+	id := send(t, s, alice, channel.Message{Body: "x < y && done"})
 	mentionIn(t, fake, "C7", "1712345678.000100")
-	send(t, s, alice, egress.Message{Body: "deployed"})
+	send(t, s, alice, channel.Message{Body: "deployed"})
 	deliver(t, fake, "events_api", slacktest.Message{User: "U0ALICE1", Channel: aliceDM, ChannelType: "im", Text: "back here",
 		TS: "1712345678.000200"}.Event("Ev2"), 0)
-	send(t, s, alice, egress.Message{Body: "and here"})
+	send(t, s, alice, channel.Message{Body: "and here"})
 	sent := fake.Sent()
 	if len(sent) != 3 {
 		t.Fatalf("sent %d messages; want 3", len(sent))
@@ -72,9 +72,9 @@ func TestSendText(t *testing.T) {
 func TestSendProgressEditsOneMessage(t *testing.T) {
 	fake := slacktest.New(t)
 	s := newSender(t, fake)
-	first := send(t, s, alice, egress.Message{Body: "Reading the code", Progress: true, JobID: "j1"})
-	second := send(t, s, alice, egress.Message{Body: "Running the tests", Progress: true, JobID: "j1"})
-	send(t, s, alice, egress.Message{Body: "Starting", Progress: true, JobID: "j2"})
+	first := send(t, s, alice, channel.Message{Body: "Reading the code", Progress: true, JobID: "j1"})
+	second := send(t, s, alice, channel.Message{Body: "Running the tests", Progress: true, JobID: "j1"})
+	send(t, s, alice, channel.Message{Body: "Starting", Progress: true, JobID: "j2"})
 	sent := fake.Sent()
 	if len(sent) != 2 || first != second {
 		t.Fatalf("sent %+v (ids %s, %s); want one status message per run, the first edited", sent, first, second)
@@ -89,11 +89,11 @@ func TestSendProgressEditsOneMessage(t *testing.T) {
 
 func TestSendImageUploaded(t *testing.T) {
 	fake := slacktest.New(t)
-	sl, p := runSocket(t, fake)
-	s := sl.Sender()
+	sl, _ := runSocket(t, fake)
+	s := sl.Sender
 	png := []byte("\x89PNG fake image")
-	p.media["stored:abc"] = kit.Attachment{Data: png, ContentType: "image/png", Name: "image.png"}
-	id := send(t, s, alice, egress.Message{Body: "The page now", Media: []string{"stored:abc"}})
+	id := send(t, s, alice, channel.Message{Body: "The page now", Media: []string{"stored:abc"},
+		Attachments: []channel.Attachment{{Data: png, ContentType: "image/png", Name: "image.png"}}})
 	sent := fake.Sent()
 	if len(sent) != 1 {
 		t.Fatalf("sent %+v; want one share", sent)
@@ -105,8 +105,9 @@ func TestSendImageUploaded(t *testing.T) {
 	if f := m.Files[0]; f.ID != id || f.Name != "image.png" || f.Title != "image.png" || string(f.Data) != string(png) {
 		t.Errorf("file %+v (id %s); want image.png with the image's bytes, its id returned", f, id)
 	}
-	if _, err := s.Send(context.Background(), alice, egress.Message{Media: []string{"stored:gone"}}); !isPermanent(err) {
-		t.Errorf("an image no longer stored: %v; want a permanent SendError", err)
+	empty := channel.Message{Media: []string{"stored:empty"}, Attachments: []channel.Attachment{{ContentType: "image/png", Name: "image.png"}}}
+	if _, err := s.Send(context.Background(), alice, empty); !isPermanent(err) {
+		t.Errorf("an empty image: %v; want a permanent SendError", err)
 	}
 }
 
@@ -151,7 +152,7 @@ func blocksOf(t *testing.T, raw json.RawMessage) (text string, buttons []button)
 func TestChoicesAsButtonsAndPressed(t *testing.T) {
 	fake := slacktest.New(t)
 	s, p := runSocket(t, fake)
-	send(t, s.Sender(), alice, egress.Message{Body: "Approve the changes?", Choices: contract.ApprovalChoices})
+	send(t, s.Sender, alice, channel.Message{Body: "Approve the changes?", Choices: contract.ApprovalChoices})
 	sent := fake.Sent()
 	if len(sent) != 1 || sent[0].Blocks == nil {
 		t.Fatalf("sent %+v; want one message with blocks", sent)
@@ -183,7 +184,7 @@ func TestLongReplyWithButtonsFitsSections(t *testing.T) {
 	s := newSender(t, fake)
 	mentionIn(t, fake, "C7", "1712345678.000100")
 	body := strings.Repeat("a <b> & c\n", slack.BodyLimit/10) // escaped, over 3,000 characters
-	send(t, s, alice, egress.Message{Body: body, Choices: contract.QuestionChoices})
+	send(t, s, alice, channel.Message{Body: body, Choices: contract.QuestionChoices})
 	sent := fake.Sent()
 	if len(sent) != 1 {
 		t.Fatalf("sent %d messages; want 1", len(sent))
@@ -204,19 +205,19 @@ func TestLongReplyWithButtonsFitsSections(t *testing.T) {
 func TestSendErrors(t *testing.T) {
 	fake := slacktest.New(t)
 	s := newSender(t, fake)
-	send(t, s, alice, egress.Message{Body: "opens the DM"})
+	send(t, s, alice, channel.Message{Body: "opens the DM"})
 	fake.RateLimit("chat.postMessage", 7)
-	_, err := s.Send(context.Background(), alice, egress.Message{Body: "hello"})
-	var se *egress.SendError
+	_, err := s.Send(context.Background(), alice, channel.Message{Body: "hello"})
+	var se *channel.SendError
 	if !errors.As(err, &se) || se.RetryAfter != 7*time.Second || se.Permanent || se.Status != http.StatusTooManyRequests {
 		t.Errorf("after a 429: %#v; want a SendError with RetryAfter 7s, not permanent", err)
 	}
 	fake.Fail("chat.postMessage", "not_in_channel")
-	if _, err := s.Send(context.Background(), alice, egress.Message{Body: "hello"}); !errors.As(err, &se) || !se.Permanent {
+	if _, err := s.Send(context.Background(), alice, channel.Message{Body: "hello"}); !errors.As(err, &se) || !se.Permanent {
 		t.Errorf("not_in_channel: %#v; want a permanent SendError", err)
 	}
 	fake.Fail("chat.postMessage", "internal_error")
-	if _, err := s.Send(context.Background(), alice, egress.Message{Body: "hello"}); !errors.As(err, &se) || se.Permanent {
+	if _, err := s.Send(context.Background(), alice, channel.Message{Body: "hello"}); !errors.As(err, &se) || se.Permanent {
 		t.Errorf("internal_error: %#v; want a SendError tried again", err)
 	}
 }
@@ -225,14 +226,14 @@ func TestFind(t *testing.T) {
 	fake := slacktest.New(t)
 	s := newSender(t, fake)
 	since := time.Now().Add(-time.Second)
-	m := egress.Message{Body: "the reply"}
+	m := channel.Message{Body: "the reply"}
 	id := send(t, s, alice, m)
-	send(t, s, alice, egress.Message{Body: "another"})
+	send(t, s, alice, channel.Message{Body: "another"})
 	got, err := s.Find(context.Background(), alice, m, since)
 	if err != nil || got != id {
 		t.Errorf("Find(sent) = %q, %v; want %q", got, err, id)
 	}
-	if got, err := s.Find(context.Background(), alice, egress.Message{Body: "never sent"}, since); err != nil || got != "" {
+	if got, err := s.Find(context.Background(), alice, channel.Message{Body: "never sent"}, since); err != nil || got != "" {
 		t.Errorf("Find(not sent) = %q, %v; want none", got, err)
 	}
 	if got, err := s.Find(context.Background(), alice, m, time.Now().Add(time.Minute)); err != nil || got != "" {
@@ -243,22 +244,22 @@ func TestFind(t *testing.T) {
 // A share of files is found by its files' titles and its text.
 func TestFindShare(t *testing.T) {
 	fake := slacktest.New(t)
-	sl, p := runSocket(t, fake)
-	s := sl.Sender()
-	p.media["stored:a"] = kit.Attachment{Data: []byte("\x89PNG a"), ContentType: "image/png", Name: "image.png"}
-	p.media["stored:b/report.pdf"] = kit.Attachment{Data: []byte("%PDF b"), ContentType: "application/pdf", Name: "report.pdf"}
+	sl, _ := runSocket(t, fake)
+	s := sl.Sender
+	a := []channel.Attachment{{Data: []byte("\x89PNG a"), ContentType: "image/png", Name: "image.png"}}
+	b := []channel.Attachment{{Data: []byte("%PDF b"), ContentType: "application/pdf", Name: "report.pdf"}}
 	since := time.Now().Add(-time.Second)
-	shot := egress.Message{Body: "the shot", Media: []string{"stored:a"}}
+	shot := channel.Message{Body: "the shot", Media: []string{"stored:a"}, Attachments: a}
 	id := send(t, s, alice, shot)
 	for _, tc := range []struct {
 		name string
-		m    egress.Message
+		m    channel.Message
 		want string
 	}{
 		{"sent", shot, id},
-		{"another text", egress.Message{Body: "other", Media: []string{"stored:a"}}, ""},
-		{"another file", egress.Message{Body: "the shot", Media: []string{"stored:b/report.pdf"}}, ""},
-		{"as a text", egress.Message{Body: "the shot"}, ""},
+		{"another text", channel.Message{Body: "other", Media: []string{"stored:a"}, Attachments: a}, ""},
+		{"another file", channel.Message{Body: "the shot", Media: []string{"stored:b/report.pdf"}, Attachments: b}, ""},
+		{"as a text", channel.Message{Body: "the shot"}, ""},
 	} {
 		if got, err := s.Find(context.Background(), alice, tc.m, since); err != nil || got != tc.want {
 			t.Errorf("Find(%s) = %q, %v; want %q", tc.name, got, err, tc.want)
@@ -267,7 +268,7 @@ func TestFindShare(t *testing.T) {
 }
 
 func isPermanent(err error) bool {
-	var se *egress.SendError
+	var se *channel.SendError
 	return errors.As(err, &se) && se.Permanent
 }
 
@@ -278,8 +279,8 @@ func isPermanent(err error) bool {
 func TestReplyGoesWhereItsJobCameFrom(t *testing.T) {
 	fake := slacktest.New(t)
 	s := newSender(t, fake)
-	send(t, s, alice, egress.Message{Body: "the tests pass", JobID: "C7-1712345678_000100"})
-	send(t, s, alice, egress.Message{Body: "a notice of no job"})
+	send(t, s, alice, channel.Message{Body: "the tests pass", JobID: "C7-1712345678_000100"})
+	send(t, s, alice, channel.Message{Body: "a notice of no job"})
 	sent := fake.Sent()
 	if len(sent) != 2 {
 		t.Fatalf("sent %d messages; want 2", len(sent))

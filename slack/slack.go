@@ -2,15 +2,16 @@
 // direct messages and in channels where they mention it. It owns both
 // edges of Slack: the inbound side turns Slack's events (over Socket Mode
 // by default, or the Events API's signed requests) into contract.Inbound
-// messages published with the channel kit (kit/), and Sender delivers
+// messages it publishes with its channel.Host, and Sender delivers
 // textslash's messages through the Web API (texts, progress edited in
 // place, images and files uploaded, questions and approvals as Block Kit
-// buttons). The kit does the rest: the allowlist and pairing, per-person
+// buttons). *Slack is a channel.Channel (and a Finder, Fetcher and
+// Router); the kit does the rest: the allowlist and pairing, per-person
 // order, retries, pages, no message sent twice. Run it as:
 //
 //	s, err := slack.New(cfg, log)
-//	k, err := kit.Open(ctx, nc, s.Channel(), log)
-//	err = s.Run(ctx, k) // and serve s.Handler() with the Events API
+//	k, err := kit.Open(ctx, nc, s, log)
+//	err = k.Run(ctx) // and serve s.Routes() with the Events API
 //
 // It is built on github.com/slack-go/slack, the maintained Go client of
 // the Web API, Socket Mode (socketmode) and the Events API (slackevents,
@@ -24,32 +25,29 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/rs/zerolog"
 	api "github.com/slack-go/slack"
-
-	"golang.org/x/sync/errgroup"
-
-	"github.com/textslash/textslash/egress"
-	"github.com/textslash/textslash/kit"
 )
 
-// Slack is the Slack channel: its inbound side (Run, Handler) and its
+// Slack is the Slack channel: its inbound side (Run, Routes) and its
 // Sender.
 type Slack struct {
+	*Sender
 	cfg    Config
 	client *api.Client
 	log    zerolog.Logger
-	sender *Sender
 	seen   *recent
-	places *kit.Places
-	// kit is the channel kit, once Run has it.
-	kit atomic.Pointer[kit.Host]
+	places *channel.Places
+	// host publishes what people send, once Run has it.
+	host atomic.Pointer[channel.Host]
 	// botUser is the bot's own user id (auth.test), once Run has asked.
 	botUser atomic.Pointer[string]
 }
 
 // New is the Slack channel of cfg (defaulted, then validated: each refusal
-// a *contract.ConfigError). Open the kit with its Channel, then Run it.
+// a *contract.ConfigError). Open the kit with it, then run the kit.
 func New(cfg Config, log zerolog.Logger) (*Slack, error) {
 	cfg = cfg.Default()
 	if err := cfg.Validate(); err != nil {
@@ -61,30 +59,20 @@ func New(cfg Config, log zerolog.Logger) (*Slack, error) {
 		opts = append(opts, api.OptionAppLevelToken(cfg.AppToken))
 	}
 	client := api.New(cfg.BotToken, opts...)
-	s := &Slack{cfg: cfg, client: client, log: log, seen: newRecent(4096), places: kit.NewPlaces()}
-	s.sender = &Sender{client: client, log: log, places: s.places, media: s.media}
+	s := &Slack{cfg: cfg, client: client, log: log, seen: newRecent(4096), places: channel.NewPlaces()}
+	s.Sender = &Sender{client: client, log: log, places: s.places}
 	return s, nil
 }
 
-// Channel is the channel as the kit runs it: its name, Rules, Sender
-// (an egress.Finder too), the Slack user ids allowed, and Fetch for the
-// files people send.
-func (s *Slack) Channel() kit.Channel {
-	return kit.Channel{Name: Channel, Rules: Rules(), Sender: s.sender, Allowed: s.Allowed(), Fetch: s.Fetch}
-}
+var (
+	_ channel.Channel = (*Slack)(nil)
+	_ channel.Finder  = (*Slack)(nil)
+	_ channel.Fetcher = (*Slack)(nil)
+	_ channel.Router  = (*Slack)(nil)
+)
 
-// media reads a reply's image or file through the kit (ErrNotRunning
-// before Run).
-func (s *Slack) media(ctx context.Context, ref string) (kit.Attachment, error) {
-	k := s.kit.Load()
-	if k == nil {
-		return kit.Attachment{}, ErrNotRunning
-	}
-	return (*k).Media(ctx, ref)
-}
-
-// Sender delivers messages to Slack (an egress.Sender and egress.Finder).
-func (s *Slack) Sender() *Sender { return s.sender }
+// Name is the channel's: slack.
+func (s *Slack) Name() string { return Channel }
 
 // Allowed are the Slack user ids allowed by the configuration.
 func (s *Slack) Allowed() []string { return append([]string(nil), s.cfg.Allowed...) }
@@ -97,8 +85,11 @@ func (s *Slack) Allowed() []string { return append([]string(nil), s.cfg.Allowed.
 //     files.completeUploadExternal), each at most 50 MB;
 //   - progress edited in one status message (chat.update), so it may come
 //     every 3 s, within chat.update's tier 3 (50 a minute).
-func Rules() egress.Rules {
-	return egress.Rules{BodyLimit: BodyLimit, MaxMedia: 10, MaxImageBytes: 50 << 20, MaxFileBytes: 50 << 20,
+func (s *Slack) Rules() channel.Rules { return Rules() }
+
+// Rules are Slack's limits (see Slack.Rules).
+func Rules() channel.Rules {
+	return channel.Rules{BodyLimit: BodyLimit, MaxMedia: 10, MaxImageBytes: 50 << 20, MaxFileBytes: 50 << 20,
 		ProgressEvery: 3 * time.Second}
 }
 
@@ -106,32 +97,30 @@ func Rules() egress.Rules {
 // section's.
 const BodyLimit = 3000
 
-// Run runs the channel with k, the kit opened with its Channel, until
-// ctx ends: it checks the bot token (auth.test) and learns the bot's user
-// id, then delivers textslash's messages (k.Run) and takes Slack's events:
-// in Socket Mode over a connection it keeps open; with the Events API,
-// Handler takes them. An error is returned only for what retrying cannot
-// mend (a token Slack refuses) or the kit's.
-func (s *Slack) Run(ctx context.Context, k kit.Host) error {
+// Run runs the channel's inbound side with h until ctx ends: it checks
+// the bot token (auth.test) and learns the bot's user id, then takes
+// Slack's events: in Socket Mode over a connection it keeps open; with
+// the Events API, Routes take them. An error is returned only for what
+// retrying cannot mend (a token Slack refuses).
+func (s *Slack) Run(ctx context.Context, h channel.Host) error {
 	who, err := s.client.AuthTestContext(ctx)
 	if err != nil {
 		return fmt.Errorf("slack: auth.test with SLACK_BOT_TOKEN: %w", err)
 	}
 	s.botUser.Store(&who.UserID)
-	s.kit.Store(&k)
+	s.host.Store(&h)
 	s.log.Info().Str("team", who.TeamID).Str("bot_user", who.UserID).Bool("socket_mode", s.cfg.SocketMode()).Msg("slack bot ready")
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return k.Run(ctx) })
-	if s.cfg.SocketMode() {
-		g.Go(func() error { return s.runSocket(ctx) })
+	if !s.cfg.SocketMode() {
+		<-ctx.Done()
+		return nil
 	}
-	return g.Wait()
+	return s.runSocket(ctx)
 }
 
 // Fetch downloads a file a person sent (a contract.Media URL this package
 // published) with the bot token: its bytes and Content-Type;
-// ErrNotSlackFile (a kit.ErrNotMine) for any other URL, ErrTooLarge (a
-// kit.ErrTooLarge) over MaxFetchBytes.
+// ErrNotSlackFile (a channel.ErrNotMine) for any other URL, ErrTooLarge (a
+// channel.ErrTooLarge) over MaxFetchBytes.
 func (s *Slack) Fetch(ctx context.Context, url string) ([]byte, string, error) {
 	return fetch(ctx, s.cfg, url)
 }

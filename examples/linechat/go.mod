@@ -28,6 +28,7 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
+	github.com/textslash/textslash/channel v0.0.0
 	github.com/textslash/textslash/ingress v0.0.0 // indirect
 	github.com/textslash/textslash/notion v0.0.0 // indirect
 	github.com/twilio/twilio-go v1.31.0 // indirect
@@ -49,3 +50,5 @@ replace (
 	github.com/textslash/textslash/telegramtest => ../../telegramtest
 	github.com/textslash/textslash/twiliotest => ../../twiliotest
 )
+
+replace github.com/textslash/textslash/channel => ../../channel

@@ -1,9 +1,10 @@
-// Command linechat is a textslash channel written with the kit from the
-// README and channels.md alone: people's messages come in as HTTP posts
-// of one JSON line each, and textslash's messages go out as JSON posts to
-// a provider (LINECHAT_PROVIDER), which can also be asked whether a
-// message reached it (so a crash between a send and its record sends
-// nothing twice) and serves the files people attach.
+// Command linechat is a textslash channel written on the channel port and
+// run with the kit, from the README and channels.md alone: people's
+// messages come in as HTTP posts of one JSON line each, and textslash's
+// messages go out as JSON posts to a provider (LINECHAT_PROVIDER), which
+// can also be asked whether a message reached it (so a crash between a
+// send and its record sends nothing twice) and serves the files people
+// attach.
 package main
 
 import (
@@ -11,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -24,8 +24,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/textslash/textslash/channel"
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/kit"
 )
 
@@ -40,18 +40,18 @@ type line struct {
 	Choices []string `json:"choices,omitempty"` // out: buttons; a press is the person's next message
 }
 
-type provider struct {
-	base string
-	k    *kit.Kit
-}
+// provider is the channel: a channel.Channel, Finder and Fetcher.
+type provider struct{ base, listen string }
 
-func (p *provider) Send(ctx context.Context, u contract.User, m egress.Message) (string, error) {
+func (*provider) Name() string         { return "linechat" }
+func (*provider) Allowed() []string    { return strings.Split(os.Getenv("LINECHAT_ALLOWED"), ",") }
+func (*provider) Rules() channel.Rules { return rules }
+
+var rules = channel.Rules{BodyLimit: 500, ProgressEvery: time.Second}
+
+func (p *provider) Send(ctx context.Context, u contract.User, m channel.Message) (string, error) {
 	out := line{User: u.ID, Text: m.Body, Choices: m.Choices}
-	for _, ref := range m.Media {
-		a, err := p.k.Media(ctx, ref)
-		if err != nil {
-			return "", &egress.SendError{Err: err, Permanent: errors.Is(err, kit.ErrNotStored)}
-		}
+	for _, a := range m.Attachments {
 		out.Files, out.Types = append(out.Files, a.Data), append(out.Types, a.ContentType)
 	}
 	body, _ := json.Marshal(out)
@@ -62,8 +62,8 @@ func (p *provider) Send(ctx context.Context, u contract.User, m egress.Message) 
 	return sent.ID, nil
 }
 
-// Find makes the provider an egress.Finder: a message like m to u since then.
-func (p *provider) Find(ctx context.Context, u contract.User, m egress.Message, since time.Time) (string, error) {
+// Find makes the provider a channel.Finder: a message like m to u since then.
+func (p *provider) Find(ctx context.Context, u contract.User, m channel.Message, since time.Time) (string, error) {
 	q := url.Values{"user": {u.ID}, "text": {m.Body}, "since": {since.UTC().Format(time.RFC3339Nano)}}
 	var found struct{ ID string }
 	err := p.call(ctx, http.MethodGet, "/find?"+q.Encode(), nil, &found)
@@ -78,21 +78,21 @@ func (p *provider) call(ctx context.Context, method, path string, body []byte, v
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return &egress.SendError{Err: err}
+		return &channel.SendError{Err: err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-		return &egress.SendError{Err: errors.New(resp.Status), Status: resp.StatusCode,
+		return &channel.SendError{Err: errors.New(resp.Status), Status: resp.StatusCode,
 			Permanent: resp.StatusCode < 500 && resp.StatusCode != 429, RetryAfter: time.Duration(wait) * time.Second}
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
 }
 
-// fetch downloads an attachment a person sent: only the provider's own.
-func (p *provider) fetch(ctx context.Context, u string) ([]byte, string, error) {
+// Fetch downloads an attachment a person sent: only the provider's own.
+func (p *provider) Fetch(ctx context.Context, u string) ([]byte, string, error) {
 	if !strings.HasPrefix(u, p.base+"/files/") {
-		return nil, "", kit.ErrNotMine
+		return nil, "", channel.ErrNotMine
 	}
 	var data []byte
 	err := p.call(ctx, http.MethodGet, strings.TrimPrefix(u, p.base), nil, &data)
@@ -101,38 +101,38 @@ func (p *provider) fetch(ctx context.Context, u string) ([]byte, string, error) 
 
 func main() {
 	log := zerolog.New(os.Stderr).With().Timestamp().Logger()
-	if err := run(log); err != nil {
-		log.Fatal().Err(err).Msg("linechat")
-	}
-}
-
-func run(log zerolog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	user := os.Getenv("NATS_USER")
 	nc, err := nats.Connect(os.Getenv("NATS_URL"), nats.UserInfo(user, os.Getenv("NATS_PASSWORD")), nats.CustomInboxPrefix("_INBOX_"+user))
 	if err != nil {
-		return err
+		log.Fatal().Err(err).Msg("linechat: NATS")
 	}
-	defer nc.Drain()
-	p := &provider{base: os.Getenv("LINECHAT_PROVIDER")}
-	ch := kit.Channel{Name: "linechat", Sender: p, Fetch: p.fetch, Allowed: strings.Split(os.Getenv("LINECHAT_ALLOWED"), ","),
-		Rules: egress.Rules{BodyLimit: 500, MaxMedia: 1, ProgressEvery: time.Second}}
-	if p.k, err = kit.Open(ctx, nc, ch, log); err != nil {
-		return err
+	k, err := kit.Open(ctx, nc, &provider{base: os.Getenv("LINECHAT_PROVIDER"), listen: os.Getenv("LINECHAT_LISTEN")}, log)
+	if err == nil {
+		err = k.Run(ctx)
 	}
-	http.HandleFunc("POST /message", func(w http.ResponseWriter, r *http.Request) {
+	_ = nc.Drain()
+	if err != nil {
+		log.Fatal().Err(err).Msg("linechat")
+	}
+}
+
+// Run takes people's messages over HTTP and publishes them with h.
+func (p *provider) Run(ctx context.Context, h channel.Host) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /message", func(w http.ResponseWriter, r *http.Request) {
 		var in line
 		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		msg := contract.Inbound{ID: in.ID, User: contract.User{Channel: ch.Name, ID: in.User}, Text: in.Text}
+		msg := contract.Inbound{ID: in.ID, User: contract.User{Channel: p.Name(), ID: in.User}, Text: in.Text}
 		for _, m := range in.Media {
 			msg.Media = append(msg.Media, contract.Media{URL: m})
 		}
-		switch err := p.k.Publish(r.Context(), msg); {
-		case errors.Is(err, kit.ErrNotAllowed):
+		switch err := h.Publish(r.Context(), msg); {
+		case errors.Is(err, channel.ErrNotAllowed):
 			http.Error(w, "not allowed", http.StatusForbidden)
 		case errors.Is(err, contract.ErrInvalidPayload), errors.Is(err, contract.ErrInvalidUser):
 			http.Error(w, err.Error(), http.StatusBadRequest) // no id, a bad user: retrying cannot help
@@ -140,8 +140,10 @@ func run(log zerolog.Logger) error {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable) // the provider retries
 		}
 	})
-	srv := &http.Server{Addr: os.Getenv("LINECHAT_LISTEN")}
-	go func() { <-ctx.Done(); _ = srv.Shutdown(context.Background()) }()
-	go func() { fmt.Fprintln(os.Stderr, srv.ListenAndServe()) }()
-	return p.k.Run(ctx)
+	srv := &http.Server{Addr: p.listen, Handler: mux}
+	context.AfterFunc(ctx, func() { _ = srv.Shutdown(context.Background()) })
+	if err := srv.ListenAndServe(); err != http.ErrServerClosed {
+		return err
+	}
+	return nil
 }

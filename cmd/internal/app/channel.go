@@ -117,16 +117,16 @@ func runChannel(ctx context.Context, name string, cfg config, log zerolog.Logger
 	if err := waitStreams(ctx, js, channelStreams(name), log); err != nil {
 		return err
 	}
-	o, err := plugins[name].open(&cfg, log)
+	ch, err := plugins[name].open(&cfg, log)
 	if err != nil {
 		return explain(err)
 	}
-	k, err := kit.Open(ctx, nc, o.channel, log)
+	k, err := kit.Open(ctx, nc, ch, log)
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
-	for route, h := range o.routes {
+	for route, h := range routes(ch) {
 		mux.Handle(route, h)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
@@ -142,7 +142,7 @@ func runChannel(ctx context.Context, name string, cfg config, log zerolog.Logger
 	if err != nil {
 		return err
 	}
-	g.Go(func() error { return o.run(ctx, k) })
+	g.Go(func() error { return k.Run(ctx) })
 	log.Info().Str("channel", name).Str("addr", ln.Addr().String()).Str("nats", nc.ConnectedUrlRedacted()).Msg("channel ready")
 	return g.Wait()
 }

@@ -12,11 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/alecthomas/kong"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
-	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/runner"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/voice"
@@ -203,7 +204,7 @@ func defaults() kong.Vars {
 	return kong.Vars{
 		"media_ttl": flagDuration(contract.MediaTTL), "media_keep": strconv.Itoa(contract.MediaKeep),
 		"approval_timeout": flagDuration(contract.ApprovalTimeout), "permission_timeout": flagDuration(contract.PermissionTimeout),
-		"progress_every": flagDuration(egress.DefaultProgressEvery),
+		"progress_every": flagDuration(channel.DefaultProgressEvery),
 		"timeout":        flagDuration(runner.DefaultTimeout),
 		"home_idle":      flagDuration(sandbox.DefaultHomeIdle),
 		"voice_max":      flagDuration(runner.DefaultVoiceMax),

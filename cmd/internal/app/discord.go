@@ -2,6 +2,7 @@ package app
 
 import (
 	"github.com/rs/zerolog"
+	"github.com/textslash/textslash/channel"
 
 	"github.com/textslash/textslash/discord"
 )
@@ -20,12 +21,8 @@ type discordConfig struct {
 var discordPlugin = plugin{
 	on:    func(c *config) bool { return c.Discord.BotToken != "" },
 	token: "DISCORD_BOT_TOKEN",
-	open: func(c *config, log zerolog.Logger) (opened, error) {
-		d, err := discord.New(c.discordChannel(), log)
-		if err != nil {
-			return opened{}, err
-		}
-		return opened{channel: d.Channel(), run: d.Run}, nil
+	open: func(c *config, log zerolog.Logger) (channel.Channel, error) {
+		return discord.New(c.discordChannel(), log)
 	},
 }
 

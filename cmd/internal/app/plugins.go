@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/textslash/textslash/channel"
+
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/discord"
@@ -32,19 +34,15 @@ type plugin struct {
 	// network: a refused setting is a *contract.ConfigError of the
 	// channel's service (the channel's name), which explain names by its
 	// variable.
-	open func(*config, zerolog.Logger) (opened, error)
+	open func(*config, zerolog.Logger) (channel.Channel, error)
 }
 
-// opened is a plug-in channel made, ready for the kit.
-type opened struct {
-	// channel is what kit.Open takes.
-	channel kit.Channel
-	// run runs the channel with its kit until ctx ends: its inbound side
-	// and the kit's own Run (delivery, media fetches). Every plug-in's Run
-	// has this shape.
-	run func(ctx context.Context, k kit.Host) error
-	// routes are what it serves over HTTP (the Events API's), if any.
-	routes map[string]http.Handler
+// routes are what ch serves over HTTP (the Events API's), if any.
+func routes(ch channel.Channel) map[string]http.Handler {
+	if r, ok := ch.(channel.Router); ok {
+		return r.Routes()
+	}
+	return nil
 }
 
 // plugins are the plug-in channels, by name (their subject token).
@@ -87,13 +85,13 @@ func (c *config) validatePlugins() error {
 // with the kit over env's NATS: opened now (the streams are there), run
 // with the process.
 func pluginPart(ctx context.Context, name string, cfg *config, env partEnv) (part, error) {
-	o, err := plugins[name].open(cfg, env.log)
+	ch, err := plugins[name].open(cfg, env.log)
 	if err != nil {
 		return part{}, explain(err)
 	}
-	k, err := kit.Open(ctx, env.js.Conn(), o.channel, env.log)
+	k, err := kit.Open(ctx, env.js.Conn(), ch, env.log)
 	if err != nil {
 		return part{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return part{run: func(ctx context.Context) error { return o.run(ctx, k) }, routes: o.routes}, nil
+	return part{run: k.Run, routes: routes(ch)}, nil
 }

@@ -1,7 +1,7 @@
 package app
 
 import (
-	"net/http"
+	"github.com/textslash/textslash/channel"
 
 	"github.com/rs/zerolog"
 
@@ -22,16 +22,8 @@ type slackConfig struct {
 var slackPlugin = plugin{
 	on:    func(c *config) bool { return c.Slack.BotToken != "" },
 	token: "SLACK_BOT_TOKEN",
-	open: func(c *config, log zerolog.Logger) (opened, error) {
-		s, err := slack.New(c.slackChannel(), log)
-		if err != nil {
-			return opened{}, err
-		}
-		o := opened{channel: s.Channel(), run: s.Run}
-		if h := s.Handler(); h != nil {
-			o.routes = map[string]http.Handler{"POST " + slack.EventsPath: h}
-		}
-		return o, nil
+	open: func(c *config, log zerolog.Logger) (channel.Channel, error) {
+		return slack.New(c.slackChannel(), log)
 	},
 }
 

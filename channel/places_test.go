@@ -1,17 +1,17 @@
-package kit_test
+package channel_test
 
 import (
 	"context"
 	"errors"
 	"testing"
 
-	"github.com/textslash/textslash/kit"
+	"github.com/textslash/textslash/channel"
 )
 
 // A person is answered where their job came from, else where they last
 // wrote, else in their direct conversation, opened once.
 func TestPlacesConversation(t *testing.T) {
-	p, ctx := kit.NewPlaces(), t.Context()
+	p, ctx := channel.NewPlaces(), t.Context()
 	opened := 0
 	open := func(context.Context) (string, error) { opened++; return "D1", nil }
 	for _, c := range []struct{ from, wrote, want string }{
@@ -35,14 +35,14 @@ func TestPlacesConversation(t *testing.T) {
 // A job's progress is one message: posted, then edited, not sent again
 // for the same line, posted anew when gone; another job posts its own.
 func TestPlacesProgress(t *testing.T) {
-	p, ctx := kit.NewPlaces(), t.Context()
+	p, ctx := channel.NewPlaces(), t.Context()
 	var posts, edits int
 	gone := false
 	post := func(context.Context) (string, error) { posts++; return "m" + string(rune('0'+posts)), nil }
 	edit := func(context.Context, string) error {
 		edits++
 		if gone {
-			return kit.ErrGone
+			return channel.ErrGone
 		}
 		return nil
 	}

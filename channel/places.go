@@ -1,14 +1,10 @@
-package kit
+package channel
 
 import (
 	"context"
 	"errors"
 	"sync"
 )
-
-// ErrGone is what a Places edit returns for a message the provider no
-// longer has (deleted, or too old to edit): it is posted anew.
-var ErrGone = errors.New("kit: the message is gone")
 
 // Places is the delivery state every chat channel keeps: where each
 // person is answered, and each conversation's progress message, edited in

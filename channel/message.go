@@ -1,26 +1,25 @@
-package egress
+package channel
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	"github.com/textslash/textslash/contract"
 )
 
-// A Sender delivers messages to the people of one channel (Twilio's
-// WhatsApp and SMS today).
-type Sender interface {
-	// Send delivers one message and returns the provider's id for it.
-	// Failures are *SendError.
-	Send(ctx context.Context, u contract.User, m Message) (string, error)
-}
-
-// Message is one message as a channel sends it: text and image URLs
-// (and file URLs, contract.MediaPath's /files/ links).
+// Message is one message as a channel sends it: text and its images and
+// files, as links (Media) or, for a channel that uploads them, as bytes
+// (Attachments).
 type Message struct {
-	Body  string
+	Body string
+	// Media are the links to the message's images and files: the media
+	// service's URLs (contract.MediaPath's, /files/ for a file) on a
+	// channel whose provider downloads them, the runtime's stored:<id>
+	// references on one that uploads them.
 	Media []string
+	// Attachments are Media's bytes, read by the runtime before Send on a
+	// channel that uploads them (a plug-in channel), in Media's order.
+	Attachments []Attachment `json:"-"`
 	// Document: Media is one file, to be sent as a document (on channels
 	// whose Rules keep DocumentsApart).
 	Document bool `json:",omitempty"`
@@ -42,33 +41,15 @@ type Message struct {
 	Links []contract.Link `json:",omitempty"`
 	// Template, when set, is sent instead of Body and Media: an approved
 	// template by the provider's id (Twilio's Content SID), which may go
-	// out when free-form messages may not (window.go).
+	// out when free-form messages may not.
 	Template string
 }
 
-// Finder is a Sender that can tell whether a message reached the provider:
-// after a crash between a send and its record, egress asks it rather than
-// sending again. Without one, such a message may go out twice.
-type Finder interface {
-	// Find returns the provider's id of a message like m to u created
-	// since then, or "" when there is none.
-	Find(ctx context.Context, u contract.User, m Message, since time.Time) (id string, err error)
-}
-
-// explainer is a Sender that can tell an operator what its provider's
-// error codes mean (Twilio's: twilio.go).
-type explainer interface {
-	// Explain is the hint for code; "" when there is none.
-	Explain(code int) string
-}
-
-// explain is what s tells of its provider's error code; "" when s is no
-// explainer or knows nothing of code.
-func explain(s Sender, code int) string {
-	if e, ok := s.(explainer); ok {
-		return e.Explain(code)
-	}
-	return ""
+// Attachment is an image or file of a reply, as bytes.
+type Attachment struct {
+	Data        []byte
+	ContentType string // image/jpeg or image/png for an image (contract.IsImage)
+	Name        string // a file's name; an image's is made up: image.<ext>
 }
 
 // SendError is a failed send.
