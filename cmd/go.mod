@@ -18,7 +18,7 @@ require (
 	github.com/textslash/textslash/media v0.0.0
 	github.com/textslash/textslash/natstest v0.0.0
 	github.com/textslash/textslash/runner v0.0.0
-	github.com/textslash/textslash/slack v0.0.0-00010101000000-000000000000
+	github.com/textslash/textslash/channels v0.0.0
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/crypto v0.58.0
 	golang.org/x/sync v0.24.0
@@ -55,7 +55,6 @@ require (
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/textslash/textslash/channel v0.0.0
-	github.com/textslash/textslash/discord v0.0.0
 	github.com/textslash/textslash/notion v0.0.0
 	github.com/textslash/textslash/notiontest v0.0.0
 	github.com/textslash/textslash/telegramtest v0.0.0
@@ -91,8 +90,7 @@ replace github.com/textslash/textslash/notiontest => ../notiontest
 
 replace github.com/textslash/textslash/kit => ../kit
 
-replace github.com/textslash/textslash/slack => ../slack
+replace github.com/textslash/textslash/channels => ../channels
 
-replace github.com/textslash/textslash/discord => ../discord
 
 replace github.com/textslash/textslash/channel => ../channel

@@ -19,7 +19,7 @@ import (
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
-	"github.com/textslash/textslash/slack/slacktest"
+	"github.com/textslash/textslash/channels/slack/slacktest"
 )
 
 // composeFile is the part of compose.yaml the test checks.

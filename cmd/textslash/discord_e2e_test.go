@@ -18,7 +18,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
-	"github.com/textslash/textslash/discord/discordtest"
+	"github.com/textslash/textslash/channels/discord/discordtest"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
 )

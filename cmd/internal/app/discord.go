@@ -4,7 +4,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/textslash/textslash/channel"
 
-	"github.com/textslash/textslash/discord"
+	"github.com/textslash/textslash/channels/discord"
 )
 
 // discordConfig is the Discord channel's settings (discord.Config, which

@@ -12,9 +12,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/textslash/textslash/discord"
+	"github.com/textslash/textslash/channels/discord"
 	"github.com/textslash/textslash/kit"
-	"github.com/textslash/textslash/slack"
+	"github.com/textslash/textslash/channels/slack"
 )
 
 // A plug-in channel is a channel built with the kit (kit/, channels.md):

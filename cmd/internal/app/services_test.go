@@ -10,7 +10,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/configtest"
-	"github.com/textslash/textslash/discord"
+	"github.com/textslash/textslash/channels/discord"
 	"github.com/textslash/textslash/dispatcher"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/ingress"
@@ -18,7 +18,7 @@ import (
 	"github.com/textslash/textslash/notion"
 	"github.com/textslash/textslash/runner"
 	"github.com/textslash/textslash/runner/sandbox"
-	"github.com/textslash/textslash/slack"
+	"github.com/textslash/textslash/channels/slack"
 )
 
 // A variable's sets tag names fields of the services' Configs: a field

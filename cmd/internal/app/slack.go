@@ -5,7 +5,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/textslash/textslash/slack"
+	"github.com/textslash/textslash/channels/slack"
 )
 
 // slackConfig is the Slack channel's settings (slack.Config, which checks

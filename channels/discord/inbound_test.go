@@ -14,8 +14,8 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
-	"github.com/textslash/textslash/discord"
-	"github.com/textslash/textslash/discord/discordtest"
+	"github.com/textslash/textslash/channels/discord"
+	"github.com/textslash/textslash/channels/discord/discordtest"
 	"github.com/textslash/textslash/kit"
 	"github.com/textslash/textslash/natstest"
 )

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/discord"
-	"github.com/textslash/textslash/discord/discordtest"
+	"github.com/textslash/textslash/channels/discord"
+	"github.com/textslash/textslash/channels/discord/discordtest"
 )
 
 func TestConfigValidate(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 	"github.com/textslash/textslash/channel"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/slack"
-	"github.com/textslash/textslash/slack/slacktest"
+	"github.com/textslash/textslash/channels/slack"
+	"github.com/textslash/textslash/channels/slack/slacktest"
 )
 
 var (

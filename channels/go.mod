@@ -1,30 +1,17 @@
-module github.com/textslash/textslash/discord
+module github.com/textslash/textslash/channels
 
 go 1.26.0
 
-replace github.com/textslash/textslash/contract => ../contract
-
-replace github.com/textslash/textslash/egress => ../egress
-
-replace github.com/textslash/textslash/natstest => ../natstest
-
-replace github.com/textslash/textslash/twiliotest => ../twiliotest
-
-replace github.com/textslash/textslash/telegramtest => ../telegramtest
-
-replace github.com/textslash/textslash/notion => ../notion
-
-replace github.com/textslash/textslash/notiontest => ../notiontest
-
 require (
 	github.com/bwmarrin/discordgo v0.29.0
-	github.com/gorilla/websocket v1.4.2
+	github.com/gorilla/websocket v1.5.3
 	github.com/rs/zerolog v1.35.1
+	github.com/slack-go/slack v0.35.0
+	github.com/textslash/textslash/channel v0.0.0
 	github.com/textslash/textslash/contract v0.0.0
+	github.com/textslash/textslash/kit v0.0.0
 	github.com/textslash/textslash/natstest v0.0.0
 )
-
-require github.com/textslash/textslash/egress v0.0.0 // indirect
 
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
@@ -50,10 +37,6 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
-	github.com/textslash/textslash/channel v0.0.0
-	github.com/textslash/textslash/ingress v0.0.0 // indirect
-	github.com/textslash/textslash/kit v0.0.0
-	github.com/textslash/textslash/notion v0.0.0 // indirect
 	github.com/twilio/twilio-go v1.31.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
@@ -62,8 +45,22 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-replace github.com/textslash/textslash/kit => ../kit
+replace github.com/textslash/textslash/channel => ../channel
+
+replace github.com/textslash/textslash/contract => ../contract
+
+replace github.com/textslash/textslash/egress => ../egress
 
 replace github.com/textslash/textslash/ingress => ../ingress
 
-replace github.com/textslash/textslash/channel => ../channel
+replace github.com/textslash/textslash/kit => ../kit
+
+replace github.com/textslash/textslash/natstest => ../natstest
+
+replace github.com/textslash/textslash/notion => ../notion
+
+replace github.com/textslash/textslash/notiontest => ../notiontest
+
+replace github.com/textslash/textslash/telegramtest => ../telegramtest
+
+replace github.com/textslash/textslash/twiliotest => ../twiliotest

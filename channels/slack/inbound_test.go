@@ -14,8 +14,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/slack"
-	"github.com/textslash/textslash/slack/slacktest"
+	"github.com/textslash/textslash/channels/slack"
+	"github.com/textslash/textslash/channels/slack/slacktest"
 )
 
 // published is the channel's Host as the channel sees it: it records

@@ -13,8 +13,8 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/pages"
-	"github.com/textslash/textslash/discord"
-	"github.com/textslash/textslash/discord/discordtest"
+	"github.com/textslash/textslash/channels/discord"
+	"github.com/textslash/textslash/channels/discord/discordtest"
 )
 
 const createRoute = "POST /channels/{channel}/messages"
