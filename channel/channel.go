@@ -90,9 +90,10 @@ type Fetcher interface {
 
 // Router is a Channel that takes requests over HTTP (a provider's
 // webhooks): Routes are its patterns ("POST /slack/events") and their
-// handlers, served by the process that runs it; nil when it needs none.
+// handlers, which publish with h (the Host Run is given), served by the
+// process that runs it; nil when it needs none.
 type Router interface {
-	Routes() map[string]http.Handler
+	Routes(h Host) map[string]http.Handler
 }
 
 // Retrier is a Channel whose failed sends are tried within bounds of its
@@ -115,4 +116,14 @@ func Explain(s Sender, code int) string {
 		return e.Explain(code)
 	}
 	return ""
+}
+
+// Linker is a Channel whose provider downloads a reply's images and files
+// by link (a built-in channel: Twilio, Telegram): Message.Media holds the
+// media service's signed links under MediaBase, the base URL the media
+// service is reached at (from the provider, or from the channel, which
+// then reads them itself to upload them). A channel that is no Linker is
+// handed the files' bytes, in Message.Attachments.
+type Linker interface {
+	MediaBase() string
 }

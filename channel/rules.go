@@ -70,19 +70,19 @@ func (r Rules) WithDefaults(d Rules) Rules {
 	return r
 }
 
-// Validate refuses the rules (defaulted) that are wrong; path is theirs
-// in Config ("Twilio.WhatsApp").
-func (r Rules) Validate(path string) []error {
+// Validate refuses the rules (defaulted) that are wrong, as settings of
+// service; path is theirs in its Config ("Twilio.WhatsApp").
+func (r Rules) Validate(service, path string) []error {
 	var errs []error
 	if r.BodyLimit < 1 {
-		errs = append(errs, bad(path+".BodyLimit", r.BodyLimit, "must be at least 1"))
+		errs = append(errs, bad(service, path+".BodyLimit", r.BodyLimit, "must be at least 1"))
 	}
 	if r.MaxMedia < 1 {
-		errs = append(errs, bad(path+".MaxMedia", r.MaxMedia, "must be at least 1"))
+		errs = append(errs, bad(service, path+".MaxMedia", r.MaxMedia, "must be at least 1"))
 	}
-	return append(errs, notNegative(path+".MaxImageBytes", r.MaxImageBytes), notNegative(path+".MaxFileBytes", r.MaxFileBytes),
-		notNegative(path+".CaptionLimit", r.CaptionLimit), notNegative(path+".TruncateAt", r.TruncateAt),
-		notNegative(path+".ProgressEvery", r.ProgressEvery))
+	return append(errs, notNegative(service, path+".MaxImageBytes", r.MaxImageBytes), notNegative(service, path+".MaxFileBytes", r.MaxFileBytes),
+		notNegative(service, path+".CaptionLimit", r.CaptionLimit), notNegative(service, path+".TruncateAt", r.TruncateAt),
+		notNegative(service, path+".ProgressEvery", r.ProgressEvery))
 }
 
 // DefaultProgressEvery is the least time between two progress messages to
@@ -115,10 +115,10 @@ func (r Retry) WithDefaults() Retry {
 	return r
 }
 
-// Validate refuses the bounds (defaulted) that are wrong; path is r's
-// in Config ("Twilio.Retry").
-func (r Retry) Validate(path string) []error {
-	return []error{notNegative(path+".Attempts", r.Attempts), notNegative(path+".Base", r.Base), notNegative(path+".Max", r.Max)}
+// Validate refuses the bounds (defaulted) that are wrong, as settings of
+// service; path is r's in its Config ("Twilio.Retry").
+func (r Retry) Validate(service, path string) []error {
+	return []error{notNegative(service, path+".Attempts", r.Attempts), notNegative(service, path+".Base", r.Base), notNegative(service, path+".Max", r.Max)}
 }
 
 // Delay before try n+1: exponential with full jitter in its upper half.
@@ -130,17 +130,16 @@ func (r Retry) Delay(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// bad is the refusal of setting (its field path in egress's Config, or
-// in a plug-in channel's); value is nil for secrets and for settings left
-// empty. Rules and retries are egress's settings: it applies them.
-func bad(setting string, value any, reason string) *contract.ConfigError {
-	return contract.BadSetting("egress", setting, value, reason)
+// bad is service's refusal of setting (its field path in service's
+// Config); value is nil for secrets and for settings left empty.
+func bad(service, setting string, value any, reason string) *contract.ConfigError {
+	return contract.BadSetting(service, setting, value, reason)
 }
 
 // notNegative refuses a setting below zero (zero takes its default).
-func notNegative[T int | time.Duration](setting string, v T) error {
+func notNegative[T int | time.Duration](service, setting string, v T) error {
 	if v < 0 {
-		return bad(setting, v, "must not be negative")
+		return bad(service, setting, v, "must not be negative")
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rs/zerolog v1.35.1
+	github.com/textslash/textslash/channels v0.0.0
 	github.com/textslash/textslash/contract v0.0.0
 	github.com/textslash/textslash/dispatcher v0.0.0
 	github.com/textslash/textslash/egress v0.0.0
@@ -18,7 +19,6 @@ require (
 	github.com/textslash/textslash/media v0.0.0
 	github.com/textslash/textslash/natstest v0.0.0
 	github.com/textslash/textslash/runner v0.0.0
-	github.com/textslash/textslash/channels v0.0.0
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/crypto v0.58.0
 	golang.org/x/sync v0.24.0
@@ -91,6 +91,5 @@ replace github.com/textslash/textslash/notiontest => ../notiontest
 replace github.com/textslash/textslash/kit => ../kit
 
 replace github.com/textslash/textslash/channels => ../channels
-
 
 replace github.com/textslash/textslash/channel => ../channel

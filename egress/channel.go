@@ -56,7 +56,7 @@ func NewPusher(js jetstream.JetStream, allow *access.Allowlist, retry channel.Re
 		return nil, errors.New("egress: no JetStream or no allowlist")
 	}
 	retry = retry.WithDefaults()
-	errs := retry.Validate("Retry")
+	errs := retry.Validate("egress", "Retry")
 	p := &pusher{js: js, log: log, retry: retry, channels: map[string]outlet{}, allow: allow, typing: typing{log: log}}
 	for _, ch := range chs {
 		path := "Channel[" + ch.Name + "]"
@@ -70,7 +70,7 @@ func NewPusher(js jetstream.JetStream, allow *access.Allowlist, retry channel.Re
 			errs = append(errs, bad(path+".MediaURL", nil, "required"))
 		}
 		ch.Rules = ch.Rules.WithDefaults(channel.PluginRules)
-		errs = append(errs, ch.Rules.Validate(path+".Rules")...)
+		errs = append(errs, ch.Rules.Validate("egress", path+".Rules")...)
 		p.channels[ch.Name] = outlet{rules: ch.Rules, sender: ch.Sender, mediaURL: ch.MediaURL, attach: ch.Attach}
 	}
 	for _, ch := range chs {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/textslash/textslash/channel"
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/egress/notionmirror"
 )
@@ -21,8 +22,10 @@ type Config struct {
 	KeepAlive time.Duration
 	// Twilio, when set, delivers to WhatsApp and SMS users.
 	Twilio *Twilio
-	// Telegram, when set, delivers to Telegram users.
-	Telegram *Telegram
+	// Channels are the channels on the port egress delivers to besides
+	// Twilio's (Telegram's), each a channel.Linker: their messages carry
+	// the media service's signed links under its MediaBase.
+	Channels []channel.Channel
 	// Notion, when set, mirrors Notion tasks' runs onto their pages.
 	Notion *notionmirror.Config
 	// Signer signs the image links egress hands out (media checks them).
@@ -45,10 +48,6 @@ func (c Config) Default() Config {
 		t := c.Twilio.withDefaults()
 		c.Twilio = &t
 	}
-	if c.Telegram != nil {
-		t := c.Telegram.withDefaults()
-		c.Telegram = &t
-	}
 	if c.Notion != nil {
 		n := notionDefaults(*c.Notion)
 		c.Notion = &n
@@ -67,9 +66,6 @@ func (c Config) Validate() error {
 	}
 	if c.Twilio != nil {
 		errs = append(errs, c.Twilio.validate())
-	}
-	if c.Telegram != nil {
-		errs = append(errs, c.Telegram.validate())
 	}
 	if c.Notion != nil {
 		errs = append(errs, validateNotion(*c.Notion))

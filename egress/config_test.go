@@ -26,7 +26,6 @@ func goodConfig() egress.Config {
 	return egress.Config{
 		Twilio: &egress.Twilio{AccountSID: goodSID, AuthToken: goodToken, From: from,
 			PublicURL: "https://pub.example.com", Allowed: []string{"+15551230001"}},
-		Telegram: &egress.Telegram{BotToken: "123456:token", Allowed: []string{"4242"}, PublicURL: "https://pub.example.com"},
 		Notion: &notionmirror.Config{Client: &notion.Client{Token: "ntn_x"}, Database: "db", StatusProperty: "Status",
 			InProgress: "In progress", Done: "Done", Failed: "Failed", MediaURL: "http://127.0.0.1:8080"},
 	}
@@ -55,13 +54,6 @@ var badConfigs = []struct {
 	{"twilio sms progress negative", func(c *egress.Config) { c.Twilio.SMS.ProgressEvery = -time.Second }, []string{"Twilio.SMS.ProgressEvery"}},
 	{"twilio sent wait negative", func(c *egress.Config) { c.Twilio.SentWait = -time.Second }, []string{"Twilio.SentWait"}},
 	{"twilio retry attempts negative", func(c *egress.Config) { c.Twilio.Retry.Attempts = -1 }, []string{"Twilio.Retry.Attempts"}},
-	{"telegram missing everything", func(c *egress.Config) { c.Telegram = &egress.Telegram{} },
-		[]string{"Telegram.BotToken", "Telegram.Allowed", "Telegram.PublicURL"}},
-	{"telegram allowed chat empty", func(c *egress.Config) { c.Telegram.Allowed = []string{"4242", ""} }, []string{"Telegram.Allowed"}},
-	{"telegram api url", func(c *egress.Config) { c.Telegram.APIURL = "api.telegram.org" }, []string{"Telegram.APIURL"}},
-	{"telegram public url", func(c *egress.Config) { c.Telegram.PublicURL = "https://" }, []string{"Telegram.PublicURL"}},
-	{"telegram local url", func(c *egress.Config) { c.Telegram.LocalURL = "127.0.0.1:8080" }, []string{"Telegram.LocalURL"}},
-	{"telegram progress negative", func(c *egress.Config) { c.Telegram.Rules.ProgressEvery = -time.Second }, []string{"Telegram.Rules.ProgressEvery"}},
 	{"notion missing everything", func(c *egress.Config) { c.Notion = &notionmirror.Config{} },
 		[]string{"Notion.Client", "Notion.Database", "Notion.StatusProperty", "Notion.InProgress", "Notion.Done", "Notion.Failed", "Notion.MediaURL"}},
 	{"notion media url", func(c *egress.Config) { c.Notion.MediaURL = "media:8080" }, []string{"Notion.MediaURL"}},
@@ -103,7 +95,6 @@ func TestDefaultValidates(t *testing.T) {
 		"everything": goodConfig(),
 		"twilio through a messaging service": {Twilio: &egress.Twilio{AccountSID: goodSID, AuthToken: goodToken,
 			MessagingServiceSID: "MG0123", PublicURL: "http://localhost:8080", Allowed: []string{"whatsapp:+15551230001"}}},
-		"telegram uploading": {Telegram: &egress.Telegram{BotToken: "123456:token", Allowed: []string{"-100123"}, LocalURL: "http://127.0.0.1:8080"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := cfg.Default()
@@ -124,17 +115,16 @@ func TestDefault(t *testing.T) {
 	cfg.Twilio.From = "whatsapp:" + from
 	cfg.Twilio.PublicURL = "https://pub.example.com/"
 	cfg.Twilio.Allowed = []string{"whatsapp:+15551230001"}
-	cfg.Telegram.PublicURL = "https://pub.example.com/"
 	cfg.Notion.MediaURL = "http://127.0.0.1:8080/"
 	before := goodConfig()
 	before.Twilio.From, before.Twilio.PublicURL, before.Twilio.Allowed = cfg.Twilio.From, cfg.Twilio.PublicURL, slices.Clone(cfg.Twilio.Allowed)
-	before.Telegram.PublicURL, before.Notion.MediaURL = cfg.Telegram.PublicURL, cfg.Notion.MediaURL
+	before.Notion.MediaURL = cfg.Notion.MediaURL
 
 	d := cfg.Default()
 	if !reflect.DeepEqual(cfg, before) {
 		t.Errorf("Default wrote through the caller's config:\n%+v\nwant\n%+v", cfg, before)
 	}
-	tw, tg, n := d.Twilio, d.Telegram, d.Notion
+	tw, n := d.Twilio, d.Notion
 	for _, c := range []struct {
 		what      string
 		got, want any
@@ -149,11 +139,6 @@ func TestDefault(t *testing.T) {
 		{"Twilio.WhatsApp.TypingEvery", tw.WhatsApp.TypingEvery, 20 * time.Second},
 		{"Twilio.SMS.MaxMedia", tw.SMS.MaxMedia, 10},
 		{"Twilio.Retry", tw.Retry, channel.Retry{Attempts: 6, Base: time.Second, Max: 30 * time.Second}},
-		{"Telegram.APIURL", tg.APIURL, "https://api.telegram.org"},
-		{"Telegram.PublicURL", tg.PublicURL, "https://pub.example.com"},
-		{"Telegram.Rules.ProgressEvery", tg.Rules.ProgressEvery, 3 * time.Second},
-		{"Telegram.Rules.CaptionLimit", tg.Rules.CaptionLimit, 1024},
-		{"Telegram.Rules.DocumentsApart", tg.Rules.DocumentsApart, true},
 		{"Notion.MediaURL", n.MediaURL, "http://127.0.0.1:8080"},
 		{"Notion.ProgressEvery", n.ProgressEvery, 30 * time.Second},
 	} {

@@ -6,7 +6,9 @@ package egress
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/textslash/textslash/channel"
 
@@ -41,12 +43,35 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error
 	if cfg.Twilio != nil {
 		e.addTwilio(*cfg.Twilio)
 	}
-	if cfg.Telegram != nil {
-		if err := e.addTelegram(*cfg.Telegram); err != nil {
-			return nil, err
-		}
+	var errs []error
+	for _, ch := range cfg.Channels {
+		errs = append(errs, e.add(ch))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return e, nil
+}
+
+// add adds ch, a channel.Linker, to e's pusher, its links signed with
+// cfg's Signer under its MediaBase.
+func (e *Egress) add(ch channel.Channel) error {
+	linker, ok := ch.(channel.Linker)
+	if !ok {
+		return fmt.Errorf("egress: channel %s is no channel.Linker: its images would have no links (a channel that uploads them runs with the kit)", ch.Name())
+	}
+	var retry channel.Retry
+	if r, ok := ch.(channel.Retrier); ok {
+		retry = r.Retry()
+	}
+	rules := ch.Rules().WithDefaults(channel.PluginRules)
+	if err := errors.Join(rules.Validate(ch.Name(), "Rules")...); err != nil {
+		return err
+	}
+	base, signer := linker.MediaBase(), e.cfg.Signer
+	e.pusher(retry.WithDefaults()).channels[ch.Name()] = outlet{rules: rules, sender: ch,
+		mediaURL: func(img contract.Image) string { return base + signer.URL(img, time.Now()) }}
+	return nil
 }
 
 // pusher returns the pusher of the channels that push, made at the first
@@ -60,16 +85,18 @@ func (e *Egress) pusher(r channel.Retry) *pusher {
 }
 
 // allowlist is who the configuration allows to be answered, by channel:
-// the numbers on WhatsApp and SMS, the chats on Telegram.
+// the numbers on WhatsApp and SMS, each other channel's own (the chats on
+// Telegram).
 func allowlist(cfg Config) *access.Allowlist {
-	var numbers, chats []string
+	var numbers []string
 	if cfg.Twilio != nil {
 		numbers = cfg.Twilio.Allowed
 	}
-	if cfg.Telegram != nil {
-		chats = cfg.Telegram.Allowed
+	ids := map[string][]string{}
+	for _, ch := range cfg.Channels {
+		ids[ch.Name()] = append(ids[ch.Name()], ch.Allowed()...)
 	}
-	return access.NewAllowlist(numbers, chats)
+	return access.NewAllowlist(numbers, ids)
 }
 
 // Handler serves the channels that deliver over HTTP (the web chat's event
@@ -82,7 +109,7 @@ func (e *Egress) Handler() http.Handler {
 	return mux
 }
 
-// Run delivers through the channels that push (WhatsApp, SMS, Telegram;
+// Run delivers through the channels that push (WhatsApp, SMS, Config.Channels;
 // the web chat is pulled by browsers) and mirrors Notion tasks onto their
 // pages, until ctx ends.
 func (e *Egress) Run(ctx context.Context) error {

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/textslash/textslash/channels/telegram"
+
 	"github.com/textslash/textslash/channel"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -68,7 +70,7 @@ func startTelegramRules(t *testing.T, upload bool, rules channel.Rules) *tgHarne
 	}))
 	t.Cleanup(media.Close)
 	h := &tgHarness{t: t, js: ns.JS, api: telegramtest.NewAPI(t)}
-	cfg := egress.Telegram{BotToken: telegramtest.Token, APIURL: h.api.URL, Allowed: []string{carol.ID},
+	cfg := telegram.Config{BotToken: telegramtest.Token, APIURL: h.api.URL, Allowed: []string{carol.ID},
 		Retry: channel.Retry{Attempts: 4, Base: 10 * time.Millisecond, Max: 50 * time.Millisecond},
 		Rules: rules}
 	if upload {
@@ -76,7 +78,12 @@ func startTelegramRules(t *testing.T, upload bool, rules channel.Rules) *tgHarne
 	} else {
 		cfg.PublicURL = media.URL
 	}
-	e, err := egress.New(egress.Config{Telegram: &cfg, Signer: signer}, h.js, testLog(t).Output(io.MultiWriter(&h.logs, testWriter(t))))
+	log := testLog(t).Output(io.MultiWriter(&h.logs, testWriter(t)))
+	tg, err := telegram.New(cfg, nil, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := egress.New(egress.Config{Channels: []channel.Channel{tg}, Signer: signer}, h.js, log)
 	if err != nil {
 		t.Fatal(err)
 	}

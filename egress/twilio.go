@@ -158,9 +158,9 @@ func (t Twilio) validateValues() []error {
 		}
 	}
 	errs = append(errs, notNegative("Twilio.SentWait", t.SentWait))
-	errs = append(errs, t.WhatsApp.Validate("Twilio.WhatsApp")...)
-	errs = append(errs, t.SMS.Validate("Twilio.SMS")...)
-	return append(errs, t.Retry.Validate("Twilio.Retry")...)
+	errs = append(errs, t.WhatsApp.Validate("egress", "Twilio.WhatsApp")...)
+	errs = append(errs, t.SMS.Validate("egress", "Twilio.SMS")...)
+	return append(errs, t.Retry.Validate("egress", "Twilio.Retry")...)
 }
 
 // addTwilio adds the WhatsApp and SMS channels of t (validated) to e's

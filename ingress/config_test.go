@@ -12,7 +12,6 @@ import (
 	"github.com/textslash/textslash/ingress"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/notion"
-	"github.com/textslash/textslash/telegramtest"
 )
 
 // refused checks cfg is refused for settings both by Default().Validate()
@@ -43,10 +42,9 @@ func TestConfigRefused(t *testing.T) {
 		{"negative publish timeout", ingress.Config{PublishTimeout: -time.Second}, []string{"PublishTimeout"}},
 		{"negative session burst", ingress.Config{NewSessions: ingress.SessionLimit{Burst: -1}}, []string{"NewSessions.Burst"}},
 		{"negative session rate", ingress.Config{NewSessions: ingress.SessionLimit{Every: -time.Second}}, []string{"NewSessions.Every"}},
-		{"two services at once", ingress.Config{
-			Twilio:   &ingress.Twilio{AuthToken: token, PublicURL: publicURL},
-			Telegram: &ingress.Telegram{BotToken: telegramtest.Token, Secret: "short", Allowed: []string{"1"}},
-		}, []string{"Twilio.Allowed", "Telegram.Secret"}},
+		{"Twilio's refusals all at once", ingress.Config{
+			Twilio: &ingress.Twilio{AuthToken: "", PublicURL: "ftp://x"},
+		}, []string{"Twilio.Allowed", "Twilio.AuthToken", "Twilio.PublicURL"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { refused(t, newIngress, tt.cfg, tt.settings...) })
@@ -57,9 +55,8 @@ func TestConfigRefused(t *testing.T) {
 // and normalises the nested configs, and leaves the caller's alone.
 func TestConfigDefault(t *testing.T) {
 	tw := &ingress.Twilio{AuthToken: token, PublicURL: publicURL + "/", Allowed: []string{" whatsapp:" + alice + " "}}
-	tg := &ingress.Telegram{BotToken: telegramtest.Token, Secret: tgSecret, Allowed: []string{"4242"}, APIURL: "https://tg.example.com/"}
 	no := &ingress.Notion{Client: &notion.Client{}, Database: "db", User: notionUser, StatusProperty: "Status", Todo: "To do"}
-	cfg := ingress.Config{Twilio: tw, Telegram: tg, Notion: no}
+	cfg := ingress.Config{Twilio: tw, Notion: no}
 	d := cfg.Default()
 	if err := d.Validate(); err != nil {
 		t.Fatalf("Validate of the defaults: %v", err)
@@ -67,21 +64,17 @@ func TestConfigDefault(t *testing.T) {
 	if d.MaxBodyBytes <= 0 || d.PublishTimeout <= 0 || d.NewSessions.Burst <= 0 || d.NewSessions.Every <= 0 {
 		t.Errorf("defaults %+v; want every limit set", d)
 	}
-	if d.Twilio == tw || d.Telegram == tg || d.Notion == no {
+	if d.Twilio == tw || d.Notion == no {
 		t.Error("Default returned the caller's nested configs; want copies")
 	}
 	if d.Twilio.PublicURL != publicURL || d.Twilio.APIURL != "https://api.twilio.com" || !slices.Equal(d.Twilio.Allowed, []string{alice}) {
 		t.Errorf("Twilio %+v; want the public URL trimmed, the API's URL set and the number as E.164", *d.Twilio)
 	}
-	if d.Telegram.APIURL != "https://tg.example.com" {
-		t.Errorf("Telegram.APIURL %q; want it trimmed", d.Telegram.APIURL)
-	}
 	if d.Notion.Every <= 0 {
 		t.Errorf("Notion.Every %s; want a default", d.Notion.Every)
 	}
-	if tw.PublicURL != publicURL+"/" || tw.APIURL != "" || tw.Allowed[0] != " whatsapp:"+alice+" " ||
-		tg.APIURL != "https://tg.example.com/" || no.Every != 0 {
-		t.Errorf("the caller's configs changed: %+v %+v %+v", *tw, *tg, *no)
+	if tw.PublicURL != publicURL+"/" || tw.APIURL != "" || tw.Allowed[0] != " whatsapp:"+alice+" " || no.Every != 0 {
+		t.Errorf("the caller's configs changed: %+v %+v", *tw, *no)
 	}
 	if _, err := ingress.New(cfg, natstest.RunJetStream(t).JS, zerolog.New(io.Discard)); err != nil {
 		t.Errorf("New: %v", err)

@@ -15,18 +15,18 @@ import (
 )
 
 // Run serves the media fetch service (contract.SubjectMediaFetch),
-// polls Notion (when configured) and receives Telegram's updates (when
-// configured: sets the webhook, or polls) until ctx ends: the runner asks
-// the service for the images people send, which only ingress, holding
-// Twilio's and Telegram's credentials, may download. Webhooks are served
-// by Handler.
+// polls Notion (when configured) and runs the inbound side of each of
+// Config.Channels (Telegram's: sets the webhook, or polls) until ctx
+// ends: the runner asks the service for the images people send, which
+// only ingress, holding Twilio's and the channels' credentials, may
+// download. Webhooks are served by Handler.
 func (i *Ingress) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	if i.cfg.Notion != nil {
 		g.Go(func() error { return i.pollNotion(ctx) })
 	}
-	if i.cfg.Telegram != nil {
-		g.Go(func() error { return i.receiveTelegram(ctx) })
+	for _, ch := range i.cfg.Channels {
+		g.Go(func() error { return ch.Run(ctx, host{i.inbox}) })
 	}
 	g.Go(func() error { return i.serveFetch(ctx) })
 	return g.Wait()
@@ -35,7 +35,7 @@ func (i *Ingress) Run(ctx context.Context) error {
 // serveFetch serves the media fetch service of the channels ingress
 // holds the credentials of until ctx ends.
 func (i *Ingress) serveFetch(ctx context.Context) error {
-	if i.cfg.Twilio == nil && i.cfg.Telegram == nil {
+	if i.cfg.Twilio == nil && len(i.cfg.Channels) == 0 {
 		<-ctx.Done()
 		return nil
 	}
@@ -49,8 +49,10 @@ func (i *Ingress) serveFetch(ctx context.Context) error {
 	if i.cfg.Twilio != nil && i.cfg.Twilio.AccountSID != "" {
 		channels = append(channels, contract.ChannelWhatsApp, contract.ChannelSMS)
 	}
-	if i.cfg.Telegram != nil {
-		channels = append(channels, contract.ChannelTelegram)
+	for _, ch := range i.cfg.Channels {
+		if _, ok := ch.(channel.Fetcher); ok {
+			channels = append(channels, ch.Name())
+		}
 	}
 	if len(channels) == 0 {
 		<-ctx.Done()
@@ -59,19 +61,21 @@ func (i *Ingress) serveFetch(ctx context.Context) error {
 	return ServeFetch(ctx, i.js, "ingress", channels, i.fetchMedia, i.log)
 }
 
-// fetchMedia downloads an attachment of Twilio's account or Telegram's
-// bot; ErrNotMine for any other URL.
+// fetchMedia downloads an attachment of Twilio's account or of the
+// person's channel (a channel.Fetcher); ErrNotMine for any other URL.
 func (i *Ingress) fetchMedia(ctx context.Context, f contract.MediaFetch) ([]byte, string, error) {
+	for _, ch := range i.cfg.Channels {
+		if fetcher, ok := ch.(channel.Fetcher); ok && ch.Name() == f.User.Channel {
+			return fetcher.Fetch(ctx, f.Media.URL)
+		}
+	}
 	t := i.cfg.Twilio
 	switch {
-	case strings.HasPrefix(f.Media.URL, telegramFile) && i.cfg.Telegram != nil && f.User.Channel == contract.ChannelTelegram:
-		data, err := i.telegramDownload(ctx, strings.TrimPrefix(f.Media.URL, telegramFile))
-		return data, "", err
 	case t != nil && t.AccountSID != "" && strings.HasPrefix(f.Media.URL, t.APIURL+"/2010-04-01/Accounts/"+t.AccountSID+"/"):
 		data, err := i.download(ctx, f.Media.URL, func(r *http.Request) { r.SetBasicAuth(t.AccountSID, t.AuthToken) })
 		return data, "", err
 	}
-	return nil, "", fmt.Errorf("%w: not a media URL of this Twilio account or Telegram bot", channel.ErrNotMine)
+	return nil, "", fmt.Errorf("%w: not a media URL of this Twilio account or of a channel of this ingress", channel.ErrNotMine)
 }
 
 // download GETs url, with auth adding the credentials; ErrTooLarge for

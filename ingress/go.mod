@@ -36,6 +36,7 @@ require (
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/textslash/textslash/channel v0.0.0
+	github.com/textslash/textslash/channels v0.0.0
 	github.com/textslash/textslash/natstest v0.0.0
 	github.com/textslash/textslash/notion v0.0.0
 	github.com/textslash/textslash/notiontest v0.0.0
@@ -59,3 +60,5 @@ replace github.com/textslash/textslash/notion => ../notion
 replace github.com/textslash/textslash/notiontest => ../notiontest
 
 replace github.com/textslash/textslash/channel => ../channel
+
+replace github.com/textslash/textslash/channels => ../channels

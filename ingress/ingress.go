@@ -6,7 +6,10 @@ package ingress
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -15,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twilio/twilio-go/client"
 
+	"github.com/textslash/textslash/channel"
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/access"
 	"github.com/textslash/textslash/contract/bus"
@@ -38,10 +42,11 @@ type Config struct {
 	NewSessions SessionLimit
 	// Twilio, when set, serves the Twilio webhooks (WhatsApp and SMS).
 	Twilio *Twilio
-	// Telegram, when set, takes the Telegram bot's updates: at its webhook
-	// (served when it has a secret) and, without an https public URL, by
-	// polling (Run).
-	Telegram *Telegram
+	// Channels are the channels on the port whose inbound side this
+	// ingress runs (Telegram's): each one's Run with the inbox as its Host
+	// (Run), its routes (a channel.Router) served by Handler, its people's
+	// attachments fetched with it (a channel.Fetcher).
+	Channels []channel.Channel
 	// Notion, when set, turns a Notion database's pages into messages.
 	Notion *Notion
 }
@@ -70,10 +75,6 @@ func (c Config) Default() Config {
 		t := c.Twilio.withDefaults()
 		c.Twilio = &t
 	}
-	if c.Telegram != nil {
-		t := c.Telegram.withDefaults()
-		c.Telegram = &t
-	}
 	if c.Notion != nil {
 		n := c.Notion.withDefaults()
 		c.Notion = &n
@@ -101,9 +102,6 @@ func (c Config) Validate() error {
 	}
 	if c.Twilio != nil {
 		errs = append(errs, c.Twilio.validate())
-	}
-	if c.Telegram != nil {
-		errs = append(errs, c.Telegram.validate())
 	}
 	if c.Notion != nil {
 		errs = append(errs, c.Notion.validate())
@@ -143,21 +141,18 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Ingress, erro
 		return nil, errors.New("ingress: the web chat needs its session key (Config.Sessions)")
 	}
 	i := &Ingress{cfg: cfg, js: js, log: log.With().Str("svc", "ingress").Logger(), sessions: newSessionLimiter(cfg.NewSessions)}
-	var numbers, chats []string
+	var numbers []string
 	if cfg.Twilio != nil {
 		i.validator = newValidator(cfg.Twilio.AuthToken)
 		numbers = cfg.Twilio.Allowed
 	}
-	if cfg.Telegram != nil {
-		chats = cfg.Telegram.Allowed
-	}
-	i.inbox = NewInbox(js, access.NewAllowlist(numbers, chats), cfg.PublishTimeout, i.log)
+	i.inbox = NewInbox(js, access.NewAllowlist(numbers, allowed(cfg.Channels)), cfg.PublishTimeout, i.log)
 	return i, nil
 }
 
 // Handler serves the provider webhooks, which authenticate themselves
-// (Twilio's signature, Telegram's secret token): they must be reachable by
-// the providers. Telegram's is served only with its secret.
+// (Twilio's signature, a channel's own check, as Telegram's secret
+// token): they must be reachable by the providers.
 func (i *Ingress) Handler() http.Handler {
 	mux := http.NewServeMux()
 	if i.cfg.Twilio != nil {
@@ -165,8 +160,12 @@ func (i *Ingress) Handler() http.Handler {
 		mux.HandleFunc("POST /sms", i.twilioWebhook)
 		mux.HandleFunc("POST /twilio/status", i.twilioStatus)
 	}
-	if i.cfg.Telegram != nil && i.cfg.Telegram.Secret != "" {
-		mux.HandleFunc("POST "+TelegramPath, i.telegramWebhook)
+	for _, ch := range i.cfg.Channels {
+		if r, ok := ch.(channel.Router); ok {
+			for route, h := range r.Routes(host{i.inbox}) {
+				mux.Handle(route, h)
+			}
+		}
 	}
 	return mux
 }
@@ -191,8 +190,10 @@ func (i *Ingress) Routes() []string {
 	if i.cfg.Twilio != nil {
 		routes = append(routes, "POST /webhook", "POST /sms", "POST /twilio/status")
 	}
-	if i.cfg.Telegram != nil && i.cfg.Telegram.Secret != "" {
-		routes = append(routes, "POST "+TelegramPath)
+	for _, ch := range i.cfg.Channels {
+		if r, ok := ch.(channel.Router); ok {
+			routes = append(routes, slices.Sorted(maps.Keys(r.Routes(host{i.inbox})))...)
+		}
 	}
 	return routes
 }
@@ -215,3 +216,36 @@ var messagesIn = promauto.NewCounterVec(prometheus.CounterOpts{
 	Name: "textslash_messages_in_total",
 	Help: "Messages from people stored for processing, by channel (retried webhooks counted once).",
 }, []string{"channel"})
+
+// ParseList splits a comma-separated list, dropping empty items: the
+// numbers or chat ids allowed, as a binary reads them.
+func ParseList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// allowed are the ids each channel's configuration allows, by channel.
+func allowed(chs []channel.Channel) map[string][]string {
+	ids := map[string][]string{}
+	for _, ch := range chs {
+		ids[ch.Name()] = append(ids[ch.Name()], ch.Allowed()...)
+	}
+	return ids
+}
+
+// host is the Host the channels of Config.Channels publish with: the
+// inbox's admission (the allowlist, pairing codes), then its publish.
+type host struct{ inbox *Inbox }
+
+func (h host) Publish(ctx context.Context, in contract.Inbound) error {
+	in, err := h.inbox.Admit(ctx, in)
+	if err != nil {
+		return err
+	}
+	return h.inbox.Publish(ctx, in)
+}

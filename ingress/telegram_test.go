@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+	"github.com/textslash/textslash/channels/telegram"
+
 	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
 
@@ -31,9 +34,10 @@ func startTelegram(t testing.TB, api *telegramtest.API) (*twilioHarness, func(t 
 	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	in, err := ingress.New(ingress.Config{Telegram: &ingress.Telegram{
+	tg := telegramChannel(t, ns.JS, telegram.Config{
 		BotToken: telegramtest.Token, Secret: tgSecret, Allowed: []string{"4242", "-100777"}, APIURL: api.URL,
-	}}, ns.JS, zerolog.New(io.Discard))
+	})
+	in, err := ingress.New(ingress.Config{Channels: []channel.Channel{tg}}, ns.JS, zerolog.New(io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +49,7 @@ func startTelegram(t testing.TB, api *telegramtest.API) (*twilioHarness, func(t 
 	t.Cleanup(func() { cancel(); <-done })
 	post := func(t testing.TB, secret string, body []byte) int {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+ingress.TelegramPath, bytes.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+telegram.WebhookPath, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		if secret != "" {
 			req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
@@ -233,31 +237,6 @@ func queryID(t *testing.T, update []byte) string {
 		t.Fatalf("no callback query in %s: %v", update, err)
 	}
 	return u.CallbackQuery.ID
-}
-
-// Bad Telegram settings are refused, each named by its field.
-func TestTelegramConfig(t *testing.T) {
-	newIngress := withJetStream(t)
-	tests := []struct {
-		name     string
-		tg       ingress.Telegram
-		settings []string
-	}{
-		{"nothing", ingress.Telegram{}, []string{"Telegram.BotToken", "Telegram.Allowed"}},
-		{"webhook without a secret", ingress.Telegram{BotToken: telegramtest.Token, Allowed: []string{"1"}, PublicURL: "https://bot.example.net"}, []string{"Telegram.Secret"}},
-		{"secret Telegram refuses", ingress.Telegram{BotToken: telegramtest.Token, Secret: "a secret with spaces", Allowed: []string{"1"}}, []string{"Telegram.Secret"}},
-		{"poll timeout not in seconds", ingress.Telegram{BotToken: telegramtest.Token, Allowed: []string{"1"}, PollTimeout: 1500 * time.Millisecond}, []string{"Telegram.PollTimeout"}},
-		{"no token", ingress.Telegram{Secret: tgSecret, Allowed: []string{"1"}}, []string{"Telegram.BotToken"}},
-		{"short secret", ingress.Telegram{BotToken: telegramtest.Token, Secret: "short", Allowed: []string{"1"}}, []string{"Telegram.Secret"}},
-		{"no allowlist", ingress.Telegram{BotToken: telegramtest.Token, Secret: tgSecret}, []string{"Telegram.Allowed"}},
-		{"bad chat id", ingress.Telegram{BotToken: telegramtest.Token, Secret: tgSecret, Allowed: []string{"@someone"}}, []string{"Telegram.Allowed"}},
-		{"bad api url", ingress.Telegram{BotToken: telegramtest.Token, Secret: tgSecret, Allowed: []string{"1"}, APIURL: "ftp://x"}, []string{"Telegram.APIURL"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			refused(t, newIngress, ingress.Config{Telegram: &tt.tg}, tt.settings...)
-		})
-	}
 }
 
 // FuzzTelegramWebhook: whatever an update holds, the webhook answers 200,

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+	"github.com/textslash/textslash/channels/telegram"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -26,10 +29,11 @@ import (
 
 // runTelegram runs an ingress with Telegram on js until the test ends or
 // the returned stop is called (stop waits for Run to return).
-func runTelegram(t *testing.T, js jetstream.JetStream, tg ingress.Telegram) (*ingress.Ingress, func()) {
+func runTelegram(t *testing.T, js jetstream.JetStream, tg telegram.Config) (*ingress.Ingress, func()) {
 	t.Helper()
 	tg.BotToken, tg.Allowed = telegramtest.Token, []string{"4242"}
-	in, err := ingress.New(ingress.Config{Telegram: &tg}, js, zerolog.New(zerolog.NewTestWriter(t)))
+	ch := telegramChannel(t, js, tg)
+	in, err := ingress.New(ingress.Config{Channels: []channel.Channel{ch}}, js, zerolog.New(zerolog.NewTestWriter(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +51,28 @@ func runTelegram(t *testing.T, js jetstream.JetStream, tg ingress.Telegram) (*in
 	}
 	t.Cleanup(stop)
 	return in, stop
+}
+
+// telegramChannel is the Telegram channel of tg on js (provisioned: its
+// bucket of leases), as an ingress runs it.
+func telegramChannel(t testing.TB, js jetstream.JetStream, tg telegram.Config) *telegram.Telegram {
+	t.Helper()
+	if tg.LocalURL == "" {
+		tg.LocalURL = "http://127.0.0.1:8080" // the media service, which only Send reads
+	}
+	leases, err := js.KeyValue(t.Context(), contract.BucketTelegram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := zerolog.Nop() // a fuzz target logs nothing
+	if tt, ok := t.(*testing.T); ok {
+		log = zerolog.New(zerolog.NewTestWriter(tt))
+	}
+	ch, err := telegram.New(tg, leases, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
 }
 
 // provisioned is a JetStream with textslash's streams and buckets.
@@ -92,7 +118,7 @@ func TestTelegramPollsWithoutPublicURL(t *testing.T) {
 	question := api.AddMessage(4242, "May I?", [][]telegramtest.Button{{{Text: "Yes", Data: "yes"}}})
 	api.Send(telegramtest.Update(1, 4242, "echo one", ""))
 	api.Send(telegramtest.Update(2, 999, "a stranger", ""))
-	in, _ := runTelegram(t, ns.JS, ingress.Telegram{APIURL: api.URL, Poller: "a", PollTimeout: time.Second})
+	in, _ := runTelegram(t, ns.JS, telegram.Config{APIURL: api.URL, Poller: "a", PollTimeout: time.Second})
 
 	inboundIDs(t, h, "tg1")
 	press := api.Callback(3, 4242, question, "yes")
@@ -113,12 +139,12 @@ func TestTelegramPollsWithoutPublicURL(t *testing.T) {
 	}
 	srv := httptest.NewServer(in.Handler())
 	defer srv.Close()
-	resp, err := http.Post(srv.URL+ingress.TelegramPath, "application/json", strings.NewReader(string(telegramtest.Update(9, 4242, "forged", ""))))
+	resp, err := http.Post(srv.URL+telegram.WebhookPath, "application/json", strings.NewReader(string(telegramtest.Update(9, 4242, "forged", ""))))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound || slices.Contains(in.Routes(), "POST "+ingress.TelegramPath) {
+	if resp.StatusCode != http.StatusNotFound || slices.Contains(in.Routes(), "POST "+telegram.WebhookPath) {
 		t.Errorf("webhook without a secret: %d, routes %v; want 404, not served", resp.StatusCode, in.Routes())
 	}
 }
@@ -181,7 +207,7 @@ func TestTelegramPollResumesAtCommittedOffset(t *testing.T) {
 	h := &twilioHarness{t: t, js: ns.JS}
 	api.Send(telegramtest.Update(1, 4242, "echo one", ""))
 	api.Send(telegramtest.Update(2, 4242, "echo two", ""))
-	tg := ingress.Telegram{APIURL: api.URL, Poller: "host-1", PollTimeout: time.Second}
+	tg := telegram.Config{APIURL: api.URL, Poller: "host-1", PollTimeout: time.Second}
 
 	died := make(chan struct{})
 	dying := &dyingJS{JetStream: ns.JS, die: func() { close(died) }}
@@ -223,7 +249,7 @@ func TestTelegramPollResumesAtCommittedOffset(t *testing.T) {
 		t.Fatalf("after a clean stop the key holds %s (%v); want offset 4, no poller", e.Value(), err)
 	}
 	second := len(getUpdates(api.UpdateCalls()))
-	runTelegram(t, ns.JS, ingress.Telegram{APIURL: api.URL, Poller: "host-2", PollTimeout: time.Second})
+	runTelegram(t, ns.JS, telegram.Config{APIURL: api.URL, Poller: "host-2", PollTimeout: time.Second})
 	api.Send(telegramtest.Update(4, 4242, "echo four", ""))
 	inboundIDs(t, h, "tg1", "tg2", "tg3", "tg4")
 	if polls := getUpdates(api.UpdateCalls())[second:]; polls[0].Offset != 4 {
@@ -239,7 +265,7 @@ func TestTelegramOnePollerAtATime(t *testing.T) {
 	h := &twilioHarness{t: t, js: ns.JS}
 	stops := map[string]func(){}
 	for _, name := range []string{"a", "b"} {
-		_, stops[name] = runTelegram(t, ns.JS, ingress.Telegram{APIURL: api.URL, Poller: name, PollTimeout: time.Second})
+		_, stops[name] = runTelegram(t, ns.JS, telegram.Config{APIURL: api.URL, Poller: name, PollTimeout: time.Second})
 	}
 	for id := 1; id <= 3; id++ {
 		api.Send(telegramtest.Update(id, 4242, fmt.Sprintf("echo %d", id), ""))
@@ -270,7 +296,7 @@ func TestTelegramOnePollerAtATime(t *testing.T) {
 func TestTelegramSetsWebhookWithPublicURL(t *testing.T) {
 	api := telegramtest.NewAPI(t)
 	ns := provisioned(t)
-	runTelegram(t, ns.JS, ingress.Telegram{APIURL: api.URL, PublicURL: "https://bot.example.net/", Secret: tgSecret, PollTimeout: time.Second})
+	runTelegram(t, ns.JS, telegram.Config{APIURL: api.URL, PublicURL: "https://bot.example.net/", Secret: tgSecret, PollTimeout: time.Second})
 	var calls []telegramtest.UpdateCall
 	natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
 		if calls = api.UpdateCalls(); len(calls) == 0 {
@@ -279,9 +305,9 @@ func TestTelegramSetsWebhookWithPublicURL(t *testing.T) {
 		return nil
 	})
 	c := calls[0]
-	if c.Method != "setWebhook" || c.URL != "https://bot.example.net"+ingress.TelegramPath || c.Secret != tgSecret ||
+	if c.Method != "setWebhook" || c.URL != "https://bot.example.net"+telegram.WebhookPath || c.Secret != tgSecret ||
 		!slices.Equal(c.AllowedUpdates, []string{"message", "callback_query"}) || c.Status != http.StatusOK {
-		t.Errorf("call %+v; want setWebhook of https://bot.example.net%s with the secret, for messages and button presses", c, ingress.TelegramPath)
+		t.Errorf("call %+v; want setWebhook of https://bot.example.net%s with the secret, for messages and button presses", c, telegram.WebhookPath)
 	}
 	natstest.HoldsUntil(t, time.Now().Add(1500*time.Millisecond), func() error {
 		if calls := api.UpdateCalls(); len(calls) != 1 {
@@ -302,7 +328,8 @@ func TestStopWhileStartingIsClean(t *testing.T) {
 	ns := provisioned(t)
 	tg := telegramtest.NewAPI(t)
 	for range 20 {
-		in, err := ingress.New(ingress.Config{Telegram: &ingress.Telegram{BotToken: telegramtest.Token, Allowed: []string{"4242"}, APIURL: tg.URL}}, ns.JS, zerolog.Nop())
+		ch := telegramChannel(t, ns.JS, telegram.Config{BotToken: telegramtest.Token, Allowed: []string{"4242"}, APIURL: tg.URL})
+		in, err := ingress.New(ingress.Config{Channels: []channel.Channel{ch}}, ns.JS, zerolog.Nop())
 		if err != nil {
 			t.Fatal(err)
 		}

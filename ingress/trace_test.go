@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channel"
+	"github.com/textslash/textslash/channels/telegram"
+
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
@@ -46,7 +49,7 @@ func TestInboundTrace(t *testing.T) {
 		Sessions: sessions,
 		Twilio: &ingress.Twilio{AuthToken: api.AuthToken, AccountSID: api.AccountSID, APIURL: api.URL,
 			PublicURL: publicURL, Allowed: []string{alice}},
-		Telegram: &ingress.Telegram{BotToken: telegramtest.Token, Secret: tgSecret, Allowed: []string{"4242"}},
+		Channels: []channel.Channel{telegramChannel(t, ns.JS, telegram.Config{BotToken: telegramtest.Token, Secret: tgSecret, Allowed: []string{"4242"}})},
 	}, ns.JS, zerolog.New(&logs))
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +83,7 @@ func TestInboundTrace(t *testing.T) {
 			return r
 		}(), client: http.DefaultClient, user: "whatsapp.15551230001", id: sid1},
 		{name: "telegram", req: func() *http.Request {
-			r, _ := http.NewRequest(http.MethodPost, hooks.URL+ingress.TelegramPath, bytes.NewReader(telegramtest.Update(7, 4242, "echo hi", "")))
+			r, _ := http.NewRequest(http.MethodPost, hooks.URL+telegram.WebhookPath, bytes.NewReader(telegramtest.Update(7, 4242, "echo hi", "")))
 			r.Header.Set("Content-Type", "application/json")
 			r.Header.Set("X-Telegram-Bot-Api-Secret-Token", tgSecret)
 			return r

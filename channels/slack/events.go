@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	api "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
+	"github.com/textslash/textslash/channel"
 )
 
 // maxEventBytes caps an Events API request's body.
@@ -22,11 +23,13 @@ const maxEventBytes = 1 << 20
 // interactions (form posts with a payload) alike, each checked against the
 // signing secret first. It answers 200 once the message is stored, 503
 // when it could not be (Slack tries again), 401 to a request not signed by
-// Slack. Nil in Socket Mode, which needs no listener.
-func (s *Slack) Routes() map[string]http.Handler {
+// Slack. They publish with h, the Host Run is given. Nil in Socket Mode,
+// which needs no listener.
+func (s *Slack) Routes(h channel.Host) map[string]http.Handler {
 	if s.cfg.SocketMode() {
 		return nil
 	}
+	s.host.CompareAndSwap(nil, &h)
 	return map[string]http.Handler{"POST " + EventsPath: http.HandlerFunc(s.events)}
 }
 

@@ -31,7 +31,7 @@ func eventsAPI(t *testing.T, fake *slacktest.Server) (*httptest.Server, *publish
 	}
 	p := start(t, s, ready)
 	mux := http.NewServeMux()
-	for route, h := range s.Routes() {
+	for route, h := range s.Routes(p) {
 		mux.Handle(route, h)
 	}
 	srv := httptest.NewServer(mux)

@@ -14,10 +14,11 @@ import (
 
 // Allowlist is who may talk to textslash, the one answer ingress (whose
 // messages it takes) and egress (whom it answers) both ask: the people
-// the configuration lists (ALLOWED_PHONE_NUMBERS, TELEGRAM_ALLOWED_CHATS)
-// and the people paired in (the people bucket, Pairing). A phone number
-// is one person on WhatsApp and SMS alike (PersonKey). Until Open has
-// followed the people bucket, only the configured lists count.
+// the configuration lists (ALLOWED_PHONE_NUMBERS, each channel's own:
+// TELEGRAM_ALLOWED_CHATS) and the people paired in (the people bucket,
+// Pairing). A phone number is one person on WhatsApp and SMS alike
+// (PersonKey). Until Open has followed the people bucket, only the
+// configured lists count.
 type Allowlist struct {
 	listed map[string]bool // PersonKeys; written by NewAllowlist only
 	// keys filters the people bucket's keys followed: a plug-in channel's
@@ -34,19 +35,22 @@ type opened struct {
 	nc     *nats.Conn
 }
 
-// NewAllowlist lists the E.164 numbers (WhatsApp and SMS) and the
-// Telegram chat ids the configuration allows. An entry that is neither
-// lists nobody: each service's Validate refuses it before.
-func NewAllowlist(numbers, chats []string) *Allowlist {
+// NewAllowlist lists the E.164 numbers (WhatsApp and SMS) and the ids
+// of the people of other channels (by channel: Telegram's chat ids) the
+// configuration allows. An entry that is no person lists nobody: each
+// service's Validate refuses it before.
+func NewAllowlist(numbers []string, ids map[string][]string) *Allowlist {
 	a := &Allowlist{listed: map[string]bool{}}
 	for _, n := range numbers {
 		if u, err := contract.PhoneUser(contract.ChannelSMS, n); err == nil {
 			a.listed[contract.PersonKey(u)] = true
 		}
 	}
-	for _, id := range chats {
-		if u, err := contract.NewUser(contract.ChannelTelegram, id); err == nil {
-			a.listed[contract.PersonKey(u)] = true
+	for channel, list := range ids {
+		for _, id := range list {
+			if u, err := contract.NewUser(channel, id); err == nil {
+				a.listed[contract.PersonKey(u)] = true
+			}
 		}
 	}
 	return a
@@ -54,7 +58,7 @@ func NewAllowlist(numbers, chats []string) *Allowlist {
 
 // NewChannelAllowlist lists the people ids allowed on one channel, a
 // channel the configuration names by its ids alone (a plug-in channel:
-// kit.Channel.Allowed), and follows that channel's people paired in
+// channel.Channel.Allowed), and follows that channel's people paired in
 // alone. An id that is no subject token lists nobody.
 func NewChannelAllowlist(channel string, ids []string) *Allowlist {
 	a := &Allowlist{listed: map[string]bool{}, keys: channel + ".>"}

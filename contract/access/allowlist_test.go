@@ -23,7 +23,7 @@ func TestAllowlist(t *testing.T) {
 	if err := bus.Provision(ctx, s.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	a := access.NewAllowlist([]string{"+15551234567", "whatsapp:+15557654321", "nonsense"}, []string{"4242", "-1001234567890"})
+	a := access.NewAllowlist([]string{"+15551234567", "whatsapp:+15557654321", "nonsense"}, map[string][]string{contract.ChannelTelegram: {"4242", "-1001234567890"}})
 	user := func(ch, id string) contract.User { return contract.User{Channel: ch, ID: id} }
 	bob := user(contract.ChannelTelegram, "777")
 	for _, tt := range []struct {

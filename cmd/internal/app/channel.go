@@ -126,7 +126,7 @@ func runChannel(ctx context.Context, name string, cfg config, log zerolog.Logger
 		return err
 	}
 	mux := http.NewServeMux()
-	for route, h := range routes(ch) {
+	for route, h := range routes(ch, k) {
 		mux.Handle(route, h)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })

@@ -39,9 +39,14 @@ type partEnv struct {
 
 // makeParts makes each service's part from the configuration.
 var makeParts = map[string]func(context.Context, *config, partEnv) (part, error){
-	Ingress: func(_ context.Context, cfg *config, env partEnv) (part, error) {
+	Ingress: func(ctx context.Context, cfg *config, env partEnv) (part, error) {
 		ic := cfg.ingressConfig()
 		ic.Sessions = env.sessions
+		chs, err := cfg.telegramChannels(ctx, env.js, env.log)
+		if err != nil {
+			return part{}, err
+		}
+		ic.Channels = chs
 		in, err := ingress.New(ic, env.js, env.log)
 		if err != nil {
 			return part{}, err
@@ -90,9 +95,14 @@ var makeParts = map[string]func(context.Context, *config, partEnv) (part, error)
 		}
 		return part{run: med.Run, routes: map[string]http.Handler{"/images/": med.Handler(), "/files/": med.Handler()}}, nil
 	},
-	Egress: func(_ context.Context, cfg *config, env partEnv) (part, error) {
+	Egress: func(ctx context.Context, cfg *config, env partEnv) (part, error) {
 		ec := cfg.egressConfig()
 		ec.Sessions, ec.Signer = env.sessions, env.signer
+		chs, err := cfg.telegramChannels(ctx, nil, env.log)
+		if err != nil {
+			return part{}, err
+		}
+		ec.Channels = chs
 		out, err := egress.New(ec, env.js, env.log)
 		if err != nil {
 			return part{}, err

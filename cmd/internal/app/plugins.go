@@ -13,8 +13,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/channels/discord"
-	"github.com/textslash/textslash/kit"
 	"github.com/textslash/textslash/channels/slack"
+	"github.com/textslash/textslash/kit"
 )
 
 // A plug-in channel is a channel built with the kit (kit/, channels.md):
@@ -37,10 +37,11 @@ type plugin struct {
 	open func(*config, zerolog.Logger) (channel.Channel, error)
 }
 
-// routes are what ch serves over HTTP (the Events API's), if any.
-func routes(ch channel.Channel) map[string]http.Handler {
+// routes are what ch serves over HTTP (the Events API's), publishing
+// with h, if any.
+func routes(ch channel.Channel, h channel.Host) map[string]http.Handler {
 	if r, ok := ch.(channel.Router); ok {
-		return r.Routes()
+		return r.Routes(h)
 	}
 	return nil
 }
@@ -93,5 +94,5 @@ func pluginPart(ctx context.Context, name string, cfg *config, env partEnv) (par
 	if err != nil {
 		return part{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return part{run: k.Run, routes: routes(ch)}, nil
+	return part{run: k.Run, routes: routes(ch, k)}, nil
 }

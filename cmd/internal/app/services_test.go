@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channels/telegram"
+
+	"github.com/textslash/textslash/channels/discord"
+	"github.com/textslash/textslash/channels/slack"
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/configtest"
-	"github.com/textslash/textslash/channels/discord"
 	"github.com/textslash/textslash/dispatcher"
 	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/ingress"
@@ -18,7 +21,6 @@ import (
 	"github.com/textslash/textslash/notion"
 	"github.com/textslash/textslash/runner"
 	"github.com/textslash/textslash/runner/sandbox"
-	"github.com/textslash/textslash/channels/slack"
 )
 
 // A variable's sets tag names fields of the services' Configs: a field
@@ -114,8 +116,9 @@ func TestConfigServicesCheckTheirSettings(t *testing.T) {
 var configTypes = map[string]reflect.Type{
 	Ingress: reflect.TypeFor[ingress.Config](), Dispatcher: reflect.TypeFor[dispatcher.Config](),
 	Runner: reflect.TypeFor[runner.Config](), Media: reflect.TypeFor[media.Config](), Egress: reflect.TypeFor[egress.Config](),
-	slack.Channel:   reflect.TypeFor[slack.Config](),
-	discord.Channel: reflect.TypeFor[discord.Config](),
+	slack.Channel:    reflect.TypeFor[slack.Config](),
+	discord.Channel:  reflect.TypeFor[discord.Config](),
+	telegram.Channel: reflect.TypeFor[telegram.Config](),
 }
 
 // Every setting's value reaches the services' fields its sets tag names,
@@ -180,7 +183,7 @@ func TestEverySettingReachesItsServiceFields(t *testing.T) {
 	}
 	configs := map[string]any{Ingress: c.ingressConfig(), Dispatcher: c.dispatcherConfig(), Runner: c.runnerConfig(),
 		Media: c.mediaConfig(), Egress: c.egressConfig(), slack.Channel: c.slackChannel(),
-		discord.Channel: c.discordChannel()}
+		discord.Channel: c.discordChannel(), telegram.Channel: c.telegramConfig()}
 	n := 0
 	for _, s := range tagged {
 		smp := samples[settings.FieldByIndex(s.index).Type()]

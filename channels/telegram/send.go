@@ -1,4 +1,4 @@
-package egress
+package telegram
 
 import (
 	"bytes"
@@ -11,145 +11,15 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/textslash/textslash/channel"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 	"github.com/rs/zerolog"
 
+	"github.com/textslash/textslash/channel"
 	"github.com/textslash/textslash/contract"
 )
-
-// Telegram configures delivery to Telegram through the Bot API.
-type Telegram struct {
-	// BotToken authenticates.
-	BotToken string
-	// APIURL replaces https://api.telegram.org.
-	APIURL string
-	// PublicURL is where Telegram fetches images. Empty: images are
-	// uploaded, read from LocalURL.
-	PublicURL string
-	// LocalURL is where egress itself reaches the media service.
-	LocalURL string
-	// Allowed are the chat ids that may be answered: an event for any
-	// other chat is dropped, whoever published it.
-	Allowed []string
-	// Rules of the channel; zero values take defaults (4,096 characters,
-	// media groups of 10, captions of 1,024, progress edits every 3 s,
-	// "typing…" shown again every 4 s, a negative TypingEvery: never).
-	Rules channel.Rules
-	// Retry of failed sends.
-	Retry channel.Retry
-}
-
-// Telegram's limits.
-const (
-	telegramBodyLimit    = 4096
-	telegramCaptionLimit = 1024
-	telegramMediaGroup   = 10
-	telegramPhotoBytes   = 10 << 20
-	// telegramDocumentBytes is the most a bot uploads.
-	telegramDocumentBytes = 50 << 20
-	// telegramTypingEvery renews "typing…", which Telegram shows for 5 s
-	// (or until the bot's next message), before it fades.
-	telegramTypingEvery = 4 * time.Second
-)
-
-// Telegram's defaults.
-const (
-	telegramAPIURL = "https://api.telegram.org"
-	// telegramProgressEvery: progress edits one message, so it may come
-	// often.
-	telegramProgressEvery = 3 * time.Second
-)
-
-// withDefaults is t with its defaults (Telegram's limits) and its URLs
-// without their trailing slash.
-func (t Telegram) withDefaults() Telegram {
-	if t.APIURL == "" {
-		t.APIURL = telegramAPIURL
-	}
-	t.APIURL, t.PublicURL, t.LocalURL = trimURL(t.APIURL), trimURL(t.PublicURL), trimURL(t.LocalURL)
-	if t.Rules.ProgressEvery == 0 {
-		t.Rules.ProgressEvery = telegramProgressEvery
-	}
-	if t.Rules.TypingEvery == 0 {
-		t.Rules.TypingEvery = telegramTypingEvery
-	}
-	t.Rules = t.Rules.WithDefaults(channel.Rules{BodyLimit: telegramBodyLimit, MaxMedia: telegramMediaGroup, MaxImageBytes: telegramPhotoBytes, MaxFileBytes: telegramDocumentBytes})
-	t.Rules.DocumentsApart = true // a media group of photos takes no document
-	if t.Rules.CaptionLimit == 0 {
-		t.Rules.CaptionLimit = telegramCaptionLimit
-	}
-	t.Retry = t.Retry.WithDefaults()
-	return t
-}
-
-// validate refuses every setting of t (defaulted) that is wrong.
-func (t Telegram) validate() error {
-	var errs []error
-	if t.BotToken == "" {
-		errs = append(errs, bad("Telegram.BotToken", nil, "required for Telegram"))
-	}
-	if len(t.Allowed) == 0 {
-		errs = append(errs, bad("Telegram.Allowed", nil, "required for Telegram: the chat ids that may be answered (none: nobody could be)"))
-	}
-	for _, id := range t.Allowed {
-		if _, err := strconv.ParseInt(id, 10, 64); err != nil {
-			errs = append(errs, bad("Telegram.Allowed", id, "not a chat id: want a number like 4242"))
-		}
-	}
-	if t.PublicURL == "" && t.LocalURL == "" {
-		errs = append(errs, bad("Telegram.PublicURL", nil, "required for Telegram's images (or the media service's local URL, where egress reads them to upload them)"))
-	}
-	for _, u := range []struct{ setting, val string }{
-		{"Telegram.APIURL", t.APIURL}, {"Telegram.PublicURL", t.PublicURL}, {"Telegram.LocalURL", t.LocalURL},
-	} {
-		if u.val != "" && !contract.BaseURL(u.val) {
-			errs = append(errs, bad(u.setting, u.val, "want http(s)://host[:port]"))
-		}
-	}
-	errs = append(errs, t.Rules.Validate("Telegram.Rules")...)
-	return errors.Join(append(errs, t.Retry.Validate("Telegram.Retry")...)...)
-}
-
-// mediaBase is the base of image links: public when Telegram can fetch
-// them, else local (egress uploads the images).
-func (t Telegram) mediaBase() string {
-	if t.PublicURL != "" {
-		return t.PublicURL
-	}
-	return t.LocalURL
-}
-
-// addTelegram adds the Telegram channel of t (validated) to e's pusher.
-func (e *Egress) addTelegram(t Telegram) error {
-	s, err := newTelegramSender(t, e.log)
-	if err != nil {
-		return err
-	}
-	p := e.pusher(t.Retry)
-	p.channels[contract.ChannelTelegram] = outlet{rules: t.Rules, sender: s,
-		mediaURL: func(img contract.Image) string { return t.mediaBase() + e.cfg.Signer.URL(img, time.Now()) }}
-	return nil
-}
-
-// telegramSender sends through the Bot API with go-telegram/bot. Progress
-// edits one status message per run.
-type telegramSender struct {
-	cfg    Telegram
-	bot    *bot.Bot
-	upload bool // images are uploaded, not given by URL
-
-	mu     sync.Mutex
-	status map[string]statusMessage // by chat
-	quiet  map[string]time.Time     // by chat: no typing before, after a 429
-}
-
-var _ channel.Typer = (*telegramSender)(nil)
 
 // statusMessage is the message showing a run's progress.
 type statusMessage struct {
@@ -158,22 +28,12 @@ type statusMessage struct {
 	text string
 }
 
-func newTelegramSender(t Telegram, log zerolog.Logger) (*telegramSender, error) {
-	b, err := bot.New(t.BotToken, bot.WithServerURL(t.APIURL), bot.WithSkipGetMe(),
-		bot.WithHTTPClient(time.Minute, &http.Client{Timeout: time.Minute}),
-		bot.WithErrorsHandler(func(err error) { log.Warn().Err(err).Str("channel", contract.ChannelTelegram).Msg("telegram client") }))
-	if err != nil {
-		return nil, fmt.Errorf("telegram: %w", err)
-	}
-	return &telegramSender{cfg: t, bot: b, upload: t.PublicURL == "", status: map[string]statusMessage{}, quiet: map[string]time.Time{}}, nil
-}
-
-// Send implements Sender with one Bot API call: a text, a photo with its
+// Send implements channel.Sender with one Bot API call: a text, a photo with its
 // caption, a media group (caption on the first), a document (a file, with
 // its caption), or the edit of the run's status message. A message's choices are buttons under it (an inline
 // keyboard), except under a media group, which cannot carry them: a
 // second call sends them after it, in a message asking for the choice.
-func (s *telegramSender) Send(ctx context.Context, u contract.User, m channel.Message) (string, error) {
+func (s *Telegram) Send(ctx context.Context, u contract.User, m channel.Message) (string, error) {
 	chat := u.ID
 	var sent *models.Message
 	var err error
@@ -215,7 +75,7 @@ func (s *telegramSender) Send(ctx context.Context, u contract.User, m channel.Me
 		}
 	}
 	if err != nil {
-		return "", telegramError(err, s.cfg.BotToken)
+		return "", sendError(err, s.cfg.BotToken)
 	}
 	if sent == nil {
 		return "", &channel.SendError{Err: errors.New("telegram: no message in the answer")}
@@ -223,12 +83,12 @@ func (s *telegramSender) Send(ctx context.Context, u contract.User, m channel.Me
 	return strconv.Itoa(sent.ID), nil
 }
 
-// Typing implements Typer: one sendChatAction "typing" to u's chat, which
+// Typing implements channel.Typer: one sendChatAction "typing" to u's chat, which
 // shows it for 5 s or until the bot's next message there. A failure is
 // returned, not tried again: the next Rules.TypingEvery calls again. After
 // a 429 the chat gets no "typing" until its retry_after has passed, which
 // leaves the chat's rate to the messages.
-func (s *telegramSender) Typing(ctx context.Context, u contract.User, _ string) error {
+func (s *Telegram) Typing(ctx context.Context, u contract.User, _ string) error {
 	s.mu.Lock()
 	quiet := time.Now().Before(s.quiet[u.ID])
 	if !quiet {
@@ -242,7 +102,7 @@ func (s *telegramSender) Typing(ctx context.Context, u contract.User, _ string) 
 	if err == nil {
 		return nil
 	}
-	err = telegramError(err, s.cfg.BotToken)
+	err = sendError(err, s.cfg.BotToken)
 	var se *channel.SendError
 	if errors.As(err, &se) && se.RetryAfter > 0 {
 		s.mu.Lock()
@@ -255,7 +115,7 @@ func (s *telegramSender) Typing(ctx context.Context, u contract.User, _ string) 
 // buttons sends the choices after a media group, which cannot carry them.
 // The group is sent: a failure here is only logged, since sending the
 // message again would repeat the group, and its text says what to reply.
-func (s *telegramSender) buttons(ctx context.Context, u contract.User, choices []string, links []contract.Link) {
+func (s *Telegram) buttons(ctx context.Context, u contract.User, choices []string, links []contract.Link) {
 	markup := keyboard(choices, links)
 	if markup == nil {
 		return
@@ -266,7 +126,7 @@ func (s *telegramSender) buttons(ctx context.Context, u contract.User, choices [
 	}
 	_, err := s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: u.ID, Text: text, LinkPreviewOptions: noLinkPreview, ReplyMarkup: markup})
 	if err != nil {
-		zerolog.Ctx(ctx).Warn().Err(telegramError(err, s.cfg.BotToken)).Str("user", u.Key()).Msg("buttons after a media group not sent")
+		zerolog.Ctx(ctx).Warn().Err(sendError(err, s.cfg.BotToken)).Str("user", u.Key()).Msg("buttons after a media group not sent")
 	}
 }
 
@@ -323,7 +183,7 @@ func label(choice string) string {
 
 // progress shows a progress line in the run's status message: sent for the
 // run's first line, edited for the next ones.
-func (s *telegramSender) progress(ctx context.Context, chat string, m channel.Message) (string, error) {
+func (s *Telegram) progress(ctx context.Context, chat string, m channel.Message) (string, error) {
 	s.mu.Lock()
 	st, ok := s.status[chat]
 	s.mu.Unlock()
@@ -337,26 +197,26 @@ func (s *telegramSender) progress(ctx context.Context, chat string, m channel.Me
 			return strconv.Itoa(st.id), nil
 		}
 		if !errors.Is(err, bot.ErrorBadRequest) {
-			return "", telegramError(err, s.cfg.BotToken)
+			return "", sendError(err, s.cfg.BotToken)
 		}
 		// The status message is gone (deleted by the person): a new one.
 	}
 	sent, err := s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: m.Body, LinkPreviewOptions: noLinkPreview})
 	if err != nil {
-		return "", telegramError(err, s.cfg.BotToken)
+		return "", sendError(err, s.cfg.BotToken)
 	}
 	s.remember(chat, statusMessage{job: m.JobID, id: sent.ID, text: m.Body})
 	return strconv.Itoa(sent.ID), nil
 }
 
-func (s *telegramSender) remember(chat string, st statusMessage) {
+func (s *Telegram) remember(chat string, st statusMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.status[chat] = st
 }
 
 // photo is an image for sendPhoto: its link, or its bytes to upload.
-func (s *telegramSender) photo(ctx context.Context, link string) (models.InputFile, error) {
+func (s *Telegram) photo(ctx context.Context, link string) (models.InputFile, error) {
 	if !s.upload {
 		return &models.InputFileString{Data: link}, nil
 	}
@@ -370,8 +230,8 @@ func (s *telegramSender) photo(ctx context.Context, link string) (models.InputFi
 // document is a file for sendDocument, always uploaded under its name (the
 // link's last path element): Telegram takes documents by URL only when
 // they are GIF, PDF or ZIP files.
-func (s *telegramSender) document(ctx context.Context, link string) (models.InputFile, error) {
-	data, err := s.fetchMax(ctx, link, telegramDocumentBytes)
+func (s *Telegram) document(ctx context.Context, link string) (models.InputFile, error) {
+	data, err := s.fetchMax(ctx, link, documentBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -383,12 +243,12 @@ func (s *telegramSender) document(ctx context.Context, link string) (models.Inpu
 }
 
 // fetch reads an image from the media service, for an upload.
-func (s *telegramSender) fetch(ctx context.Context, link string) ([]byte, error) {
-	return s.fetchMax(ctx, link, telegramPhotoBytes)
+func (s *Telegram) fetch(ctx context.Context, link string) ([]byte, error) {
+	return s.fetchMax(ctx, link, photoBytes)
 }
 
 // fetchMax reads at most max bytes of a link of the media service.
-func (s *telegramSender) fetchMax(ctx context.Context, link string, max int64) ([]byte, error) {
+func (s *Telegram) fetchMax(ctx context.Context, link string, max int64) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link, nil)
 	if err != nil {
 		return nil, &channel.SendError{Err: err, Permanent: true}
@@ -412,10 +272,10 @@ func (s *telegramSender) fetchMax(ctx context.Context, link string, max int64) (
 	return data, nil
 }
 
-// telegramError classifies a failed Bot API call: 429 waits retry_after,
+// sendError classifies a failed Bot API call: 429 waits retry_after,
 // requests Telegram refused (400, 401, 403, 404) are not tried again,
 // anything else (5xx, the network) is. The token never shows.
-func telegramError(err error, token string) error {
+func sendError(err error, token string) error {
 	var se *channel.SendError
 	if errors.As(err, &se) {
 		return se

@@ -1,9 +1,10 @@
-package ingress
+package telegram
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,39 +14,34 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/textslash/textslash/channel"
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/contract/bus"
 )
 
-// Receiving Telegram's updates. With an https public URL, ingress sets the
-// bot's webhook at start and Telegram posts each update to Handler.
-// Without one, ingress polls: getUpdates waits up to PollTimeout for
-// updates, each is published to IN as the webhook would (telegramUpdate),
-// and only then is the offset past it committed to the telegram bucket
-// (contract.TelegramPoll), so a restart neither loses an update nor
-// publishes one twice: a crash between a publish and the commit asks for
-// the update again, and IN drops it by its Nats-Msg-Id. The same key is
-// the lease that lets one ingress at a time poll (Telegram ends one of two
-// simultaneous polls with 409).
+// Receiving Telegram's updates. With an https public URL, Run sets the
+// bot's webhook at start and Telegram posts each update to Routes.
+// Without one, Run polls: getUpdates waits up to PollTimeout for updates,
+// each is published as the webhook would (update), and only then is the
+// offset past it committed to the telegram bucket (contract.TelegramPoll),
+// so a restart neither loses an update nor publishes one twice: a crash
+// between a publish and the commit asks for the update again, and IN
+// drops it by its Nats-Msg-Id. The same key is the lease that lets one
+// process at a time poll (Telegram ends one of two simultaneous polls
+// with 409).
 
-// telegramUpdates are the updates textslash asks Telegram for.
-var telegramUpdates = []string{"message", "callback_query"}
+// updates are the updates textslash asks Telegram for.
+var updates = []string{"message", "callback_query"}
 
 // pollLeaseMargin is how much longer than a poll a poller's lease lasts.
 const pollLeaseMargin = 10 * time.Second
 
-// receiveTelegram sets the webhook, or polls, until ctx ends.
-func (i *Ingress) receiveTelegram(ctx context.Context) error {
-	t := *i.cfg.Telegram
-	log := i.log.With().Str("channel", contract.ChannelTelegram).Logger()
-	b, err := t.newBot()
-	if err != nil {
-		return fmt.Errorf("telegram client: %w", err)
-	}
-	if t.webhook() {
-		url := t.PublicURL + TelegramPath
+// receive sets the webhook, or polls, until ctx ends, publishing with h.
+func (t *Telegram) receive(ctx context.Context, h channel.Host) error {
+	log, b, c := t.log, t.bot, t.cfg
+	if c.webhook() {
+		url := c.PublicURL + WebhookPath
 		if retry(ctx, log, "telegram setWebhook", func(ctx context.Context) error {
-			_, err := b.SetWebhook(ctx, &bot.SetWebhookParams{URL: url, SecretToken: t.Secret, AllowedUpdates: telegramUpdates})
+			_, err := b.SetWebhook(ctx, &bot.SetWebhookParams{URL: url, SecretToken: c.Secret, AllowedUpdates: updates})
 			return t.clean(err)
 		}) {
 			log.Info().Str("url", url).Msg("telegram webhook set: Telegram posts the bot's updates there")
@@ -60,20 +56,20 @@ func (i *Ingress) receiveTelegram(ctx context.Context) error {
 	}) {
 		return nil
 	}
-	kv, err := i.js.KeyValue(ctx, contract.BucketTelegram)
-	if err != nil {
-		return fmt.Errorf("bucket %s: %w", contract.BucketTelegram, err)
+	if t.leases == nil {
+		return errors.New("telegram: polling needs the bucket of leases (Config.Leases)")
 	}
-	log.Info().Str("poller", t.Poller).Msg("telegram: polling for the bot's updates (no https PUBLIC_URL, none needed)")
-	p := &telegramPoller{i: i, t: t, kv: kv, log: log,
-		client: &http.Client{Timeout: t.PollTimeout + pollLeaseMargin}}
+	log.Info().Str("poller", c.Poller).Msg("telegram: polling for the bot's updates (no https PUBLIC_URL, none needed)")
+	p := &poller{t: t, h: h, cfg: c, kv: t.leases, log: log,
+		client: &http.Client{Timeout: c.PollTimeout + pollLeaseMargin}}
 	return p.run(ctx)
 }
 
-// telegramPoller polls the bot's updates while it holds the lease.
-type telegramPoller struct {
-	i      *Ingress
-	t      Telegram
+// poller polls the bot's updates while it holds the lease.
+type poller struct {
+	t      *Telegram
+	h      channel.Host
+	cfg    Config
 	kv     jetstream.KeyValue
 	log    zerolog.Logger
 	client *http.Client
@@ -86,7 +82,7 @@ type telegramPoller struct {
 
 // run polls until ctx ends, then releases the lease with the offset
 // reached, so that a restart (or another ingress) goes on from there.
-func (p *telegramPoller) run(ctx context.Context) error {
+func (p *poller) run(ctx context.Context) error {
 	defer p.release()
 	var backoff time.Duration
 	for ctx.Err() == nil {
@@ -111,8 +107,8 @@ func (p *telegramPoller) run(ctx context.Context) error {
 // claim takes or renews the lease and commits the offset reached, in one
 // write of the key at the revision last seen. When another ingress holds
 // the lease it returns how long to wait before looking again.
-func (p *telegramPoller) claim(ctx context.Context) (wait time.Duration, err error) {
-	data, _ := contract.Encode(&contract.TelegramPoll{Offset: p.offset, Poller: p.t.Poller, Until: time.Now().Add(p.t.PollTimeout + pollLeaseMargin)})
+func (p *poller) claim(ctx context.Context) (wait time.Duration, err error) {
+	data, _ := contract.Encode(&contract.TelegramPoll{Offset: p.offset, Poller: p.cfg.Poller, Until: time.Now().Add(p.cfg.PollTimeout + pollLeaseMargin)})
 	var rev uint64
 	if p.rev == 0 {
 		rev, err = p.kv.Create(ctx, contract.TelegramUpdatesKey, data)
@@ -139,7 +135,7 @@ func (p *telegramPoller) claim(ctx context.Context) (wait time.Duration, err err
 		return 0, fmt.Errorf("telegram offset: %w", err)
 	}
 	p.rev, p.offset = e.Revision(), cur.Offset
-	if cur.Poller == "" || cur.Poller == p.t.Poller || !time.Now().Before(cur.Until) {
+	if cur.Poller == "" || cur.Poller == p.cfg.Poller || !time.Now().Before(cur.Until) {
 		return 0, nil // free: take it on the next claim
 	}
 	if !p.waiting {
@@ -152,7 +148,7 @@ func (p *telegramPoller) claim(ctx context.Context) (wait time.Duration, err err
 // poll asks for the updates from the offset on, waiting up to PollTimeout
 // for some, and publishes them in order; the offset moves past each one
 // published. It stops at the first not stored, to ask for it again.
-func (p *telegramPoller) poll(ctx context.Context) error {
+func (p *poller) poll(ctx context.Context) error {
 	updates, err := p.getUpdates(ctx)
 	if err != nil {
 		return err
@@ -169,7 +165,7 @@ func (p *telegramPoller) poll(ctx context.Context) error {
 			continue
 		}
 		trace := contract.NewTrace("")
-		if err := p.i.telegramUpdate(contract.WithTrace(ctx, trace), bus.TraceLog(p.log, trace), upd); err != nil {
+		if err := p.t.update(contract.WithTrace(ctx, trace), p.log.With().Str(contract.LogTrace, trace).Logger(), p.h, upd); err != nil {
 			return err
 		}
 		p.offset = max(p.offset, upd.ID+1)
@@ -180,9 +176,9 @@ func (p *telegramPoller) poll(ctx context.Context) error {
 // getUpdates is one long poll of the Bot API. The client library's own
 // loop confirms an update to Telegram before its handler has run, so this
 // asks itself, with the offset committed.
-func (p *telegramPoller) getUpdates(ctx context.Context) ([]json.RawMessage, error) {
-	body, _ := json.Marshal(map[string]any{"offset": p.offset, "timeout": int(p.t.PollTimeout / time.Second), "allowed_updates": telegramUpdates})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.t.APIURL+"/bot"+p.t.BotToken+"/getUpdates", bytes.NewReader(body))
+func (p *poller) getUpdates(ctx context.Context) ([]json.RawMessage, error) {
+	body, _ := json.Marshal(map[string]any{"offset": p.offset, "timeout": int(p.cfg.PollTimeout / time.Second), "allowed_updates": updates})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.cfg.APIURL+"/bot"+p.cfg.BotToken+"/getUpdates", bytes.NewReader(body))
 	if err != nil {
 		return nil, p.t.clean(err)
 	}
@@ -209,7 +205,7 @@ func (p *telegramPoller) getUpdates(ctx context.Context) ([]json.RawMessage, err
 
 // release gives the lease up, with the offset reached, when this poller
 // holds it.
-func (p *telegramPoller) release() {
+func (p *poller) release() {
 	if !p.held {
 		return
 	}
