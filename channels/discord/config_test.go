@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/channels/discord"
 	"github.com/textslash/textslash/channels/discord/discordtest"
+	"github.com/textslash/textslash/contract"
 )
 
 func TestConfigValidate(t *testing.T) {

@@ -12,10 +12,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/channels/discord"
 	"github.com/textslash/textslash/channels/discord/discordtest"
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/kit"
 	"github.com/textslash/textslash/natstest"
 )

@@ -11,10 +11,10 @@ import (
 
 	"github.com/textslash/textslash/channel"
 
-	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/contract/pages"
 	"github.com/textslash/textslash/channels/discord"
 	"github.com/textslash/textslash/channels/discord/discordtest"
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/pages"
 )
 
 const createRoute = "POST /channels/{channel}/messages"

@@ -13,9 +13,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/channels/slack"
 	"github.com/textslash/textslash/channels/slack/slacktest"
+	"github.com/textslash/textslash/contract"
 )
 
 const secret = "8f742231b10e8888abcd99yyyzzz85a5"

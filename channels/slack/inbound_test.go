@@ -13,9 +13,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/channels/slack"
 	"github.com/textslash/textslash/channels/slack/slacktest"
+	"github.com/textslash/textslash/contract"
 )
 
 // published is the channel's Host as the channel sees it: it records

@@ -11,9 +11,9 @@ import (
 
 	"github.com/textslash/textslash/channel"
 
-	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/channels/slack"
 	"github.com/textslash/textslash/channels/slack/slacktest"
+	"github.com/textslash/textslash/contract"
 )
 
 var (

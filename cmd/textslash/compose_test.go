@@ -15,11 +15,11 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/textslash/textslash/channels/slack/slacktest"
 	"github.com/textslash/textslash/cmd/internal/app"
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
-	"github.com/textslash/textslash/channels/slack/slacktest"
 )
 
 // composeFile is the part of compose.yaml the test checks.

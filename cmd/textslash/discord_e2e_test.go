@@ -16,9 +16,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/textslash/textslash/channels/discord/discordtest"
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
-	"github.com/textslash/textslash/channels/discord/discordtest"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
 )

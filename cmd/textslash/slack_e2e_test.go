@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channels/slack/slacktest"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
-	"github.com/textslash/textslash/channels/slack/slacktest"
 )
 
 // slackAlice is the Slack user allowed in; her DM with the bot is
