@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"regexp"
 	"sync"
@@ -48,8 +49,13 @@ var handedBack = promauto.NewCounter(prometheus.CounterOpts{
 	Help: "Jobs this runner handed back because another runner holds their user's workspace.",
 })
 
-// handBackDelay is how long a job handed back waits before JetStream
-// delivers it again, to whichever runner asks next.
+// handBackDelay is the least a job handed back waits before JetStream
+// delivers it again, to whichever runner asks first. Each hand-back adds
+// a random part of as much again: the runner handing a job back asks
+// again at once, so it is first in line when the job comes due; with one
+// fixed delay, two runners each holding the other's job's user got back,
+// round after round, the job they had handed back, and ran neither
+// (TestTwoRunners stalled so for a minute).
 const handBackDelay = 200 * time.Millisecond
 
 var runnerIDRE = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
@@ -244,7 +250,7 @@ func (r *Runner) takes(ctx context.Context, aff *affinity, msg jetstream.Msg) bo
 	}
 	if !mine {
 		handedBack.Inc()
-		if err := msg.NakWithDelay(handBackDelay); err != nil {
+		if err := msg.NakWithDelay(handBackDelay + rand.N(handBackDelay)); err != nil {
 			log.Warn().Err(err).Msg("hand a job back")
 		}
 		return false

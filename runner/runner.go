@@ -403,10 +403,9 @@ func (r *Runner) takeJobs(ctx, runs context.Context, cons jetstream.Consumer, af
 		if ctx.Err() != nil {
 			return
 		}
-		// Short pulls: a job handed back with a delay (affinity's nak) once
-		// sat untaken for a minute behind a long pull of the other runner
-		// (TestTwoRunners, not understood); asking anew every few seconds
-		// costs one request each.
+		// Short pulls: asking anew every few seconds costs one request
+		// each. (A job handed back that sat untaken for a minute was the
+		// hand-backs' lockstep, not the pull's length: see handBackDelay.)
 		wait := 5 * time.Second
 		if r.cfg.IdleExit > 0 {
 			wait = min(wait, max(r.cfg.IdleExit-idle(), 100*time.Millisecond))
