@@ -170,7 +170,7 @@ func (r *rig) sentWith(text string) []Sent {
 func (r *rig) settled(t *testing.T) {
 	t.Helper()
 	natstest.CheckFor(t, within, 50*time.Millisecond, func() error {
-		c, err := r.ns.JS.Consumer(t.Context(), contract.StreamEvents, "egress-"+r.name)
+		c, err := r.ns.JS.Consumer(t.Context(), contract.StreamEvents, bus.EgressConsumer(r.name).Durable)
 		if err != nil {
 			return err
 		}
@@ -179,7 +179,7 @@ func (r *rig) settled(t *testing.T) {
 			return err
 		}
 		if info.NumPending > 0 || info.NumAckPending > 0 {
-			return fmt.Errorf("egress-%s: %d events waiting, %d in hand", r.name, info.NumPending, info.NumAckPending)
+			return fmt.Errorf("%s: %d events waiting, %d in hand", info.Name, info.NumPending, info.NumAckPending)
 		}
 		return nil
 	})
