@@ -8,6 +8,7 @@ require (
 	github.com/rs/zerolog v1.35.1
 	github.com/slack-go/slack v0.35.0
 	github.com/textslash/textslash/channel v0.0.0
+	github.com/textslash/textslash/channeltest v0.0.0
 	github.com/textslash/textslash/contract v0.0.0
 	github.com/textslash/textslash/kit v0.0.0
 	github.com/textslash/textslash/natstest v0.0.0
@@ -37,6 +38,9 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
+	github.com/textslash/textslash/egress v0.0.0 // indirect
+	github.com/textslash/textslash/ingress v0.0.0 // indirect
+	github.com/textslash/textslash/notion v0.0.0 // indirect
 	github.com/twilio/twilio-go v1.31.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
@@ -46,6 +50,8 @@ require (
 )
 
 replace github.com/textslash/textslash/channel => ../channel
+
+replace github.com/textslash/textslash/channeltest => ../channeltest
 
 replace github.com/textslash/textslash/contract => ../contract
 

@@ -5,9 +5,19 @@ go 1.26.0
 require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/rs/zerolog v1.35.1
+	github.com/textslash/textslash/channeltest v0.0.0
 	github.com/textslash/textslash/contract v0.0.0
-	github.com/textslash/textslash/egress v0.0.0
 	github.com/textslash/textslash/kit v0.0.0
+	github.com/textslash/textslash/natstest v0.0.0
+)
+
+require (
+	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
+	github.com/google/go-tpm v0.9.8 // indirect
+	github.com/minio/highwayhash v1.0.4 // indirect
+	github.com/nats-io/jwt/v2 v2.8.2 // indirect
+	github.com/nats-io/nats-server/v2 v2.15.2 // indirect
+	github.com/textslash/textslash/egress v0.0.0 // indirect
 )
 
 require (
@@ -52,3 +62,5 @@ replace (
 )
 
 replace github.com/textslash/textslash/channel => ../../channel
+
+replace github.com/textslash/textslash/channeltest => ../../channeltest

@@ -1,0 +1,202 @@
+package channeltest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/channel"
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
+	"github.com/textslash/textslash/kit"
+	"github.com/textslash/textslash/natstest"
+)
+
+// within bounds every wait of the suite: long enough for a progress
+// line's turn (Rules.ProgressEvery) and a redelivery after a restart.
+const within = 30 * time.Second
+
+// rig is one case's world: the fake provider, a real embedded JetStream
+// provisioned for the channel, and the kit running the channel on it.
+type rig struct {
+	Provider
+	ns     *natstest.Server
+	name   string
+	finder bool // the channel is a channel.Finder
+	stop   func()
+	events int // events published, for their ids
+}
+
+// start provisions JetStream for p's channel and runs it with the kit
+// until the test ends.
+func start(t *testing.T, p Provider) *rig {
+	t.Helper()
+	ch := p.Channel()
+	r := &rig{Provider: p, ns: natstest.RunJetStream(t), name: ch.Name()}
+	_, r.finder = ch.(channel.Finder)
+	if err := bus.Provision(t.Context(), r.ns.JS, bus.Options{Channels: []string{r.name}}); err != nil {
+		t.Fatal(err)
+	}
+	r.run(t, ch)
+	t.Cleanup(func() { r.stop() })
+	return r
+}
+
+// run runs ch with a kit of its own until stop.
+func (r *rig) run(t *testing.T, ch channel.Channel) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	k, err := kit.Open(ctx, r.ns.NC, ch, zerolog.New(zerolog.NewTestWriter(t)))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- k.Run(ctx) }()
+	r.stop = func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("kit.Run: %v", err)
+		}
+		r.stop = func() {}
+	}
+}
+
+// restart stops the kit and runs a new channel (Provider.Channel) with a
+// new kit, as a channel's process killed and started again.
+func (r *rig) restart(t *testing.T) {
+	t.Helper()
+	r.stop()
+	r.run(t, r.Channel())
+}
+
+// user is the person id as textslash knows them.
+func (r *rig) user(id string) contract.User { return contract.User{Channel: r.name, ID: id} }
+
+// stored are the inbound messages the IN stream holds, in order.
+func (r *rig) stored(t *testing.T) []contract.Inbound {
+	t.Helper()
+	s, err := r.ns.JS.Stream(t.Context(), contract.StreamIn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []contract.Inbound
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(t.Context(), seq)
+		if err != nil {
+			t.Fatalf("IN message %d: %v", seq, err)
+		}
+		var in contract.Inbound
+		if err := contract.Decode(m.Data, &in); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+// waitStored waits until IN holds a message of who whose text is text,
+// and returns it.
+func (r *rig) waitStored(t *testing.T, who, text string) contract.Inbound {
+	t.Helper()
+	var found contract.Inbound
+	natstest.CheckFor(t, within, 20*time.Millisecond, func() error {
+		ins := r.stored(t)
+		for _, in := range ins {
+			if in.User == r.user(who) && in.Text == text {
+				found = in
+				return nil
+			}
+		}
+		return fmt.Errorf("IN holds no %q of %s; it holds %s", text, who, texts(ins))
+	})
+	return found
+}
+
+// said writes text as the person in their direct conversation and waits
+// for it to be stored: the job the suite's events are about.
+func (r *rig) said(t *testing.T, text string) contract.Inbound {
+	t.Helper()
+	r.Write(t, r.Person, r.Direct(r.Person), text)
+	return r.waitStored(t, r.Person, text)
+}
+
+// publish publishes ev, for the person, as the runner would.
+func (r *rig) publish(t *testing.T, ev contract.Event) {
+	t.Helper()
+	r.events++
+	ev.User = r.user(r.Person)
+	if err := bus.PublishEvent(t.Context(), r.ns.JS, ev, contract.MsgID(ev.User, "conformance", fmt.Sprint(r.events))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitSent waits until the fake holds a message of the bot whose text
+// contains text, and returns it.
+func (r *rig) waitSent(t *testing.T, text string) Sent {
+	t.Helper()
+	var found Sent
+	natstest.CheckFor(t, within, 20*time.Millisecond, func() error {
+		sent := r.Sent()
+		for _, m := range sent {
+			if strings.Contains(m.Text, text) {
+				found = m
+				return nil
+			}
+		}
+		return fmt.Errorf("the fake took no message with %q; it took %s", text, sentTexts(sent))
+	})
+	return found
+}
+
+// sentWith are the messages the fake holds whose text contains text.
+func (r *rig) sentWith(text string) []Sent {
+	return slices.DeleteFunc(r.Sent(), func(m Sent) bool { return !strings.Contains(m.Text, text) })
+}
+
+// settled waits until the channel's egress consumer has every event
+// published so far delivered and acknowledged: none waits, none is in
+// hand (a redelivery after a restart included).
+func (r *rig) settled(t *testing.T) {
+	t.Helper()
+	natstest.CheckFor(t, within, 50*time.Millisecond, func() error {
+		c, err := r.ns.JS.Consumer(t.Context(), contract.StreamEvents, bus.EgressConsumer(r.name).Durable)
+		if err != nil {
+			return err
+		}
+		info, err := c.Info(t.Context())
+		if err != nil {
+			return err
+		}
+		if info.NumPending > 0 || info.NumAckPending > 0 {
+			return fmt.Errorf("%s: %d events waiting, %d in hand", info.Name, info.NumPending, info.NumAckPending)
+		}
+		return nil
+	})
+}
+
+func texts(ins []contract.Inbound) string {
+	var out []string
+	for _, in := range ins {
+		out = append(out, fmt.Sprintf("%s:%q", in.User.ID, in.Text))
+	}
+	return "[" + strings.Join(out, " ") + "]"
+}
+
+func sentTexts(sent []Sent) string {
+	var out []string
+	for _, m := range sent {
+		out = append(out, fmt.Sprintf("%s:%q", m.Conversation, m.Text))
+	}
+	return "[" + strings.Join(out, " ") + "]"
+}
