@@ -18,6 +18,7 @@ package channeltest
 
 import (
 	"errors"
+	"net/http"
 	"testing"
 
 	"github.com/textslash/textslash/channel"
@@ -52,6 +53,10 @@ type Provider struct {
 	// Press has who press the button of choice under the bot's message m;
 	// nil when the channel shows no buttons.
 	Press func(t *testing.T, who string, m Sent, choice string)
+	// Serve, for a channel.Router, is handed its routes (publishing with
+	// the kit) each time the kit starts: the fake's HTTP deliveries go
+	// there. Nil for a channel without routes.
+	Serve func(t *testing.T, routes http.Handler)
 	// Spoof sends text, claiming it is Person's, by a path the real
 	// provider would not take (a request not signed by it, a message
 	// forged to claim another author); the harness checks the channel's

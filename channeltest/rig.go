@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -56,6 +57,13 @@ func (r *rig) run(t *testing.T, ch channel.Channel) {
 	if err != nil {
 		cancel()
 		t.Fatal(err)
+	}
+	if router, ok := ch.(channel.Router); ok && r.Serve != nil {
+		mux := http.NewServeMux()
+		for route, h := range router.Routes(k) {
+			mux.Handle(route, h)
+		}
+		r.Serve(t, mux)
 	}
 	done := make(chan error, 1)
 	go func() { done <- k.Run(ctx) }()

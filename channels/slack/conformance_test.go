@@ -44,7 +44,7 @@ func conformance(socket bool) func(t *testing.T) channeltest.Provider {
 		f := &slackFake{t: t, fake: slacktest.New(t), socket: socket}
 		return channeltest.Provider{
 			Channel: f.channel, Person: "U0ALICE1", Stranger: "U0MALLORY", Direct: slacktest.DM, Shared: "C0SHARED1",
-			Write: f.write, Press: f.press, Spoof: f.spoof, Hold: f.hold, Sent: f.sent,
+			Write: f.write, Press: f.press, Serve: f.serve, Spoof: f.spoof, Hold: f.hold, Sent: f.sent,
 		}
 	}
 }
@@ -62,16 +62,14 @@ func (f *slackFake) channel() channel.Channel {
 		f.t.Fatal(err)
 	}
 	f.made++
-	if !f.socket {
-		mux := http.NewServeMux()
-		for route, h := range s.Routes() {
-			mux.Handle(route, h)
-		}
-		srv := httptest.NewServer(mux)
-		f.t.Cleanup(srv.Close)
-		f.events.Store(srv)
-	}
 	return s
+}
+
+// serve takes the Events API's routes: the fake's requests go there.
+func (f *slackFake) serve(t *testing.T, routes http.Handler) {
+	srv := httptest.NewServer(routes)
+	t.Cleanup(srv.Close)
+	f.events.Store(srv)
 }
 
 // ts is a new timestamp of a person's message or press.
