@@ -204,7 +204,7 @@ func (ru *run) clocks(ctx context.Context) {
 	ru.later(ru.limit.stop)
 	ru.start = time.Now()
 	ru.prog = newProgress(cfg.Heartbeat, quote(ru.job), ru.start, ru.progressPublisher(ctx))
-	ru.later(every(cfg.Heartbeat/4, ru.prog.beat))
+	ru.later(ru.pulse.on(cfg.Heartbeat/4, ru.prog.beat))
 }
 
 // ModeVar holds the job's permission mode (contract.ModeAsk, …) in every
@@ -367,7 +367,7 @@ func (ru *run) limits(box *sandbox.Sandbox) error {
 // the person is told which.
 func (ru *run) watch(cg *sandbox.Cgroup) {
 	ru.cg = cg
-	ru.later(every(250*time.Millisecond, func() {
+	ru.later(ru.pulse.on(250*time.Millisecond, func() {
 		if lim := cg.Exceeded(); lim != nil {
 			ru.cancel(lim)
 		}

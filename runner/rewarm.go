@@ -18,7 +18,7 @@ import (
 // waiting for it: a message of theirs waits and then finds both.
 func (r *Runner) warmHome(ctx context.Context, p rewarm.Person) (home string, warm bool, err error) {
 	job := contract.Job{ID: "rewarm", User: p.User, Mode: cmp.Or(p.State.Mode, r.cfg.DefaultMode, contract.ModeAsk), Project: p.State.Project, NewSession: p.State.NewSession}
-	ru := &run{r: r, job: job, log: r.log.With().Str("user", p.User.Key()).Str("job_id", job.ID).Logger()}
+	ru := newRun(r, job, r.log.With().Str("user", p.User.Key()).Str("job_id", job.ID).Logger())
 	defer ru.close()
 	runCtx, cancel := context.WithCancelCause(ctx)
 	ru.cancel = cancel

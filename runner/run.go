@@ -30,6 +30,7 @@ type run struct {
 	job    contract.Job
 	log    zerolog.Logger
 	done   contract.Event // the report, filled in on the way
+	pulse  *pulse         // the run's signs of life, while it lasts
 	// cleanups are undone when the run is over, last first.
 	cleanups []func()
 
@@ -75,11 +76,8 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	if err := job.User.Validate(); err != nil {
 		return err
 	}
-	ru := &run{
-		r: r, job: job,
-		log:  zerolog.Ctx(ctx).With().Str("user", job.User.Key()).Str("job_id", job.ID).Logger(),
-		done: contract.NewDone(job.User, job.ID),
-	}
+	ru := newRun(r, job, zerolog.Ctx(ctx).With().Str("user", job.User.Key()).Str("job_id", job.ID).Logger())
+	ru.done = contract.NewDone(job.User, job.ID)
 	defer ru.close()
 	runCtx, err := ru.admit(ctx, msg)
 	if err == nil {
@@ -112,6 +110,14 @@ func refuse(text string) error { return &refused{status: contract.StatusError, t
 // before, or was cancelled while it waited).
 var errDropped = errors.New("job dropped")
 
+// newRun is job's run on r, logged with log; its pulse beats until it
+// is closed.
+func newRun(r *Runner, job contract.Job, log zerolog.Logger) *run {
+	ru := &run{r: r, job: job, log: log, pulse: newPulse()}
+	ru.later(ru.pulse.stop)
+	return ru
+}
+
 // later undoes f when the run is over.
 func (ru *run) later(f func()) { ru.cleanups = append(ru.cleanups, f) }
 
@@ -131,7 +137,7 @@ func (ru *run) admit(ctx context.Context, msg jetstream.Msg) (runCtx context.Con
 	// Tell JetStream the job is in hand, so a long run is not redelivered;
 	// a crashed runner stops telling, and the job is redelivered after
 	// the consumer's AckWait.
-	ru.later(every(contract.JobAckWait/3, func() { _ = msg.InProgress() }))
+	ru.later(ru.pulse.on(contract.JobAckWait/3, func() { _ = msg.InProgress() }))
 	// One run per user in this process, even while a cancelled one is
 	// still being stopped.
 	runCtx, ru.cancel = context.WithCancelCause(ctx)
@@ -247,23 +253,6 @@ func (r *Runner) publishDone(ctx context.Context, done contract.Event) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return bus.PublishEvent(ctx, r.js, done, contract.MsgID(done.User, done.JobID, "done"))
-}
-
-// every calls f every d until stop is called.
-func every(d time.Duration, f func()) (stop func()) {
-	t := time.NewTicker(d)
-	quit := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-t.C:
-				f()
-			case <-quit:
-				return
-			}
-		}
-	}()
-	return func() { t.Stop(); close(quit) }
 }
 
 // joinText joins two parts of a reply with a blank line; either may be

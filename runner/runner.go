@@ -336,17 +336,18 @@ func (r *Runner) Run(ctx context.Context) error {
 	if r.homes != nil {
 		defer r.homes.Close()
 	}
+	upkeep := newPulse()
+	defer upkeep.stop()
 	if r.homes != nil || r.disks != nil {
-		stopSweep := every(min(r.cfg.HomeIdle/2, time.Minute), func() {
+		upkeep.on(min(r.cfg.HomeIdle/2, time.Minute), func() {
 			if r.homes != nil {
 				r.homes.Sweep(r.log)
 			}
 			r.sweepDisks()
 		})
-		defer stopSweep()
 	}
 	if r.mem != nil && r.homes != nil {
-		defer every(10*time.Second, r.relieve)()
+		upkeep.on(10*time.Second, r.relieve)
 	}
 	if r.homes != nil { // the homes of the people active lately, made again
 		defer rewarm.Start(ctx, aff.workspaces, r.users, r.cfg.ID, r.cfg.HomeIdle, r.warmHome, r.log)()
