@@ -22,6 +22,7 @@ import (
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/runner/agent"
+	"github.com/textslash/textslash/runner/clock"
 	"github.com/textslash/textslash/runner/disk"
 	"github.com/textslash/textslash/runner/handover"
 	"github.com/textslash/textslash/runner/memory"
@@ -336,10 +337,10 @@ func (r *Runner) Run(ctx context.Context) error {
 	if r.homes != nil {
 		defer r.homes.Close()
 	}
-	upkeep := newPulse()
-	defer upkeep.stop()
+	upkeep := clock.NewPulse()
+	defer upkeep.Stop()
 	if r.homes != nil || r.disks != nil {
-		upkeep.on(min(r.cfg.HomeIdle/2, time.Minute), func() {
+		upkeep.On(min(r.cfg.HomeIdle/2, time.Minute), func() {
 			if r.homes != nil {
 				r.homes.Sweep(r.log)
 			}
@@ -347,7 +348,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		})
 	}
 	if r.mem != nil && r.homes != nil {
-		upkeep.on(10*time.Second, r.relieve)
+		upkeep.On(10*time.Second, r.relieve)
 	}
 	if r.homes != nil { // the homes of the people active lately, made again
 		defer rewarm.Start(ctx, aff.workspaces, r.users, r.cfg.ID, r.cfg.HomeIdle, r.warmHome, r.log)()

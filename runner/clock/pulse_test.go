@@ -1,4 +1,4 @@
-package runner
+package clock
 
 import (
 	"sync/atomic"
@@ -9,11 +9,11 @@ import (
 // TestPulse: one ticker calls each beat at its own interval, a shorter
 // beat added later quickens it, and off and stop end the beats.
 func TestPulse(t *testing.T) {
-	p := newPulse()
-	defer p.stop()
+	p := NewPulse()
+	defer p.Stop()
 	var slow, fast atomic.Int32
-	p.on(100*time.Millisecond, func() { slow.Add(1) })
-	offFast := p.on(10*time.Millisecond, func() { fast.Add(1) })
+	p.On(100*time.Millisecond, func() { slow.Add(1) })
+	offFast := p.On(10*time.Millisecond, func() { fast.Add(1) })
 	time.Sleep(350 * time.Millisecond)
 	if s, f := slow.Load(), fast.Load(); s < 2 || s > 4 || f < 15 {
 		t.Fatalf("in 350ms: slow beat %d times (want about 3), fast %d (want about 35)", s, f)
@@ -25,7 +25,7 @@ func TestPulse(t *testing.T) {
 	if fast.Load() != f {
 		t.Fatal("an off beat was called again")
 	}
-	p.stop()
+	p.Stop()
 	time.Sleep(20 * time.Millisecond)
 	s := slow.Load()
 	time.Sleep(150 * time.Millisecond)
@@ -36,10 +36,10 @@ func TestPulse(t *testing.T) {
 
 // TestPulseBusy: a beat still busy when it is due again is skipped.
 func TestPulseBusy(t *testing.T) {
-	p := newPulse()
-	defer p.stop()
+	p := NewPulse()
+	defer p.Stop()
 	var running, most atomic.Int32
-	p.on(5*time.Millisecond, func() {
+	p.On(5*time.Millisecond, func() {
 		n := running.Add(1)
 		if n > most.Load() {
 			most.Store(n)

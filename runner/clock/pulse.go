@@ -1,4 +1,4 @@
-package runner
+package clock
 
 import (
 	"slices"
@@ -7,12 +7,12 @@ import (
 	"time"
 )
 
-// pulse is one ticker for what must be done now and then while it lasts:
+// Pulse is one ticker for what must be done now and then while it lasts:
 // a run's signs of life (the job kept in hand, "still working", its
 // cgroup's limits looked at), or the runner's upkeep. Each beat is called
 // at its own interval, the ticker ticking at the shortest; a beat still
 // busy when it is due again is skipped, and never holds up the others.
-type pulse struct {
+type Pulse struct {
 	mu    sync.Mutex
 	t     *time.Ticker // nil until the first beat
 	tick  time.Duration
@@ -29,10 +29,11 @@ type beat struct {
 	busy  atomic.Bool
 }
 
-func newPulse() *pulse { return &pulse{quit: make(chan struct{})} }
+// NewPulse is a pulse without beats yet.
+func NewPulse() *Pulse { return &Pulse{quit: make(chan struct{})} }
 
-// on calls f every d from now until off is called or the pulse stops.
-func (p *pulse) on(d time.Duration, f func()) (off func()) {
+// On calls f every d from now until off is called or the pulse stops.
+func (p *Pulse) On(d time.Duration, f func()) (off func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	b := &beat{every: d, next: time.Now().Add(d), f: f}
@@ -54,7 +55,7 @@ func (p *pulse) on(d time.Duration, f func()) (off func()) {
 }
 
 // run calls the beats due at each tick, each in a goroutine of its own.
-func (p *pulse) run(ticks <-chan time.Time) {
+func (p *Pulse) run(ticks <-chan time.Time) {
 	for {
 		select {
 		case now := <-ticks:
@@ -72,7 +73,7 @@ func (p *pulse) run(ticks <-chan time.Time) {
 
 // due are the beats due at now, not busy, marked busy: each is then due
 // again its interval later. A beat due within half a tick is due now.
-func (p *pulse) due(now time.Time) (due []*beat) {
+func (p *Pulse) due(now time.Time) (due []*beat) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, b := range p.beats {
@@ -89,9 +90,9 @@ func (p *pulse) due(now time.Time) (due []*beat) {
 	return due
 }
 
-// stop ends the pulse: no beat starts after it (one under way ends by
+// Stop ends the pulse: no beat starts after it (one under way ends by
 // itself).
-func (p *pulse) stop() {
+func (p *Pulse) Stop() {
 	p.once.Do(func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
