@@ -30,7 +30,8 @@ type conversation struct {
 // stop. Everything the dispatcher publishes for the job comes after the
 // person sent the message, so reading from then on misses nothing, even
 // what was published before the job reached this runner.
-func (r *Runner) converse(ctx context.Context, log zerolog.Logger, job contract.Job) (*conversation, error) {
+func (r *Runner) converse(ctx context.Context, job contract.Job) (*conversation, error) {
+	log := zerolog.Ctx(ctx)
 	start := job.At.Add(-time.Minute) // clocks of other machines
 	cons, err := r.js.OrderedConsumer(ctx, contract.StreamEvents, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{contract.EventSubject(job.User, contract.KindAnswer), contract.EventSubject(job.User, contract.KindSteer)},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
@@ -23,7 +24,7 @@ import (
 // ctx. A job cancelled is dropped (errDropped), one started before is
 // refused as interrupted.
 func (ru *run) admit(ctx context.Context, msg jetstream.Msg) (runCtx context.Context, err error) {
-	r, u, log := ru.r, ru.job.User, ru.log
+	r, u, log := ru.r, ru.job.User, zerolog.Ctx(ctx)
 	// Tell JetStream the job is in hand, so a long run is not redelivered;
 	// a crashed runner stops telling, and the job is redelivered after
 	// the consumer's AckWait.

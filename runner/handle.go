@@ -21,7 +21,8 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	if err := job.User.Validate(); err != nil {
 		return err
 	}
-	ru := newRun(r, job, zerolog.Ctx(ctx).With().Str("user", job.User.Key()).Str("job_id", job.ID).Logger())
+	ctx = zerolog.Ctx(ctx).With().Str("user", job.User.Key()).Str("job_id", job.ID).Logger().WithContext(ctx)
+	ru := newRun(r, job)
 	ru.done = contract.NewDone(job.User, job.ID)
 	defer ru.close()
 	runCtx, err := ru.admit(ctx, msg)
@@ -39,6 +40,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 	case err != nil:
 		return err
 	}
+	ctx, runCtx = p.logged(ctx), p.logged(runCtx)
 	return ru.report(ctx, runCtx, p, ru.execute(runCtx, p))
 }
 
@@ -54,7 +56,7 @@ type outcome struct {
 // took at the endpoint.
 func (ru *run) execute(runCtx context.Context, p *prepared) (o outcome) {
 	if runCtx.Err() == nil {
-		ru.log.Info().Str("agent", p.name).Str("mode", ru.job.Mode).Msg("run started")
+		zerolog.Ctx(runCtx).Info().Str("agent", p.name).Str("mode", ru.job.Mode).Msg("run started")
 		o.res, o.err = p.agent.Run(runCtx, p.spec)
 	}
 	if p.ended != nil {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/clock"
@@ -61,8 +62,17 @@ type enclosure struct {
 	net     *netns.Net      // the home's network, nil: the host's
 	ended   func()          // ends what the run left in its home, once the agent returned
 	cg      *sandbox.Cgroup // the run's cgroup, or nil
+	homeID  string          // the home's id, for the log; "": none
 	shotTok string          // the run's token at the screenshot endpoint
 	task    string          // the run's task id (handover.TaskID, or its home's)
+}
+
+// logged is ctx, its log naming the run's home if it has one.
+func (e *enclosure) logged(ctx context.Context) context.Context {
+	if e.homeID == "" {
+		return ctx
+	}
+	return zerolog.Ctx(ctx).With().Str("home", e.homeID).Logger().WithContext(ctx)
 }
 
 // prepare readies what the agent runs with: its workspace, credentials
@@ -84,6 +94,7 @@ func (ru *run) prepare(ctx, runCtx context.Context) (*prepared, error) {
 	if p.enclosure, err = ru.enclose(ctx, pl); err != nil {
 		return nil, err
 	}
+	ctx, runCtx = p.logged(ctx), p.logged(runCtx)
 	p.spec = &agent.Run{
 		Job:         ru.job,
 		Dir:         pl.runDir,
@@ -97,16 +108,16 @@ func (ru *run) prepare(ctx, runCtx context.Context) (*prepared, error) {
 	if total, ok := session.ReadTotal(pl.home, session.FileOf(pl.project), resume); ok {
 		p.spec.SessionTotal = &total
 	}
-	p.agent, p.name = ru.pickAgent(pl, p.enclosure)
+	p.agent, p.name = ru.pickAgent(ctx, pl, p.enclosure)
 	if agent.KeepsWarm(p.agent) && p.kept != nil && ru.job.Action == "" {
 		p.spec.Warm = p.kept.warm
 	}
 	if b := ru.job.Budget; b != nil && b.LeftUSD <= 0 && ru.job.Action == "" {
-		ru.log.Info().Str("budget", b.Of).Msg("budget used up; not running")
+		zerolog.Ctx(ctx).Info().Str("budget", b.Of).Msg("budget used up; not running")
 		return nil, &refused{status: contract.StatusBudget, text: fmt.Sprintf(MsgBudgetUsed, b.Of)}
 	}
 	ru.converse(ctx, p)
-	if err := ru.r.hear(runCtx, ru.log, p.spec, voices, p.command, tell); err != nil {
+	if err := ru.r.hear(runCtx, p.spec, voices, p.command, tell); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -133,7 +144,7 @@ func (ru *run) place(ctx context.Context, tell func(key, text string)) (*place, 
 // (the job's), once their disk d (nil: none) is mounted, telling the
 // person with tell; a refused error says why the job cannot run.
 func (ru *run) workspace(ctx context.Context, d *disk.Disk, tell func(key, text string)) (*place, error) {
-	r, u, log := ru.r, ru.job.User, ru.log
+	r, u, log := ru.r, ru.job.User, zerolog.Ctx(ctx)
 	pl := &place{disk: d}
 	// Copies this runner kept from an earlier time it held the person go
 	// first: their snapshots are newer.
@@ -142,14 +153,14 @@ func (ru *run) workspace(ctx context.Context, d *disk.Disk, tell func(key, text 
 		if d != nil {
 			aside = d // on the person's disk, out of their runs' sight
 		}
-		r.ws.SetAside(ctx, log, u, aside)
+		r.ws.SetAside(ctx, u, aside)
 	}
 	// A new disk's empty workspace, or one just set aside, is not the
 	// person's: theirs, if they have one, is in its snapshot.
 	fresh := d != nil && d.Fresh()
 	var err error
-	if pl.project, pl.dir, err = r.ws.Pick(ctx, log, ru.job, fresh, tell); err != nil {
-		return nil, ru.refusedBy(err, "workspace")
+	if pl.project, pl.dir, err = r.ws.Pick(ctx, ru.job, fresh, tell); err != nil {
+		return nil, ru.refusedBy(ctx, err, "workspace")
 	}
 	if fresh && pl.project == "" {
 		// Only once the default workspace was picked: the fresh disk's
@@ -167,7 +178,7 @@ func (ru *run) workspace(ctx context.Context, d *disk.Disk, tell func(key, text 
 		log.Error().Err(err).Msg("workspace")
 		return nil, refuse(MsgFailed)
 	}
-	if pl.creds, err = r.creds.Issue(u, pl.home, log); err != nil {
+	if pl.creds, err = r.creds.Issue(u, pl.home, *log); err != nil {
 		log.Error().Err(err).Msg("credentials")
 		return nil, refuse(MsgFailed)
 	}
@@ -192,10 +203,10 @@ func (ru *run) mountDisk(ctx context.Context) (*disk.Disk, error) {
 	})
 	switch {
 	case errors.Is(err, disk.ErrTooFull):
-		ru.log.Error().Err(err).Msg("this person's disk is NOT bounded: what they had does not fit in TEXTSLASH_DISK_QUOTA, and stays where it was")
+		zerolog.Ctx(ctx).Error().Err(err).Msg("this person's disk is NOT bounded: what they had does not fit in TEXTSLASH_DISK_QUOTA, and stays where it was")
 		return nil, nil
 	case err != nil:
-		ru.log.Error().Err(err).Msg("person's disk")
+		zerolog.Ctx(ctx).Error().Err(err).Msg("person's disk")
 		return nil, refuse(MsgFailed)
 	}
 	ru.later(func() {
@@ -211,16 +222,16 @@ func (ru *run) mountDisk(ctx context.Context) (*disk.Disk, error) {
 // project's checkout; pl.runDir is where the run works. ctx is the job's.
 func (ru *run) worktree(ctx context.Context, pl *place) error {
 	var err error
-	pl.wt, pl.wtNote, err = ru.r.ws.OpenWorktree(ctx, ru.log, ru.job, pl.project, pl.dir, pl.home)
+	pl.wt, pl.wtNote, err = ru.r.ws.OpenWorktree(ctx, ru.job, pl.project, pl.dir, pl.home)
 	if err != nil {
-		return ru.refusedBy(err, "worktree")
+		return ru.refusedBy(ctx, err, "worktree")
 	}
 	if pl.wt != nil && ru.job.Action == "" {
 		pl.runDir = pl.wt.Dir()
 		ru.later(func() {
 			// A run that ended early (a refusal) leaves no empty branch.
 			if !pl.settled && ctx.Err() == nil {
-				pl.wt.Settle(ctx, ru.log)
+				pl.wt.Settle(ctx)
 			}
 		})
 	}
@@ -230,11 +241,11 @@ func (ru *run) worktree(ctx context.Context, pl *place) error {
 // refusedBy is the refusal err, which keeps the job from running, makes:
 // a workspace.Refusal's text as it is, anything else MsgFailed (the
 // error logged, under what).
-func (ru *run) refusedBy(err error, what string) error {
+func (ru *run) refusedBy(ctx context.Context, err error, what string) error {
 	if r, ok := errors.AsType[*workspace.Refusal](err); ok {
 		return refuse(r.Text)
 	}
-	ru.log.Error().Err(err).Msg(what)
+	zerolog.Ctx(ctx).Error().Err(err).Msg(what)
 	return refuse(MsgFailed)
 }
 
@@ -243,7 +254,7 @@ func (ru *run) refusedBy(err error, what string) error {
 // message's voice notes are kept apart, to be heard (voice.go). runCtx
 // is the run's; tell tells the person of attachments not fetched.
 func (ru *run) attachments(runCtx context.Context, pl *place, tell func(key, text string)) (files []string, unfetched int, voices []attachment) {
-	attachments, unfetched := ru.r.attach(runCtx, ru.log, ru.job, pl.runDir, tell)
+	attachments, unfetched := ru.r.attach(runCtx, ru.job, pl.runDir, tell)
 	for _, a := range attachments {
 		if a.Media.Voice && ru.job.Action == "" {
 			voices = append(voices, a)
@@ -288,7 +299,7 @@ func (ru *run) enclose(ctx context.Context, pl *place) (e *enclosure, err error)
 			// A message's run; a clone or an answer to an approval request
 			// (git, whose directory may not be there yet) has a sandbox of
 			// its own.
-			if h, err = ru.enterHome(e, pl, box); err != nil {
+			if h, err = ru.enterHome(ctx, e, pl, box); err != nil {
 				return nil, err
 			}
 		}
@@ -307,11 +318,11 @@ func (ru *run) enclose(ctx context.Context, pl *place) (e *enclosure, err error)
 	}
 	if r.limited {
 		if err := ru.limits(e, box); err != nil {
-			ru.log.Error().Err(err).Msg("run's cgroup")
+			zerolog.Ctx(ctx).Error().Err(err).Msg("run's cgroup")
 			return nil, refuse(MsgFailed)
 		}
 	}
-	if box, err = ru.ownNet(box); err != nil {
+	if box, err = ru.ownNet(ctx, box); err != nil {
 		return nil, err
 	}
 	e.command = sandbox.Confined(command, box, pl.runDir, pl.home, r.bin, e.cg)
@@ -324,13 +335,14 @@ func (ru *run) enclose(ctx context.Context, pl *place) (e *enclosure, err error)
 // the hooks, filters and commands the agent wrote into the repository's
 // .git, which must reach no more of the host than the agent does; a
 // clone or a push reaches remotes as a home does.
-func (ru *run) ownNet(box *sandbox.Sandbox) (*sandbox.Sandbox, error) {
+func (ru *run) ownNet(ctx context.Context, box *sandbox.Sandbox) (*sandbox.Sandbox, error) {
+	log := zerolog.Ctx(ctx)
 	if ru.r.homes == nil {
 		return box, nil
 	}
-	n, err := ru.r.homes.RunNet(ru.log)
+	n, err := ru.r.homes.RunNet(*log)
 	if err != nil {
-		ru.log.Error().Err(err).Msg("run's network")
+		log.Error().Err(err).Msg("run's network")
 		return nil, refuse(MsgFailed)
 	}
 	if n == nil {
@@ -375,7 +387,7 @@ func (ru *run) env(ctx context.Context, e *enclosure) []string {
 		if e.net != nil {
 			proxy = e.net.ProxyURL
 		}
-		e.shotTok, shot = r.shots.BeginWith(token, ru.job, contract.TraceFrom(ctx), ru.log, proxy)
+		e.shotTok, shot = r.shots.BeginWith(token, ru.job, contract.TraceFrom(ctx), *zerolog.Ctx(ctx), proxy)
 		env = append(env, shot...)
 	}
 	return env
@@ -384,10 +396,11 @@ func (ru *run) env(ctx context.Context, e *enclosure) []string {
 // enterHome puts the run in its person's home (made now when there is
 // none), whose limits apply to the run; what the run leaves running there
 // ends with it, but the agent kept warm.
-func (ru *run) enterHome(e *enclosure, pl *place, box *sandbox.Sandbox) (*sandbox.Home, error) {
-	h, leave, err := ru.r.homes.Enter(box, pl.runDir, pl.home, ru.r.bin, ru.r.user, ru.log)
+func (ru *run) enterHome(ctx context.Context, e *enclosure, pl *place, box *sandbox.Sandbox) (*sandbox.Home, error) {
+	log := zerolog.Ctx(ctx)
+	h, leave, err := ru.r.homes.Enter(box, pl.runDir, pl.home, ru.r.bin, ru.r.user, *log)
 	if err != nil {
-		ru.log.Error().Err(err).Msg("home")
+		log.Error().Err(err).Msg("home")
 		return nil, refuse(MsgFailed)
 	}
 	kept := ru.r.keptFor(h.ID(), ru.job.User.Key())
@@ -402,7 +415,7 @@ func (ru *run) enterHome(e *enclosure, pl *place, box *sandbox.Sandbox) (*sandbo
 		h.EndRun()
 	}
 	ru.later(leave)
-	ru.log = ru.log.With().Str("home", h.ID()).Logger()
+	e.homeID = h.ID()
 	if cg := h.Cgroup(); cg != nil {
 		cg.Begin()
 		ru.watch(e, cg)
@@ -440,7 +453,7 @@ func (ru *run) watch(e *enclosure, cg *sandbox.Cgroup) {
 // pickAgent picks what runs the job (and its name, for the log): the
 // agent for a message, git for a clone or an answer to an approval
 // request (on the worktree's branch when the request was about one).
-func (ru *run) pickAgent(pl *place, e *enclosure) (a agent.Agent, name string) {
+func (ru *run) pickAgent(ctx context.Context, pl *place, e *enclosure) (a agent.Agent, name string) {
 	r, job := ru.r, ru.job
 	switch job.Action {
 	case "":
@@ -448,13 +461,13 @@ func (ru *run) pickAgent(pl *place, e *enclosure) (a agent.Agent, name string) {
 	case contract.ActionHome:
 		return homeAgent{r: r, token: func() string { return e.shotTok }}, "home keyword"
 	case contract.ActionClone:
-		return r.ws.Clone(pl.home, ru.log), "git clone"
+		return r.ws.Clone(pl.home, *zerolog.Ctx(ctx)), "git clone"
 	}
 	name = "git " + job.Action
 	if pl.wt != nil {
 		name += " " + pl.wt.Branch()
 	}
-	return workspace.Answer(pl.wt, pl.home, pl.project, ru.log), name
+	return workspace.Answer(pl.wt, pl.home, pl.project, *zerolog.Ctx(ctx)), name
 }
 
 // converse lets the person answer Claude Code's questions and add
@@ -463,13 +476,13 @@ func (ru *run) converse(ctx context.Context, p *prepared) {
 	if !agent.Asks(p.agent) {
 		return
 	}
-	conv, err := ru.r.converse(ctx, ru.log, ru.job)
+	conv, err := ru.r.converse(ctx, ru.job)
 	if err != nil {
-		ru.log.Warn().Err(err).Msg("the person cannot answer questions or add to this run")
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("the person cannot answer questions or add to this run")
 		return
 	}
 	p.conv = conv
 	ru.later(conv.stop)
 	p.spec.Steers = conv.steers
-	p.spec.Ask = ru.r.asker(ru.log, ru.job, p.spec.SessionID, conv, p.limit, p.prog.wait)
+	p.spec.Ask = ru.r.asker(*zerolog.Ctx(ctx), ru.job, p.spec.SessionID, conv, p.limit, p.prog.wait)
 }

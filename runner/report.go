@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
@@ -31,7 +32,7 @@ var runSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
 // after the snapshot of its workspace: o, of the run p readied. ctx is
 // the job's, runCtx the run's.
 func (ru *run) report(ctx, runCtx context.Context, p *prepared, o outcome) error {
-	r, log, done := ru.r, ru.log, &ru.done
+	r, log, done := ru.r, zerolog.Ctx(ctx), &ru.done
 	ru.result(ctx, runCtx, p, o)
 	ru.images(ctx, runCtx, p, o)
 	kept := ru.aftermath(ctx, p, o)
@@ -45,7 +46,7 @@ func (ru *run) report(ctx, runCtx context.Context, p *prepared, o outcome) error
 	// Before the reply: a runner killed once the person has it must have
 	// left the workspace the reply speaks of for the next runner
 	// (TestTwoRunners caught a snapshot taken after the reply lost so).
-	r.ws.Snapshot(context.WithoutCancel(ctx), log, ru.job.User, p.project, p.dir)
+	r.ws.Snapshot(context.WithoutCancel(ctx), ru.job.User, p.project, p.dir)
 	return r.publishDone(context.WithoutCancel(ctx), *done)
 }
 
@@ -53,6 +54,7 @@ func (ru *run) report(ctx, runCtx context.Context, p *prepared, o outcome) error
 // its text and the status, from how the run ended: runCtx's cause (the
 // run's), or ctx's end (the job's: the runner stopped).
 func (ru *run) result(ctx, runCtx context.Context, p *prepared, o outcome) {
+	log := zerolog.Ctx(ctx)
 	done, res := &ru.done, o.res
 	done.DurationMS = time.Since(p.start).Milliseconds()
 	done.ExitCode, done.CostUSD, done.Truncated = res.ExitCode, res.CostUSD, res.Truncated
@@ -76,7 +78,7 @@ func (ru *run) result(ctx, runCtx context.Context, p *prepared, o outcome) {
 	}
 	switch {
 	case lim != nil:
-		ru.log.Warn().Str("limit", lim.What).Str("max", lim.Max).Str("used", lim.Used).Msg("run ended by its limit")
+		log.Warn().Str("limit", lim.What).Str("max", lim.Max).Str("used", lim.Used).Msg("run ended by its limit")
 		done.Status = contract.StatusError
 		done.Text = joinText(lim.Message(), done.Text)
 	case errors.Is(cause, errCancelled):
@@ -93,21 +95,21 @@ func (ru *run) result(ctx, runCtx context.Context, p *prepared, o outcome) {
 		done.Status = contract.StatusTimeout
 		done.Text = joinText(MsgTimeout, done.Text)
 	case errors.As(o.err, &refused):
-		ru.log.Info().Str("action", ru.job.Action).Str("reason", refused.Text).Msg("job refused")
+		log.Info().Str("action", ru.job.Action).Str("reason", refused.Text).Msg("job refused")
 		done.Status, done.Text = contract.StatusError, refused.Text
 	case errors.Is(o.err, agent.ErrBudget):
-		ru.log.Info().Float64("cost_usd", res.CostUSD).Msg("run stopped at its budget")
+		log.Info().Float64("cost_usd", res.CostUSD).Msg("run stopped at its budget")
 		done.Status = contract.StatusBudget
 		done.Text = joinText(fmt.Sprintf(MsgBudgetStopped, ru.job.Budget.Of), done.Text)
 	case errors.As(o.err, &setup):
 		// Every message would fail so until the operator fixes it: the
 		// person (often the operator) is told what the agent said.
-		ru.log.Error().Err(o.err).Msg("agent cannot run here")
+		log.Error().Err(o.err).Msg("agent cannot run here")
 		done.Status, done.Text = contract.StatusError, setupText(setup)
 	case o.err != nil:
 		// What the agent said about its failure is for the log, not the
 		// person: it may name internals (API errors, paths).
-		ru.log.Error().Err(o.err).Int("partial_len", len(done.Text)).Msg("agent failed")
+		log.Error().Err(o.err).Int("partial_len", len(done.Text)).Msg("agent failed")
 		done.Status, done.Text = contract.StatusError, MsgFailed
 	default:
 		done.Status = contract.StatusOK
@@ -115,7 +117,7 @@ func (ru *run) result(ctx, runCtx context.Context, p *prepared, o outcome) {
 			done.Text = MsgNoOutput
 		}
 	}
-	ru.diskFull(p.disk)
+	ru.diskFull(ctx, p.disk)
 }
 
 // setupText is the reply to a run the agent could not do as set up.
@@ -142,7 +144,8 @@ func (ru *run) homeNow(p *prepared) *sandbox.Home {
 // diskFull tells the person their disk d (nil: none) is full when the
 // run left it so: in place of MsgFailed (a write that failed is the
 // likeliest cause), else before what the run said.
-func (ru *run) diskFull(d *disk.Disk) {
+func (ru *run) diskFull(ctx context.Context, d *disk.Disk) {
+	log := zerolog.Ctx(ctx)
 	if d == nil {
 		return
 	}
@@ -151,20 +154,20 @@ func (ru *run) diskFull(d *disk.Disk) {
 		// Old copies set aside go first: the person cannot see them to
 		// delete them.
 		if dropped, derr := d.DropStale(); derr != nil {
-			ru.log.Warn().Err(derr).Msg("person's disk full: old copies set aside not all removed")
+			log.Warn().Err(derr).Msg("person's disk full: old copies set aside not all removed")
 		} else if dropped {
-			ru.log.Info().Int64("used", used).Msg("person's disk full: old copies set aside removed")
+			log.Info().Int64("used", used).Msg("person's disk full: old copies set aside removed")
 			used, size, full, err = d.Usage()
 		}
 	}
 	if err != nil {
-		ru.log.Warn().Err(err).Msg("person's disk usage")
+		log.Warn().Err(err).Msg("person's disk usage")
 		return
 	}
 	if !full {
 		return
 	}
-	ru.log.Warn().Int64("used", used).Int64("size", size).Msg("person's disk full")
+	log.Warn().Int64("used", used).Int64("size", size).Msg("person's disk full")
 	// Full is less than 1% left: said as all of it.
 	text := fmt.Sprintf(MsgDiskFull, sandbox.BytesText(size), sandbox.BytesText(size))
 	if ru.done.Text == MsgFailed {
@@ -185,9 +188,9 @@ func (ru *run) images(ctx, runCtx context.Context, p *prepared, o outcome) {
 	if ctx.Err() != nil || ru.job.Action != "" {
 		return
 	}
-	describe := handover.NewDescriptions(ru.r.cfg.DescribeImages && runCtx.Err() == nil, p.agent, p.spec, o.res.CostUSD, ru.log)
+	describe := handover.NewDescriptions(ru.r.cfg.DescribeImages && runCtx.Err() == nil, p.agent, p.spec, o.res.CostUSD, *zerolog.Ctx(ctx))
 	caption := func(path string) string { return describe.Caption(runCtx, path) }
-	images, notes := ru.r.media.Collect(ctx, ru.log, ru.job, p.task, p.runDir, o.res.Handovers, len(o.shots), p.start, caption)
+	images, notes := ru.r.media.Collect(ctx, ru.job, p.task, p.runDir, o.res.Handovers, len(o.shots), p.start, caption)
 	done.Images = append(done.Images, images...)
 	done.Text = joinText(done.Text, strings.Join(notes, "\n"))
 	spent := describe.Spent()
@@ -201,7 +204,7 @@ func (ru *run) images(ctx, runCtx context.Context, p *prepared, o outcome) {
 // message's worktree without changes removed (kept: it stays), in ctx
 // (the job's).
 func (ru *run) aftermath(ctx context.Context, p *prepared, o outcome) (kept bool) {
-	r, job, log, done := ru.r, ru.job, ru.log, &ru.done
+	r, job, log, done := ru.r, ru.job, zerolog.Ctx(ctx), &ru.done
 	if job.Action == "" && ctx.Err() == nil {
 		done.Text = joinText(done.Text, r.notAdded(ctx, job, p.conv))
 	}
@@ -218,7 +221,7 @@ func (ru *run) aftermath(ctx context.Context, p *prepared, o outcome) (kept bool
 	}
 	if job.Action != contract.ActionClone && ctx.Err() == nil {
 		// The clone records its own branch; approve changes it.
-		r.ws.NoteBranch(ctx, log, job.User, p.project, p.dir)
+		r.ws.NoteBranch(ctx, job.User, p.project, p.dir)
 	}
 	done.Text = joinText(done.Text, p.wtNote)
 	if p.wt != nil && job.Action == "" && ctx.Err() == nil {
@@ -226,7 +229,7 @@ func (ru *run) aftermath(ctx context.Context, p *prepared, o outcome) (kept bool
 		// branch even without changes: the answer is about it, never
 		// about the checkout.
 		p.settled = true
-		kept = (o.res.Approval && done.Status == contract.StatusOK) || p.wt.Settle(ctx, log)
+		kept = (o.res.Approval && done.Status == contract.StatusOK) || p.wt.Settle(ctx)
 	}
 	return kept
 }
@@ -238,7 +241,7 @@ func (ru *run) aftermath(ctx context.Context, p *prepared, o outcome) (kept bool
 // through forgets the request. The changes are looked for in runCtx (the
 // run's), the diff drawn in ctx (the job's).
 func (ru *run) approval(ctx, runCtx context.Context, p *prepared, o outcome, kept bool) {
-	job, log, done := ru.job, ru.log, &ru.done
+	job, log, done := ru.job, zerolog.Ctx(ctx), &ru.done
 	if done.Status != contract.StatusOK {
 		return
 	}
@@ -262,7 +265,7 @@ func (ru *run) approval(ctx, runCtx context.Context, p *prepared, o outcome, kep
 	if ch.Diff != "" && ru.r.shots != nil {
 		// The diff as a picture a phone shows well; the text keeps the
 		// summary.
-		if img, err := ru.r.shots.DiffImage(ctx, log, job, ch.Diff); err != nil {
+		if img, err := ru.r.shots.DiffImage(ctx, job, ch.Diff); err != nil {
 			log.Warn().Err(err).Msg("diff not drawn; quoted as text")
 		} else {
 			done.Images = append(done.Images, img)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rs/zerolog"
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/rewarm"
@@ -18,7 +19,8 @@ import (
 // waiting for it: a message of theirs waits and then finds both.
 func (r *Runner) warmHome(ctx context.Context, p rewarm.Person) (home string, warm bool, err error) {
 	job := contract.Job{ID: "rewarm", User: p.User, Mode: cmp.Or(p.State.Mode, r.cfg.DefaultMode, contract.ModeAsk), Project: p.State.Project, NewSession: p.State.NewSession}
-	ru := newRun(r, job, r.log.With().Str("user", p.User.Key()).Str("job_id", job.ID).Logger())
+	ctx = r.log.With().Str("user", p.User.Key()).Str("job_id", job.ID).Logger().WithContext(ctx)
+	ru := newRun(r, job)
 	defer ru.close()
 	runCtx, cancel := context.WithCancelCause(ctx)
 	ru.cancel = cancel
@@ -58,6 +60,7 @@ func (r *Runner) warmHome(ctx context.Context, p rewarm.Person) (home string, wa
 	case e.ended == nil:
 		return "", false, errors.New("no home: the run was not put in one")
 	}
+	runCtx = e.logged(runCtx)
 	ru.later(func() { r.shots.End(e.shotTok) })
 	ru.later(e.ended) // the warm agent stays, as after a run
 	r.mu.Lock()
@@ -71,8 +74,8 @@ func (r *Runner) warmHome(ctx context.Context, p rewarm.Person) (home string, wa
 	if total, ok := session.ReadTotal(pl.home, session.FileOf(pl.project), spec.SessionID); ok {
 		spec.SessionTotal = &total
 	}
-	if err := e.kept.warm.Start(ru.log.WithContext(runCtx), c, spec); err != nil {
-		ru.log.Warn().Err(err).Str("home", home).Msg("warm agent not started again after the restart; the next message starts it")
+	if err := e.kept.warm.Start(runCtx, c, spec); err != nil {
+		zerolog.Ctx(runCtx).Warn().Err(err).Msg("warm agent not started again after the restart; the next message starts it")
 		return home, false, nil
 	}
 	return home, true, nil

@@ -19,11 +19,12 @@ import (
 // the one before it returned, and the contexts it needs: the job's (ctx:
 // it ends when the runner stops) and the run's own (runCtx, made by
 // admit: it also ends when the person cancels the run, at its time limit
-// or at a limit of its cgroup).
+// or at a limit of its cgroup). Both carry the run's log
+// (zerolog.Ctx), which names the user and the job, and the home once
+// the run is in one.
 type run struct {
 	r      *Runner
 	job    contract.Job
-	log    zerolog.Logger
 	cancel context.CancelCauseFunc // ends the run's context, with a cause
 	pulse  *clock.Pulse            // the run's signs of life, while it lasts
 	done   contract.Event          // the report, filled in on the way
@@ -65,10 +66,9 @@ func refuse(text string) error { return &refused{status: contract.StatusError, t
 // before, or was cancelled while it waited).
 var errDropped = errors.New("job dropped")
 
-// newRun is job's run on r, logged with log; its pulse beats until it
-// is closed.
-func newRun(r *Runner, job contract.Job, log zerolog.Logger) *run {
-	ru := &run{r: r, job: job, log: log, pulse: clock.NewPulse()}
+// newRun is job's run on r; its pulse beats until it is closed.
+func newRun(r *Runner, job contract.Job) *run {
+	ru := &run{r: r, job: job, pulse: clock.NewPulse()}
 	ru.later(ru.pulse.Stop)
 	return ru
 }
@@ -90,7 +90,7 @@ func (ru *run) teller(ctx context.Context) (tell func(key, text string)) {
 		u := ru.job.User
 		ev := contract.NewNotice(u, ru.job.ID, text)
 		if err := bus.PublishEvent(ctx, ru.r.js, ev, contract.MsgID(u, ru.job.ID, key)); err != nil {
-			ru.log.Warn().Err(err).Msg("notice")
+			zerolog.Ctx(ctx).Warn().Err(err).Msg("notice")
 		}
 	}
 }
@@ -102,7 +102,7 @@ func (ru *run) progressPublisher(ctx context.Context) (publish func(n int, line 
 		u := ru.job.User
 		ev := contract.NewProgress(u, ru.job.ID, line)
 		if err := bus.PublishEvent(ctx, ru.r.js, ev, contract.MsgID(u, ru.job.ID, "progress", fmt.Sprint(n))); err != nil {
-			ru.log.Warn().Err(err).Msg("progress event")
+			zerolog.Ctx(ctx).Warn().Err(err).Msg("progress event")
 		}
 	}
 }

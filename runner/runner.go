@@ -147,7 +147,7 @@ func (r *Runner) openDisks() {
 		r.conf.Disk.Why = "no quota is set (TEXTSLASH_DISK_QUOTA=0)"
 		return
 	}
-	d, err := disk.Open(context.Background(), filepath.Join(r.cfg.Workspaces, disksDir), q, r.log)
+	d, err := disk.Open(r.log.WithContext(context.Background()), filepath.Join(r.cfg.Workspaces, disksDir), q)
 	if err != nil {
 		r.conf.Disk.Why = err.Error()
 		r.log.Error().Err(err).Int64("quota", q).Msg("disks are NOT bounded (TEXTSLASH_DISK_QUOTA): textslash cannot mount a disk per person here; run it as root (or with CAP_SYS_ADMIN) with the loop devices (/dev/loop-control) and e2fsprogs")
@@ -294,12 +294,13 @@ func (r *Runner) ClaudeBin() string { return r.claudeBin }
 // finish; those that do not are stopped and reported as interrupted before
 // Run returns.
 func (r *Runner) Run(ctx context.Context) error {
+	ctx = r.log.WithContext(ctx)
 	defer r.closeDisks()
 	cons, err := r.open(ctx)
 	if err != nil {
 		return err
 	}
-	aff, err := openAffinity(ctx, r.js, r.cfg.ID, r.log)
+	aff, err := openAffinity(ctx, r.js, r.cfg.ID)
 	if err != nil {
 		return err
 	}
@@ -351,7 +352,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		upkeep.On(10*time.Second, r.relieve)
 	}
 	if r.homes != nil { // the homes of the people active lately, made again
-		defer rewarm.Start(ctx, aff.workspaces, r.users, r.cfg.ID, r.cfg.HomeIdle, r.warmHome, r.log)()
+		defer rewarm.Start(ctx, aff.workspaces, r.users, r.cfg.ID, r.cfg.HomeIdle, r.warmHome)()
 	}
 	r.takeJobs(ctx, runs, cons, aff, &wg)
 	r.finishRuns(&wg, stopRuns)
