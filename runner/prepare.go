@@ -51,7 +51,7 @@ type place struct {
 type clocks struct {
 	start time.Time
 	limit *clock.Deadline
-	prog  *progress
+	prog  *clock.Progress
 }
 
 // enclosure is how a run starts its programs (command), and what they run
@@ -103,7 +103,7 @@ func (ru *run) prepare(ctx, runCtx context.Context) (*prepared, error) {
 		SessionID:   resume,
 		Command:     p.command,
 		OutputCap:   ru.r.cfg.OutputCap,
-		Progress:    p.prog.report,
+		Progress:    p.prog.Report,
 	}
 	if total, ok := session.ReadTotal(pl.home, session.FileOf(pl.project), resume); ok {
 		p.spec.SessionTotal = &total
@@ -272,8 +272,8 @@ func (ru *run) clocks(ctx context.Context) (c clocks) {
 	c.limit = clock.NewDeadline(cfg.Timeout, func() { ru.cancel(errRunTimeout) })
 	ru.later(c.limit.Stop)
 	c.start = time.Now()
-	c.prog = newProgress(cfg.Heartbeat, quote(ru.job), c.start, ru.progressPublisher(ctx))
-	ru.later(ru.pulse.On(cfg.Heartbeat/4, c.prog.beat))
+	c.prog = clock.NewProgress(cfg.Heartbeat, quote(ru.job), c.start, ru.progressPublisher(ctx))
+	ru.later(ru.pulse.On(cfg.Heartbeat/4, c.prog.Beat))
 	return c
 }
 
@@ -484,5 +484,5 @@ func (ru *run) converse(ctx context.Context, p *prepared) {
 	p.conv = conv
 	ru.later(conv.stop)
 	p.spec.Steers = conv.steers
-	p.spec.Ask = ru.r.asker(*zerolog.Ctx(ctx), ru.job, p.spec.SessionID, conv, p.limit, p.prog.wait)
+	p.spec.Ask = ru.r.asker(*zerolog.Ctx(ctx), ru.job, p.spec.SessionID, conv, p.limit, p.prog.Wait)
 }
