@@ -89,14 +89,6 @@ func (ru *run) admit(ctx context.Context, msg jetstream.Msg) (runCtx context.Con
 	return runCtx, nil
 }
 
-// running is a job this runner is running now.
-type running struct {
-	job    string
-	trace  string
-	cancel context.CancelCauseFunc
-	done   chan struct{}
-}
-
 // errCancelled is the cause of a run the person cancelled.
 var errCancelled = errors.New("cancelled by the person")
 

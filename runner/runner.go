@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,52 +22,11 @@ import (
 	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/clock"
-	"github.com/textslash/textslash/runner/disk"
 	"github.com/textslash/textslash/runner/handover"
-	"github.com/textslash/textslash/runner/memory"
-	"github.com/textslash/textslash/runner/preview"
 	"github.com/textslash/textslash/runner/rewarm"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/workspace"
 )
-
-// Runner takes jobs from JOBS and runs them.
-type Runner struct {
-	cfg   Config
-	js    jetstream.JetStream
-	log   zerolog.Logger
-	agent agent.Agent
-	// claudeBin is the Claude Code binary found, picked or not.
-	claudeBin string
-	user      *sandbox.User
-	users     jetstream.KeyValue // the dispatcher's state, read to skip cancelled jobs
-	events    jetstream.Stream
-	media     *handover.Store    // where what runs hand over is stored
-	shots     *handover.Endpoint // the screenshot endpoint, while Run runs
-	previews  *preview.Server    // the preview links' server, while Run runs; nil: none
-	bin       string             // the directory of the agents' textslash command, or ""
-	// limited: runs get a cgroup with the sandbox's limits.
-	limited bool
-	// mem starts runs by memory; nil with a fixed Concurrency.
-	mem *memory.Gate
-	// conf is what of a person's sandbox this runner has.
-	conf sandbox.Confinement
-	// homes keeps people's sandboxes between runs; nil: each run has a
-	// sandbox of its own.
-	homes *sandbox.Homes
-	// ws are the people's workspaces: projects, worktrees, snapshots.
-	ws    *workspace.Workspaces
-	creds *sandbox.Credentials // people's git credentials; nil: none handed out
-	// disks bound each person's disk; nil: not bounded.
-	disks *disk.Disks
-
-	mu      sync.Mutex
-	running map[string]*running   // by user key
-	kept    map[string]*homeState // by home id
-	// takenOver are the users this runner took over from a runner gone,
-	// whose next job has not started yet.
-	takenOver map[string]bool
-}
 
 // New checks the configuration, then readies the machine for the runs and
 // picks the agent. A setting refused, or one the machine cannot honour,
@@ -134,52 +92,6 @@ func (r *Runner) setUp() error {
 	}
 	r.openDisks()
 	return nil
-}
-
-// disksDir, under the workspaces, holds the people's disks.
-const disksDir = ".disks"
-
-// openDisks readies each person's disk of DiskQuota bytes, or says loudly
-// why disks are not bounded here.
-func (r *Runner) openDisks() {
-	q := r.cfg.DiskQuota
-	if q == 0 {
-		r.conf.Disk.Why = "no quota is set (TEXTSLASH_DISK_QUOTA=0)"
-		return
-	}
-	d, err := disk.Open(r.log.WithContext(context.Background()), filepath.Join(r.cfg.Workspaces, disksDir), q)
-	if err != nil {
-		r.conf.Disk.Why = err.Error()
-		r.log.Error().Err(err).Int64("quota", q).Msg("disks are NOT bounded (TEXTSLASH_DISK_QUOTA): textslash cannot mount a disk per person here; run it as root (or with CAP_SYS_ADMIN) with the loop devices (/dev/loop-control) and e2fsprogs")
-		return
-	}
-	r.disks = d
-	r.conf.Disk.On = true
-	r.log.Info().Int64("quota", q).Str("size", sandbox.BytesText(q)).Msg("each person's disk bounded: workspace, projects, worktrees and home together, on an ext4 image of their own")
-}
-
-// sweepDisks unmounts the disks of people with no run and no home: those
-// unused for HomeIdle, and past as many as homes are kept the least
-// recently used.
-func (r *Runner) sweepDisks() {
-	if r.disks == nil {
-		return
-	}
-	max := r.cfg.HomesMax
-	if max <= 0 {
-		max = math.MaxInt32 // homes bounded by memory: disks by idle time
-	}
-	r.disks.Sweep(r.cfg.HomeIdle, max, r.hasHome)
-}
-
-// closeDisks unmounts the people's disks, at the runner's end.
-func (r *Runner) closeDisks() {
-	if r.disks == nil {
-		return
-	}
-	if err := r.disks.Close(); err != nil {
-		r.log.Error().Err(err).Msg("people's disks not all unmounted")
-	}
 }
 
 // AgentOf is the agent a runner of cfg on this machine runs: cfg.Agent,
