@@ -74,11 +74,11 @@ func DefaultID() string {
 // digits, - and _.
 func validID(id string) bool { return id != "" && !runnerIDRE.MatchString(id) }
 
-func openAffinity(ctx context.Context, js jetstream.JetStream, id string, log zerolog.Logger) (*affinity, error) {
+func openAffinity(ctx context.Context, js jetstream.JetStream, id string) (*affinity, error) {
 	if !validID(id) {
 		return nil, fmt.Errorf("runner id %q: want letters, digits, - and _ only", id)
 	}
-	a := &affinity{id: id, every: contract.RunnerTTL / 3, log: log}
+	a := &affinity{id: id, every: contract.RunnerTTL / 3, log: *zerolog.Ctx(ctx)}
 	var err error
 	if a.runners, err = js.KeyValue(ctx, contract.BucketRunners); err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", contract.BucketRunners, err)

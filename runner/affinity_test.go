@@ -21,7 +21,7 @@ import (
 func TestAffinityHolder(t *testing.T) {
 	e := newRunnerEnv(t)
 	open := func(id string) *affinity {
-		a, err := openAffinity(t.Context(), e.js, id, zerolog.Nop())
+		a, err := openAffinity(t.Context(), e.js, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func TestAffinitySameID(t *testing.T) {
 	ctx, stop := context.WithCancel(t.Context())
 	var beats sync.WaitGroup
 	for range 2 {
-		a, err := openAffinity(t.Context(), e.js, "twin", zerolog.New(&logs))
+		a, err := openAffinity(zerolog.New(&logs).WithContext(t.Context()), e.js, "twin")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +102,7 @@ func TestAffinitySameID(t *testing.T) {
 // lapses (another runner may then have taken them), it asks again.
 func TestAffinityRemembersItsUsers(t *testing.T) {
 	e := newRunnerEnv(t)
-	a, err := openAffinity(t.Context(), e.js, "r1", zerolog.Nop())
+	a, err := openAffinity(t.Context(), e.js, "r1")
 	if err != nil {
 		t.Fatal(err)
 	}

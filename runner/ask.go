@@ -15,6 +15,7 @@ import (
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/runner/agent"
+	"github.com/textslash/textslash/runner/clock"
 )
 
 // conversation is what the person says to a running job: the answers to
@@ -29,7 +30,8 @@ type conversation struct {
 // stop. Everything the dispatcher publishes for the job comes after the
 // person sent the message, so reading from then on misses nothing, even
 // what was published before the job reached this runner.
-func (r *Runner) converse(ctx context.Context, log zerolog.Logger, job contract.Job) (*conversation, error) {
+func (r *Runner) converse(ctx context.Context, job contract.Job) (*conversation, error) {
+	log := zerolog.Ctx(ctx)
 	start := job.At.Add(-time.Minute) // clocks of other machines
 	cons, err := r.js.OrderedConsumer(ctx, contract.StreamEvents, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{contract.EventSubject(job.User, contract.KindAnswer), contract.EventSubject(job.User, contract.KindSteer)},
@@ -103,49 +105,14 @@ func (c *conversation) wait(ctx context.Context, n int, patience time.Duration) 
 	}
 }
 
-// deadline is a run's time limit, which stops while the run waits for the
-// person: an agent's time is its own work, not the person's thinking.
-type deadline struct {
-	mu     sync.Mutex
-	t      *time.Timer
-	left   time.Duration
-	since  time.Time
-	paused int
-}
-
 // errRunTimeout is the cause of a run that reached its time limit.
 var errRunTimeout = errors.New("run took too long")
-
-func newDeadline(d time.Duration, cancel context.CancelCauseFunc) *deadline {
-	dl := &deadline{left: d, since: time.Now()}
-	dl.t = time.AfterFunc(d, func() { cancel(errRunTimeout) })
-	return dl
-}
-
-func (d *deadline) pause() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.paused++; d.paused == 1 && d.t.Stop() {
-		d.left -= time.Since(d.since)
-	}
-}
-
-func (d *deadline) resume() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.paused--; d.paused == 0 {
-		d.since = time.Now()
-		d.t.Reset(max(d.left, 0))
-	}
-}
-
-func (d *deadline) stop() { d.t.Stop() }
 
 // asker is agent.Run.Ask for job: it asks the person unless their "always"
 // rules allow the tool use, and waits for the answer with the run's time
 // limit stopped. waiting tells the run's heartbeat.
 func (r *Runner) asker(log zerolog.Logger, job contract.Job, session string,
-	conv *conversation, limit *deadline, waiting func(bool)) func(context.Context, agent.Question) agent.Answer {
+	conv *conversation, limit *clock.Deadline, waiting func(bool)) func(context.Context, agent.Question) agent.Answer {
 	always := agent.LoadAllowList(filepath.Join(r.cfg.Workspaces, ".always", job.User.Key()+".json"), session)
 	n := 0
 	return func(ctx context.Context, q agent.Question) agent.Answer {
@@ -160,11 +127,11 @@ func (r *Runner) asker(log zerolog.Logger, job contract.Job, session string,
 			return agent.Answer{Decision: contract.AnswerDeny, Text: contract.DeniedNobody}
 		}
 		log.Info().Int("question", n).Str("tool", q.Tool).Msg("asked the person")
-		limit.pause()
+		limit.Pause()
 		waiting(true)
 		a, err := conv.wait(ctx, n, r.cfg.PermissionTimeout+time.Minute)
 		waiting(false)
-		limit.resume()
+		limit.Resume()
 		switch {
 		case errors.Is(err, errNoAnswer):
 			log.Warn().Int("question", n).Msg("no answer from the dispatcher in time; denied")

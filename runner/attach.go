@@ -37,7 +37,8 @@ type attachment struct {
 // counted in failed; one over the size limit is also told to the person
 // (tell). Files are written readable, never executable: they are saved,
 // not run.
-func (r *Runner) attach(ctx context.Context, log zerolog.Logger, job contract.Job, dir string, tell func(key, text string)) (atts []attachment, failed int) {
+func (r *Runner) attach(ctx context.Context, job contract.Job, dir string, tell func(key, text string)) (atts []attachment, failed int) {
+	log := zerolog.Ctx(ctx)
 	if len(job.Media) == 0 {
 		return nil, 0
 	}

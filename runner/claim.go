@@ -9,20 +9,84 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
 )
 
-// Claiming a job: one run per user in this process, a cancel finding the
-// run it names, and the started mark that keeps a job from running twice.
+// Claiming a job (admit): one run per user in this process, a cancel
+// finding the run it names, and the started mark that keeps a job from
+// running twice.
 
-// running is a job this runner is running now.
-type running struct {
-	job    string
-	trace  string
-	cancel context.CancelCauseFunc
-	done   chan struct{}
+// admit makes the job its user's run in this process and marks it
+// started, in ctx (the job's); runCtx is the run's own context, under
+// ctx. A job cancelled is dropped (errDropped), one started before is
+// refused as interrupted.
+func (ru *run) admit(ctx context.Context, msg jetstream.Msg) (runCtx context.Context, err error) {
+	r, u, log := ru.r, ru.job.User, zerolog.Ctx(ctx)
+	// Tell JetStream the job is in hand, so a long run is not redelivered;
+	// a crashed runner stops telling, and the job is redelivered after
+	// the consumer's AckWait.
+	ru.later(ru.pulse.On(contract.JobAckWait/3, func() { _ = msg.InProgress() }))
+	// One run per user in this process, even while a cancelled one is
+	// still being stopped.
+	runCtx, ru.cancel = context.WithCancelCause(ctx)
+	ru.later(func() { ru.cancel(nil) })
+	release, err := r.claim(runCtx, u, ru.job.ID, ru.cancel)
+	if err != nil {
+		return runCtx, err
+	}
+	ru.later(release)
+	// A job the person cancelled (before it was taken, or while it waited
+	// for the slot, when a cancel found the previous run there) is among
+	// the user's finished jobs: drop it. A job the state does not know yet
+	// runs: after a crash the state can lag behind the jobs it published
+	// (its write lost, the job's kept), and the dispatcher publishes the
+	// job again only as a duplicate, which would never be delivered. From
+	// here on, a cancel finds this run in r.running.
+	if finished, err := r.finished(ctx, u, ru.job.ID); err != nil {
+		return runCtx, err
+	} else if finished {
+		log.Info().Msg("job already finished or cancelled; not running it")
+		return runCtx, errDropped
+	}
+	if r.mem != nil {
+		err := r.mem.Wait(runCtx, func(available int64) {
+			log.Info().Int64("available", available).Int64("per_run", r.mem.Cost).Msg("waiting for memory: the machine is full")
+			// A progress line: the chat shows it, and status says it as
+			// the run's last step.
+			ev := contract.NewProgress(u, ru.job.ID, MsgWaitMemory)
+			if err := bus.PublishEvent(ctx, r.js, ev, contract.MsgID(u, ru.job.ID, "memory")); err != nil {
+				log.Warn().Err(err).Msg("progress event")
+			}
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return runCtx, ctx.Err() // the runner stops: the job is delivered again
+			}
+			log.Info().Msg("cancelled while waiting for memory")
+			return runCtx, errDropped
+		}
+	}
+
+	// Mark the job started. The mark is deduplicated by the job's id: a
+	// duplicate means some runner started it before, and running it again
+	// could repeat its effects. That earlier run is over: a run cannot
+	// outlive the dedup window (the timeout is shorter), and a runner
+	// holding a job keeps it from being redelivered. Either its runner died,
+	// or it ended and published its done event — then the done published
+	// here is dropped by JetStream as a duplicate of that one. (The
+	// delivery count cannot tell these apart: a crashed embedded server may
+	// not have stored it.)
+	started := contract.NewStarted(u, ru.job.ID, quote(ru.job))
+	if dup, err := r.markStarted(ctx, started, msg); err != nil {
+		return runCtx, err
+	} else if dup {
+		log.Warn().Msg("job was started before and interrupted; not running it again")
+		return runCtx, &refused{status: contract.StatusInterrupted, text: MsgInterrupted}
+	}
+	return runCtx, nil
 }
 
 // errCancelled is the cause of a run the person cancelled.

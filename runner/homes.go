@@ -47,16 +47,6 @@ func (r *Runner) keepHomes() {
 		Msg("homes kept: a person's sandbox is made once and kept between their runs (max 0: as many as memory allows), and no more than the open-file limit has room for (open_files_bound; ulimit -n raises it)")
 }
 
-// homeState is what the runner keeps with a home: its warm agent, and
-// the endpoint's token and the task id its runs share (the agent kept
-// warm there keeps the environment it was started with).
-type homeState struct {
-	warm        *agent.Warm
-	token, task string
-	person      string // the person's key: their disk is bound in the home
-	home        *sandbox.Home
-}
-
 // keptFor is what the runner keeps with home id, person's, made at its
 // first run.
 func (r *Runner) keptFor(id, person string) *homeState {

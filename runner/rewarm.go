@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rs/zerolog"
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/rewarm"
@@ -18,7 +19,8 @@ import (
 // waiting for it: a message of theirs waits and then finds both.
 func (r *Runner) warmHome(ctx context.Context, p rewarm.Person) (home string, warm bool, err error) {
 	job := contract.Job{ID: "rewarm", User: p.User, Mode: cmp.Or(p.State.Mode, r.cfg.DefaultMode, contract.ModeAsk), Project: p.State.Project, NewSession: p.State.NewSession}
-	ru := &run{r: r, job: job, log: r.log.With().Str("user", p.User.Key()).Str("job_id", job.ID).Logger()}
+	ctx = r.log.With().Str("user", p.User.Key()).Str("job_id", job.ID).Logger().WithContext(ctx)
+	ru := newRun(r, job)
 	defer ru.close()
 	runCtx, cancel := context.WithCancelCause(ctx)
 	ru.cancel = cancel
@@ -43,32 +45,37 @@ func (r *Runner) warmHome(ctx context.Context, p rewarm.Person) (home string, wa
 	if r.homes.Count() >= max || (r.mem != nil && !r.mem.TryTake()) {
 		return "", false, rewarm.ErrNoRoom
 	}
-	if ru.mountDisk(ctx) != nil || (ru.disk != nil && ru.disk.Fresh()) || !r.ws.Here(p.User, job.Project) || ru.workspace(ctx, func(string, string) {}) != nil {
+	d, err := ru.mountDisk(ctx)
+	if err != nil || (d != nil && d.Fresh()) || !r.ws.Here(p.User, job.Project) {
 		return "", false, rewarm.ErrSkip // their message finds or restores it
 	}
-	ru.runDir = ru.dir
-	command, err := ru.command(ctx)
+	pl, err := ru.workspace(ctx, d, func(string, string) {})
+	if err != nil {
+		return "", false, rewarm.ErrSkip
+	}
+	e, err := ru.enclose(ctx, pl)
 	switch {
 	case err != nil:
 		return "", false, fmt.Errorf("no home: %w", err)
-	case ru.ended == nil:
+	case e.ended == nil:
 		return "", false, errors.New("no home: the run was not put in one")
 	}
-	ru.later(func() { r.shots.End(ru.shotTok) })
-	ru.later(ru.ended) // the warm agent stays, as after a run
+	runCtx = e.logged(runCtx)
+	ru.later(func() { r.shots.End(e.shotTok) })
+	ru.later(e.ended) // the warm agent stays, as after a run
 	r.mu.Lock()
-	home = ru.kept.home.ID()
+	home = e.kept.home.ID()
 	r.mu.Unlock()
 	c, claude := r.agent.(*agent.Claude)
-	spec := &agent.Run{Job: job, Dir: ru.runDir, Command: command, OutputCap: r.cfg.OutputCap, SessionID: session.Read(ru.home, session.FileOf(ru.project))}
+	spec := &agent.Run{Job: job, Dir: pl.runDir, Command: e.command, OutputCap: r.cfg.OutputCap, SessionID: session.Read(pl.home, session.FileOf(pl.project))}
 	if !claude || job.NewSession || spec.SessionID == "" {
 		return home, false, nil
 	}
-	if total, ok := session.ReadTotal(ru.home, session.FileOf(ru.project), spec.SessionID); ok {
+	if total, ok := session.ReadTotal(pl.home, session.FileOf(pl.project), spec.SessionID); ok {
 		spec.SessionTotal = &total
 	}
-	if err := ru.kept.warm.Start(ru.log.WithContext(runCtx), c, spec); err != nil {
-		ru.log.Warn().Err(err).Str("home", home).Msg("warm agent not started again after the restart; the next message starts it")
+	if err := e.kept.warm.Start(runCtx, c, spec); err != nil {
+		zerolog.Ctx(runCtx).Warn().Err(err).Msg("warm agent not started again after the restart; the next message starts it")
 		return home, false, nil
 	}
 	return home, true, nil

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,52 +21,12 @@ import (
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/runner/agent"
-	"github.com/textslash/textslash/runner/disk"
+	"github.com/textslash/textslash/runner/clock"
 	"github.com/textslash/textslash/runner/handover"
-	"github.com/textslash/textslash/runner/memory"
-	"github.com/textslash/textslash/runner/preview"
 	"github.com/textslash/textslash/runner/rewarm"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/workspace"
 )
-
-// Runner takes jobs from JOBS and runs them.
-type Runner struct {
-	cfg   Config
-	js    jetstream.JetStream
-	log   zerolog.Logger
-	agent agent.Agent
-	// claudeBin is the Claude Code binary found, picked or not.
-	claudeBin string
-	user      *sandbox.User
-	users     jetstream.KeyValue // the dispatcher's state, read to skip cancelled jobs
-	events    jetstream.Stream
-	media     *handover.Store    // where what runs hand over is stored
-	shots     *handover.Endpoint // the screenshot endpoint, while Run runs
-	previews  *preview.Server    // the preview links' server, while Run runs; nil: none
-	bin       string             // the directory of the agents' textslash command, or ""
-	// limited: runs get a cgroup with the sandbox's limits.
-	limited bool
-	// mem starts runs by memory; nil with a fixed Concurrency.
-	mem *memory.Gate
-	// conf is what of a person's sandbox this runner has.
-	conf sandbox.Confinement
-	// homes keeps people's sandboxes between runs; nil: each run has a
-	// sandbox of its own.
-	homes *sandbox.Homes
-	// ws are the people's workspaces: projects, worktrees, snapshots.
-	ws    *workspace.Workspaces
-	creds *sandbox.Credentials // people's git credentials; nil: none handed out
-	// disks bound each person's disk; nil: not bounded.
-	disks *disk.Disks
-
-	mu      sync.Mutex
-	running map[string]*running   // by user key
-	kept    map[string]*homeState // by home id
-	// takenOver are the users this runner took over from a runner gone,
-	// whose next job has not started yet.
-	takenOver map[string]bool
-}
 
 // New checks the configuration, then readies the machine for the runs and
 // picks the agent. A setting refused, or one the machine cannot honour,
@@ -133,52 +92,6 @@ func (r *Runner) setUp() error {
 	}
 	r.openDisks()
 	return nil
-}
-
-// disksDir, under the workspaces, holds the people's disks.
-const disksDir = ".disks"
-
-// openDisks readies each person's disk of DiskQuota bytes, or says loudly
-// why disks are not bounded here.
-func (r *Runner) openDisks() {
-	q := r.cfg.DiskQuota
-	if q == 0 {
-		r.conf.Disk.Why = "no quota is set (TEXTSLASH_DISK_QUOTA=0)"
-		return
-	}
-	d, err := disk.Open(context.Background(), filepath.Join(r.cfg.Workspaces, disksDir), q, r.log)
-	if err != nil {
-		r.conf.Disk.Why = err.Error()
-		r.log.Error().Err(err).Int64("quota", q).Msg("disks are NOT bounded (TEXTSLASH_DISK_QUOTA): textslash cannot mount a disk per person here; run it as root (or with CAP_SYS_ADMIN) with the loop devices (/dev/loop-control) and e2fsprogs")
-		return
-	}
-	r.disks = d
-	r.conf.Disk.On = true
-	r.log.Info().Int64("quota", q).Str("size", sandbox.BytesText(q)).Msg("each person's disk bounded: workspace, projects, worktrees and home together, on an ext4 image of their own")
-}
-
-// sweepDisks unmounts the disks of people with no run and no home: those
-// unused for HomeIdle, and past as many as homes are kept the least
-// recently used.
-func (r *Runner) sweepDisks() {
-	if r.disks == nil {
-		return
-	}
-	max := r.cfg.HomesMax
-	if max <= 0 {
-		max = math.MaxInt32 // homes bounded by memory: disks by idle time
-	}
-	r.disks.Sweep(r.cfg.HomeIdle, max, r.hasHome)
-}
-
-// closeDisks unmounts the people's disks, at the runner's end.
-func (r *Runner) closeDisks() {
-	if r.disks == nil {
-		return
-	}
-	if err := r.disks.Close(); err != nil {
-		r.log.Error().Err(err).Msg("people's disks not all unmounted")
-	}
 }
 
 // AgentOf is the agent a runner of cfg on this machine runs: cfg.Agent,
@@ -293,12 +206,13 @@ func (r *Runner) ClaudeBin() string { return r.claudeBin }
 // finish; those that do not are stopped and reported as interrupted before
 // Run returns.
 func (r *Runner) Run(ctx context.Context) error {
+	ctx = r.log.WithContext(ctx)
 	defer r.closeDisks()
 	cons, err := r.open(ctx)
 	if err != nil {
 		return err
 	}
-	aff, err := openAffinity(ctx, r.js, r.cfg.ID, r.log)
+	aff, err := openAffinity(ctx, r.js, r.cfg.ID)
 	if err != nil {
 		return err
 	}
@@ -336,20 +250,21 @@ func (r *Runner) Run(ctx context.Context) error {
 	if r.homes != nil {
 		defer r.homes.Close()
 	}
+	upkeep := clock.NewPulse()
+	defer upkeep.Stop()
 	if r.homes != nil || r.disks != nil {
-		stopSweep := every(min(r.cfg.HomeIdle/2, time.Minute), func() {
+		upkeep.On(min(r.cfg.HomeIdle/2, time.Minute), func() {
 			if r.homes != nil {
 				r.homes.Sweep(r.log)
 			}
 			r.sweepDisks()
 		})
-		defer stopSweep()
 	}
 	if r.mem != nil && r.homes != nil {
-		defer every(10*time.Second, r.relieve)()
+		upkeep.On(10*time.Second, r.relieve)
 	}
 	if r.homes != nil { // the homes of the people active lately, made again
-		defer rewarm.Start(ctx, aff.workspaces, r.users, r.cfg.ID, r.cfg.HomeIdle, r.warmHome, r.log)()
+		defer rewarm.Start(ctx, aff.workspaces, r.users, r.cfg.ID, r.cfg.HomeIdle, r.warmHome)()
 	}
 	r.takeJobs(ctx, runs, cons, aff, &wg)
 	r.finishRuns(&wg, stopRuns)

@@ -38,11 +38,11 @@ func (e errVoice) Error() string { return e.msg }
 // told to the person, then the run waits VoiceGrace, so that a cancel
 // stops a misheard instruction before it runs. A refused error tells the
 // person why the notes cannot be used, and the run must not go on.
-func (r *Runner) hear(ctx context.Context, log zerolog.Logger, run *agent.Run, voices []attachment, command func(context.Context, string, ...string) *exec.Cmd, tell func(key, text string)) error {
+func (r *Runner) hear(ctx context.Context, run *agent.Run, voices []attachment, command func(context.Context, string, ...string) *exec.Cmd, tell func(key, text string)) error {
 	if len(voices) == 0 {
 		return nil
 	}
-	said, err := r.listen(ctx, log, voices, command)
+	said, err := r.listen(ctx, voices, command)
 	var ev errVoice
 	if errors.As(err, &ev) {
 		return refuse(ev.msg)
@@ -66,7 +66,8 @@ func (r *Runner) hear(ctx context.Context, log zerolog.Logger, run *agent.Run, v
 // decoded there, under the run's limits) to 16 kHz PCM, at most
 // Config.VoiceMax of it, and the engine makes it text. An errVoice says
 // what to tell the person.
-func (r *Runner) listen(ctx context.Context, log zerolog.Logger, voices []attachment, command func(context.Context, string, ...string) *exec.Cmd) (string, error) {
+func (r *Runner) listen(ctx context.Context, voices []attachment, command func(context.Context, string, ...string) *exec.Cmd) (string, error) {
+	log := zerolog.Ctx(ctx)
 	var said []string
 	for _, v := range voices {
 		if r.cfg.Transcriber == nil {

@@ -32,7 +32,7 @@ func needLoop(tb testing.TB) {
 // (before root is removed).
 func openDisks(tb testing.TB, root string, quota int64) *Disks {
 	tb.Helper()
-	d, err := Open(tb.Context(), filepath.Join(root, ".disks"), quota, zerolog.New(zerolog.NewTestWriter(tb)))
+	d, err := Open(zerolog.New(zerolog.NewTestWriter(tb)).WithContext(tb.Context()), filepath.Join(root, ".disks"), quota)
 	if err != nil {
 		tb.Fatalf("Open: %v", err)
 	}
@@ -136,7 +136,7 @@ func TestDiskKeptAcrossRestarts(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, key, "src", "old.txt"), []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d1, err := Open(t.Context(), filepath.Join(root, ".disks"), testQuota, zerolog.Nop())
+	d1, err := Open(t.Context(), filepath.Join(root, ".disks"), testQuota)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestDiskTooFull(t *testing.T) {
 // Without e2fsprogs, Open says disks cannot be bounded here.
 func TestDiskUnsupported(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	if _, err := Open(t.Context(), filepath.Join(t.TempDir(), ".disks"), testQuota, zerolog.Nop()); !errors.Is(err, ErrUnsupported) {
+	if _, err := Open(t.Context(), filepath.Join(t.TempDir(), ".disks"), testQuota); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("Open without mkfs.ext4: got %v; want ErrUnsupported", err)
 	}
 }

@@ -66,7 +66,8 @@ type Disk struct {
 // Open readies people's disks of quota bytes each, kept in dir, after
 // checking that this machine can make one: a disk made, mounted and
 // unmounted. ErrUnsupported says why not.
-func Open(ctx context.Context, dir string, quota int64, log zerolog.Logger) (*Disks, error) {
+func Open(ctx context.Context, dir string, quota int64) (*Disks, error) {
+	log := *zerolog.Ctx(ctx)
 	if quota < MinQuota {
 		return nil, fmt.Errorf("quota %d: at least %d bytes", quota, MinQuota)
 	}
@@ -159,7 +160,7 @@ func (d *Disks) Mount(ctx context.Context, key string, binds []Bind) (*Disk, err
 			return nil, err
 		}
 	}
-	if err := k.bind(ctx, binds, d.log); err != nil {
+	if err := k.bind(d.log.WithContext(ctx), binds); err != nil {
 		if errors.Is(err, ErrTooFull) {
 			d.mu.Lock()
 			d.tooFull[key] = true
@@ -263,7 +264,7 @@ func (d *Disks) mountImage(ctx context.Context, key string) (*Disk, error) {
 	case mounted:
 		log.Info().Msg("disk found mounted (left by a runner before this one); used as it is")
 	default:
-		if err := d.attachImage(ctx, k, log); err != nil {
+		if err := d.attachImage(log.WithContext(ctx), k); err != nil {
 			return nil, err
 		}
 		log.Info().Dur("took_ms", time.Since(start)).Msg("disk mounted")
@@ -292,14 +293,15 @@ func (d *Disks) mountImage(ctx context.Context, key string) (*Disk, error) {
 // was mounted still holds it (every sandbox sees the host's mounts of its
 // time, hidden), so the filesystem is alive, and a second device on the
 // image would corrupt it. One that cannot be mounted is released first.
-func (d *Disks) attachImage(ctx context.Context, k *Disk, log zerolog.Logger) error {
+func (d *Disks) attachImage(ctx context.Context, k *Disk) error {
+	log := *zerolog.Ctx(ctx)
 	for _, dev := range loopsBacking(k.image) {
 		if err := mountDevice(dev, k.dir); err == nil {
 			log.Info().Str("device", dev).Msg("disk mounted again from its loop device, still held by a sandbox")
 			return nil
 		}
 	}
-	if err := releaseLoops(ctx, k.image, log); err != nil {
+	if err := releaseLoops(ctx, k.image); err != nil {
 		return err
 	}
 	info, err := os.Stat(k.image)

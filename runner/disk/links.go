@@ -37,7 +37,8 @@ const besideDir = "beside"
 
 // bind links binds' targets to the disk's directories, after moving what
 // they held onto the disk the first time; links already there are left.
-func (k *Disk) bind(ctx context.Context, binds []Bind, log zerolog.Logger) error {
+func (k *Disk) bind(ctx context.Context, binds []Bind) error {
+	log := *zerolog.Ctx(ctx)
 	var todo []Bind // not linked yet
 	for _, b := range binds {
 		if err := os.MkdirAll(filepath.Join(k.dir, b.Name), 0o755); err != nil {

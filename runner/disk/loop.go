@@ -129,7 +129,8 @@ func loopsBacking(image string) []string {
 // its unmount was detached lazily) goes when that mount does. The image
 // is never attached twice: two devices on one ext4 image would corrupt
 // it.
-func releaseLoops(ctx context.Context, image string, log zerolog.Logger) error {
+func releaseLoops(ctx context.Context, image string) error {
+	log := *zerolog.Ctx(ctx)
 	ctx, cancel := context.WithTimeout(ctx, loopRelease)
 	defer cancel()
 	for said := false; ; {

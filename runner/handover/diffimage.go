@@ -7,8 +7,6 @@ import (
 	"html"
 	"strings"
 
-	"github.com/rs/zerolog"
-
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/handover/pageshot"
 )
@@ -19,7 +17,7 @@ const diffImageLines = 400
 // DiffImage draws a diff as an image a phone's width and as tall as the
 // diff (a short one is not padded to the screen's height) in the
 // endpoint's browser, stores it and publishes its image event.
-func (s *Endpoint) DiffImage(ctx context.Context, log zerolog.Logger, job contract.Job, diff string) (contract.Image, error) {
+func (s *Endpoint) DiffImage(ctx context.Context, job contract.Job, diff string) (contract.Image, error) {
 	page := "data:text/html;charset=utf-8;base64," + base64.StdEncoding.EncodeToString([]byte(diffHTML(diff, diffImageLines)))
 	shot, err := s.browser.Capture(ctx, pageshot.Options{URL: page, FullPage: true, FitContent: true, MaxBytes: screenshotMaxBytes, Profile: job.User.Key()})
 	if err != nil {
@@ -29,7 +27,7 @@ func (s *Endpoint) DiffImage(ctx context.Context, log zerolog.Logger, job contra
 	if err != nil {
 		return contract.Image{}, err
 	}
-	s.store.publishImage(ctx, log, job, img, "diff")
+	s.store.publishImage(ctx, job, img, "diff")
 	return img, nil
 }
 

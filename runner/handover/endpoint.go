@@ -237,7 +237,7 @@ func (s *Endpoint) shot(w http.ResponseWriter, req *http.Request, run *shotRun) 
 	run.images = append(run.images, img)
 	n := len(run.images)
 	run.mu.Unlock()
-	s.store.publishImage(contract.WithTrace(req.Context(), run.trace), log, run.job, img, "shot"+strconv.Itoa(n))
+	s.store.publishImage(log.WithContext(contract.WithTrace(req.Context(), run.trace)), run.job, img, "shot"+strconv.Itoa(n))
 	log.Info().Str("object", img.ID).Int("size", img.Size).Int("width", img.Width).Int("height", img.Height).
 		Dur("took", time.Since(start)).Msg("screenshot taken")
 	reply(w, http.StatusOK, ShotReply{ID: img.ID, Width: img.Width, Height: img.Height, Size: img.Size})

@@ -81,7 +81,8 @@ func fileType(name string, data []byte) string {
 // collectFile stores the FILE_CAPTURED file p, the n-th of the run, in
 // the media store of u's channel and returns it; a file that cannot be sent returns a note for the person
 // instead.
-func (s *Store) collectFile(ctx context.Context, log zerolog.Logger, u contract.User, dir, p string, n int) (contract.Image, string) {
+func (s *Store) collectFile(ctx context.Context, u contract.User, dir, p string, n int) (contract.Image, string) {
+	log := *zerolog.Ctx(ctx)
 	if n >= filesPerRun {
 		log.Warn().Str("path", p).Int("max", filesPerRun).Msg("file skipped: too many in one run")
 		return contract.Image{}, fmt.Sprintf("The file %s was not sent: at most %d files go with one reply.", p, filesPerRun)

@@ -152,13 +152,14 @@ func handoverKey(dir string, h agent.Handover) agent.Handover {
 // is refused with a note too. The files the run reported (FILE_CAPTURED)
 // are stored as they are (collectFile) and returned after the images;
 // each one that cannot be sent has a note.
-func (s *Store) Collect(ctx context.Context, log zerolog.Logger, job contract.Job, task, dir string, reported []agent.Handover, taken int,
+func (s *Store) Collect(ctx context.Context, job contract.Job, task, dir string, reported []agent.Handover, taken int,
 	started time.Time, caption func(path string) string) (images []contract.Image, notes []string) {
+	log := *zerolog.Ctx(ctx)
 	var files []contract.Image
 	tried, room := 0, screenshotsPerRun-taken
 	for _, h := range handedOver(log, dir, reported, task, started) {
 		if h.File {
-			f, note := s.collectFile(ctx, log, job.User, dir, h.Path, tried)
+			f, note := s.collectFile(ctx, job.User, dir, h.Path, tried)
 			tried++
 			if note != "" {
 				notes = append(notes, note)
@@ -186,7 +187,7 @@ func (s *Store) Collect(ctx context.Context, log zerolog.Logger, job contract.Jo
 		if img.Caption == "" && caption != nil {
 			img.Caption = caption(handoverKey(dir, h).Path)
 		}
-		s.publishImage(ctx, log, job, img, strconv.Itoa(len(images)+1))
+		s.publishImage(ctx, job, img, strconv.Itoa(len(images)+1))
 		log.Info().Str("path", h.Path).Str("object", img.ID).Int("size", img.Size).Int("width", img.Width).Int("height", img.Height).
 			Bool("caption", img.Caption != "").Msg("screenshot stored")
 		images = append(images, img)
@@ -277,7 +278,8 @@ func (s *Store) storeImage(ctx context.Context, u contract.User, shot pageshot.S
 
 // publishImage publishes the image event of an image added to job's reply;
 // name tells the images of one job apart (deduplication).
-func (s *Store) publishImage(ctx context.Context, log zerolog.Logger, job contract.Job, img contract.Image, name string) {
+func (s *Store) publishImage(ctx context.Context, job contract.Job, img contract.Image, name string) {
+	log := *zerolog.Ctx(ctx)
 	ev := contract.NewImage(job.User, job.ID, img)
 	if err := bus.PublishEvent(ctx, s.js, ev, contract.MsgID(job.User, job.ID, "image", name)); err != nil {
 		log.Warn().Err(err).Str("object", img.ID).Msg("image event")

@@ -90,14 +90,15 @@ func Recent(ctx context.Context, workspaces, users jetstream.KeyValue, runner st
 // Start warms, in the background, the people whose workspace runner
 // holds and who were active within the last within (Recent), with warm
 // (Run), until ctx ends; wait returns once it is over.
-func Start(ctx context.Context, workspaces, users jetstream.KeyValue, runner string, within time.Duration, warm Warm, log zerolog.Logger) (wait func()) {
+func Start(ctx context.Context, workspaces, users jetstream.KeyValue, runner string, within time.Duration, warm Warm) (wait func()) {
+	log := *zerolog.Ctx(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		people, err := Recent(ctx, workspaces, users, runner, within)
 		if err != nil && ctx.Err() == nil {
 			log.Warn().Err(err).Msg("homes not made again after the restart: who was active cannot be told")
 		}
-		Run(ctx, people, warm, log)
+		Run(ctx, people, warm)
 	})
 	return wg.Wait
 }
@@ -111,7 +112,8 @@ type Warm func(ctx context.Context, p Person) (home string, agent bool, err erro
 // ends, and says each home made again (by its opaque id, never whose it
 // is); an error other than ErrSkip and ErrNoRoom is logged, and Run goes
 // on.
-func Run(ctx context.Context, people []Person, warm Warm, log zerolog.Logger) {
+func Run(ctx context.Context, people []Person, warm Warm) {
+	log := *zerolog.Ctx(ctx)
 	made := 0
 	for _, p := range people {
 		if ctx.Err() != nil {

@@ -107,7 +107,7 @@ func startHome(box *Sandbox, dir, home, bin string, u *User, limits bool, net *h
 	if net != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), homeReady)
 		defer cancel()
-		if h.net, err = netns.Attach(ctx, h.pid, net.o, log.With().Str("home", h.id).Logger()); err != nil {
+		if h.net, err = netns.Attach(log.With().Str("home", h.id).Logger().WithContext(ctx), h.pid, net.o); err != nil {
 			return nil, fmt.Errorf("home's network: %w", err)
 		}
 	}

@@ -57,7 +57,7 @@ func (hs *Homes) RunNet(log zerolog.Logger) (*RunNet, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), homeReady)
 	defer cancel()
-	if n.net, err = netns.Attach(ctx, n.pid, cfg.o, log); err != nil {
+	if n.net, err = netns.Attach(log.WithContext(ctx), n.pid, cfg.o); err != nil {
 		n.Close()
 		return nil, fmt.Errorf("run's network: %w", err)
 	}

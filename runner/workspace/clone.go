@@ -129,7 +129,7 @@ func (c cloneAction) Run(ctx context.Context, run *agent.Run) (res agent.Result,
 	}()
 
 	run.Progress("Cloning " + shown + "…")
-	if err := gitClone(ctx, run, url, shown, log); err != nil {
+	if err := gitClone(log.WithContext(ctx), run, url, shown); err != nil {
 		return agent.Result{}, err
 	}
 	size, err := dirSize(run.Dir)
@@ -162,7 +162,8 @@ func (c cloneAction) Run(ctx context.Context, run *agent.Run) (res agent.Result,
 
 // gitClone clones url into the run's directory; a clone git fails is
 // refused (a *Refusal), with git's line of error (url shown as shown).
-func gitClone(ctx context.Context, run *agent.Run, url, shown string, log zerolog.Logger) error {
+func gitClone(ctx context.Context, run *agent.Run, url, shown string) error {
+	log := *zerolog.Ctx(ctx)
 	cmd := run.Command(ctx, "git", "clone", "--quiet", "--", url, ".")
 	cmd.Env = cloneEnv(cmd.Env)
 	out := &sandbox.CappedBuffer{Max: 64 << 10}

@@ -50,7 +50,8 @@ func (w *Workspaces) projectURL(ctx context.Context, u contract.User, project st
 // snapshot and tells the person what came over (tell); it reports whether
 // the project is there now. Without a snapshot, a named project stays
 // missing and the default one starts empty.
-func (w *Workspaces) restore(ctx context.Context, log zerolog.Logger, job contract.Job, project, dir string, tell func(key, text string)) bool {
+func (w *Workspaces) restore(ctx context.Context, job contract.Job, project, dir string, tell func(key, text string)) bool {
+	log := *zerolog.Ctx(ctx)
 	if w.snapshots == nil {
 		return false
 	}
@@ -100,7 +101,8 @@ func (w *Workspaces) restore(ctx context.Context, log zerolog.Logger, job contra
 // Snapshot stores the state of the workspace dir of u's project after a
 // run, before its reply goes out, replacing the one before; a failure is
 // logged (the earlier snapshot stays).
-func (w *Workspaces) Snapshot(ctx context.Context, log zerolog.Logger, u contract.User, project, dir string) {
+func (w *Workspaces) Snapshot(ctx context.Context, u contract.User, project, dir string) {
+	log := *zerolog.Ctx(ctx)
 	if w.snapshots == nil {
 		return
 	}
@@ -147,7 +149,8 @@ type Aside interface {
 // runner worked on them since, and the snapshots are newer. They go to
 // aside, or with none (nil) to <Root>/.stale/<key>-<time>/. Called when
 // this runner takes u over.
-func (w *Workspaces) SetAside(ctx context.Context, log zerolog.Logger, u contract.User, aside Aside) {
+func (w *Workspaces) SetAside(ctx context.Context, u contract.User, aside Aside) {
+	log := *zerolog.Ctx(ctx)
 	if w.snapshots == nil {
 		return
 	}

@@ -163,7 +163,7 @@ func (a worktreeAction) Run(ctx context.Context, r *agent.Run) (agent.Result, er
 		switch r.Job.Action {
 		case contract.ActionReject:
 			if w.present {
-				if err := w.remove(ctx, log, true); err != nil {
+				if err := w.remove(log.WithContext(ctx), true); err != nil {
 					return agent.Result{}, err
 				}
 			}
@@ -174,7 +174,7 @@ func (a worktreeAction) Run(ctx context.Context, r *agent.Run) (agent.Result, er
 		case contract.ActionApprove:
 			if len(files) == 0 {
 				if w.present {
-					_ = w.remove(ctx, log, true)
+					_ = w.remove(log.WithContext(ctx), true)
 				}
 				_, _ = git(ctx, "branch", "-D", w.branch)
 				res.Text = fmt.Sprintf(MsgBranchGone, w.branch)
@@ -207,9 +207,9 @@ func (a worktreeAction) approve(ctx context.Context, r *agent.Run, git gitFunc, 
 			}
 		}
 		// Committed: what git will not remove now is only ignored files.
-		if err := w.remove(ctx, log, false); err != nil {
+		if err := w.remove(log.WithContext(ctx), false); err != nil {
 			log.Warn().Err(err).Msg("git worktree remove; forced")
-			if err := w.remove(ctx, log, true); err != nil {
+			if err := w.remove(log.WithContext(ctx), true); err != nil {
 				log.Error().Err(err).Msg("worktree not removed")
 			}
 		}

@@ -43,7 +43,8 @@ const DefaultProjectMax = 2 << 30
 // *Refusal says why the job cannot run; another error is the runner's.
 // fresh says the person's default workspace is there but was only just
 // made, empty (their new disk's): it is taken as not on this runner.
-func (w *Workspaces) Pick(ctx context.Context, log zerolog.Logger, job contract.Job, fresh bool, tell func(key, text string)) (project, dir string, err error) {
+func (w *Workspaces) Pick(ctx context.Context, job contract.Job, fresh bool, tell func(key, text string)) (project, dir string, err error) {
+	log := *zerolog.Ctx(ctx)
 	if job.Action == contract.ActionClone {
 		project = contract.DefaultProject // until the text names a valid one
 		if _, name, err := cloneArgs(job.Text); err == nil {
@@ -67,7 +68,7 @@ func (w *Workspaces) Pick(ctx context.Context, log zerolog.Logger, job contract.
 		return project, dir, fmt.Errorf("workspace: %w", err)
 	}
 	// Not on this runner (or fresh): its last snapshot, if there is one (follow.go).
-	if w.restore(ctx, log, job, project, dir, tell) {
+	if w.restore(ctx, job, project, dir, tell) {
 		return project, dir, nil
 	}
 	if project == "" {
@@ -141,7 +142,8 @@ func (b *branchMemory) set(u contract.User, project, branch string) {
 // knowing none, found in the registry). A project without an entry gets
 // one once it has a branch: the default one, named DefaultProject,
 // without a URL.
-func (w *Workspaces) NoteBranch(ctx context.Context, log zerolog.Logger, u contract.User, project, dir string) {
+func (w *Workspaces) NoteBranch(ctx context.Context, u contract.User, project, dir string) {
+	log := *zerolog.Ctx(ctx)
 	branch := headBranch(dir)
 	known, ok := w.branches.get(u, project)
 	if !ok {

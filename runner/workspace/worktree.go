@@ -158,7 +158,8 @@ func (w *Worktree) Branch() string { return w.branch }
 // repository with a commit); for approve or reject, the one their
 // approval request was about. An error ends the job: the worktree could
 // not be made (a *Refusal says why, for the person).
-func (ws *Workspaces) OpenWorktree(ctx context.Context, log zerolog.Logger, job contract.Job, project, checkout, home string) (w *Worktree, note string, err error) {
+func (ws *Workspaces) OpenWorktree(ctx context.Context, job contract.Job, project, checkout, home string) (w *Worktree, note string, err error) {
+	log := *zerolog.Ctx(ctx)
 	dir := ws.worktreeDir(job.User, project)
 	w = &Worktree{checkout: checkout, dir: dir}
 	switch job.Action {
@@ -216,7 +217,7 @@ func (ws *Workspaces) OpenWorktree(ctx context.Context, log zerolog.Logger, job 
 		log.Info().Str("branch", branch).Msg("the message goes on on the project's branch in progress")
 		return w, "", nil
 	}
-	if err := w.add(ctx, log, job.ID, registered); err != nil {
+	if err := w.add(ctx, job.ID, registered); err != nil {
 		return nil, "", err
 	}
 	return w, "", nil
@@ -225,12 +226,13 @@ func (ws *Workspaces) OpenWorktree(ctx context.Context, log zerolog.Logger, job 
 // add makes the worktree of job id's message on a new branch from the
 // checkout's HEAD, once what is in its way is removed (registered: git
 // lists a worktree there). A *Refusal says why it could not.
-func (w *Worktree) add(ctx context.Context, log zerolog.Logger, id string, registered bool) error {
+func (w *Worktree) add(ctx context.Context, id string, registered bool) error {
+	log := *zerolog.Ctx(ctx)
 	if registered {
 		// Not one to go on with (git made it only in part, it is on
 		// another branch, or its directory is gone): out of the way.
 		log.Warn().Str("dir", w.dir).Msg("worktree in the way removed")
-		_ = w.remove(ctx, log, true)
+		_ = w.remove(ctx, true)
 	} else if _, err := os.Lstat(w.dir); !errors.Is(err, fs.ErrNotExist) {
 		log.Warn().Str("dir", w.dir).Msg("leftover directory where the worktree goes removed")
 		if err := os.RemoveAll(w.dir); err != nil {
@@ -321,7 +323,8 @@ func samePath(a, b string) bool {
 
 // remove removes the worktree (force: whatever it holds) and has git
 // forget it; its branch stays.
-func (w *Worktree) remove(ctx context.Context, log zerolog.Logger, force bool) error {
+func (w *Worktree) remove(ctx context.Context, force bool) error {
+	log := *zerolog.Ctx(ctx)
 	args := []string{"worktree", "remove", w.dir}
 	if force {
 		args = []string{"worktree", "remove", "-f", "-f", w.dir}
@@ -373,7 +376,8 @@ func (w *Worktree) changed(ctx context.Context, git gitFunc) ([]string, error) {
 // ended: a worktree holding changes (or commits) stays, the branch in
 // progress; one holding none is removed with its branch. It reports
 // whether the worktree stays.
-func (w *Worktree) Settle(ctx context.Context, log zerolog.Logger) bool {
+func (w *Worktree) Settle(ctx context.Context) bool {
+	log := *zerolog.Ctx(ctx)
 	files, err := w.changed(ctx, w.git)
 	if err != nil {
 		log.Warn().Err(err).Str("branch", w.branch).Msg("changes on the branch not read; the worktree stays")
@@ -382,7 +386,7 @@ func (w *Worktree) Settle(ctx context.Context, log zerolog.Logger) bool {
 	if len(files) > 0 {
 		return true
 	}
-	if err := w.remove(ctx, log, true); err != nil {
+	if err := w.remove(ctx, true); err != nil {
 		return true
 	}
 	if _, err := w.git(ctx, "branch", "-D", w.branch); err != nil {

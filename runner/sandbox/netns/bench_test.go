@@ -30,7 +30,7 @@ func BenchmarkAttach(b *testing.B) {
 		}
 		before := selfTime()
 		b.StartTimer()
-		n, err := Attach(context.Background(), pid, Options{}, testLog(b))
+		n, err := Attach(testLog(b).WithContext(context.Background()), pid, Options{})
 		b.StopTimer()
 		if err != nil {
 			stop()

@@ -93,7 +93,7 @@ func attach(tb testing.TB, pid int, o Options) *Net {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	n, err := Attach(ctx, pid, o, zerolog.New(zerolog.NewTestWriter(tb)))
+	n, err := Attach(zerolog.New(zerolog.NewTestWriter(tb)).WithContext(ctx), pid, o)
 	if err != nil {
 		tb.Fatalf("Attach(%d): %v", pid, err)
 	}

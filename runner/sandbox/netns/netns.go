@@ -108,7 +108,8 @@ type Net struct {
 // the same moment makes bubblewrap die ("loopback: Failed RTM_NEWADDR").
 // A namespace nobody brings the loopback up in (unshare --net) waits until
 // ctx ends: bring it up before Attach.
-func Attach(ctx context.Context, pid int, o Options, log zerolog.Logger) (*Net, error) {
+func Attach(ctx context.Context, pid int, o Options) (*Net, error) {
+	log := *zerolog.Ctx(ctx)
 	bin, err := o.binary()
 	if err != nil {
 		return nil, err
@@ -149,7 +150,7 @@ func Attach(ctx context.Context, pid int, o Options, log zerolog.Logger) (*Net, 
 		ns.Close()
 		return nil, err
 	}
-	n.slirp, err = startSlirp(ctx, bin, ns, helper, log)
+	n.slirp, err = startSlirp(log.WithContext(ctx), bin, ns, helper)
 	if err != nil {
 		n.sk.close()
 		ns.Close()

@@ -134,7 +134,7 @@ func TestForward(t *testing.T) {
 
 func TestForwardRefusesOtherAddresses(t *testing.T) {
 	for _, f := range []string{"192.0.2.1:80", "127.0.0.1", "localhost:80", "127.0.0.1:0"} {
-		_, err := Attach(context.Background(), os.Getpid(), Options{Forward: []string{f}}, testLog(t))
+		_, err := Attach(testLog(t).WithContext(context.Background()), os.Getpid(), Options{Forward: []string{f}})
 		if !errors.Is(err, ErrForward) {
 			t.Errorf("Forward %q: got %v; want ErrForward", f, err)
 		}
@@ -145,7 +145,7 @@ func TestForwardRefusesOtherAddresses(t *testing.T) {
 // interface and default route on the host.
 func TestAttachRefusesHostNamespace(t *testing.T) {
 	needNamespaces(t)
-	_, err := Attach(context.Background(), os.Getpid(), Options{}, testLog(t))
+	_, err := Attach(testLog(t).WithContext(context.Background()), os.Getpid(), Options{})
 	if !errors.Is(err, ErrHostNamespace) {
 		t.Fatalf("Attach(own pid): got %v; want ErrHostNamespace", err)
 	}

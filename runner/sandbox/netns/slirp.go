@@ -33,7 +33,8 @@ type slirp struct {
 // helper is not 0, on the namespaces of that process (see below), and
 // waits for its ready byte (written once the interface, route and DNS are
 // configured), its exit, or ctx.
-func startSlirp(ctx context.Context, bin string, ns *os.File, helper int, log zerolog.Logger) (*slirp, error) {
+func startSlirp(ctx context.Context, bin string, ns *os.File, helper int) (*slirp, error) {
+	log := *zerolog.Ctx(ctx)
 	readyR, readyW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("slirp4netns ready pipe: %w", err)

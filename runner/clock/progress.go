@@ -1,4 +1,4 @@
-package runner
+package clock
 
 import (
 	"fmt"
@@ -9,11 +9,11 @@ import (
 	"github.com/textslash/textslash/contract"
 )
 
-// progress is a run's progress events. Each line the agent reports is
+// Progress is a run's progress events. Each line the agent reports is
 // published at once, numbered (for deduplication); a run quiet for a
 // heartbeat, and not waiting for the person's answer, publishes "Still
 // working (4m12s): <its last line>", at most once a heartbeat.
-type progress struct {
+type Progress struct {
 	heartbeat time.Duration
 	start     time.Time
 	publish   func(n int, line string)
@@ -25,36 +25,36 @@ type progress struct {
 	waiting bool      // for the person's answer: no "still working"
 }
 
-// newProgress is the progress of a run started at start, first its line
+// NewProgress is the progress of a run started at start, first its line
 // until the agent reports one; publish publishes the nth event.
-func newProgress(heartbeat time.Duration, first string, start time.Time, publish func(n int, line string)) *progress {
-	return &progress{heartbeat: heartbeat, start: start, publish: publish, last: start, line: first}
+func NewProgress(heartbeat time.Duration, first string, start time.Time, publish func(n int, line string)) *Progress {
+	return &Progress{heartbeat: heartbeat, start: start, publish: publish, last: start, line: first}
 }
 
-// report publishes a line the agent reported (agent.Run.Progress).
-func (p *progress) report(line string) {
+// Report publishes a line the agent reported (agent.Run.Progress).
+func (p *Progress) Report(line string) {
 	p.heard(line, time.Now())
 	p.send(line)
 }
 
 // heard notes line, reported at now, as the run's last.
-func (p *progress) heard(line string, now time.Time) {
+func (p *Progress) heard(line string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.last, p.line = now, strings.TrimSuffix(line, "…")
 }
 
-// wait tells whether the run waits for the person's answer (the
+// Wait tells whether the run waits for the person's answer (the
 // heartbeat starts anew either way).
-func (p *progress) wait(waiting bool) {
+func (p *Progress) Wait(waiting bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.waiting, p.last = waiting, time.Now()
 }
 
-// beat publishes "still working" when it is due; called every quarter of
+// Beat publishes "still working" when it is due; called every quarter of
 // a heartbeat.
-func (p *progress) beat() {
+func (p *Progress) Beat() {
 	if line, ok := p.due(time.Now()); ok {
 		p.send(line)
 	}
@@ -63,7 +63,7 @@ func (p *progress) beat() {
 // due is the "still working" line due at now, if one is: the run has been
 // quiet for a heartbeat and is not waiting for the person. The heartbeat
 // starts anew from now.
-func (p *progress) due(now time.Time) (string, bool) {
+func (p *Progress) due(now time.Time) (string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.waiting || now.Sub(p.last) < p.heartbeat {
@@ -74,7 +74,7 @@ func (p *progress) due(now time.Time) (string, bool) {
 }
 
 // send publishes line as the next event.
-func (p *progress) send(line string) {
+func (p *Progress) send(line string) {
 	p.mu.Lock()
 	p.n++
 	n := p.n

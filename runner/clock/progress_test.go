@@ -1,4 +1,4 @@
-package runner
+package clock
 
 import (
 	"slices"
@@ -12,7 +12,7 @@ import (
 func TestProgressHeartbeat(t *testing.T) {
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	var sent []string
-	p := newProgress(time.Minute, "“fix it”", start, func(n int, line string) {
+	p := NewProgress(time.Minute, "“fix it”", start, func(n int, line string) {
 		if n != len(sent)+1 {
 			t.Errorf("event %d after %d events; want them numbered in order", n, len(sent))
 		}
@@ -41,11 +41,11 @@ func TestProgressHeartbeat(t *testing.T) {
 	if got, _ := p.due(at(4 * time.Minute)); got != "Still working (4m): Running `npm test`" {
 		t.Errorf("due %q; want the last line, without its ellipsis", got)
 	}
-	p.wait(true)
+	p.Wait(true)
 	if got, ok := p.due(time.Now().Add(time.Hour)); ok {
 		t.Errorf("waiting for the person: due %q; want none", got)
 	}
-	p.wait(false)
+	p.Wait(false)
 	p.send("one")
 	p.send("two")
 	if want := []string{"one", "two"}; !slices.Equal(sent, want) {
