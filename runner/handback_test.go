@@ -26,7 +26,7 @@ func TestHandBackReachesTheHolder(t *testing.T) {
 	runners := map[string]*affinity{}
 	users := map[string]contract.User{"r1": e.user(contract.ChannelWeb, "alice"), "r2": e.user(contract.ChannelWeb, "bob")}
 	for _, id := range []string{"r1", "r2"} {
-		a, err := openAffinity(t.Context(), e.js, id, zerolog.Nop())
+		a, err := openAffinity(t.Context(), e.js, id)
 		if err != nil {
 			t.Fatal(err)
 		}
