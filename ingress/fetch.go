@@ -3,7 +3,6 @@ package ingress
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -72,38 +71,8 @@ func (i *Ingress) fetchMedia(ctx context.Context, f contract.MediaFetch) ([]byte
 	t := i.cfg.Twilio
 	switch {
 	case t != nil && t.AccountSID != "" && strings.HasPrefix(f.Media.URL, t.APIURL+"/2010-04-01/Accounts/"+t.AccountSID+"/"):
-		data, err := i.download(ctx, f.Media.URL, func(r *http.Request) { r.SetBasicAuth(t.AccountSID, t.AuthToken) })
+		data, err := channel.Download(ctx, f.Media.URL, func(r *http.Request) { r.SetBasicAuth(t.AccountSID, t.AuthToken) })
 		return data, "", err
 	}
 	return nil, "", fmt.Errorf("%w: not a media URL of this Twilio account or of a channel of this ingress", channel.ErrNotMine)
-}
-
-// download GETs url, with auth adding the credentials; ErrTooLarge for
-// a body over channel.MaxFetchBytes.
-func (i *Ingress) download(ctx context.Context, url string, auth func(*http.Request)) ([]byte, error) {
-	r, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	if auth != nil {
-		// Twilio redirects to its CDN; net/http drops the credentials
-		// when the redirect leaves the host.
-		auth(r)
-	}
-	resp, err := http.DefaultClient.Do(r)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("answered %s", resp.Status)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, channel.MaxFetchBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > channel.MaxFetchBytes {
-		return nil, channel.ErrTooLarge
-	}
-	return data, nil
 }

@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -134,7 +133,7 @@ func (t *Telegram) Fetch(ctx context.Context, url string) ([]byte, string, error
 	if f.FileSize > channel.MaxFetchBytes {
 		return nil, "", channel.ErrTooLarge
 	}
-	data, err := download(ctx, t.bot.FileDownloadLink(f))
+	data, err := channel.Download(ctx, t.bot.FileDownloadLink(f), nil)
 	if errors.Is(err, channel.ErrTooLarge) {
 		return nil, "", err
 	}
@@ -142,30 +141,6 @@ func (t *Telegram) Fetch(ctx context.Context, url string) ([]byte, string, error
 		return nil, "", t.clean(err)
 	}
 	return data, "", nil
-}
-
-// download reads a file at url, at most channel.MaxFetchBytes.
-func download(ctx context.Context, url string) ([]byte, error) {
-	r, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(r)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("answered %s", resp.Status)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, channel.MaxFetchBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > channel.MaxFetchBytes {
-		return nil, channel.ErrTooLarge
-	}
-	return data, nil
 }
 
 // clean is err without the bot token, which the Bot API's URLs hold; nil
