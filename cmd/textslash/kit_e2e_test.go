@@ -154,7 +154,7 @@ func startLineChannel(t *testing.T, inst *instance, p *lineProvider) *lineChanne
 	port := freePort(t)
 	c := &lineChannel{bin: bin, url: "http://127.0.0.1:" + port, env: []string{
 		"NATS_URL=" + login["NATS_URL"], "NATS_USER=" + login["NATS_USER"], "NATS_PASSWORD=" + login["NATS_PASSWORD"],
-		"LINECHAT_PROVIDER=" + p.URL, "LINECHAT_ALLOWED=alice", "LINECHAT_LISTEN=127.0.0.1:" + port,
+		"LINECHAT_PROVIDER=" + p.URL, "LINECHAT_ALLOWED=alice", "LINECHAT_LISTEN=127.0.0.1:" + port, "LINECHAT_SECRET=" + lineSecret,
 	}}
 	c.start(t)
 	t.Cleanup(func() { c.kill() })
@@ -188,6 +188,9 @@ func (c *lineChannel) kill() {
 	}
 }
 
+// lineSecret is the secret the provider signs its posts to linechat with.
+const lineSecret = "a secret linechat and its provider share"
+
 // say posts a person's message to the channel, as the provider would,
 // until the channel takes it.
 func (c *lineChannel) say(t *testing.T, id, user, text string, media ...string) int {
@@ -195,7 +198,13 @@ func (c *lineChannel) say(t *testing.T, id, user, text string, media ...string) 
 	body, _ := json.Marshal(map[string]any{"id": id, "user": user, "text": text, "media": media})
 	var code int
 	natstest.CheckFor(t, 15*time.Second, 20*time.Millisecond, func() error {
-		resp, err := http.Post(c.url+"/message", "application/json", bytes.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, c.url+"/message", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+lineSecret)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return err
 		}

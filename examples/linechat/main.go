@@ -1,15 +1,13 @@
-// Command linechat is a textslash channel written on the channel port and
-// run with the kit, from the README and channels.md alone: people's
-// messages come in as HTTP posts of one JSON line each, and textslash's
-// messages go out as JSON posts to a provider (LINECHAT_PROVIDER), which
-// can also be asked whether a message reached it (so a crash between a
-// send and its record sends nothing twice) and serves the files people
-// attach.
+// Command linechat is a textslash channel on the channel port, run with the
+// kit: people's messages come in as HTTP posts of a JSON line, signed by the
+// provider (LINECHAT_PROVIDER), and textslash's go out as posts to it; it
+// finds a message again (nothing sent twice) and serves people's files.
 package main
 
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -40,8 +38,8 @@ type line struct {
 	Choices []string `json:"choices,omitempty"` // out: buttons; a press is the person's next message
 }
 
-// provider is the channel: a channel.Channel, Finder and Fetcher.
-type provider struct{ base, listen string }
+// provider is the channel (a Finder and Fetcher), sharing a secret with it.
+type provider struct{ base, listen, secret string }
 
 func (*provider) Name() string         { return "linechat" }
 func (*provider) Allowed() []string    { return strings.Split(os.Getenv("LINECHAT_ALLOWED"), ",") }
@@ -103,17 +101,16 @@ func main() {
 	log := zerolog.New(os.Stderr).With().Timestamp().Logger()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	user := os.Getenv("NATS_USER")
+	user, p := os.Getenv("NATS_USER"), &provider{os.Getenv("LINECHAT_PROVIDER"), os.Getenv("LINECHAT_LISTEN"), os.Getenv("LINECHAT_SECRET")}
 	nc, err := nats.Connect(os.Getenv("NATS_URL"), nats.UserInfo(user, os.Getenv("NATS_PASSWORD")), nats.CustomInboxPrefix("_INBOX_"+user))
-	if err != nil {
-		log.Fatal().Err(err).Msg("linechat: NATS")
+	if err != nil || p.secret == "" {
+		log.Fatal().Err(err).Msg("linechat: NATS, or no LINECHAT_SECRET")
 	}
-	k, err := kit.Open(ctx, nc, &provider{base: os.Getenv("LINECHAT_PROVIDER"), listen: os.Getenv("LINECHAT_LISTEN")}, log)
+	k, err := kit.Open(ctx, nc, p, log)
 	if err == nil {
 		err = k.Run(ctx)
 	}
-	_ = nc.Drain()
-	if err != nil {
+	if nc.Drain(); err != nil {
 		log.Fatal().Err(err).Msg("linechat")
 	}
 }
@@ -122,6 +119,10 @@ func main() {
 func (p *provider) Run(ctx context.Context, h channel.Host) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /message", func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+p.secret)) != 1 {
+			http.Error(w, "not signed by the provider", http.StatusUnauthorized) // anyone else could write as anyone
+			return
+		}
 		var in line
 		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)

@@ -28,7 +28,7 @@ func TestConformance(t *testing.T) {
 			Channel: f.channel, Person: "alice", Stranger: "mallory",
 			// Each person is one line: their own conversation.
 			Direct: func(p string) string { return p },
-			Write:  f.write, Press: f.press, Spoof: spoof, Hold: f.hold, Sent: f.sent,
+			Write:  f.write, Press: f.press, Spoof: f.spoof, Hold: f.hold, Sent: f.sent,
 			NoEdit: "linechat's provider has no edit: each progress line is a message of its own (spaced by Rules.ProgressEvery)",
 		}
 	})
@@ -106,7 +106,7 @@ func (f *fake) channel() channel.Channel {
 	addr := l.Addr().String()
 	l.Close()
 	f.listen.Store(addr)
-	return &provider{base: f.URL, listen: addr}
+	return &provider{base: f.URL, listen: addr, secret: lineSecret}
 }
 
 // write posts who's line to the channel, as the provider does: again
@@ -116,7 +116,7 @@ func (f *fake) write(t *testing.T, who, _, text string) func() {
 	body, _ := json.Marshal(line{ID: fmt.Sprintf("m%d", f.n.Add(1)), User: who, Text: text})
 	post := func() {
 		natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-			resp, err := http.Post("http://"+f.listen.Load().(string)+"/message", "application/json", bytes.NewReader(body))
+			resp, err := postLine(f.listen.Load().(string), body, lineSecret)
 			if err != nil {
 				return err
 			}
@@ -137,10 +137,43 @@ func (f *fake) press(t *testing.T, who string, _ channeltest.Sent, choice string
 	f.write(t, who, who, choice)
 }
 
-// spoof: linechat's POST /message takes a line from whoever reaches it,
-// with no signature or secret to tell its provider's from a forgery.
-func spoof(*testing.T, string) error {
-	return fmt.Errorf("%w: POST /message takes any line from whoever reaches LINECHAT_LISTEN, unsigned", channeltest.ErrUnguarded)
+// spoof posts alice's line without the provider's secret, as anyone who
+// reaches LINECHAT_LISTEN could: refused (401).
+func (f *fake) spoof(t *testing.T, text string) error {
+	body, _ := json.Marshal(line{ID: fmt.Sprintf("m%d", f.n.Add(1)), User: "alice", Text: text})
+	for _, secret := range []string{"", "not-the-secret"} {
+		var code int
+		natstest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error { // until the channel listens
+			resp, err := postLine(f.listen.Load().(string), body, secret)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			code = resp.StatusCode
+			return nil
+		})
+		if code != http.StatusUnauthorized {
+			t.Errorf("a line signed with %q: %d; want 401", secret, code)
+		}
+	}
+	return nil
+}
+
+// lineSecret is the secret the provider signs its posts with.
+const lineSecret = "a secret the provider and the channel share"
+
+// postLine posts a line to the channel at addr, signed with secret ("":
+// not signed).
+func postLine(addr string, body []byte, secret string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/message", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if secret != "" {
+		req.Header.Set("Authorization", "Bearer "+secret)
+	}
+	return http.DefaultClient.Do(req)
 }
 
 func (f *fake) hold(text string) {
