@@ -162,7 +162,7 @@ func (i *Ingress) Handler() http.Handler {
 	}
 	for _, ch := range i.cfg.Channels {
 		if r, ok := ch.(channel.Router); ok {
-			for route, h := range r.Routes(host{i.inbox}) {
+			for route, h := range r.Routes(inboxHost{i.inbox}) {
 				mux.Handle(route, h)
 			}
 		}
@@ -192,7 +192,7 @@ func (i *Ingress) Routes() []string {
 	}
 	for _, ch := range i.cfg.Channels {
 		if r, ok := ch.(channel.Router); ok {
-			routes = append(routes, slices.Sorted(maps.Keys(r.Routes(host{i.inbox})))...)
+			routes = append(routes, slices.Sorted(maps.Keys(r.Routes(inboxHost{i.inbox})))...)
 		}
 	}
 	return routes
@@ -238,11 +238,11 @@ func allowed(chs []channel.Channel) map[string][]string {
 	return ids
 }
 
-// host is the Host the channels of Config.Channels publish with: the
+// inboxHost is the Host the channels of Config.Channels publish with: the
 // inbox's admission (the allowlist, pairing codes), then its publish.
-type host struct{ inbox *Inbox }
+type inboxHost struct{ inbox *Inbox }
 
-func (h host) Publish(ctx context.Context, in contract.Inbound) error {
+func (h inboxHost) Publish(ctx context.Context, in contract.Inbound) error {
 	in, err := h.inbox.Admit(ctx, in)
 	if err != nil {
 		return err
