@@ -103,3 +103,13 @@ func (b *Inbox) Publish(ctx context.Context, in contract.Inbound) error {
 		Bool("duplicate", ack.Duplicate).Int("text_len", len(in.Text)).Msg("inbound")
 	return nil
 }
+
+// Take admits in (Admit) and stores what is let in (Publish): what a
+// channel's Host does with each message a person sends.
+func (b *Inbox) Take(ctx context.Context, in contract.Inbound) error {
+	in, err := b.Admit(ctx, in)
+	if err != nil {
+		return err
+	}
+	return b.Publish(ctx, in)
+}

@@ -242,10 +242,4 @@ func allowed(chs []channel.Channel) map[string][]string {
 // inbox's admission (the allowlist, pairing codes), then its publish.
 type inboxHost struct{ inbox *Inbox }
 
-func (h inboxHost) Publish(ctx context.Context, in contract.Inbound) error {
-	in, err := h.inbox.Admit(ctx, in)
-	if err != nil {
-		return err
-	}
-	return h.inbox.Publish(ctx, in)
-}
+func (h inboxHost) Publish(ctx context.Context, in contract.Inbound) error { return h.inbox.Take(ctx, in) }

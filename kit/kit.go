@@ -88,11 +88,7 @@ func (k *Kit) Publish(ctx context.Context, in contract.Inbound) error {
 	if err := in.User.Validate(); err != nil {
 		return err
 	}
-	in, err := k.inbox.Admit(ctx, in)
-	if err != nil {
-		return err
-	}
-	return k.inbox.Publish(ctx, in)
+	return k.inbox.Take(ctx, in)
 }
 
 // Run runs the channel (its Run, with the kit as its Host), delivers its
