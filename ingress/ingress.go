@@ -242,4 +242,6 @@ func allowed(chs []channel.Channel) map[string][]string {
 // inbox's admission (the allowlist, pairing codes), then its publish.
 type inboxHost struct{ inbox *Inbox }
 
-func (h inboxHost) Publish(ctx context.Context, in contract.Inbound) error { return h.inbox.Take(ctx, in) }
+func (h inboxHost) Publish(ctx context.Context, in contract.Inbound) error {
+	return h.inbox.Take(ctx, in)
+}
