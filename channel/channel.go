@@ -127,3 +127,21 @@ func Explain(s Sender, code int) string {
 type Linker interface {
 	MediaBase() string
 }
+
+// Windowed is a Channel whose provider refuses messages outside a reply
+// window (WhatsApp's 24 hours after the person last wrote): a message
+// refused with the provider's error code closedCode is held, with those
+// behind it, until the person writes again, and template (a template the
+// provider takes outside the window, "" for none) tells them once that
+// something waits.
+type Windowed interface {
+	Window() (closedCode int, template string)
+}
+
+// Reporter is a Channel whose provider reports each message's delivery
+// (Twilio's status callbacks, published as delivery events): a person's
+// next message waits for the last one's report, at most SentWait (0: it
+// reports nothing, nothing waits).
+type Reporter interface {
+	SentWait() time.Duration
+}

@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channels/twilio"
+
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/natstest"
 )
 
@@ -19,7 +20,7 @@ const refusedMsg = "event for a user not allowed dropped: nobody on the channel'
 // operator's number. Allowed people are answered as before.
 func TestTwilioAnswersOnlyAllowedNumbers(t *testing.T) {
 	var logs natstest.Logs
-	h, cfg := prepare(t, egress.Twilio{})
+	h, cfg := prepare(t, twilio.Config{})
 	h.logs = &logs
 	h.run(cfg)
 	stranger := contract.User{Channel: contract.ChannelSMS, ID: "15559990000"}

@@ -8,8 +8,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/textslash/textslash/channels/twilio"
+
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/egress"
 )
 
 // withCaption is img with caption.
@@ -45,7 +46,7 @@ func TestTelegramCaptions(t *testing.T) {
 // On WhatsApp and SMS a captioned image is a message of its own: the
 // caption its body, the image its media.
 func TestTwilioCaptions(t *testing.T) {
-	h := start(t, egress.Twilio{})
+	h := start(t, twilio.Config{})
 	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: "here", Status: contract.StatusOK,
 		Images: []contract.Image{images[0], withCaption(images[1], "The login form\nshows an error")}})
 	msgs := h.api.WaitMessages(t, 2, 5*time.Second)

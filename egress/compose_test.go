@@ -12,9 +12,12 @@ import (
 	"github.com/textslash/textslash/contract/pages"
 )
 
+// The rules of WhatsApp and SMS through Twilio (channels/twilio's
+// defaults): 1,600 characters, one image of 5 MB on WhatsApp, ten of 1 MB
+// on SMS.
 var (
-	whatsapp = channel.Rules{}.WithDefaults(channel.Rules{BodyLimit: twilioBodyLimit, MaxMedia: 1, MaxImageBytes: twilioWhatsAppImage})
-	sms      = channel.Rules{}.WithDefaults(channel.Rules{BodyLimit: twilioBodyLimit, MaxMedia: twilioMMSMedia, MaxImageBytes: twilioMMSImage})
+	whatsapp = channel.Rules{}.WithDefaults(channel.Rules{BodyLimit: 1600, MaxMedia: 1, MaxImageBytes: 5 << 20})
+	sms      = channel.Rules{}.WithDefaults(channel.Rules{BodyLimit: 1600, MaxMedia: 10, MaxImageBytes: 1 << 20})
 )
 
 func imgs(n, size int) []contract.Image {

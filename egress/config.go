@@ -20,11 +20,11 @@ type Config struct {
 	// KeepAlive is the interval of SSE comments that keep idle streams
 	// open (default 15 s).
 	KeepAlive time.Duration
-	// Twilio, when set, delivers to WhatsApp and SMS users.
-	Twilio *Twilio
-	// Channels are the channels on the port egress delivers to besides
-	// Twilio's (Telegram's), each a channel.Linker: their messages carry
-	// the media service's signed links under its MediaBase.
+	// Channels are the channels on the port egress delivers to (Twilio's
+	// WhatsApp and SMS, Telegram), each a channel.Linker: their messages
+	// carry the media service's signed links under its MediaBase; a
+	// channel.Windowed one holds what its provider refuses outside its
+	// reply window, a channel.Reporter waits for its delivery reports.
 	Channels []channel.Channel
 	// Notion, when set, mirrors Notion tasks' runs onto their pages.
 	Notion *notionmirror.Config
@@ -44,10 +44,6 @@ func (c Config) Default() Config {
 	if c.KeepAlive == 0 {
 		c.KeepAlive = defaultKeepAlive
 	}
-	if c.Twilio != nil {
-		t := c.Twilio.withDefaults()
-		c.Twilio = &t
-	}
 	if c.Notion != nil {
 		n := notionDefaults(*c.Notion)
 		c.Notion = &n
@@ -63,9 +59,6 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.KeepAlive <= 0 {
 		errs = append(errs, bad("KeepAlive", c.KeepAlive, "must be more than 0"))
-	}
-	if c.Twilio != nil {
-		errs = append(errs, c.Twilio.validate())
 	}
 	if c.Notion != nil {
 		errs = append(errs, validateNotion(*c.Notion))

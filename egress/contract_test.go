@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channels/twilio"
+
 	"github.com/textslash/textslash/channel"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
-	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/twiliotest"
 )
@@ -43,7 +44,7 @@ func TestTwilioContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, js: ns.JS}
-	h.run(egress.Twilio{
+	h.run(twilio.Config{
 		AccountSID: twiliotest.ExampleAccountSID, AuthToken: "0123456789abcdef0123456789abcdef",
 		From: from, APIURL: rec.URL, PublicURL: "https://pub.example.com", StatusCallbacks: true,
 		Allowed:  []string{"+" + alice.ID, "+" + bob.ID},

@@ -40,9 +40,6 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error
 		return nil, errors.New("egress: no JetStream")
 	}
 	e := &Egress{cfg: cfg, js: js, log: log.With().Str("svc", "egress").Logger()}
-	if cfg.Twilio != nil {
-		e.addTwilio(*cfg.Twilio)
-	}
 	var errs []error
 	for _, ch := range cfg.Channels {
 		errs = append(errs, e.add(ch))
@@ -69,8 +66,19 @@ func (e *Egress) add(ch channel.Channel) error {
 		return err
 	}
 	base, signer := linker.MediaBase(), e.cfg.Signer
-	e.pusher(retry.WithDefaults()).channels[ch.Name()] = outlet{rules: rules, sender: ch,
-		mediaURL: func(img contract.Image) string { return base + signer.URL(img, time.Now()) }}
+	o := outlet{rules: rules, sender: ch, mediaURL: func(img contract.Image) string { return base + signer.URL(img, time.Now()) }}
+	if w, ok := ch.(channel.Windowed); ok {
+		closed, template := w.Window()
+		o.window = &window{closed: closed, template: template}
+	}
+	p := e.pusher(retry.WithDefaults())
+	if r, ok := ch.(channel.Reporter); ok && r.SentWait() > 0 {
+		o.waitSent = true
+		if p.status == nil {
+			p.status = newSentWaiter(r.SentWait())
+		}
+	}
+	p.channels[ch.Name()] = o
 	return nil
 }
 
@@ -88,15 +96,11 @@ func (e *Egress) pusher(r channel.Retry) *pusher {
 // the numbers on WhatsApp and SMS, each other channel's own (the chats on
 // Telegram).
 func allowlist(cfg Config) *access.Allowlist {
-	var numbers []string
-	if cfg.Twilio != nil {
-		numbers = cfg.Twilio.Allowed
-	}
 	ids := map[string][]string{}
 	for _, ch := range cfg.Channels {
 		ids[ch.Name()] = append(ids[ch.Name()], ch.Allowed()...)
 	}
-	return access.NewAllowlist(numbers, ids)
+	return access.NewAllowlist(nil, ids)
 }
 
 // Handler serves the channels that deliver over HTTP (the web chat's event

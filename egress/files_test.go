@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channels/twilio"
+
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/egress"
@@ -85,7 +87,7 @@ func TestTelegramDocumentTooLarge(t *testing.T) {
 // On WhatsApp and SMS a file is a signed media URL of its /files/ path,
 // whose last element is the name WhatsApp shows.
 func TestTwilioFileMediaURL(t *testing.T) {
-	h := start(t, egress.Twilio{})
+	h := start(t, twilio.Config{})
 	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: "the data", Images: []contract.Image{csvFile}, Status: contract.StatusOK})
 	msgs := h.api.WaitMessages(t, 1, 5*time.Second)
 	want := "https://pub.example.com/files/f1/out.csv?e="

@@ -5,11 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channels/twilio"
+
 	"github.com/textslash/textslash/channel"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
-	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/twiliotest"
 )
@@ -29,7 +30,7 @@ func (h *harness) publishTraced(ev contract.Event) string {
 // back and sent later, retries, and a dead letter, which carries the
 // trace on too.
 func TestEgressLogsTrace(t *testing.T) {
-	h, cfg := prepare(t, egress.Twilio{WhatsApp: channel.Rules{ProgressEvery: 300 * time.Millisecond}})
+	h, cfg := prepare(t, twilio.Config{WhatsApp: channel.Rules{ProgressEvery: 300 * time.Millisecond}})
 	var logs natstest.Logs
 	h.logs = &logs
 	h.run(cfg)

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channels/twilio"
+
 	"github.com/textslash/textslash/channel"
 
 	"github.com/nats-io/nats.go"
@@ -57,7 +59,7 @@ func testWriter(t *testing.T) io.Writer {
 
 // start runs egress against a fake Twilio API; cfg's zero fields get test
 // values (fast retries).
-func start(t *testing.T, cfg egress.Twilio) *harness {
+func start(t *testing.T, cfg twilio.Config) *harness {
 	t.Helper()
 	h, cfg := prepare(t, cfg)
 	h.run(cfg)
@@ -65,7 +67,7 @@ func start(t *testing.T, cfg egress.Twilio) *harness {
 }
 
 // prepare is start without running egress: cfg as egress would get it.
-func prepare(t *testing.T, cfg egress.Twilio) (*harness, egress.Twilio) {
+func prepare(t *testing.T, cfg twilio.Config) (*harness, twilio.Config) {
 	t.Helper()
 	ns := natstest.RunJetStream(t)
 	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
@@ -85,19 +87,23 @@ func prepare(t *testing.T, cfg egress.Twilio) (*harness, egress.Twilio) {
 	return h, cfg
 }
 
-func (h *harness) run(cfg egress.Twilio) {
+func (h *harness) run(cfg twilio.Config) {
 	h.t.Helper()
 	h.t.Cleanup(h.runStoppable(cfg))
 }
 
 // runStoppable runs egress until the returned stop is called.
-func (h *harness) runStoppable(cfg egress.Twilio) (stop func()) {
+func (h *harness) runStoppable(cfg twilio.Config) (stop func()) {
 	h.t.Helper()
 	log := testLog(h.t)
 	if h.logs != nil {
 		log = zerolog.New(h.logs)
 	}
-	e, err := egress.New(egress.Config{Twilio: &cfg, Signer: signer}, h.js, log)
+	tw, err := twilio.New(cfg, h.js, log)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	e, err := egress.New(egress.Config{Channels: tw.Channels(), Signer: signer}, h.js, log)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -139,7 +145,7 @@ func bodies(msgs []twiliotest.Message) []string {
 }
 
 func TestReply(t *testing.T) {
-	h := start(t, egress.Twilio{})
+	h := start(t, twilio.Config{})
 	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: "hi", Status: contract.StatusOK})
 	h.publish(contract.Event{Kind: contract.KindNotice, User: bob, Text: "Got it, I'll process this next."})
 	h.publish(contract.Event{Kind: contract.KindState, User: alice, From: "working", To: "idle"})
@@ -159,7 +165,7 @@ func TestReply(t *testing.T) {
 // way Twilio's WhatsApp sandbox number is often written) sends from that address on WhatsApp, not
 // from whatsapp:whatsapp:+1…, and from the bare number on SMS.
 func TestFromWrittenAsWhatsAppAddress(t *testing.T) {
-	h, cfg := prepare(t, egress.Twilio{})
+	h, cfg := prepare(t, twilio.Config{})
 	cfg.From = "whatsapp:" + from
 	h.run(cfg)
 	h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: "to whatsapp"})
@@ -175,7 +181,7 @@ func TestFromWrittenAsWhatsAppAddress(t *testing.T) {
 }
 
 func TestImagesOnePerMessage(t *testing.T) {
-	h := start(t, egress.Twilio{})
+	h := start(t, twilio.Config{})
 	images := []contract.Image{{ID: "a1", ContentType: "image/jpeg", Size: 10}, {ID: "a2", ContentType: "image/png", Size: 10}, {ID: "a3", ContentType: "image/jpeg", Size: 10}}
 	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: "three shots", Images: images, Status: contract.StatusOK})
 	msgs := h.api.WaitMessages(t, 3, 5*time.Second)
@@ -198,7 +204,7 @@ func TestImagesOnePerMessage(t *testing.T) {
 
 // A long reply arrives as pages, in order; "more" sends the next.
 func TestPagingWithMore(t *testing.T) {
-	h := start(t, egress.Twilio{})
+	h := start(t, twilio.Config{})
 	var b strings.Builder
 	for i := 0; b.Len() < 4000; i++ {
 		fmt.Fprintf(&b, "line %d of a long reply 👍🏽\n", i)
@@ -226,7 +232,7 @@ func TestPagingWithMore(t *testing.T) {
 }
 
 func TestTruncate(t *testing.T) {
-	h := start(t, egress.Twilio{WhatsApp: channel.Rules{Truncate: true}})
+	h := start(t, twilio.Config{WhatsApp: channel.Rules{Truncate: true}})
 	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: strings.Repeat("word ", 1000), Status: contract.StatusOK})
 	m := h.api.WaitMessages(t, 1, 5*time.Second)[0]
 	if len(m.Body) > 1500 || !strings.HasSuffix(m.Body, egress.MsgTruncated) {
@@ -237,7 +243,7 @@ func TestTruncate(t *testing.T) {
 // One user's messages go out one at a time, in order, even when Twilio
 // makes some wait.
 func TestOrderPerUser(t *testing.T) {
-	h := start(t, egress.Twilio{})
+	h := start(t, twilio.Config{})
 	h.api.FailNext(2, 429, 20429)
 	var want []string
 	for i := range 8 {
@@ -264,7 +270,7 @@ func TestRetries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := start(t, egress.Twilio{})
+			h := start(t, twilio.Config{})
 			h.api.FailNext(tt.fails, tt.status, tt.code)
 			h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: "hello"})
 			h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: "next"})
@@ -312,7 +318,7 @@ func (h *harness) undelivered() []contract.Event {
 // Progress reaches a WhatsApp user at most once per interval, latest first;
 // the reply makes waiting progress moot.
 func TestProgressCoalesced(t *testing.T) {
-	h := start(t, egress.Twilio{WhatsApp: channel.Rules{ProgressEvery: 400 * time.Millisecond}})
+	h := start(t, twilio.Config{WhatsApp: channel.Rules{ProgressEvery: 400 * time.Millisecond}})
 	for i := 1; i <= 10; i++ {
 		h.publish(contract.Event{Kind: contract.KindProgress, User: alice, Text: fmt.Sprintf("step %d", i)})
 	}
@@ -334,7 +340,7 @@ func TestProgressCoalesced(t *testing.T) {
 
 // A redelivered event is not sent again: egress remembers what it sent.
 func TestRedeliveryNotResent(t *testing.T) {
-	h := start(t, egress.Twilio{})
+	h := start(t, twilio.Config{})
 	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: "once", Status: contract.StatusOK,
 		Images: []contract.Image{{ID: "a1", ContentType: "image/jpeg", Size: 1}, {ID: "a2", ContentType: "image/jpeg", Size: 1}}})
 	h.api.WaitMessages(t, 2, 5*time.Second)
@@ -343,7 +349,7 @@ func TestRedeliveryNotResent(t *testing.T) {
 	natstest.CheckFor(t, 5*time.Second, 50*time.Millisecond, func() error {
 		return h.js.DeleteConsumer(t.Context(), contract.StreamEvents, name)
 	})
-	h.run(egress.Twilio{AccountSID: h.api.AccountSID, AuthToken: h.api.AuthToken, APIURL: h.api.URL, From: from, PublicURL: "https://pub.example.com", Allowed: []string{"+" + alice.ID}})
+	h.run(twilio.Config{AccountSID: h.api.AccountSID, AuthToken: h.api.AuthToken, APIURL: h.api.URL, From: from, PublicURL: "https://pub.example.com", Allowed: []string{"+" + alice.ID}})
 	h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: "after"})
 	h.api.WaitMessages(t, 3, 5*time.Second)
 	natstest.HoldsUntil(t, time.Now().Add(300*time.Millisecond), func() error {
@@ -382,14 +388,14 @@ func TestWaitsForSent(t *testing.T) {
 	}))
 	t.Cleanup(cb.Close)
 	h := &harness{t: t, js: ns.JS, api: api}
-	h.run(egress.Twilio{AccountSID: api.AccountSID, AuthToken: api.AuthToken, APIURL: api.URL, From: from,
+	h.run(twilio.Config{AccountSID: api.AccountSID, AuthToken: api.AuthToken, APIURL: api.URL, From: from,
 		PublicURL: cb.URL, StatusCallbacks: true, SentWait: 5 * time.Second, Allowed: []string{"+" + alice.ID}})
 	for i := range 3 {
 		h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: fmt.Sprint(i)})
 	}
 	msgs := api.WaitMessages(t, 3, 10*time.Second)
 	for i, m := range msgs {
-		if m.StatusCallback != cb.URL+egress.StatusCallbackPath {
+		if m.StatusCallback != cb.URL+twilio.StatusCallbackPath {
 			t.Errorf("message %d status callback %q", i, m.StatusCallback)
 		}
 		mu.Lock()
@@ -417,7 +423,7 @@ func TestUnrecordedSend(t *testing.T) {
 		{"never reached Twilio", false, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h, cfg := prepare(t, egress.Twilio{})
+			h, cfg := prepare(t, twilio.Config{})
 			h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: "exactly once", Status: contract.StatusOK})
 			st, err := h.js.Stream(t.Context(), contract.StreamEvents)
 			if err != nil {
@@ -496,7 +502,7 @@ func question(u contract.User, text string) contract.Event {
 // made once, and found again by a restarted egress rather than made
 // twice. SMS gets the text.
 func TestQuickReplies(t *testing.T) {
-	h, cfg := prepare(t, egress.Twilio{})
+	h, cfg := prepare(t, twilio.Config{})
 	stop := h.runStoppable(cfg)
 	asks := []string{
 		"Claude wants to run `ls` in your workspace. Reply yes, no or always.",
@@ -550,7 +556,7 @@ func TestQuickReplies(t *testing.T) {
 // A reply too long for a quick reply (1,024 characters), or with an image,
 // goes as it is, followed by a short quick reply naming the choices.
 func TestQuickReplyAfterTheMessage(t *testing.T) {
-	h := start(t, egress.Twilio{})
+	h := start(t, twilio.Config{})
 	long := strings.Repeat("kept.txt | 1 +\n", 80) + "Reply approve to commit or reject to discard."
 	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: long, Status: contract.StatusOK, Approval: true, Choices: approveChoices})
 	msgs := h.api.WaitMessages(t, 2, 5*time.Second)
@@ -593,7 +599,7 @@ func TestQuickReplyFallback(t *testing.T) {
 		{"rate limited", func(a *twiliotest.API) { a.FailNext(1, 429, 20429) }, 2, askButtons},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := start(t, egress.Twilio{})
+			h := start(t, twilio.Config{})
 			tt.fail(h.api)
 			h.publish(question(alice, ask))
 			m := h.api.WaitMessages(t, 1, 5*time.Second)[0]
@@ -638,7 +644,7 @@ func (h *harness) typingStops(every time.Duration) {
 // run ends. SMS has no typing indicator.
 func TestWhatsAppTyping(t *testing.T) {
 	const every = 30 * time.Millisecond
-	h := start(t, egress.Twilio{WhatsApp: channel.Rules{TypingEvery: every}, SMS: channel.Rules{TypingEvery: every}})
+	h := start(t, twilio.Config{WhatsApp: channel.Rules{TypingEvery: every}, SMS: channel.Rules{TypingEvery: every}})
 	h.publish(contract.Event{Kind: contract.KindStarted, User: bob, JobID: "SM00000000000000000000000000000b0b"})
 	h.publish(contract.Event{Kind: contract.KindStarted, User: alice, JobID: waSID})
 	natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
@@ -660,7 +666,7 @@ func TestWhatsAppTyping(t *testing.T) {
 // By default the indicator is shown again every 20 s, within the 25 s
 // Twilio shows it: once at the start, and not again soon.
 func TestWhatsAppTypingByDefault(t *testing.T) {
-	h := start(t, egress.Twilio{})
+	h := start(t, twilio.Config{})
 	h.publish(contract.Event{Kind: contract.KindStarted, User: alice, JobID: waSID})
 	natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
 		if n := len(h.api.Typing()); n != 1 {
@@ -684,7 +690,7 @@ func TestQuickReplyContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, cfg := prepare(t, egress.Twilio{Retry: channel.Retry{Attempts: 1}})
+	h, cfg := prepare(t, twilio.Config{Retry: channel.Retry{Attempts: 1}})
 	fake, _ := url.Parse(h.api.URL)
 	type create struct {
 		contentSid string
@@ -740,7 +746,7 @@ func TestQuickReplyContract(t *testing.T) {
 // load, dialling Twilio anew for most sends (http.DefaultTransport keeps 2
 // idle connections per host) cost a TLS handshake each.
 func TestTwilioKeepsConnections(t *testing.T) {
-	h, cfg := prepare(t, egress.Twilio{})
+	h, cfg := prepare(t, twilio.Config{})
 	slow := twiliotest.NewAPI(t, twiliotest.Quiet(), twiliotest.OnMessage(func(twiliotest.Message) {
 		time.Sleep(50 * time.Millisecond) // a slow answer: sends overlap, each on a connection of its own
 	}))
@@ -770,7 +776,7 @@ func TestTwilioKeepsConnections(t *testing.T) {
 // Egress is delivered only the events it acts on: a message's state
 // events (two a message) are not fetched and acknowledged for nothing.
 func TestEgressFetchesOnlyItsEvents(t *testing.T) {
-	h := start(t, egress.Twilio{})
+	h := start(t, twilio.Config{})
 	for _, to := range []string{"working", "idle", "working", "idle"} {
 		h.publish(contract.Event{Kind: contract.KindState, User: alice, From: "x", To: to})
 	}
@@ -793,7 +799,7 @@ func TestEgressFetchesOnlyItsEvents(t *testing.T) {
 // A short reply clears the person's pages of an earlier long one only
 // when there may be some: egress alone writes them.
 func TestPagesClearedOnlyWhenThereMayBeSome(t *testing.T) {
-	h := start(t, egress.Twilio{})
+	h := start(t, twilio.Config{})
 	writes := h.countWhileReplying(t, 3, "$KV."+contract.BucketEgress+".pages.>", "")
 	if writes != 1 {
 		t.Errorf("3 short replies wrote the pages key %d times; want once (the first, which cannot know)", writes)
@@ -803,7 +809,7 @@ func TestPagesClearedOnlyWhenThereMayBeSome(t *testing.T) {
 // A send's mark is created before the send, which tells a first try from
 // a redelivery without reading the key first.
 func TestSentMarkNotReadBeforeAFirstSend(t *testing.T) {
-	h := start(t, egress.Twilio{})
+	h := start(t, twilio.Config{})
 	reads := h.countWhileReplying(t, 3, "$JS.API.DIRECT.GET.KV_"+contract.BucketEgress+".>", ".sent.")
 	if reads != 0 {
 		t.Errorf("3 replies read their sent marks %d times before sending; want 0", reads)
@@ -837,7 +843,7 @@ func (h *harness) countWhileReplying(t *testing.T, n int, subject, part string) 
 // A cancelled run with nothing to show (no output, no images) sends
 // nothing: the dispatcher's "Cancelled." already said it, in one line.
 func TestCancelledRunWithNothingSendsNothing(t *testing.T) {
-	h := start(t, egress.Twilio{})
+	h := start(t, twilio.Config{})
 	h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: "Cancelled. Nothing is running now."})
 	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Status: contract.StatusCanceled})
 	h.publish(contract.Event{Kind: contract.KindNotice, User: alice, Text: "after"})

@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/textslash/textslash/channels/twilio"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
-	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/twiliotest"
 )
@@ -24,7 +25,7 @@ const aliceWhatsApp = "whatsapp:+15551230001"
 
 // withCallbacks makes cfg ask for status callbacks, which a stand-in for
 // ingress turns into delivery events (with Twilio's error code).
-func (h *harness) withCallbacks(cfg egress.Twilio) egress.Twilio {
+func (h *harness) withCallbacks(cfg twilio.Config) twilio.Config {
 	cb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		u, err := contract.PhoneUser(contract.ChannelWhatsApp, r.Form.Get("To"))
@@ -91,7 +92,7 @@ func (h *harness) wrote(u contract.User) {
 // (a progress line is dropped), and when the person writes (a window
 // event) they go out in order, once, before anything after.
 func TestHeldUntilThePersonWrites(t *testing.T) {
-	h := start(t, egress.Twilio{})
+	h := start(t, twilio.Config{})
 	h.api.FailTo(aliceWhatsApp, 400, twiliotest.CodeOutsideWindow)
 	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: "the result", Status: contract.StatusOK})
 	h.waitHeld(alice, 1)
@@ -125,7 +126,7 @@ func TestHeldUntilThePersonWrites(t *testing.T) {
 // TWILIO_CONTENT_SID_WINDOW set, the approved template goes out once, so
 // the person knows to write.
 func TestHeldWithTemplate(t *testing.T) {
-	h, cfg := prepare(t, egress.Twilio{})
+	h, cfg := prepare(t, twilio.Config{})
 	tmpl := h.api.AddContent(twiliotest.Content{FriendlyName: "task_finished", Language: "en", Approved: true,
 		Types: map[string]json.RawMessage{"twilio/text": json.RawMessage(`{"body":"Your task finished. Reply to see the result."}`)}})
 	cfg.WindowContentSID = tmpl.SID
@@ -157,7 +158,7 @@ func TestHeldWithTemplate(t *testing.T) {
 // every event again (their acks lost), neither sends nor holds them
 // twice, and sends them once when the person writes.
 func TestHeldAcrossRestarts(t *testing.T) {
-	h, cfg := prepare(t, egress.Twilio{})
+	h, cfg := prepare(t, twilio.Config{})
 	stop := h.runStoppable(cfg)
 	h.api.FailTo(aliceWhatsApp, 400, twiliotest.CodeOutsideWindow)
 	h.publish(contract.Event{Kind: contract.KindDone, User: alice, Text: "kept", Status: contract.StatusOK})

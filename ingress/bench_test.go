@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/textslash/textslash/ingress"
+	"github.com/textslash/textslash/channels/twilio"
+
 	"github.com/textslash/textslash/twiliotest"
 )
 
@@ -90,5 +91,5 @@ func startTwilioBench(b *testing.B) *twilioHarness {
 	for i := range allowed {
 		allowed[i] = fmt.Sprintf("+1555123%04d", i)
 	}
-	return startTwilio(b, ingress.Twilio{Allowed: allowed})
+	return startTwilio(b, twilio.Config{Allowed: allowed})
 }

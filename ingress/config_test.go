@@ -2,7 +2,6 @@ package ingress_test
 
 import (
 	"io"
-	"slices"
 	"testing"
 	"time"
 
@@ -42,9 +41,6 @@ func TestConfigRefused(t *testing.T) {
 		{"negative publish timeout", ingress.Config{PublishTimeout: -time.Second}, []string{"PublishTimeout"}},
 		{"negative session burst", ingress.Config{NewSessions: ingress.SessionLimit{Burst: -1}}, []string{"NewSessions.Burst"}},
 		{"negative session rate", ingress.Config{NewSessions: ingress.SessionLimit{Every: -time.Second}}, []string{"NewSessions.Every"}},
-		{"Twilio's refusals all at once", ingress.Config{
-			Twilio: &ingress.Twilio{AuthToken: "", PublicURL: "ftp://x"},
-		}, []string{"Twilio.Allowed", "Twilio.AuthToken", "Twilio.PublicURL"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { refused(t, newIngress, tt.cfg, tt.settings...) })
@@ -54,9 +50,8 @@ func TestConfigRefused(t *testing.T) {
 // Config{}.Default(), given what is required, passes Validate, fills in
 // and normalises the nested configs, and leaves the caller's alone.
 func TestConfigDefault(t *testing.T) {
-	tw := &ingress.Twilio{AuthToken: token, PublicURL: publicURL + "/", Allowed: []string{" whatsapp:" + alice + " "}}
 	no := &ingress.Notion{Client: &notion.Client{}, Database: "db", User: notionUser, StatusProperty: "Status", Todo: "To do"}
-	cfg := ingress.Config{Twilio: tw, Notion: no}
+	cfg := ingress.Config{Notion: no}
 	d := cfg.Default()
 	if err := d.Validate(); err != nil {
 		t.Fatalf("Validate of the defaults: %v", err)
@@ -64,17 +59,14 @@ func TestConfigDefault(t *testing.T) {
 	if d.MaxBodyBytes <= 0 || d.PublishTimeout <= 0 || d.NewSessions.Burst <= 0 || d.NewSessions.Every <= 0 {
 		t.Errorf("defaults %+v; want every limit set", d)
 	}
-	if d.Twilio == tw || d.Notion == no {
+	if d.Notion == no {
 		t.Error("Default returned the caller's nested configs; want copies")
-	}
-	if d.Twilio.PublicURL != publicURL || d.Twilio.APIURL != "https://api.twilio.com" || !slices.Equal(d.Twilio.Allowed, []string{alice}) {
-		t.Errorf("Twilio %+v; want the public URL trimmed, the API's URL set and the number as E.164", *d.Twilio)
 	}
 	if d.Notion.Every <= 0 {
 		t.Errorf("Notion.Every %s; want a default", d.Notion.Every)
 	}
-	if tw.PublicURL != publicURL+"/" || tw.APIURL != "" || tw.Allowed[0] != " whatsapp:"+alice+" " || no.Every != 0 {
-		t.Errorf("the caller's configs changed: %+v %+v", *tw, *no)
+	if no.Every != 0 {
+		t.Errorf("the caller's config changed: %+v", *no)
 	}
 	if _, err := ingress.New(cfg, natstest.RunJetStream(t).JS, zerolog.New(io.Discard)); err != nil {
 		t.Errorf("New: %v", err)

@@ -3,8 +3,6 @@ package ingress
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"strings"
 
 	"github.com/textslash/textslash/channel"
 
@@ -16,9 +14,9 @@ import (
 // Run serves the media fetch service (contract.SubjectMediaFetch),
 // polls Notion (when configured) and runs the inbound side of each of
 // Config.Channels (Telegram's: sets the webhook, or polls) until ctx
-// ends: the runner asks the service for the images people send, which
-// only ingress, holding Twilio's and the channels' credentials, may
-// download. Webhooks are served by Handler.
+// ends: the runner asks the service for the files people send, which
+// only ingress, holding the channels' credentials, may download.
+// Webhooks are served by Handler.
 func (i *Ingress) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	if i.cfg.Notion != nil {
@@ -34,7 +32,7 @@ func (i *Ingress) Run(ctx context.Context) error {
 // serveFetch serves the media fetch service of the channels ingress
 // holds the credentials of until ctx ends.
 func (i *Ingress) serveFetch(ctx context.Context) error {
-	if i.cfg.Twilio == nil && len(i.cfg.Channels) == 0 {
+	if len(i.cfg.Channels) == 0 {
 		<-ctx.Done()
 		return nil
 	}
@@ -45,9 +43,6 @@ func (i *Ingress) serveFetch(ctx context.Context) error {
 		return err
 	}
 	var channels []string
-	if i.cfg.Twilio != nil && i.cfg.Twilio.AccountSID != "" {
-		channels = append(channels, contract.ChannelWhatsApp, contract.ChannelSMS)
-	}
 	for _, ch := range i.cfg.Channels {
 		if _, ok := ch.(channel.Fetcher); ok {
 			channels = append(channels, ch.Name())
@@ -60,19 +55,13 @@ func (i *Ingress) serveFetch(ctx context.Context) error {
 	return ServeFetch(ctx, i.js, "ingress", channels, i.fetchMedia, i.log)
 }
 
-// fetchMedia downloads an attachment of Twilio's account or of the
-// person's channel (a channel.Fetcher); ErrNotMine for any other URL.
+// fetchMedia downloads an attachment with the person's channel (a
+// channel.Fetcher); ErrNotMine for any other.
 func (i *Ingress) fetchMedia(ctx context.Context, f contract.MediaFetch) ([]byte, string, error) {
 	for _, ch := range i.cfg.Channels {
 		if fetcher, ok := ch.(channel.Fetcher); ok && ch.Name() == f.User.Channel {
 			return fetcher.Fetch(ctx, f.Media.URL)
 		}
 	}
-	t := i.cfg.Twilio
-	switch {
-	case t != nil && t.AccountSID != "" && strings.HasPrefix(f.Media.URL, t.APIURL+"/2010-04-01/Accounts/"+t.AccountSID+"/"):
-		data, err := channel.Download(ctx, f.Media.URL, func(r *http.Request) { r.SetBasicAuth(t.AccountSID, t.AuthToken) })
-		return data, "", err
-	}
-	return nil, "", fmt.Errorf("%w: not a media URL of this Twilio account or of a channel of this ingress", channel.ErrNotMine)
+	return nil, "", fmt.Errorf("%w: not a media URL of a channel of this ingress", channel.ErrNotMine)
 }

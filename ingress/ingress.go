@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/rs/zerolog"
-	"github.com/twilio/twilio-go/client"
 
 	"github.com/textslash/textslash/channel"
 	"github.com/textslash/textslash/contract"
@@ -40,10 +39,8 @@ type Config struct {
 	// NewSessions bounds the web chat sessions one client address may
 	// start: NewSessions.Burst at once, then one per NewSessions.Every.
 	NewSessions SessionLimit
-	// Twilio, when set, serves the Twilio webhooks (WhatsApp and SMS).
-	Twilio *Twilio
 	// Channels are the channels on the port whose inbound side this
-	// ingress runs (Telegram's): each one's Run with the inbox as its Host
+	// ingress runs (Twilio's WhatsApp and SMS, Telegram): each one's Run with the inbox as its Host
 	// (Run), its routes (a channel.Router) served by Handler, its people's
 	// attachments fetched with it (a channel.Fetcher).
 	Channels []channel.Channel
@@ -71,10 +68,6 @@ func (c Config) Default() Config {
 	if c.NewSessions.Every == 0 {
 		c.NewSessions.Every = time.Minute
 	}
-	if c.Twilio != nil {
-		t := c.Twilio.withDefaults()
-		c.Twilio = &t
-	}
 	if c.Notion != nil {
 		n := c.Notion.withDefaults()
 		c.Notion = &n
@@ -100,9 +93,6 @@ func (c Config) Validate() error {
 	if c.NewSessions.Every <= 0 {
 		errs = append(errs, bad("NewSessions.Every", c.NewSessions.Every, "must be more than 0s"))
 	}
-	if c.Twilio != nil {
-		errs = append(errs, c.Twilio.validate())
-	}
 	if c.Notion != nil {
 		errs = append(errs, c.Notion.validate())
 	}
@@ -117,11 +107,10 @@ func bad(setting string, value any, reason string) *contract.ConfigError {
 
 // Ingress publishes inbound messages.
 type Ingress struct {
-	cfg       Config
-	js        jetstream.JetStream
-	sessions  *sessionLimiter
-	log       zerolog.Logger
-	validator *client.RequestValidator
+	cfg      Config
+	js       jetstream.JetStream
+	sessions *sessionLimiter
+	log      zerolog.Logger
 	// inbox admits and publishes every channel's messages: who may
 	// talk is the configured numbers and chats, and, once Run has opened
 	// it, the people paired in.
@@ -141,12 +130,7 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Ingress, erro
 		return nil, errors.New("ingress: the web chat needs its session key (Config.Sessions)")
 	}
 	i := &Ingress{cfg: cfg, js: js, log: log.With().Str("svc", "ingress").Logger(), sessions: newSessionLimiter(cfg.NewSessions)}
-	var numbers []string
-	if cfg.Twilio != nil {
-		i.validator = newValidator(cfg.Twilio.AuthToken)
-		numbers = cfg.Twilio.Allowed
-	}
-	i.inbox = NewInbox(js, access.NewAllowlist(numbers, allowed(cfg.Channels)), cfg.PublishTimeout, i.log)
+	i.inbox = NewInbox(js, access.NewAllowlist(nil, allowed(cfg.Channels)), cfg.PublishTimeout, i.log)
 	return i, nil
 }
 
@@ -155,11 +139,6 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Ingress, erro
 // token): they must be reachable by the providers.
 func (i *Ingress) Handler() http.Handler {
 	mux := http.NewServeMux()
-	if i.cfg.Twilio != nil {
-		mux.HandleFunc("POST /webhook", i.twilioWebhook)
-		mux.HandleFunc("POST /sms", i.twilioWebhook)
-		mux.HandleFunc("POST /twilio/status", i.twilioStatus)
-	}
 	for _, ch := range i.cfg.Channels {
 		if r, ok := ch.(channel.Router); ok {
 			for route, h := range r.Routes(inboxHost{i.inbox}) {
@@ -187,9 +166,6 @@ func (i *Ingress) WebChat() http.Handler {
 // Routes are the paths Handler serves, for mounting it on a shared mux.
 func (i *Ingress) Routes() []string {
 	var routes []string
-	if i.cfg.Twilio != nil {
-		routes = append(routes, "POST /webhook", "POST /sms", "POST /twilio/status")
-	}
 	for _, ch := range i.cfg.Channels {
 		if r, ok := ch.(channel.Router); ok {
 			routes = append(routes, slices.Sorted(maps.Keys(r.Routes(inboxHost{i.inbox})))...)

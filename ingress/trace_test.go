@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/textslash/textslash/channel"
+	"github.com/textslash/textslash/channels/twilio"
+
 	"github.com/textslash/textslash/channels/telegram"
 
 	"github.com/nats-io/nats.go"
@@ -47,9 +48,9 @@ func TestInboundTrace(t *testing.T) {
 	in, err := ingress.New(ingress.Config{
 		WebChat:  true,
 		Sessions: sessions,
-		Twilio: &ingress.Twilio{AuthToken: api.AuthToken, AccountSID: api.AccountSID, APIURL: api.URL,
-			PublicURL: publicURL, Allowed: []string{alice}},
-		Channels: []channel.Channel{telegramChannel(t, ns.JS, telegram.Config{BotToken: telegramtest.Token, Secret: tgSecret, Allowed: []string{"4242"}})},
+		Channels: append(twilioChannels(t, ns.JS, twilio.Config{AuthToken: api.AuthToken, AccountSID: api.AccountSID, APIURL: api.URL,
+			PublicURL: publicURL, Allowed: []string{alice}}),
+			telegramChannel(t, ns.JS, telegram.Config{BotToken: telegramtest.Token, Secret: tgSecret, Allowed: []string{"4242"}})),
 	}, ns.JS, zerolog.New(&logs))
 	if err != nil {
 		t.Fatal(err)

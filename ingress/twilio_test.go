@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"image"
 	"image/color"
 	"image/png"
@@ -15,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/textslash/textslash/channel"
+	"github.com/textslash/textslash/channels/twilio"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -42,14 +44,15 @@ type twilioHarness struct {
 	in  *ingress.Ingress
 }
 
-func startTwilio(t testing.TB, tw ingress.Twilio) *twilioHarness {
+// twilioChannels are the WhatsApp and SMS channels of tw on js, its zero
+// settings given the test's values, as an ingress runs them.
+func twilioChannels(t testing.TB, js jetstream.JetStream, tw twilio.Config) []channel.Channel {
 	t.Helper()
-	ns := natstest.RunJetStream(t)
-	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
-		t.Fatal(err)
-	}
 	if tw.AuthToken == "" {
 		tw.AuthToken = token
+	}
+	if tw.AccountSID == "" {
+		tw.AccountSID = "AC0123456789abcdef0123456789abcdef"
 	}
 	if tw.PublicURL == "" {
 		tw.PublicURL = publicURL
@@ -57,7 +60,21 @@ func startTwilio(t testing.TB, tw ingress.Twilio) *twilioHarness {
 	if tw.Allowed == nil {
 		tw.Allowed = []string{alice, "whatsapp:+15551230002"}
 	}
-	in, err := ingress.New(ingress.Config{Twilio: &tw}, ns.JS, zerolog.New(io.Discard))
+	tw.From = "+15550000000" // egress's side, which sends
+	ch, err := twilio.New(tw, js, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch.Channels()
+}
+
+func startTwilio(t testing.TB, tw twilio.Config) *twilioHarness {
+	t.Helper()
+	ns := natstest.RunJetStream(t)
+	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	in, err := ingress.New(ingress.Config{Channels: twilioChannels(t, ns.JS, tw)}, ns.JS, zerolog.New(io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +228,7 @@ func TestTwilioWebhook(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := startTwilio(t, ingress.Twilio{})
+			h := startTwilio(t, twilio.Config{})
 			resp := h.post(tt.path, tt.form, tt.sign)
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status: got %d; want %d", resp.StatusCode, tt.status)
@@ -246,7 +263,7 @@ func TestTwilioWebhook(t *testing.T) {
 }
 
 func TestTwilioWebhookBadRequests(t *testing.T) {
-	h := startTwilio(t, ingress.Twilio{})
+	h := startTwilio(t, twilio.Config{})
 	post := func(body string, sign bool) int {
 		req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/webhook", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -279,7 +296,7 @@ func TestTwilioWebhookBadRequests(t *testing.T) {
 // A message Twilio sends again (its retries carry the same MessageSid) is
 // stored once.
 func TestTwilioWebhookDedup(t *testing.T) {
-	h := startTwilio(t, ingress.Twilio{})
+	h := startTwilio(t, twilio.Config{})
 	for range 3 {
 		if resp := h.post("/webhook", inboundForm("whatsapp:"+alice, "echo hi", sid1), true); resp.StatusCode != 200 {
 			t.Fatalf("status %d", resp.StatusCode)
@@ -294,7 +311,7 @@ func TestTwilioWebhookDedup(t *testing.T) {
 // Behind a proxy the server sees another URL than Twilio signed: the
 // signature is checked against PUBLIC_URL, path prefix and query included.
 func TestTwilioWebhookPublicURL(t *testing.T) {
-	h := startTwilio(t, ingress.Twilio{PublicURL: "https://example.com/ts/"})
+	h := startTwilio(t, twilio.Config{PublicURL: "https://example.com/ts/"})
 	form := inboundForm("whatsapp:"+alice, "hi", sid1)
 	path := "/webhook?route=a%20b"
 	tests := []struct {
@@ -319,7 +336,7 @@ func TestTwilioWebhookPublicURL(t *testing.T) {
 // Signatures made by Twilio's own npm package validate; tampering with the
 // body, the URL or its scheme does not.
 func TestTwilioSignatureFromNPM(t *testing.T) {
-	h := startTwilio(t, ingress.Twilio{})
+	h := startTwilio(t, twilio.Config{})
 	form := inboundForm("whatsapp:"+alice, "héllo 👋 & <b>", sid1)
 	form.Set("MediaUrl0", "https://api.twilio.com/x?y=1")
 	tamperedBody := inboundForm("whatsapp:"+alice, "rm -rf /", sid1)
@@ -346,7 +363,7 @@ func TestTwilioSignatureFromNPM(t *testing.T) {
 }
 
 func TestTwilioStatusCallback(t *testing.T) {
-	h := startTwilio(t, ingress.Twilio{})
+	h := startTwilio(t, twilio.Config{})
 	form := url.Values{"MessageSid": {"SMaaa"}, "MessageStatus": {"undelivered"}, "ErrorCode": {"63016"},
 		"To": {"whatsapp:" + alice}, "From": {"whatsapp:+15550000000"}, "AccountSid": {"AC0"}}
 	if resp := h.post("/twilio/status", form, true); resp.StatusCode != 200 {
@@ -374,39 +391,6 @@ func TestTwilioStatusCallback(t *testing.T) {
 	}
 }
 
-// Bad Twilio settings are refused, each named by its field; those missing
-// are named all at once.
-func TestTwilioConfig(t *testing.T) {
-	newIngress := withJetStream(t)
-	tests := []struct {
-		name     string
-		tw       ingress.Twilio
-		settings []string
-	}{
-		{"nothing", ingress.Twilio{}, []string{"Twilio.AuthToken", "Twilio.PublicURL", "Twilio.Allowed"}},
-		{"no token", ingress.Twilio{PublicURL: publicURL, Allowed: []string{alice}}, []string{"Twilio.AuthToken"}},
-		{"token pasted with a space", ingress.Twilio{AuthToken: token + " ", PublicURL: publicURL, Allowed: []string{alice}}, []string{"Twilio.AuthToken"}},
-		{"account sid quoted", ingress.Twilio{AuthToken: token, AccountSID: `"AC1"`, PublicURL: publicURL, Allowed: []string{alice}}, []string{"Twilio.AccountSID"}},
-		{"no public url", ingress.Twilio{AuthToken: token, Allowed: []string{alice}}, []string{"Twilio.PublicURL"}},
-		{"public url without scheme", ingress.Twilio{AuthToken: token, PublicURL: "textslash.example.com", Allowed: []string{alice}}, []string{"Twilio.PublicURL"}},
-		{"public url with a query", ingress.Twilio{AuthToken: token, PublicURL: publicURL + "/?x=1", Allowed: []string{alice}}, []string{"Twilio.PublicURL"}},
-		{"no allowlist", ingress.Twilio{AuthToken: token, PublicURL: publicURL}, []string{"Twilio.Allowed"}},
-		{"bad number", ingress.Twilio{AuthToken: token, PublicURL: publicURL, Allowed: []string{alice, "555-1234"}}, []string{"Twilio.Allowed"}},
-		{"bad api url", ingress.Twilio{AuthToken: token, PublicURL: publicURL, Allowed: []string{alice}, APIURL: "api.twilio.com"}, []string{"Twilio.APIURL"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			refused(t, newIngress, ingress.Config{Twilio: &tt.tw}, tt.settings...)
-		})
-	}
-	// The number refused is the one shown.
-	var ce *contract.ConfigError
-	err := ingress.Config{Twilio: &ingress.Twilio{AuthToken: token, PublicURL: publicURL, Allowed: []string{"555-1234"}}}.Default().Validate()
-	if !errors.As(err, &ce) || ce.Value != `"555-1234"` {
-		t.Errorf("got %v; want the value \"555-1234\"", err)
-	}
-}
-
 // The runner asks ingress for a person's image; ingress fetches it from
 // Twilio with the account's credentials and stores it. URLs elsewhere are
 // refused: the service must not fetch whatever it is asked to.
@@ -416,10 +400,10 @@ func TestMediaFetch(t *testing.T) {
 	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	in, err := ingress.New(ingress.Config{Twilio: &ingress.Twilio{
+	in, err := ingress.New(ingress.Config{Channels: twilioChannels(t, ns.JS, twilio.Config{
 		AuthToken: api.AuthToken, AccountSID: api.AccountSID, APIURL: api.URL,
 		PublicURL: publicURL, Allowed: []string{alice},
-	}}, ns.JS, zerolog.New(io.Discard))
+	})}, ns.JS, zerolog.New(io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -506,7 +490,7 @@ func FuzzTwilioWebhook(f *testing.F) {
 	f.Add("MessageSid=SM1&From=whatsapp:&Body=%zz", true)
 	f.Add("NumMedia=-1&MessageSid=SM1&From=%2B15551230001&MediaUrl0=", false)
 	f.Add("MessageSid=SM1&From=whatsapp:%2B15551230001&ButtonPayload=yes&ButtonText=&Body=", true)
-	h := startTwilio(f, ingress.Twilio{})
+	h := startTwilio(f, twilio.Config{})
 	f.Fuzz(func(t *testing.T, body string, sign bool) {
 		req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/webhook", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -531,7 +515,7 @@ func FuzzTwilioWebhook(f *testing.F) {
 // and goes on to the dispatcher as usual; without held messages, or once
 // they are gone, or on SMS, there is none.
 func TestTwilioWebhookOpensWindow(t *testing.T) {
-	h := startTwilio(t, ingress.Twilio{})
+	h := startTwilio(t, twilio.Config{})
 	kv, err := h.js.KeyValue(t.Context(), contract.BucketEgress)
 	if err != nil {
 		t.Fatal(err)

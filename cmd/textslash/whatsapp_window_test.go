@@ -8,7 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/textslash/textslash/cmd/internal/app"
+	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/twiliotest"
 )
@@ -35,6 +39,11 @@ func TestWhatsAppReplyAfterTheWindow(t *testing.T) {
 		t.Errorf("template sent with %s %v; want %s without variables", tmpl.ContentSID, tmpl.ContentVariables, windowTemplate)
 	}
 
+	// Killed once egress recorded the template: a kill between Twilio
+	// taking it and egress recording it would send it again (Find cannot
+	// tell a template's message by its body, which Twilio renders), which
+	// is the at-least-once window egress documents, not what this tests.
+	egressSettled(t, s.adminURL(t))
 	s.kill()
 	s.start(t)
 	s.api.OpenWindow(from) // the person writes: Twilio lets free-form messages through again
@@ -82,4 +91,33 @@ func TestWhatsAppWindowSeparateServices(t *testing.T) {
 	if v := ns.violations(); len(v) > 0 {
 		t.Errorf("NATS refused the services %d times:\n%s", len(v), strings.Join(v, "\n"))
 	}
+}
+
+// egressSettled waits until WhatsApp's egress holds no event in hand nor
+// any left to send, on the NATS at url.
+func egressSettled(t *testing.T, url string) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.CheckFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		c, err := js.Consumer(t.Context(), contract.StreamEvents, bus.EgressConsumer(contract.ChannelWhatsApp).Durable)
+		if err != nil {
+			return err
+		}
+		info, err := c.Info(t.Context())
+		if err != nil {
+			return err
+		}
+		if info.NumPending != 0 || info.NumAckPending != 0 {
+			return fmt.Errorf("egress has %d events to send and %d in hand", info.NumPending, info.NumAckPending)
+		}
+		return nil
+	})
 }

@@ -42,7 +42,7 @@ var makeParts = map[string]func(context.Context, *config, partEnv) (part, error)
 	Ingress: func(ctx context.Context, cfg *config, env partEnv) (part, error) {
 		ic := cfg.ingressConfig()
 		ic.Sessions = env.sessions
-		chs, err := cfg.telegramChannels(ctx, env.js, env.log)
+		chs, err := cfg.builtins(ctx, env.js, env.log, true)
 		if err != nil {
 			return part{}, err
 		}
@@ -98,7 +98,7 @@ var makeParts = map[string]func(context.Context, *config, partEnv) (part, error)
 	Egress: func(ctx context.Context, cfg *config, env partEnv) (part, error) {
 		ec := cfg.egressConfig()
 		ec.Sessions, ec.Signer = env.sessions, env.signer
-		chs, err := cfg.telegramChannels(ctx, nil, env.log)
+		chs, err := cfg.builtins(ctx, env.js, env.log, false)
 		if err != nil {
 			return part{}, err
 		}

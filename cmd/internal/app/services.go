@@ -24,15 +24,12 @@ import (
 // says a refusal of one of them as the variable.
 
 // ingressConfig is ingress's configuration but for its handles (the web
-// chat's sessions) and the channels on the port (telegramChannels). By
+// chat's sessions) and the channels on the port (builtins). By
 // hand: which channels are on (a channel left nil
 // takes none of its settings), and Notion's client and person, made from
 // settings rather than copied.
 func (c *config) ingressConfig() ingress.Config {
 	var i ingress.Config
-	if c.twilio() {
-		i.Twilio = &ingress.Twilio{}
-	}
 	if c.Notion.on() {
 		u, _ := notionUser(c.Notion.Person) // checked by validateNotion
 		i.Notion = &ingress.Notion{Client: c.Notion.client(), User: u}
@@ -80,13 +77,10 @@ func (c *config) mediaConfig() media.Config {
 
 // egressConfig is egress's configuration but for its handles (the web
 // chat's sessions, the link signer) and the channels on the port
-// (telegramChannels). By hand: which channels are on, and Notion's
+// (builtins). By hand: which channels are on, and Notion's
 // client.
 func (c *config) egressConfig() egress.Config {
 	var e egress.Config
-	if c.twilio() {
-		e.Twilio = &egress.Twilio{}
-	}
 	if c.Notion.on() {
 		media := c.PublicURL // media runs elsewhere (checked by validateNotion)
 		if c.runs(Media) {
@@ -155,11 +149,11 @@ func convert(v reflect.Value, t reflect.Type) (reflect.Value, bool) {
 // checks are each service's check of the configuration this process
 // gives it.
 var checks = map[string]func(*config) error{
-	Ingress:    func(c *config) error { return errors.Join(c.ingressConfig().Default().Validate(), c.checkTelegram()) },
+	Ingress:    func(c *config) error { return errors.Join(c.ingressConfig().Default().Validate(), c.checkChannels()) },
 	Dispatcher: func(c *config) error { return c.dispatcherConfig().Validate() },
 	Runner:     func(c *config) error { return c.runnerConfig().Validate() },
 	Media:      func(c *config) error { return c.mediaConfig().Validate() },
-	Egress:     func(c *config) error { return errors.Join(c.egressConfig().Default().Validate(), c.checkTelegram()) },
+	Egress:     func(c *config) error { return errors.Join(c.egressConfig().Default().Validate(), c.checkChannels()) },
 }
 
 // validateServices has the services this process runs check their

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/channels/telegram"
+	"github.com/textslash/textslash/channels/twilio"
 
 	"github.com/textslash/textslash/channels/discord"
 	"github.com/textslash/textslash/channels/slack"
@@ -119,6 +120,7 @@ var configTypes = map[string]reflect.Type{
 	slack.Channel:    reflect.TypeFor[slack.Config](),
 	discord.Channel:  reflect.TypeFor[discord.Config](),
 	telegram.Channel: reflect.TypeFor[telegram.Config](),
+	"twilio":         reflect.TypeFor[twilio.Config](),
 }
 
 // Every setting's value reaches the services' fields its sets tag names,
@@ -183,7 +185,7 @@ func TestEverySettingReachesItsServiceFields(t *testing.T) {
 	}
 	configs := map[string]any{Ingress: c.ingressConfig(), Dispatcher: c.dispatcherConfig(), Runner: c.runnerConfig(),
 		Media: c.mediaConfig(), Egress: c.egressConfig(), slack.Channel: c.slackChannel(),
-		discord.Channel: c.discordChannel(), telegram.Channel: c.telegramConfig()}
+		discord.Channel: c.discordChannel(), telegram.Channel: c.telegramConfig(), "twilio": c.twilioConfig()}
 	n := 0
 	for _, s := range tagged {
 		smp := samples[settings.FieldByIndex(s.index).Type()]

@@ -1,4 +1,4 @@
-package egress
+package twilio
 
 import (
 	"encoding/json"
@@ -45,7 +45,7 @@ const codeContentSid = 21655
 // ("Reply approve or reject."). When the Content API fails or Twilio
 // refuses the quick reply, m goes as plain text, as on a channel without
 // buttons: its text says what to reply.
-func (s *twilioSender) sendWithButtons(log *zerolog.Logger, to string, m channel.Message) (string, error) {
+func (s *sender) sendWithButtons(log *zerolog.Logger, to string, m channel.Message) (string, error) {
 	if len(m.Media) > 0 || pages.Length(m.Body) > quickReplyBodyLimit {
 		id, err := s.create(s.params(to, m))
 		if err != nil {
@@ -71,7 +71,7 @@ func (s *twilioSender) sendWithButtons(log *zerolog.Logger, to string, m channel
 
 // quickReply sends body with buttons for choices. A failure of Twilio's
 // message create is a *SendError; one of the Content API is not.
-func (s *twilioSender) quickReply(to, body string, choices []string) (string, error) {
+func (s *sender) quickReply(to, body string, choices []string) (string, error) {
 	sid, err := s.quick.sid(s.api.ContentV1, choices)
 	if err != nil {
 		return "", err
