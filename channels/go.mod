@@ -42,6 +42,7 @@ require (
 	github.com/textslash/textslash/ingress v0.0.0 // indirect
 	github.com/textslash/textslash/notion v0.0.0 // indirect
 	github.com/textslash/textslash/telegramtest v0.0.0
+	github.com/textslash/textslash/twiliotest v0.0.0
 	github.com/twilio/twilio-go v1.31.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect

@@ -102,6 +102,7 @@ type API struct {
 	contents     []Content
 	failContent  failure // of every Content API request, when code is set
 	typing       []TypingCall
+	hold         string // a message whose body has it is kept, its answer withheld (Hold)
 }
 
 // NewAPI starts a fake Twilio REST API with random credentials; it is

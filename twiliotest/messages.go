@@ -102,6 +102,10 @@ func (a *API) create(ctx context.Context, w http.ResponseWriter, r *http.Request
 	if a.opts.onMessage != nil {
 		a.opts.onMessage(m)
 	}
+	if a.held(m) {
+		<-r.Context().Done() // taken, never answered: the client hangs up
+		return
+	}
 
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(http.StatusCreated)
@@ -254,4 +258,24 @@ func prefix(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n]) + "…"
+}
+
+// Hold makes the API take the next message whose body contains text (it
+// is in Messages) but never answer its create, until the client hangs up:
+// as when the sender dies between a send and its answer.
+func (a *API) Hold(text string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.hold = text
+}
+
+// held reports whether m is the message Hold waits for, once.
+func (a *API) held(m Message) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.hold == "" || !strings.Contains(m.Body, a.hold) {
+		return false
+	}
+	a.hold = ""
+	return true
 }

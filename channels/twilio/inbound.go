@@ -114,7 +114,7 @@ func (t *Twilio) webhook(w http.ResponseWriter, r *http.Request, h channel.Host)
 // message so that they go out before its reply. A failure is logged: they
 // wait for the person's next message.
 func (t *Twilio) openWindow(ctx context.Context, log zerolog.Logger, u contract.User, sid string) {
-	if u.Channel != contract.ChannelWhatsApp {
+	if u.Channel != contract.ChannelWhatsApp || t.js == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -160,6 +160,10 @@ func text(form url.Values) string {
 // and publishes it as a delivery event: egress waits for it to keep a
 // user's messages in order, and it tells why a message did not arrive.
 func (t *Twilio) status(w http.ResponseWriter, r *http.Request) {
+	if t.js == nil {
+		http.Error(w, "status callbacks are not taken here", http.StatusServiceUnavailable)
+		return
+	}
 	form := t.form(w, r)
 	if form == nil {
 		return

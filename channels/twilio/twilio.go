@@ -44,7 +44,8 @@ type Twilio struct {
 // New is the WhatsApp and SMS channels of cfg (defaulted, then validated:
 // each refusal a *contract.ConfigError of the twilio service). js is the
 // JetStream the webhooks publish their window and delivery events with;
-// nil where only Send is used.
+// nil where only Send is used, or where no window is kept (a person's
+// message then announces none, and status callbacks are refused).
 func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Twilio, error) {
 	cfg = cfg.Default()
 	if err := cfg.Validate(); err != nil {
