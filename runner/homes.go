@@ -1,20 +1,17 @@
 package runner
 
 import (
-	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 
-	"github.com/textslash/textslash/runner/agent"
-	"github.com/textslash/textslash/runner/handover"
+	"github.com/textslash/textslash/runner/home"
+	"github.com/textslash/textslash/runner/preview"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/sandbox/netns"
 )
 
 // A person's home: their sandbox kept between runs, its network, and what
-// the runner keeps with it (the warm agent, the endpoint's token and task
-// id its runs share). The homes themselves are sandbox.Homes.
+// the runner keeps with it (package home).
 
 // keepHomes keeps people's sandboxes between their runs (homes) where
 // this machine allows, unless HomesMax says none.
@@ -31,8 +28,7 @@ func (r *Runner) keepHomes() {
 	}
 	r.conf.Homes = sandbox.Part{On: true}
 	m := r.cfg.HomesMax
-	r.homes = &sandbox.Homes{Max: m, Idle: r.cfg.HomeIdle, Limited: r.limited, Dir: filepath.Join(r.cfg.Workspaces, homesDir), OnClose: r.homeClosed}
-	r.kept = map[string]*homeState{}
+	r.homes = home.New(&sandbox.Homes{Max: m, Idle: r.cfg.HomeIdle, Limited: r.limited, Dir: filepath.Join(r.cfg.Workspaces, homesDir)}, r.sweepDisks)
 	if err := netns.Probe(netns.Options{}); err != nil {
 		r.conf.Network.Why = err.Error()
 		r.log.Error().Err(err).Msg("homes share the host's network: a person's agent can reach the web chat, NATS and other people's servers on this machine's loopback")
@@ -47,74 +43,9 @@ func (r *Runner) keepHomes() {
 		Msg("homes kept: a person's sandbox is made once and kept between their runs (max 0: as many as memory allows), and no more than the open-file limit has room for (open_files_bound; ulimit -n raises it)")
 }
 
-// keptFor is what the runner keeps with home id, person's, made at its
-// first run.
-func (r *Runner) keptFor(id, person string) *homeState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	hs := r.kept[id]
-	if hs == nil {
-		hs = &homeState{warm: &agent.Warm{}, token: handover.NewToken(), task: "home-" + id, person: person}
-		r.kept[id] = hs
-	}
-	return hs
-}
-
-// hasHome reports whether the person has a home, which binds their disk.
-func (r *Runner) hasHome(person string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, hs := range r.kept {
-		if hs.person == person {
-			return true
-		}
-	}
-	return false
-}
-
-// homeClosed lets go of what the runner kept with home id: its warm agent
-// ends before the home is taken down.
-func (r *Runner) homeClosed(id string) {
-	r.mu.Lock()
-	hs := r.kept[id]
-	delete(r.kept, id)
-	r.mu.Unlock()
-	if hs != nil {
-		hs.warm.Close()
-	}
-	if r.previews != nil {
-		r.previews.HomeGone(id)
-	}
-	go r.sweepDisks()
-}
-
 // homesDir is where, under Workspaces, the homes keep their files (the
 // resolver file of their network).
 const homesDir = ".homes"
-
-// forwardIntoHomes lets homes, which have a network of their own, reach
-// the host's loopback addresses runs use: the screenshot endpoint, and the
-// model API or an HTTP proxy when the operator runs them on loopback
-// (ANTHROPIC_BASE_URL, HTTPS_PROXY, HTTP_PROXY). Nothing else there.
-func (r *Runner) forwardIntoHomes() {
-	if r.homes == nil || r.homes.Network == nil {
-		return
-	}
-	addrs := []string{r.shots.Addr()}
-	// The model APIs' base URLs the agents read (Claude Code's, Gemini
-	// CLI's, OpenAI's), and proxies.
-	for _, v := range []string{"ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL", "OPENAI_BASE_URL", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
-		if a := netns.LoopbackAddr(os.Getenv(v)); a != "" {
-			addrs = append(addrs, a)
-		}
-	}
-	for _, a := range addrs {
-		if ap, err := netip.ParseAddrPort(a); err == nil && ap.Addr().IsLoopback() && !slices.Contains(r.homes.Network.Forward, a) {
-			r.homes.Network.Forward = append(r.homes.Network.Forward, a)
-		}
-	}
-	r.log.Info().Strs("forward", r.homes.Network.Forward).Msg("homes have a network of their own; these host loopback addresses are reachable from them")
-}
 
 // HomeStats are the numbers of the homes this runner keeps (zero when it
 // keeps none).
@@ -123,4 +54,17 @@ func (r *Runner) HomeStats() sandbox.HomeStats {
 		return sandbox.HomeStats{}
 	}
 	return r.homes.Stats()
+}
+
+// hasHome reports whether the person has a home, which binds their disk.
+func (r *Runner) hasHome(person string) bool { return r.homes != nil && r.homes.Has(person) }
+
+// startPreviews starts the preview links' server when homes have networks
+// of their own (home.Keeper.StartPreviews).
+func (r *Runner) startPreviews() (stop func(), err error) {
+	if r.homes == nil {
+		r.log.Info().Msg("previews off: they need homes with a network of their own")
+		return func() {}, nil
+	}
+	return r.homes.StartPreviews(preview.Config{Addr: r.cfg.PreviewAddr, URL: r.cfg.PreviewURL, TTL: r.cfg.PreviewTTL}, r.log)
 }

@@ -79,13 +79,11 @@ func (r *Runner) letGo() (string, bool) {
 	}
 	unused := r.homes.Unused()
 	for _, h := range unused {
-		r.mu.Lock()
-		hs := r.kept[h.ID()]
-		r.mu.Unlock()
-		if hs == nil || len(hs.warm.Pids()) == 0 {
+		hs := r.homes.Kept(h.ID())
+		if hs == nil || len(hs.Warm.Pids()) == 0 {
 			continue
 		}
-		if h.IfUnused(hs.warm.Close) {
+		if h.IfUnused(hs.Warm.Close) {
 			memoryFreed.WithLabelValues("warm_agent").Inc()
 			r.log.Info().Str("home", h.ID()).Msg("warm agent let go to make room for a run (its home stays)")
 			return "warm agent", true

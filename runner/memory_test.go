@@ -129,12 +129,11 @@ func TestWarmAgentGoesBeforeItsHome(t *testing.T) {
 	e.prepare = func(r *Runner) {
 		runner.Store(r)
 		r.mem.Available = func() int64 {
+			warm := r.homes.WarmAgents() > 0
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			for _, hs := range r.kept {
-				if len(hs.warm.Pids()) > 0 && len(r.running) > 0 {
-					return 0 // a warm agent takes it all
-				}
+			if warm && len(r.running) > 0 {
+				return 0 // a warm agent takes it all
 			}
 			return 64 << 30
 		}
@@ -154,15 +153,7 @@ func TestWarmAgentGoesBeforeItsHome(t *testing.T) {
 	if n := r.HomeStats().Warm; n != 2 {
 		t.Errorf("homes kept: %d; want A's and B's", n)
 	}
-	r.mu.Lock()
-	warm := 0
-	for _, hs := range r.kept {
-		if len(hs.warm.Pids()) > 0 {
-			warm++
-		}
-	}
-	r.mu.Unlock()
-	if warm != 1 {
+	if warm := r.homes.WarmAgents(); warm != 1 {
 		t.Errorf("warm agents: %d; want B's alone (A's let go for B's run)", warm)
 	}
 	say(a, "a2", "a two")

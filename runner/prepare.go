@@ -14,6 +14,7 @@ import (
 	"github.com/textslash/textslash/runner/clock"
 	"github.com/textslash/textslash/runner/disk"
 	"github.com/textslash/textslash/runner/handover"
+	"github.com/textslash/textslash/runner/home"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/sandbox/netns"
 	"github.com/textslash/textslash/runner/session"
@@ -58,7 +59,7 @@ type clocks struct {
 // in: the person's home, or a sandbox, cgroup and network of their own.
 type enclosure struct {
 	command func(ctx context.Context, name string, args ...string) *exec.Cmd
-	kept    *homeState      // what the runner keeps with the run's home, or nil
+	kept    *home.State     // what the runner keeps with the run's home, or nil
 	net     *netns.Net      // the home's network, nil: the host's
 	ended   func()          // ends what the run left in its home, once the agent returned
 	cg      *sandbox.Cgroup // the run's cgroup, or nil
@@ -110,7 +111,7 @@ func (ru *run) prepare(ctx, runCtx context.Context) (*prepared, error) {
 	}
 	p.agent, p.name = ru.pickAgent(ctx, pl, p.enclosure)
 	if agent.KeepsWarm(p.agent) && p.kept != nil && ru.job.Action == "" {
-		p.spec.Warm = p.kept.warm
+		p.spec.Warm = p.kept.Warm
 	}
 	if b := ru.job.Budget; b != nil && b.LeftUSD <= 0 && ru.job.Action == "" {
 		zerolog.Ctx(ctx).Info().Str("budget", b.Of).Msg("budget used up; not running")
@@ -312,7 +313,7 @@ func (ru *run) enclose(ctx context.Context, pl *place) (e *enclosure, err error)
 	case h != nil:
 		e.command = h.Confined(command)
 		if r.shots != nil {
-			r.shots.SetHome(e.shotTok, homeHands{r: r, h: h, person: ru.job.User.Key(), command: e.command})
+			r.shots.SetHome(e.shotTok, home.Hands{K: r.homes, H: h, Person: ru.job.User.Key(), Command: e.command})
 		}
 		return e, nil
 	}
@@ -367,9 +368,9 @@ func (ru *run) env(ctx context.Context, e *enclosure) []string {
 	token := handover.NewToken()
 	if agent.KeepsWarm(r.agent) && e.kept != nil {
 		hs := e.kept
-		token = hs.token
+		token = hs.Token
 		if _, notion := contract.NotionPage(ru.job.ID); !notion {
-			e.task = hs.task
+			e.task = hs.Task
 		}
 	}
 	env := handover.TaskEnv(e.task)
@@ -403,15 +404,13 @@ func (ru *run) enterHome(ctx context.Context, e *enclosure, pl *place, box *sand
 		log.Error().Err(err).Msg("home")
 		return nil, refuse(MsgFailed)
 	}
-	kept := ru.r.keptFor(h.ID(), ru.job.User.Key())
+	kept := ru.r.homes.For(h.ID(), ru.job.User.Key())
 	e.kept, e.net = kept, h.Net()
-	ru.r.mu.Lock()
-	kept.home = h
-	ru.r.mu.Unlock()
+	ru.r.homes.Entered(kept, h)
 	// What the run started ends as soon as the agent returns, before the
 	// person is told the run is over; the warm agent stays.
 	e.ended = func() {
-		h.Keep(kept.warm.Pids()...)
+		h.Keep(kept.Warm.Pids()...)
 		h.EndRun()
 	}
 	ru.later(leave)

@@ -67,7 +67,7 @@ func (ru *run) result(ctx, runCtx context.Context, p *prepared, o outcome) {
 		// counts as a use of it.
 		h.Touch()
 		done.WarmUntil = time.Now().Add(ru.r.cfg.HomeIdle).UTC()
-		defer ru.r.handedOver(done, ru.job.User.Key(), h, p.start)
+		defer ru.r.homes.HandedOver(done, ru.job.User.Key(), h, p.start)
 	}
 	var lim *sandbox.LimitError
 	var refused *workspace.Refusal
@@ -134,9 +134,9 @@ func setupText(e *agent.SetupError) string {
 func (ru *run) homeNow(p *prepared) *sandbox.Home {
 	switch {
 	case p.kept != nil:
-		return p.kept.home
+		return ru.r.homes.Home(p.kept)
 	case ru.job.Action == contract.ActionHome:
-		return ru.r.homeOf(ru.job.User.Key())
+		return ru.r.homes.Of(ru.job.User.Key())
 	}
 	return nil
 }

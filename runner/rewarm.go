@@ -33,7 +33,7 @@ func (r *Runner) warmHome(ctx context.Context, p rewarm.Person) (home string, wa
 		return "", false, rewarm.ErrSkip // a message of theirs came first
 	}
 	ru.later(release)
-	if r.hasHome(p.User.Key()) {
+	if r.homes.Has(p.User.Key()) {
 		return "", false, rewarm.ErrSkip
 	}
 	// Room without letting any home go: within HomesMax, the open-file
@@ -64,7 +64,7 @@ func (r *Runner) warmHome(ctx context.Context, p rewarm.Person) (home string, wa
 	ru.later(func() { r.shots.End(e.shotTok) })
 	ru.later(e.ended) // the warm agent stays, as after a run
 	r.mu.Lock()
-	home = e.kept.home.ID()
+	home = r.homes.Home(e.kept).ID()
 	r.mu.Unlock()
 	c, claude := r.agent.(*agent.Claude)
 	spec := &agent.Run{Job: job, Dir: pl.runDir, Command: e.command, OutputCap: r.cfg.OutputCap, SessionID: session.Read(pl.home, session.FileOf(pl.project))}
@@ -74,7 +74,7 @@ func (r *Runner) warmHome(ctx context.Context, p rewarm.Person) (home string, wa
 	if total, ok := session.ReadTotal(pl.home, session.FileOf(pl.project), spec.SessionID); ok {
 		spec.SessionTotal = &total
 	}
-	if err := e.kept.warm.Start(runCtx, c, spec); err != nil {
+	if err := e.kept.Warm.Start(runCtx, c, spec); err != nil {
 		zerolog.Ctx(runCtx).Warn().Err(err).Msg("warm agent not started again after the restart; the next message starts it")
 		return home, false, nil
 	}

@@ -226,7 +226,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		return err
 	}
 	defer r.shots.Close()
-	r.forwardIntoHomes()
+	if r.homes != nil {
+		r.homes.Forward(r.shots.Addr(), r.log)
+	}
 	r.conf.Tell(r.log)
 	stopPreviews, err := r.startPreviews()
 	if err != nil {

@@ -9,8 +9,8 @@ import (
 	"github.com/textslash/textslash/runner/agent"
 	"github.com/textslash/textslash/runner/disk"
 	"github.com/textslash/textslash/runner/handover"
+	"github.com/textslash/textslash/runner/home"
 	"github.com/textslash/textslash/runner/memory"
-	"github.com/textslash/textslash/runner/preview"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/workspace"
 )
@@ -28,7 +28,6 @@ type Runner struct {
 	events    jetstream.Stream
 	media     *handover.Store    // where what runs hand over is stored
 	shots     *handover.Endpoint // the screenshot endpoint, while Run runs
-	previews  *preview.Server    // the preview links' server, while Run runs; nil: none
 	bin       string             // the directory of the agents' textslash command, or ""
 	// limited: runs get a cgroup with the sandbox's limits.
 	limited bool
@@ -36,9 +35,9 @@ type Runner struct {
 	mem *memory.Gate
 	// conf is what of a person's sandbox this runner has.
 	conf sandbox.Confinement
-	// homes keeps people's sandboxes between runs; nil: each run has a
-	// sandbox of its own.
-	homes *sandbox.Homes
+	// homes keeps people's sandboxes between runs, and what goes with
+	// each; nil: each run has a sandbox of its own.
+	homes *home.Keeper
 	// ws are the people's workspaces: projects, worktrees, snapshots.
 	ws    *workspace.Workspaces
 	creds *sandbox.Credentials // people's git credentials; nil: none handed out
@@ -46,8 +45,7 @@ type Runner struct {
 	disks *disk.Disks
 
 	mu      sync.Mutex
-	running map[string]*running   // by user key
-	kept    map[string]*homeState // by home id
+	running map[string]*running // by user key
 	// takenOver are the users this runner took over from a runner gone,
 	// whose next job has not started yet.
 	takenOver map[string]bool
@@ -59,14 +57,4 @@ type running struct {
 	trace  string
 	cancel context.CancelCauseFunc
 	done   chan struct{}
-}
-
-// homeState is what the runner keeps with a home: its warm agent, and
-// the endpoint's token and the task id its runs share (the agent kept
-// warm there keeps the environment it was started with).
-type homeState struct {
-	warm        *agent.Warm
-	token, task string
-	person      string // the person's key: their disk is bound in the home
-	home        *sandbox.Home
 }
