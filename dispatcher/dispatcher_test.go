@@ -197,6 +197,18 @@ func (h *harness) raw(stream, subject string) []*jetstream.RawStreamMsg {
 	}
 }
 
+// waitRaw waits until stream holds n messages on subject: a state is
+// stored before its effects (a timeout armed or disarmed) are carried out.
+func (h *harness) waitRaw(stream, subject string, n int) {
+	h.t.Helper()
+	natstest.CheckFor(h.t, 10*time.Second, 10*time.Millisecond, func() error {
+		if got := len(h.raw(stream, subject)); got != n {
+			return fmt.Errorf("%s holds %d messages on %s; want %d", stream, got, subject, n)
+		}
+		return nil
+	})
+}
+
 func (h *harness) jobs(u contract.User) []contract.Job {
 	h.t.Helper()
 	var out []contract.Job

@@ -18,9 +18,7 @@ func TestPermissionAnswer(t *testing.T) {
 	b.into(u, contract.StateWorking)
 	b.event(contract.Event{Kind: contract.KindQuestion, User: u, JobID: "w1", Question: 1, Text: "Claude wants to run `npm i`."}, "1")
 	b.waitState(u, contract.StateAwaitingPermission, "w1")
-	if got := b.raw(contract.StreamTimers, contract.PermissionScheduleSubject(u)); len(got) != 1 {
-		t.Fatalf("permission timeouts armed: %d; want 1", len(got))
-	}
+	b.waitRaw(contract.StreamTimers, contract.PermissionScheduleSubject(u), 1) // the timeout armed
 	if got := b.say(u, "a1", "no, use pnpm"); len(got) != 1 || got[0] != "Your reply answered: Claude wants to run `npm i`.\nDenied, and Claude was told: use pnpm" {
 		t.Errorf("notices %q", got)
 	}
@@ -29,9 +27,7 @@ func TestPermissionAnswer(t *testing.T) {
 	if len(answers) != 1 || answers[0].JobID != "w1" || answers[0].Question != 1 || answers[0].Answer != contract.AnswerDeny || answers[0].Text != "use pnpm" {
 		t.Errorf("answers %+v; want a denial of question 1 of w1 with the reason", answers)
 	}
-	if got := b.raw(contract.StreamTimers, contract.PermissionScheduleSubject(u)); len(got) != 0 {
-		t.Errorf("permission timeouts armed after the answer: %d; want 0", len(got))
-	}
+	b.waitRaw(contract.StreamTimers, contract.PermissionScheduleSubject(u), 0) // and disarmed
 	if jobs := b.jobsOf(u); len(jobs) != 1 {
 		t.Errorf("jobs %v; want only w1 (an answer is no message for the agent)", jobIDs(jobs))
 	}

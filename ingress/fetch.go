@@ -52,7 +52,11 @@ func (i *Ingress) serveFetch(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	return ServeFetch(ctx, i.js, "ingress", channels, i.fetchMedia, i.log)
+	err := ServeFetch(ctx, i.js, "ingress", channels, i.fetchMedia, i.log)
+	if ctx.Err() != nil {
+		return nil // stopped, maybe while it started (the media store not yet open): a clean stop
+	}
+	return err
 }
 
 // fetchMedia downloads an attachment with the person's channel (a
