@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -455,18 +456,7 @@ func chaosSettle(t *testing.T, url string, timeout time.Duration) error {
 				return fmt.Errorf("stream %s holds %d messages", name, info.State.Msgs)
 			}
 		}
-		c, err := js.Consumer(t.Context(), contract.StreamEvents, bus.EgressConsumer(contract.ChannelWhatsApp).Durable)
-		if err != nil {
-			return err
-		}
-		info, err := c.Info(t.Context())
-		if err != nil {
-			return err
-		}
-		if info.NumPending != 0 || info.NumAckPending != 0 {
-			return fmt.Errorf("egress has %d events to send and %d unacknowledged", info.NumPending, info.NumAckPending)
-		}
-		return nil
+		return egressIdle(t.Context(), js)
 	}
 	deadline := time.Now().Add(timeout)
 	for {
@@ -482,4 +472,21 @@ func chaosSettle(t *testing.T, url string, timeout time.Duration) error {
 // ("Got it, I'll process this next." or "Got it. You're 2nd in line.").
 func queuedNotice(body string) bool {
 	return body == dispatcher.MsgQueued || strings.HasPrefix(body, "Got it. You're ") && strings.HasSuffix(body, " in line.")
+}
+
+// egressIdle is nil once WhatsApp's egress holds no event in hand nor any
+// left to send.
+func egressIdle(ctx context.Context, js jetstream.JetStream) error {
+	c, err := js.Consumer(ctx, contract.StreamEvents, bus.EgressConsumer(contract.ChannelWhatsApp).Durable)
+	if err != nil {
+		return err
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if info.NumPending != 0 || info.NumAckPending != 0 {
+		return fmt.Errorf("egress has %d events to send and %d unacknowledged", info.NumPending, info.NumAckPending)
+	}
+	return nil
 }

@@ -11,8 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/textslash/textslash/cmd/internal/app"
-	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/twiliotest"
 )
@@ -106,18 +104,5 @@ func egressSettled(t *testing.T, url string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	natstest.CheckFor(t, 15*time.Second, 20*time.Millisecond, func() error {
-		c, err := js.Consumer(t.Context(), contract.StreamEvents, bus.EgressConsumer(contract.ChannelWhatsApp).Durable)
-		if err != nil {
-			return err
-		}
-		info, err := c.Info(t.Context())
-		if err != nil {
-			return err
-		}
-		if info.NumPending != 0 || info.NumAckPending != 0 {
-			return fmt.Errorf("egress has %d events to send and %d in hand", info.NumPending, info.NumAckPending)
-		}
-		return nil
-	})
+	natstest.CheckFor(t, 15*time.Second, 20*time.Millisecond, func() error { return egressIdle(t.Context(), js) })
 }
