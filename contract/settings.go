@@ -15,6 +15,15 @@ func BaseURL(raw string) bool {
 		u.RawQuery == "" && !u.ForceQuery && u.Fragment == ""
 }
 
+// TrimURL is raw without its trailing slashes, for paths to be appended
+// to it; what is no URL with a host stays as it was, for BaseURL to refuse.
+func TrimURL(raw string) string {
+	if u, err := url.Parse(raw); err != nil || u.Host == "" {
+		return raw
+	}
+	return strings.TrimRight(raw, "/")
+}
+
 // TwilioCredential reports whether s can be a Twilio account SID or auth
 // token: ASCII letters and digits. twilio-go sends nothing with others
 // ("ApiError 21224 Invalid Password") and every webhook signature would

@@ -2,8 +2,6 @@ package egress
 
 import (
 	"errors"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/textslash/textslash/channel"
@@ -72,16 +70,6 @@ func bad(setting string, value any, reason string) *contract.ConfigError {
 	return contract.BadSetting("egress", setting, value, reason)
 }
 
-// trimURL is raw without its trailing slashes, egress appending paths
-// that start with one; what is no URL with a host stays as it was, for
-// Validate to show.
-func trimURL(raw string) string {
-	if u, err := url.Parse(raw); err != nil || u.Host == "" {
-		return raw
-	}
-	return strings.TrimRight(raw, "/")
-}
-
 // notNegative refuses a setting below zero (zero takes its default).
 func notNegative[T int | time.Duration](setting string, v T) error {
 	if v < 0 {
@@ -93,7 +81,7 @@ func notNegative[T int | time.Duration](setting string, v T) error {
 // notionDefaults is n with its defaults and MediaURL without its trailing
 // slash.
 func notionDefaults(n notionmirror.Config) notionmirror.Config {
-	n.MediaURL = trimURL(n.MediaURL)
+	n.MediaURL = contract.TrimURL(n.MediaURL)
 	if n.ProgressEvery == 0 {
 		n.ProgressEvery = notionmirror.DefaultProgressEvery
 	}

@@ -2,7 +2,6 @@ package telegram
 
 import (
 	"errors"
-	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -81,7 +80,7 @@ func (c Config) Default() Config {
 	if c.APIURL == "" {
 		c.APIURL = apiURL
 	}
-	c.APIURL, c.PublicURL, c.LocalURL = trimURL(c.APIURL), trimURL(c.PublicURL), trimURL(c.LocalURL)
+	c.APIURL, c.PublicURL, c.LocalURL = contract.TrimURL(c.APIURL), contract.TrimURL(c.PublicURL), contract.TrimURL(c.LocalURL)
 	if c.PollTimeout == 0 {
 		c.PollTimeout = 25 * time.Second
 	}
@@ -154,13 +153,4 @@ var secretRE = regexp.MustCompile(`^[A-Za-z0-9_-]{16,256}$`)
 // secrets and for settings left empty.
 func bad(setting string, value any, reason string) *contract.ConfigError {
 	return contract.BadSetting(Channel, setting, value, reason)
-}
-
-// trimURL is raw without its trailing slashes; what is no URL with a host
-// stays as it was, for Validate to show.
-func trimURL(raw string) string {
-	if u, err := url.Parse(raw); err != nil || u.Host == "" {
-		return raw
-	}
-	return strings.TrimRight(raw, "/")
 }

@@ -2,7 +2,6 @@ package twilio
 
 import (
 	"errors"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -92,7 +91,7 @@ func (c Config) Default() Config {
 	for i, n := range c.Allowed {
 		c.Allowed[i], _ = contract.TwilioNumber(strings.TrimSpace(n))
 	}
-	c.APIURL, c.PublicURL = trimURL(c.APIURL), trimURL(c.PublicURL)
+	c.APIURL, c.PublicURL = contract.TrimURL(c.APIURL), contract.TrimURL(c.PublicURL)
 	if c.SentWait == 0 {
 		c.SentWait = sentWait
 	}
@@ -180,13 +179,4 @@ var contentSidRE = regexp.MustCompile(`^HX[0-9a-fA-F]{32}$`)
 // secrets and for settings left empty.
 func bad(setting string, value any, reason string) *contract.ConfigError {
 	return contract.BadSetting(service, setting, value, reason)
-}
-
-// trimURL is raw without its trailing slashes; what is no URL with a host
-// stays as it was, for Validate to show.
-func trimURL(raw string) string {
-	if u, err := url.Parse(raw); err != nil || u.Host == "" {
-		return raw
-	}
-	return strings.TrimRight(raw, "/")
 }
