@@ -1,6 +1,8 @@
 package discord
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -17,3 +19,13 @@ func ShortBackoff(t *testing.T) {
 // UseHost gives d its Host as Run does, for tests that send without
 // running the channel.
 func UseHost(d *Discord, h channel.Host) { d.host = h }
+
+// AnsweredIn is where the person is answered about no job now: the
+// conversation they last wrote in, "" when none (no direct conversation is
+// opened). The channel notes it once their message is stored.
+func AnsweredIn(d *Discord, person string) string {
+	c, _ := d.places.Conversation(context.Background(), person, "", func(context.Context) (string, error) {
+		return "", errors.New("no direct conversation opened in a test's look")
+	})
+	return c
+}

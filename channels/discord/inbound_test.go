@@ -75,6 +75,14 @@ func TestServerMention(t *testing.T) {
 	if got[0].ID != stored(m.ChannelID, m.ID) || got[0].Text != "run the tests" {
 		t.Fatalf("stored %q (%s); want %q (%s)", got[0].Text, got[0].ID, "run the tests", m.ID)
 	}
+	// The channel notes where they wrote right after the store answered:
+	// a reply cannot come sooner than that in life, but the test's Send can.
+	natstest.CheckFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+		if got := discord.AnsweredIn(r.d, person.ID); got != ch {
+			return fmt.Errorf("answered in %q; want %q", got, ch)
+		}
+		return nil
+	})
 	if _, err := r.d.Send(t.Context(), user(), channel.Message{Body: "all pass"}); err != nil {
 		t.Fatal(err)
 	}
