@@ -1,11 +1,13 @@
 // Package channel is the one port every textslash channel is written on,
 // built in (Twilio, Telegram, the web chat) or plugged in (Slack, Discord,
 // a channel of your own): a Channel says its name, its rules and who it
-// allows, sends one message, and runs its inbound side with a Host that
-// publishes what people write. What a channel can do beyond that it says
-// by being more: a Finder (a crash between a send and its record sends
-// nothing twice), a Typer, a Fetcher (people's attachments), a Router
-// (HTTP routes), a Retrier. Everything else is the runtime's (the kit's,
+// allows, and runs its inbound side with a Host that publishes what people
+// write. What a channel can do beyond that it says by being more: a Sender
+// (the runtime pushes replies through it: every channel but the web chat,
+// whose browsers pull theirs), a Finder (a crash between a send and its
+// record sends nothing twice), a Typer, a Fetcher (people's attachments),
+// a Router (a provider's webhooks), a Pager (pages people open in a
+// browser), a Retrier. Everything else is the runtime's (the kit's,
 // egress's): the allowlist and pairing, per-person order, paging with
 // MORE, progress coalesced, retries and dead letters, and each message
 // sent once across restarts.
@@ -31,16 +33,21 @@ type Channel interface {
 	// Rules are its limits as the pusher applies them; zero limits take
 	// PluginRules's.
 	Rules() Rules
-	// Allowed are the person ids its configuration allows in; others can
-	// pair with a code.
+	// Allowed are the person ids its configuration allows in (Anyone:
+	// everyone who reaches it); others can pair with a code.
 	Allowed() []string
-	// Sender sends one message.
-	Sender
 	// Run runs the channel's inbound side until ctx ends, publishing what
-	// people send with h; its delivery runs beside it (the runtime calls
-	// Send). An error is returned only for what retrying cannot mend.
+	// people send with h; its delivery runs beside it (a Sender's Send,
+	// called by the runtime). An error is returned only for what retrying
+	// cannot mend.
 	Run(ctx context.Context, h Host) error
 }
+
+// Anyone, as the one id of a channel's Allowed, lets in everyone who
+// reaches the channel: for a channel whose own check says who reaches it
+// (the web chat: its sessions, behind its token when textslash can be
+// reached from elsewhere).
+const Anyone = "*"
 
 // Host is what a channel runs with: handed to Run the same way by every
 // runtime.
@@ -55,14 +62,16 @@ type Host interface {
 	Publish(ctx context.Context, in contract.Inbound) error
 }
 
-// Sender delivers messages to the people of one channel.
+// Sender is a Channel whose replies the runtime pushes: it delivers
+// messages to the people of the channel. A Channel that is no Sender is
+// pulled (the web chat's browsers read their person's events themselves).
 type Sender interface {
 	// Send delivers one message and returns the provider's id for it.
 	// Failures are *SendError.
 	Send(ctx context.Context, u contract.User, m Message) (string, error)
 }
 
-// Finder is a Channel (or Sender) that can tell whether a message reached
+// Finder is a Sender that can tell whether a message reached
 // the provider: after a crash between a send and its record, the runtime
 // asks it rather than sending again. Without one, such a message may go
 // out twice.
@@ -72,7 +81,7 @@ type Finder interface {
 	Find(ctx context.Context, u contract.User, m Message, since time.Time) (id string, err error)
 }
 
-// Typer is a Channel (or Sender) that can show the person that the agent
+// Typer is a Sender that can show the person that the agent
 // is busy ("typing…"), for as long as the provider shows it; it is called
 // again every Rules.TypingEvery while a run works.
 type Typer interface {
@@ -91,9 +100,19 @@ type Fetcher interface {
 // Router is a Channel that takes requests over HTTP (a provider's
 // webhooks): Routes are its patterns ("POST /slack/events") and their
 // handlers, which publish with h (the Host Run is given), served by the
-// process that runs it; nil when it needs none.
+// process that runs it; nil when it needs none. They are reachable by
+// anyone who reaches textslash: each checks the provider's signature.
 type Router interface {
 	Routes(h Host) map[string]http.Handler
+}
+
+// Pager is a Channel people use in a browser (the web chat): Pages are its
+// patterns ("GET /{$}", "POST /api/messages") and their handlers, which
+// publish with h. Unlike a Router's webhooks they are served behind the
+// web chat's access check: the token whenever textslash can be reached
+// from elsewhere, and requests of the page's own origin only.
+type Pager interface {
+	Pages(h Host) map[string]http.Handler
 }
 
 // Retrier is a Channel whose failed sends are tried within bounds of its

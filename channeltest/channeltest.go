@@ -21,6 +21,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/textslash/textslash/channel"
 )
 
@@ -33,6 +35,10 @@ type Provider struct {
 	// It is called once for each start of the kit: again after a
 	// restart, as a new process would make it.
 	Channel func() channel.Channel
+	// JetStream, when set, is handed the suite's JetStream before Channel
+	// is first called: for a channel that reads it itself (the web chat
+	// stores files and streams events from it).
+	JetStream func(js jetstream.JetStream)
 	// Person is the provider's id of the one person allowed; Stranger,
 	// of someone neither allowed nor paired in.
 	Person, Stranger string
@@ -53,9 +59,10 @@ type Provider struct {
 	// Press has who press the button of choice under the bot's message m;
 	// nil when the channel shows no buttons.
 	Press func(t *testing.T, who string, m Sent, choice string)
-	// Serve, for a channel.Router, is handed its routes (publishing with
-	// the kit) each time the kit starts: the fake's HTTP deliveries go
-	// there. Nil for a channel without routes.
+	// Serve, for a channel.Router or a channel.Pager, is handed its routes
+	// and pages (publishing with the kit) each time the kit starts: the
+	// fake's HTTP deliveries (a browser's requests) go there. Nil for a
+	// channel without routes.
 	Serve func(t *testing.T, routes http.Handler)
 	// Spoof sends text, claiming it is Person's, by a path the real
 	// provider would not take (a request not signed by it, a message

@@ -30,6 +30,7 @@ type rig struct {
 	ns     *natstest.Server
 	name   string
 	finder bool // the channel is a channel.Finder
+	sender bool // the channel is a channel.Sender (not pulled)
 	stop   func()
 	events int // events published, for their ids
 }
@@ -38,9 +39,14 @@ type rig struct {
 // until the test ends.
 func start(t *testing.T, p Provider) *rig {
 	t.Helper()
+	ns := natstest.RunJetStream(t)
+	if p.JetStream != nil {
+		p.JetStream(ns.JS)
+	}
 	ch := p.Channel()
-	r := &rig{Provider: p, ns: natstest.RunJetStream(t), name: ch.Name()}
+	r := &rig{Provider: p, ns: ns, name: ch.Name()}
 	_, r.finder = ch.(channel.Finder)
+	_, r.sender = ch.(channel.Sender)
 	if err := bus.Provision(t.Context(), r.ns.JS, bus.Options{Channels: []string{r.name}}); err != nil {
 		t.Fatal(err)
 	}
@@ -58,10 +64,17 @@ func (r *rig) run(t *testing.T, ch channel.Channel) {
 		cancel()
 		t.Fatal(err)
 	}
-	if router, ok := ch.(channel.Router); ok && r.Serve != nil {
+	if r.Serve != nil {
 		mux := http.NewServeMux()
-		for route, h := range router.Routes(k) {
-			mux.Handle(route, h)
+		if router, ok := ch.(channel.Router); ok {
+			for route, h := range router.Routes(k) {
+				mux.Handle(route, h)
+			}
+		}
+		if pager, ok := ch.(channel.Pager); ok {
+			for route, h := range pager.Pages(k) {
+				mux.Handle(route, h)
+			}
 		}
 		r.Serve(t, mux)
 	}

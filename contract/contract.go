@@ -177,7 +177,7 @@ const (
 
 // WebSessionCookie names the browser session of a web chat user over
 // plain http (localhost): its value is a session WebSessions issued.
-// Ingress sets it; egress reads it (WebSession).
+// The web chat (channels/webchat) sets it and reads it.
 const WebSessionCookie = "ts_web"
 
 // WebSessionCookieHTTPS names the session over https: a __Host- cookie,

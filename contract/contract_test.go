@@ -10,7 +10,6 @@ import (
 	"image/color"
 	"image/jpeg"
 	"image/png"
-	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -942,26 +941,5 @@ func TestPluginChannelsGetMediaStoresOfTheirOwn(t *testing.T) {
 	}
 	if err := bus.Provision(ctx, s.JS, bus.Options{Channels: []string{"a.b"}}); !errors.Is(err, contract.ErrInvalidUser) {
 		t.Errorf("Provision of channel a.b: got %v; want %v", err, contract.ErrInvalidUser)
-	}
-}
-
-// A request's session is its __Host- cookie when it has one, whatever
-// ts_web a sibling host tossed beside it; else its plain ts_web.
-func TestWebSessionPrefersTheHostCookie(t *testing.T) {
-	for _, tt := range []struct {
-		cookies []*http.Cookie
-		want    string
-	}{
-		{[]*http.Cookie{{Name: "ts_web", Value: "tossed"}, {Name: "__Host-ts_web", Value: "own"}}, "own"},
-		{[]*http.Cookie{{Name: "ts_web", Value: "own"}}, "own"},
-		{nil, ""},
-	} {
-		r, _ := http.NewRequest("GET", "http://chat/", nil)
-		for _, c := range tt.cookies {
-			r.AddCookie(c)
-		}
-		if got, err := contract.WebSession(r); got != tt.want || (err != nil) != (tt.want == "") {
-			t.Errorf("%v: %q %v; want %q", tt.cookies, got, err, tt.want)
-		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 )
 
@@ -64,17 +63,4 @@ func WebSessionCookieName(https bool) string {
 		return WebSessionCookieHTTPS
 	}
 	return WebSessionCookie
-}
-
-// WebSession is the session r carries: its __Host- cookie, else its
-// plain one; http.ErrNoCookie when it carries neither.
-func WebSession(r *http.Request) (string, error) {
-	c, err := r.Cookie(WebSessionCookieHTTPS)
-	if err != nil {
-		c, err = r.Cookie(WebSessionCookie)
-	}
-	if err != nil {
-		return "", err
-	}
-	return c.Value, nil
 }

@@ -1,7 +1,6 @@
 package egress_test
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -64,34 +63,5 @@ func TestTwilioCaptions(t *testing.T) {
 	if msgs[2].Body != "sms" || len(msgs[2].MediaURLs) != 2 || msgs[3].Body != "first" || len(msgs[3].MediaURLs) != 1 {
 		t.Errorf("MMS: %q with %d images, %q with %d; want the reply with the two uncaptioned, then the captioned one",
 			msgs[2].Body, len(msgs[2].MediaURLs), msgs[3].Body, len(msgs[3].MediaURLs))
-	}
-}
-
-// The web chat's image and done events carry each image's caption.
-func TestWebEventCaptions(t *testing.T) {
-	img := withCaption(images[0], "The login form\nshows an error")
-	data := webEvents(t, 2, func(u contract.User) []contract.Event {
-		return []contract.Event{
-			{Kind: contract.KindImage, User: u, JobID: "m1", Image: &img},
-			{Kind: contract.KindDone, User: u, JobID: "m1", Text: "here", Images: []contract.Image{img, images[1]}, Status: contract.StatusOK},
-		}
-	})
-	var got []map[string]any
-	for _, d := range data {
-		var ev map[string]any
-		if err := json.Unmarshal(d, &ev); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, ev)
-	}
-	if c := got[0]["image"].(map[string]any)["caption"]; c != img.Caption {
-		t.Errorf("image event's caption %v; want %q", c, img.Caption)
-	}
-	imgs := got[1]["images"].([]any)
-	if c := imgs[0].(map[string]any)["caption"]; c != img.Caption {
-		t.Errorf("done event's first image caption %v; want %q", c, img.Caption)
-	}
-	if _, ok := imgs[1].(map[string]any)["caption"]; ok {
-		t.Errorf("done event's second image has a caption: %v", imgs[1])
 	}
 }

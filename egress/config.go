@@ -11,15 +11,9 @@ import (
 
 // Config of the egress service.
 type Config struct {
-	// WebChat streams web chat users' events to their browsers.
-	WebChat bool
-	// Sessions checks the web chat's sessions (ingress issues them).
-	Sessions contract.WebSessions
-	// KeepAlive is the interval of SSE comments that keep idle streams
-	// open (default 15 s).
-	KeepAlive time.Duration
 	// Channels are the channels on the port egress delivers to (Twilio's
-	// WhatsApp and SMS, Telegram), each a channel.Linker: their messages
+	// WhatsApp and SMS, Telegram), each a channel.Sender and a
+	// channel.Linker: their messages
 	// carry the media service's signed links under its MediaBase; a
 	// channel.Windowed one holds what its provider refuses outside its
 	// reply window, a channel.Reporter waits for its delivery reports.
@@ -30,18 +24,12 @@ type Config struct {
 	Signer contract.MediaSigner
 }
 
-// defaultKeepAlive spaces the SSE comments of an idle web chat stream.
-const defaultKeepAlive = 15 * time.Second
-
 // Default returns the configuration with every setting left zero set to
 // its default, and settings normalised (URLs without their trailing
 // slash, phone numbers written whatsapp:+1… made +1…). It never fails and
 // never checks; it copies the nested configs it fills in, so the caller's
 // stay as they were.
 func (c Config) Default() Config {
-	if c.KeepAlive == 0 {
-		c.KeepAlive = defaultKeepAlive
-	}
 	if c.Notion != nil {
 		n := notionDefaults(*c.Notion)
 		c.Notion = &n
@@ -52,12 +40,9 @@ func (c Config) Default() Config {
 // Validate checks the configuration as it will run (call it on Default's
 // result): nil, or every setting refused, each a *contract.ConfigError
 // (errors.Is(err, contract.ErrConfig) holds), so that all can be fixed at
-// once. The handles (Sessions, Signer) are New's to check.
+// once. The Signer is a handle, not a setting.
 func (c Config) Validate() error {
 	var errs []error
-	if c.KeepAlive <= 0 {
-		errs = append(errs, bad("KeepAlive", c.KeepAlive, "must be more than 0"))
-	}
 	if c.Notion != nil {
 		errs = append(errs, validateNotion(*c.Notion))
 	}

@@ -32,7 +32,6 @@ var badConfigs = []struct {
 	change   func(*egress.Config)
 	settings []string
 }{
-	{"keep-alive negative", func(c *egress.Config) { c.KeepAlive = -time.Second }, []string{"KeepAlive"}},
 	{"notion missing everything", func(c *egress.Config) { c.Notion = &notionmirror.Config{} },
 		[]string{"Notion.Client", "Notion.Database", "Notion.StatusProperty", "Notion.InProgress", "Notion.Done", "Notion.Failed", "Notion.MediaURL"}},
 	{"notion media url", func(c *egress.Config) { c.Notion.MediaURL = "media:8080" }, []string{"Notion.MediaURL"}},
@@ -70,7 +69,6 @@ func TestNewRefuses(t *testing.T) {
 func TestDefaultValidates(t *testing.T) {
 	for name, cfg := range map[string]egress.Config{
 		"nothing on": {},
-		"web chat":   {WebChat: true},
 		"everything": goodConfig(),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -102,7 +100,6 @@ func TestDefault(t *testing.T) {
 		what      string
 		got, want any
 	}{
-		{"KeepAlive", d.KeepAlive, 15 * time.Second},
 		{"Notion.MediaURL", n.MediaURL, "http://127.0.0.1:8080"},
 		{"Notion.ProgressEvery", n.ProgressEvery, 30 * time.Second},
 	} {

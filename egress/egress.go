@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/textslash/textslash/channel"
@@ -50,9 +49,13 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Egress, error
 	return e, nil
 }
 
-// add adds ch, a channel.Linker, to e's pusher, its links signed with
-// cfg's Signer under its MediaBase.
+// add adds ch, a channel.Sender and a channel.Linker, to e's pusher, its
+// links signed with cfg's Signer under its MediaBase.
 func (e *Egress) add(ch channel.Channel) error {
+	sender, ok := ch.(channel.Sender)
+	if !ok {
+		return fmt.Errorf("egress: channel %s is no channel.Sender: nothing can be pushed to it (a channel whose people pull their events runs with ingress alone)", ch.Name())
+	}
 	linker, ok := ch.(channel.Linker)
 	if !ok {
 		return fmt.Errorf("egress: channel %s is no channel.Linker: its images would have no links (a channel that uploads them runs with the kit)", ch.Name())
@@ -66,7 +69,7 @@ func (e *Egress) add(ch channel.Channel) error {
 		return err
 	}
 	base, signer := linker.MediaBase(), e.cfg.Signer
-	o := outlet{rules: rules, sender: ch, mediaURL: func(img contract.Image) string { return base + signer.URL(img, time.Now()) }}
+	o := outlet{rules: rules, sender: sender, mediaURL: func(img contract.Image) string { return base + signer.URL(img, time.Now()) }}
 	if w, ok := ch.(channel.Windowed); ok {
 		closed, template := w.Window()
 		o.window = &window{closed: closed, template: template}
@@ -103,18 +106,7 @@ func allowlist(cfg Config) *access.Allowlist {
 	return access.NewAllowlist(nil, ids)
 }
 
-// Handler serves the channels that deliver over HTTP (the web chat's event
-// stream).
-func (e *Egress) Handler() http.Handler {
-	mux := http.NewServeMux()
-	if e.cfg.WebChat {
-		mux.HandleFunc("GET /api/events", e.webEvents)
-	}
-	return mux
-}
-
-// Run delivers through the channels that push (WhatsApp, SMS, Config.Channels;
-// the web chat is pulled by browsers) and mirrors Notion tasks onto their
+// Run delivers through Config.Channels and mirrors Notion tasks onto their
 // pages, until ctx ends.
 func (e *Egress) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)

@@ -1,14 +1,8 @@
 package egress_test
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +10,6 @@ import (
 	"github.com/textslash/textslash/channels/twilio"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/contract/bus"
-	"github.com/textslash/textslash/egress"
-	"github.com/textslash/textslash/natstest"
 )
 
 // csvFile is a file the runner stored; the Telegram harness's media
@@ -101,73 +92,5 @@ func TestTwilioFileMediaURL(t *testing.T) {
 	}
 	if msgs[0].Body != "the data" {
 		t.Errorf("body %q", msgs[0].Body)
-	}
-}
-
-// webEvents runs egress's web chat, publishes the events events makes for a
-// new session's user, and returns the data of the first n events that
-// session's event stream sends.
-func webEvents(t *testing.T, n int, events func(u contract.User) []contract.Event) [][]byte {
-	t.Helper()
-	ns := natstest.RunJetStream(t)
-	if err := bus.Provision(t.Context(), ns.JS, bus.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	sessions, err := contract.NewWebSessions([]byte("web session key 0123456789"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cookie, u := sessions.New()
-	e, err := egress.New(egress.Config{WebChat: true, Sessions: sessions, Signer: signer}, ns.JS, testLog(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(e.Handler())
-	defer srv.Close()
-	for i, ev := range events(u) {
-		if err := bus.PublishEvent(t.Context(), ns.JS, ev, fmt.Sprintf("test-%d", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/api/events", nil)
-	req.AddCookie(&http.Cookie{Name: contract.WebSessionCookie, Value: cookie})
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	var out [][]byte
-	for len(out) < n && sc.Scan() {
-		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-			out = append(out, []byte(data))
-		}
-	}
-	if len(out) < n {
-		t.Fatalf("%d events; want %d: %v", len(out), n, sc.Err())
-	}
-	return out
-}
-
-// The web chat's done event carries a file's signed /files/ link, with its
-// name and type in images for the page to show a download link.
-func TestWebEventFile(t *testing.T) {
-	data := webEvents(t, 1, func(u contract.User) []contract.Event {
-		return []contract.Event{{Kind: contract.KindDone, User: u, JobID: "m1", Text: "the data", Images: []contract.Image{images[0], csvFile}, Status: contract.StatusOK}}
-	})
-	var got struct {
-		contract.Event
-		ImageURLs []string `json:"image_urls"`
-	}
-	if err := json.Unmarshal(data[0], &got); err != nil {
-		t.Fatal(err)
-	}
-	if len(got.ImageURLs) != 2 || !strings.HasPrefix(got.ImageURLs[1], "/files/f1/out.csv?e=") || !strings.HasPrefix(got.ImageURLs[0], "/images/a1.jpeg?e=") {
-		t.Fatalf("image_urls %q; want the image's, then the file's /files/ link", got.ImageURLs)
-	}
-	if !slices.Equal([]string{got.Images[1].Name, got.Images[1].ContentType}, []string{"out.csv", csvFile.ContentType}) {
-		t.Errorf("images %+v; want the file's name and type", got.Images)
 	}
 }

@@ -37,10 +37,7 @@ func TestConfigRefused(t *testing.T) {
 		cfg      ingress.Config
 		settings []string
 	}{
-		{"negative body cap", ingress.Config{MaxBodyBytes: -1}, []string{"MaxBodyBytes"}},
 		{"negative publish timeout", ingress.Config{PublishTimeout: -time.Second}, []string{"PublishTimeout"}},
-		{"negative session burst", ingress.Config{NewSessions: ingress.SessionLimit{Burst: -1}}, []string{"NewSessions.Burst"}},
-		{"negative session rate", ingress.Config{NewSessions: ingress.SessionLimit{Every: -time.Second}}, []string{"NewSessions.Every"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { refused(t, newIngress, tt.cfg, tt.settings...) })
@@ -56,7 +53,7 @@ func TestConfigDefault(t *testing.T) {
 	if err := d.Validate(); err != nil {
 		t.Fatalf("Validate of the defaults: %v", err)
 	}
-	if d.MaxBodyBytes <= 0 || d.PublishTimeout <= 0 || d.NewSessions.Burst <= 0 || d.NewSessions.Every <= 0 {
+	if d.PublishTimeout <= 0 {
 		t.Errorf("defaults %+v; want every limit set", d)
 	}
 	if d.Notion == no {

@@ -20,29 +20,17 @@ import (
 	"github.com/textslash/textslash/channel"
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/access"
-	"github.com/textslash/textslash/contract/bus"
 )
 
 // Config of the ingress service.
 type Config struct {
-	// MaxBodyBytes caps a request body; larger ones get 413.
-	MaxBodyBytes int64
 	// PublishTimeout bounds the wait for JetStream's acknowledgement.
 	PublishTimeout time.Duration
-	// WebChat serves the local web chat page and its message endpoint.
-	WebChat bool
-	// Sessions issues and checks the web chat's sessions.
-	Sessions contract.WebSessions
-	// PublicURL is where textslash is reached from outside, if anywhere:
-	// over https the web chat's cookies are Secure.
-	PublicURL string
-	// NewSessions bounds the web chat sessions one client address may
-	// start: NewSessions.Burst at once, then one per NewSessions.Every.
-	NewSessions SessionLimit
 	// Channels are the channels on the port whose inbound side this
-	// ingress runs (Twilio's WhatsApp and SMS, Telegram): each one's Run with the inbox as its Host
-	// (Run), its routes (a channel.Router) served by Handler, its people's
-	// attachments fetched with it (a channel.Fetcher).
+	// ingress runs (Twilio's WhatsApp and SMS, Telegram, the web chat):
+	// each one's Run with the inbox as its Host (Run), its webhooks (a
+	// channel.Router) served by Handler, its pages (a channel.Pager) by
+	// Pages, its people's attachments fetched with it (a channel.Fetcher).
 	Channels []channel.Channel
 	// Notion, when set, turns a Notion database's pages into messages.
 	Notion *Notion
@@ -56,17 +44,8 @@ const service = "ingress"
 // It never fails and never checks. The nested configs are copies: the
 // caller's are left as they were.
 func (c Config) Default() Config {
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = 64 << 10
-	}
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = DefaultPublishTimeout
-	}
-	if c.NewSessions.Burst == 0 {
-		c.NewSessions.Burst = 20
-	}
-	if c.NewSessions.Every == 0 {
-		c.NewSessions.Every = time.Minute
 	}
 	if c.Notion != nil {
 		n := c.Notion.withDefaults()
@@ -77,21 +56,11 @@ func (c Config) Default() Config {
 
 // Validate checks c as it will run (call it on Default's result): nil, or
 // every setting refused, each a *contract.ConfigError, joined, so that
-// they can all be fixed in one go. The web chat's Sessions is a handle,
-// not a setting: New checks it.
+// they can all be fixed in one go.
 func (c Config) Validate() error {
 	var errs []error
-	if c.MaxBodyBytes < 1 {
-		errs = append(errs, bad("MaxBodyBytes", c.MaxBodyBytes, "must be at least 1"))
-	}
 	if c.PublishTimeout <= 0 {
 		errs = append(errs, bad("PublishTimeout", c.PublishTimeout, "must be more than 0s"))
-	}
-	if c.NewSessions.Burst < 1 {
-		errs = append(errs, bad("NewSessions.Burst", c.NewSessions.Burst, "must be at least 1"))
-	}
-	if c.NewSessions.Every <= 0 {
-		errs = append(errs, bad("NewSessions.Every", c.NewSessions.Every, "must be more than 0s"))
 	}
 	if c.Notion != nil {
 		errs = append(errs, c.Notion.validate())
@@ -107,10 +76,9 @@ func bad(setting string, value any, reason string) *contract.ConfigError {
 
 // Ingress publishes inbound messages.
 type Ingress struct {
-	cfg      Config
-	js       jetstream.JetStream
-	sessions *sessionLimiter
-	log      zerolog.Logger
+	cfg Config
+	js  jetstream.JetStream
+	log zerolog.Logger
 	// inbox admits and publishes every channel's messages: who may
 	// talk is the configured numbers and chats, and, once Run has opened
 	// it, the people paired in.
@@ -126,10 +94,7 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Ingress, erro
 	if js == nil {
 		return nil, errors.New("ingress: no JetStream")
 	}
-	if cfg.WebChat && !cfg.Sessions.Valid() {
-		return nil, errors.New("ingress: the web chat needs its session key (Config.Sessions)")
-	}
-	i := &Ingress{cfg: cfg, js: js, log: log.With().Str("svc", "ingress").Logger(), sessions: newSessionLimiter(cfg.NewSessions)}
+	i := &Ingress{cfg: cfg, js: js, log: log.With().Str("svc", "ingress").Logger()}
 	i.inbox = NewInbox(js, access.NewAllowlist(nil, allowed(cfg.Channels)), cfg.PublishTimeout, i.log)
 	return i, nil
 }
@@ -141,7 +106,7 @@ func (i *Ingress) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, ch := range i.cfg.Channels {
 		if r, ok := ch.(channel.Router); ok {
-			for route, h := range r.Routes(inboxHost{i.inbox}) {
+			for route, h := range r.Routes(i.host(ch)) {
 				mux.Handle(route, h)
 			}
 		}
@@ -149,17 +114,25 @@ func (i *Ingress) Handler() http.Handler {
 	return mux
 }
 
-// WebChat serves the web chat's page and message endpoint; nil when the
-// web chat is off. Its users are whoever can reach it: put it behind the
-// web chat's own access check.
-func (i *Ingress) WebChat() http.Handler {
-	if !i.cfg.WebChat {
+// Pages serves the pages of the channels people use in a browser (the web
+// chat, a channel.Pager); nil when there are none. Their people are
+// whoever can reach them: put them behind the web chat's own access
+// check.
+func (i *Ingress) Pages() http.Handler {
+	var mux *http.ServeMux
+	for _, ch := range i.cfg.Channels {
+		if p, ok := ch.(channel.Pager); ok {
+			if mux == nil {
+				mux = http.NewServeMux()
+			}
+			for route, h := range p.Pages(i.host(ch)) {
+				mux.Handle(route, h)
+			}
+		}
+	}
+	if mux == nil {
 		return nil
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", i.webPage)
-	mux.HandleFunc("POST /api/messages", i.webMessage)
-	mux.HandleFunc("POST /api/files", i.webFile)
 	return mux
 }
 
@@ -168,23 +141,18 @@ func (i *Ingress) Routes() []string {
 	var routes []string
 	for _, ch := range i.cfg.Channels {
 		if r, ok := ch.(channel.Router); ok {
-			routes = append(routes, slices.Sorted(maps.Keys(r.Routes(inboxHost{i.inbox})))...)
+			routes = append(routes, slices.Sorted(maps.Keys(r.Routes(i.host(ch))))...)
 		}
 	}
 	return routes
 }
 
+// host is the Host ch publishes with.
+func (i *Ingress) host(channel.Channel) channel.Host { return inboxHost{i.inbox} }
+
 // Publish stores one inbound message in JetStream (Inbox.Publish).
 func (i *Ingress) Publish(ctx context.Context, in contract.Inbound) error {
 	return i.inbox.Publish(ctx, in)
-}
-
-// traced starts the journey of a message arriving in request r: its trace
-// id (see contract.NewTrace), in the context to publish it under and on
-// the log for the lines about it.
-func (i *Ingress) traced(r *http.Request) (context.Context, zerolog.Logger) {
-	trace := contract.NewTrace(r.Header.Get("traceparent"))
-	return contract.WithTrace(r.Context(), trace), bus.TraceLog(i.log, trace)
 }
 
 // messagesIn counts the people's messages stored in IN, by channel.
@@ -215,7 +183,10 @@ func allowed(chs []channel.Channel) map[string][]string {
 }
 
 // inboxHost is the Host the channels of Config.Channels publish with: the
-// inbox's admission (the allowlist, pairing codes), then its publish.
+// inbox's admission (the allowlist, pairing codes), then its publish. It
+// takes a person of any of them: Twilio's webhook, WhatsApp's route,
+// takes SMS's people too. (A plug-in channel's Host, the kit, takes its
+// own people only.)
 type inboxHost struct{ inbox *Inbox }
 
 func (h inboxHost) Publish(ctx context.Context, in contract.Inbound) error {

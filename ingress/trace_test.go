@@ -13,13 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/textslash/textslash/channels/twilio"
-
-	"github.com/textslash/textslash/channels/telegram"
-
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/textslash/textslash/channels/telegram"
+	"github.com/textslash/textslash/channels/twilio"
+	"github.com/textslash/textslash/channels/webchat"
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
 	"github.com/textslash/textslash/ingress"
@@ -45,19 +44,21 @@ func TestInboundTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	chat, err := webchat.New(webchat.Config{Sessions: sessions}, ns.JS, zerolog.New(&logs))
+	if err != nil {
+		t.Fatal(err)
+	}
 	in, err := ingress.New(ingress.Config{
-		WebChat:  true,
-		Sessions: sessions,
 		Channels: append(twilioChannels(t, ns.JS, twilio.Config{AuthToken: api.AuthToken, AccountSID: api.AccountSID, APIURL: api.URL,
 			PublicURL: publicURL, Allowed: []string{alice}}),
-			telegramChannel(t, ns.JS, telegram.Config{BotToken: telegramtest.Token, Secret: tgSecret, Allowed: []string{"4242"}})),
+			telegramChannel(t, ns.JS, telegram.Config{BotToken: telegramtest.Token, Secret: tgSecret, Allowed: []string{"4242"}}), chat),
 	}, ns.JS, zerolog.New(&logs))
 	if err != nil {
 		t.Fatal(err)
 	}
 	hooks := httptest.NewServer(in.Handler())
 	t.Cleanup(hooks.Close)
-	web := httptest.NewServer(in.WebChat())
+	web := httptest.NewServer(in.Pages())
 	t.Cleanup(web.Close)
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar}

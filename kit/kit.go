@@ -58,7 +58,7 @@ func Open(ctx context.Context, nc *nats.Conn, ch channel.Channel, log zerolog.Lo
 	allow := access.NewChannelAllowlist(name, allowed)
 	var errs []error
 	for _, id := range allowed {
-		if _, err := contract.NewUser(name, id); err != nil {
+		if _, err := contract.NewUser(name, id); err != nil && id != channel.Anyone {
 			errs = append(errs, contract.BadSetting("kit", "Channel.Allowed", id, "not a person id: letters, digits, - and _, at most 64"))
 		}
 	}
@@ -67,11 +67,13 @@ func Open(ctx context.Context, nc *nats.Conn, ch channel.Channel, log zerolog.Lo
 		retry = r.Retry()
 	}
 	k := &Kit{ch: ch, js: js, log: log, inbox: ingress.NewInbox(js, allow, 0, log)}
-	pusher, err := egress.NewPusher(js, allow, retry, log, egress.Channel{Name: name, Rules: ch.Rules(), Sender: ch, MediaURL: MediaRef, Attach: k.attach})
-	if err := errors.Join(append(errs, err)...); err != nil {
+	if s, ok := ch.(channel.Sender); ok {
+		k.pusher, err = egress.NewPusher(js, allow, retry, log, egress.Channel{Name: name, Rules: ch.Rules(), Sender: s, MediaURL: MediaRef, Attach: k.attach})
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	k.pusher = pusher
 	if err := k.inbox.Open(ctx); err != nil {
 		return nil, fmt.Errorf("kit: people paired in (has textslash provision run?): %w", err)
 	}
@@ -93,14 +95,18 @@ func (k *Kit) Publish(ctx context.Context, in contract.Inbound) error {
 
 // Run runs the channel (its Run, with the kit as its Host), delivers its
 // events (ts.ev.<name>.>, from its durable consumer egress-<name>, made or
-// updated here) through its Send, and answers the runner's media fetches
+// updated here) through its Send when it is a channel.Sender (a channel
+// that is none is pulled: its people read their events themselves), and
+// answers the runner's media fetches
 // for its people (ts.svc.media.fetch.<name>) when it is a
 // channel.Fetcher, until ctx ends or one of them fails; events in hand
 // then are handed back for the next run.
 func (k *Kit) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return k.ch.Run(ctx, k) })
-	g.Go(func() error { return k.pusher.Run(ctx) })
+	if k.pusher != nil { // a Sender
+		g.Go(func() error { return k.pusher.Run(ctx) })
+	}
 	if f, ok := k.ch.(channel.Fetcher); ok {
 		fetch := func(ctx context.Context, m contract.MediaFetch) ([]byte, string, error) {
 			return f.Fetch(ctx, m.Media.URL)

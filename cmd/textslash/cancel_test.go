@@ -16,9 +16,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/textslash/textslash/channels/webchat"
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
-	"github.com/textslash/textslash/egress"
 	"github.com/textslash/textslash/natstest"
 )
 
@@ -262,8 +262,8 @@ func TestStatusAndHelpOverWebChat(t *testing.T) {
 	if !strings.HasPrefix(got, "Working") || !strings.Contains(got, "sleep 3") {
 		t.Errorf("status while sleep 3 runs: got %q; want it to start with %q and name %q", got, "Working", "sleep 3")
 	}
-	if got := box.reply(contract.KindNotice, c.send("more")).Event.Text; got != egress.MsgNoMorePages {
-		t.Errorf("more: got %q; want %q", got, egress.MsgNoMorePages)
+	if got := box.reply(contract.KindNotice, c.send("more")).Event.Text; got != webchat.MsgNoMorePages {
+		t.Errorf("more: got %q; want %q", got, webchat.MsgNoMorePages)
 	}
 	if d := box.reply(contract.KindDone, id); d.Event.Status != contract.StatusOK {
 		t.Errorf("done of sleep 3: got status %q; want ok (status and more must not disturb the run)", d.Event.Status)

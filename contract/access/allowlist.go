@@ -21,6 +21,7 @@ import (
 // configured lists count.
 type Allowlist struct {
 	listed map[string]bool // PersonKeys; written by NewAllowlist only
+	anyone map[string]bool // channels whose every person is let in (the id "*")
 	// keys filters the people bucket's keys followed: a plug-in channel's
 	// own (<channel>.>), which is all its NATS user may read; "" all.
 	keys   string
@@ -37,23 +38,31 @@ type opened struct {
 
 // NewAllowlist lists the E.164 numbers (WhatsApp and SMS) and the ids
 // of the people of other channels (by channel: Telegram's chat ids) the
-// configuration allows. An entry that is no person lists nobody: each
-// service's Validate refuses it before.
+// configuration allows; the id "*" (channel.Anyone) lets in everyone of
+// its channel. An entry that is no person lists nobody: each service's
+// Validate refuses it before.
 func NewAllowlist(numbers []string, ids map[string][]string) *Allowlist {
-	a := &Allowlist{listed: map[string]bool{}}
+	a := &Allowlist{listed: map[string]bool{}, anyone: map[string]bool{}}
 	for _, n := range numbers {
 		if u, err := contract.PhoneUser(contract.ChannelSMS, n); err == nil {
 			a.listed[contract.PersonKey(u)] = true
 		}
 	}
 	for channel, list := range ids {
-		for _, id := range list {
-			if u, err := contract.NewUser(channel, id); err == nil {
-				a.listed[contract.PersonKey(u)] = true
-			}
-		}
+		a.list(channel, list)
 	}
 	return a
+}
+
+// list lists ids of channel.
+func (a *Allowlist) list(channel string, ids []string) {
+	for _, id := range ids {
+		if id == "*" {
+			a.anyone[channel] = true
+		} else if u, err := contract.NewUser(channel, id); err == nil {
+			a.listed[contract.PersonKey(u)] = true
+		}
+	}
 }
 
 // NewChannelAllowlist lists the people ids allowed on one channel, a
@@ -61,12 +70,8 @@ func NewAllowlist(numbers []string, ids map[string][]string) *Allowlist {
 // channel.Channel.Allowed), and follows that channel's people paired in
 // alone. An id that is no subject token lists nobody.
 func NewChannelAllowlist(channel string, ids []string) *Allowlist {
-	a := &Allowlist{listed: map[string]bool{}, keys: channel + ".>"}
-	for _, id := range ids {
-		if u, err := contract.NewUser(channel, id); err == nil {
-			a.listed[contract.PersonKey(u)] = true
-		}
-	}
+	a := &Allowlist{listed: map[string]bool{}, anyone: map[string]bool{}, keys: channel + ".>"}
+	a.list(channel, ids)
 	return a
 }
 
@@ -88,7 +93,7 @@ func (a *Allowlist) Open(ctx context.Context, js jetstream.JetStream) error {
 // Allows reports whether u may talk to textslash: listed, or paired in as
 // far as the watch of the people bucket has seen.
 func (a *Allowlist) Allows(u contract.User) bool {
-	return a.listed[contract.PersonKey(u)] || a.people.Load().Has(u)
+	return a.anyone[u.Channel] || a.listed[contract.PersonKey(u)] || a.people.Load().Has(u)
 }
 
 // AllowsNow is Allows, else the people bucket itself: the watch may not

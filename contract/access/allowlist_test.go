@@ -94,6 +94,27 @@ func TestChannelAllowlist(t *testing.T) {
 	}
 }
 
+// The id "*" lets in everyone of its channel, and of no other.
+func TestAllowlistAnyone(t *testing.T) {
+	a := access.NewAllowlist(nil, map[string][]string{contract.ChannelWeb: {"*"}, "slack": {"U1"}})
+	c := access.NewChannelAllowlist("line", []string{"*"})
+	for _, tt := range []struct {
+		a    *access.Allowlist
+		u    contract.User
+		want bool
+	}{
+		{a, contract.User{Channel: contract.ChannelWeb, ID: "0a1b2c"}, true},
+		{a, contract.User{Channel: "slack", ID: "U2"}, false},
+		{a, contract.User{Channel: contract.ChannelTelegram, ID: "4242"}, false},
+		{c, contract.User{Channel: "line", ID: "Uabc"}, true},
+		{c, contract.User{Channel: "slack", ID: "Uabc"}, false},
+	} {
+		if got := tt.a.Allows(tt.u); got != tt.want {
+			t.Errorf("Allows(%s) = %v; want %v", tt.u, got, tt.want)
+		}
+	}
+}
+
 // servePairing serves the pairing service with p until the test ends,
 // and returns once it answers.
 func servePairing(t *testing.T, s *natstest.Server, p *access.Pairing) {

@@ -61,7 +61,7 @@ type config struct {
 	NATSSync            bool          `name:"nats-sync" var:"TEXTSLASH_NATS_SYNC" help:"the embedded NATS writes every message through to disk before acknowledging it; the server dies with this process, so without it a crash loses the last milliseconds of acknowledged messages"`
 	Host                string        `name:"host" var:"TEXTSLASH_HOST" default:"127.0.0.1" help:"address the HTTP listener binds; anything but loopback requires the web chat token"`
 	Port                int           `name:"port" var:"PORT" default:"3000" help:"HTTP port"`
-	Web                 bool          `name:"web" var:"TEXTSLASH_WEB" sets:"ingress.WebChat,egress.WebChat" default:"true" negatable:"" help:"serve the local web chat (needs ingress and egress in this process)"`
+	Web                 bool          `name:"web" var:"TEXTSLASH_WEB" default:"true" negatable:"" help:"serve the local web chat (needs ingress and egress in this process)"`
 	WebToken            string        `name:"web-token" var:"TEXTSLASH_WEB_TOKEN" help:"token the web chat requires when others can reach it (bound beyond loopback, PUBLIC_URL, a provider or TEXTSLASH_ALLOWED_HOSTS set); made once and kept in <data>/web/token when empty, and logged in the web chat's URL when required (on loopback alone it still lets you in when others used up the new sessions: open /?token=<it>)"`
 	AllowedHosts        string        `name:"allowed-hosts" var:"TEXTSLASH_ALLOWED_HOSTS" help:"comma-separated host names the HTTP listener answers besides localhost and PUBLIC_URL's (a tunnel's or proxy's name); requests for any other name are refused, as a DNS-rebinding page's are"`
 	Agent               string        `name:"agent" var:"TEXTSLASH_AGENT" sets:"runner.Agent,dispatcher.Agent" help:"agent: shell (bash in the workspace), claude (Claude Code headless), gemini, codex or opencode (Gemini CLI, Codex through codex-acp, opencode: spoken to over the Agent Client Protocol), acp:<command line> (any other agent speaking it), or any command line (run with bash -c; the message on stdin, the reply on stdout, lines ::progress:: <text> and ::approval:: as markers); default claude when installed and runnable (not as root without --agent-user), else shell"`
@@ -116,7 +116,7 @@ type config struct {
 	TwilioService       string        `name:"twilio-messaging-service-sid" var:"TWILIO_MESSAGING_SERVICE_SID" sets:"twilio.MessagingServiceSID" help:"send through this Messaging Service instead of the phone number"`
 	TwilioAPI           string        `name:"twilio-api-url" var:"TEXTSLASH_TWILIO_API_URL" sets:"twilio.APIURL" help:"send Twilio API requests to this base URL instead of https://api.twilio.com (tests, proxies)"`
 	TwilioWindow        string        `name:"twilio-content-sid-window" var:"TWILIO_CONTENT_SID_WINDOW" sets:"twilio.WindowContentSID" help:"Content SID (HX…) of an approved WhatsApp template without variables that tells a person a reply waits for them (Your task finished. Reply to see the result.), sent once when WhatsApp refuses a message outside its 24-hour window; the refused messages are held and go out when the person writes, with or without it"`
-	PublicURL           string        `name:"public-url" var:"PUBLIC_URL" sets:"ingress.PublicURL,twilio.PublicURL,telegram.PublicURL,slack.PublicURL,runner.ChatURL" help:"the https URL Twilio reaches this server at (webhook signatures, image links, status callbacks); set Twilio's webhook to <it>/webhook (and Slack's Events API request URL to <it>/slack/events when SLACK_APP_TOKEN is not set); Telegram's webhook is set to <it>/telegram/webhook at start"`
+	PublicURL           string        `name:"public-url" var:"PUBLIC_URL" sets:"webchat.PublicURL,twilio.PublicURL,telegram.PublicURL,slack.PublicURL,runner.ChatURL" help:"the https URL Twilio reaches this server at (webhook signatures, image links, status callbacks); set Twilio's webhook to <it>/webhook (and Slack's Events API request URL to <it>/slack/events when SLACK_APP_TOKEN is not set); Telegram's webhook is set to <it>/telegram/webhook at start"`
 	Allowed             string        `name:"allowed-phone-numbers" var:"ALLOWED_PHONE_NUMBERS" sets:"twilio.Allowed" help:"comma-separated E.164 numbers that may use textslash over WhatsApp or SMS; others are ignored"`
 	StatusCallbacks     bool          `name:"twilio-status-callbacks" var:"TEXTSLASH_TWILIO_STATUS_CALLBACKS" sets:"twilio.StatusCallbacks" default:"true" negatable:"" help:"ask Twilio for delivery status and send a person's next message only after the previous one is sent, so replies arrive in order"`
 	ProgressEvery       time.Duration `name:"progress-every" var:"TEXTSLASH_PROGRESS_EVERY" sets:"twilio.WhatsApp.ProgressEvery,twilio.SMS.ProgressEvery" default:"${progress_every}" help:"least time between two progress messages to one WhatsApp or SMS user; the latest progress wins"`
@@ -297,6 +297,9 @@ func (c *config) setServices(list string, webSet bool) error {
 	if len(c.Services) == 0 {
 		return errors.New("TEXTSLASH_SERVICES: no service to run")
 	}
+	// The web chat is ingress's channel, but its browsers pull their
+	// events from EVENTS, which nats.conf's ingress user may not read: it
+	// runs where egress, whose user may, runs too.
 	if c.Web && !(c.runs(Ingress) && c.runs(Egress)) {
 		if webSet {
 			return errors.New("TEXTSLASH_WEB: the web chat needs ingress and egress in one process (set TEXTSLASH_WEB=false)")

@@ -41,8 +41,7 @@ type partEnv struct {
 var makeParts = map[string]func(context.Context, *config, partEnv) (part, error){
 	Ingress: func(ctx context.Context, cfg *config, env partEnv) (part, error) {
 		ic := cfg.ingressConfig()
-		ic.Sessions = env.sessions
-		chs, err := cfg.builtins(ctx, env.js, env.log, true)
+		chs, err := cfg.builtins(ctx, env, true)
 		if err != nil {
 			return part{}, err
 		}
@@ -55,8 +54,8 @@ var makeParts = map[string]func(context.Context, *config, partEnv) (part, error)
 		for _, route := range in.Routes() {
 			p.routes[route] = in.Handler()
 		}
-		if cfg.Web {
-			p.web["/"] = in.WebChat()
+		if pages := in.Pages(); pages != nil {
+			p.web["/"] = pages
 		}
 		return p, nil
 	},
@@ -97,8 +96,8 @@ var makeParts = map[string]func(context.Context, *config, partEnv) (part, error)
 	},
 	Egress: func(ctx context.Context, cfg *config, env partEnv) (part, error) {
 		ec := cfg.egressConfig()
-		ec.Sessions, ec.Signer = env.sessions, env.signer
-		chs, err := cfg.builtins(ctx, env.js, env.log, false)
+		ec.Signer = env.signer
+		chs, err := cfg.builtins(ctx, env, false)
 		if err != nil {
 			return part{}, err
 		}
@@ -107,10 +106,6 @@ var makeParts = map[string]func(context.Context, *config, partEnv) (part, error)
 		if err != nil {
 			return part{}, err
 		}
-		p := part{run: out.Run, web: map[string]http.Handler{}}
-		if cfg.Web {
-			p.web["GET /api/events"] = endsAtShutdown(out.Handler())
-		}
-		return p, nil
+		return part{run: out.Run}, nil
 	},
 }

@@ -17,7 +17,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/textslash/textslash/ingress"
+	"github.com/textslash/textslash/channels/webchat"
+	"github.com/textslash/textslash/contract"
 )
 
 // What reaches textslash's HTTP listener, in the order it is checked:
@@ -60,14 +61,14 @@ func servedHosts(cfg config) hosts {
 	if !loopback(cfg.Host) {
 		h.anyIP, h.oneWord = true, true
 		if cfg.Host != "" && net.ParseIP(cfg.Host) == nil {
-			h.names[ingress.HostName(cfg.Host)] = true
+			h.names[contract.HostName(cfg.Host)] = true
 		}
 	}
 	return h
 }
 
 func (h hosts) serves(hostport string) bool {
-	host := ingress.HostName(hostport)
+	host := contract.HostName(hostport)
 	if ip := net.ParseIP(host); ip != nil {
 		return ip.IsLoopback() || h.anyIP
 	}
@@ -107,11 +108,11 @@ func (c *config) exposed() bool {
 	return !loopback(c.Host) || c.PublicURL != "" || c.twilio() || c.telegram() || len(c.allowedHosts()) > 0
 }
 
-// allowedHosts is TEXTSLASH_ALLOWED_HOSTS, spelt as ingress.HostName.
+// allowedHosts is TEXTSLASH_ALLOWED_HOSTS, spelt as contract.HostName.
 func (c *config) allowedHosts() []string {
 	var names []string
 	for _, n := range strings.Split(c.AllowedHosts, ",") {
-		if n = ingress.HostName(strings.TrimSpace(n)); n != "" {
+		if n = contract.HostName(strings.TrimSpace(n)); n != "" {
 			names = append(names, n)
 		}
 	}
@@ -119,13 +120,13 @@ func (c *config) allowedHosts() []string {
 }
 
 // public reports whether r came through the public side: to PUBLIC_URL's
-// or an allowed name, on any port and however spelt (ingress.HostName),
+// or an allowed name, on any port and however spelt (contract.HostName),
 // or through a proxy or tunnel (which say whom they forward for).
 func (c *config) public(r *http.Request) bool {
 	if r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "" {
 		return true
 	}
-	host := ingress.HostName(r.Host)
+	host := contract.HostName(r.Host)
 	// A PUBLIC_URL on loopback (a local test of the providers) is no
 	// public side.
 	if host == publicName(c.PublicURL) && !loopback(host) {
@@ -134,14 +135,14 @@ func (c *config) public(r *http.Request) bool {
 	return slices.Contains(c.allowedHosts(), host)
 }
 
-// publicName is the host name of PUBLIC_URL, spelt as ingress.HostName;
+// publicName is the host name of PUBLIC_URL, spelt as contract.HostName;
 // empty when there is none.
 func publicName(publicURL string) string {
 	u, err := url.Parse(publicURL)
 	if err != nil {
 		return ""
 	}
-	return ingress.HostName(u.Host)
+	return contract.HostName(u.Host)
 }
 
 // internalOnly serves next to requests that did not come through the
@@ -158,7 +159,7 @@ func internalOnly(cfg config, next http.Handler) http.Handler {
 }
 
 // webAuth marks the requests that carry the web chat's token as the
-// operator's (ingress.Operator: never refused a session for what anonymous
+// operator's (webchat.Operator: never refused a session for what anonymous
 // clients used up). The token comes once in the URL (?token=); exposed,
 // it becomes a cookie (Secure over https) and is required. Not exposed,
 // the web chat needs no token, and no cookie is set: any port of this
@@ -172,13 +173,13 @@ func webAuth(cfg config, log zerolog.Logger, next http.Handler) http.Handler {
 		if t := r.URL.Query().Get("token"); t != "" && ok(t) {
 			if exposed {
 				http.SetCookie(w, &http.Cookie{Name: cookie, Value: t, Path: "/", HttpOnly: true,
-					Secure: ingress.HTTPS(r, cfg.PublicURL), SameSite: http.SameSiteLaxMode})
+					Secure: webchat.HTTPS(r, cfg.PublicURL), SameSite: http.SameSiteLaxMode})
 			}
-			next.ServeHTTP(w, ingress.Operator(r))
+			next.ServeHTTP(w, webchat.Operator(r))
 			return
 		}
 		if c, err := r.Cookie(cookie); err == nil && ok(c.Value) {
-			next.ServeHTTP(w, ingress.Operator(r))
+			next.ServeHTTP(w, webchat.Operator(r))
 			return
 		}
 		if !exposed {

@@ -92,20 +92,15 @@ func newLogger(cfg config, w io.Writer) zerolog.Logger {
 }
 
 // serveHTTP serves h on cfg's host and PORT in g until ctx ends, then
-// shuts the server down (5 s for the requests in flight; the streams
-// marked endsAtShutdown end at once).
+// shuts the server down (5 s for the requests in flight; the web chat's
+// event streams end with the web chat, as ctx ends).
 func serveHTTP(ctx context.Context, g *errgroup.Group, cfg config, h http.Handler) (net.Listener, error) {
 	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s (PORT, TEXTSLASH_HOST): %w", addr, err)
 	}
-	stopping, stop := context.WithCancel(context.Background())
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context {
-			return context.WithValue(context.Background(), stoppingKey{}, stopping)
-		}}
-	srv.RegisterOnShutdown(stop)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("http: %w", err)
@@ -119,28 +114,6 @@ func serveHTTP(ctx context.Context, g *errgroup.Group, cfg config, h http.Handle
 		return srv.Shutdown(sctx)
 	})
 	return ln, nil
-}
-
-// stoppingKey is the context value of serveHTTP's requests that is done
-// when the server begins to shut down.
-type stoppingKey struct{}
-
-// endsAtShutdown ends h's requests when the server serving them begins to
-// shut down. For streams that never end on their own (the web chat's
-// events): http.Server.Shutdown waits for the requests in flight, and
-// would wait for them until its deadline.
-func endsAtShutdown(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		stopping, ok := r.Context().Value(stoppingKey{}).(context.Context)
-		if !ok {
-			h.ServeHTTP(w, r)
-			return
-		}
-		ctx, cancel := context.WithCancel(r.Context())
-		defer cancel()
-		defer context.AfterFunc(stopping, cancel)()
-		h.ServeHTTP(w, r.WithContext(ctx))
-	})
 }
 
 // parts are the services cfg runs, in the order of All (whatever
@@ -252,7 +225,7 @@ func (cfg *config) mux(parts []part, nc *nats.Conn, js jetstream.JetStream, log 
 			web.Handle(route, h)
 		}
 	}
-	if cfg.Web { // validated: ingress and egress, which serve it, are both here
+	if cfg.Web { // validated: ingress, which serves it, is here (and egress)
 		mux.Handle("/", webAuth(*cfg, log, webOrigin(log, web)))
 	}
 	mux.Handle("GET /metrics", internalOnly(*cfg, promhttp.Handler()))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/textslash/textslash/channels/telegram"
 	"github.com/textslash/textslash/channels/twilio"
+	"github.com/textslash/textslash/channels/webchat"
 
 	"github.com/textslash/textslash/channels/discord"
 	"github.com/textslash/textslash/channels/slack"
@@ -121,6 +122,7 @@ var configTypes = map[string]reflect.Type{
 	discord.Channel:  reflect.TypeFor[discord.Config](),
 	telegram.Channel: reflect.TypeFor[telegram.Config](),
 	"twilio":         reflect.TypeFor[twilio.Config](),
+	webchatService:   reflect.TypeFor[webchat.Config](),
 }
 
 // Every setting's value reaches the services' fields its sets tag names,
@@ -185,7 +187,8 @@ func TestEverySettingReachesItsServiceFields(t *testing.T) {
 	}
 	configs := map[string]any{Ingress: c.ingressConfig(), Dispatcher: c.dispatcherConfig(), Runner: c.runnerConfig(),
 		Media: c.mediaConfig(), Egress: c.egressConfig(), slack.Channel: c.slackChannel(),
-		discord.Channel: c.discordChannel(), telegram.Channel: c.telegramConfig(), "twilio": c.twilioConfig()}
+		discord.Channel: c.discordChannel(), telegram.Channel: c.telegramConfig(), "twilio": c.twilioConfig(),
+		webchatService: c.webchatConfig(partEnv{})}
 	n := 0
 	for _, s := range tagged {
 		smp := samples[settings.FieldByIndex(s.index).Type()]

@@ -1,4 +1,4 @@
-package egress
+package webchat
 
 import (
 	"encoding/json"
@@ -17,42 +17,46 @@ import (
 // MsgNoMorePages answers "more" on the web chat.
 const MsgNoMorePages = "The web chat has no pages: press Show all under a long reply to read it whole, or Download to keep it."
 
-// webEvent is what the browser receives: the event plus what the web
+// event is what the browser receives: the event plus what the web
 // channel adds (where to fetch each image).
-type webEvent struct {
+type event struct {
 	contract.Event
 	ImageURL  string   `json:"image_url,omitempty"`
 	ImageURLs []string `json:"image_urls,omitempty"`
 }
 
-// webEvents streams one web chat user's events as Server-Sent Events. Each
+// events streams one person's events as Server-Sent Events. Each
 // event's id is its EVENTS stream sequence, so a browser reconnecting with
 // Last-Event-ID resumes exactly where it stopped; a new page gets the
 // session's history first.
-func (e *Egress) webEvents(w http.ResponseWriter, r *http.Request) {
-	u, ok := e.webUser(w, r)
-	if !ok {
+func (c *WebChat) events(w http.ResponseWriter, r *http.Request) {
+	u, err := c.user(r)
+	if err != nil {
+		http.Error(w, "no web chat session: open / first", http.StatusUnauthorized)
 		return
 	}
-	msgs, stop, ok := e.webConsume(w, r, u)
+	msgs, stop, ok := c.consume(w, r, u)
 	if !ok {
 		return
 	}
 	defer stop()
 	flush := openStream(w)
-	log := e.log.With().Str("user", u.Key()).Logger()
+	log := c.log.With().Str("user", u.Key()).Logger()
 	log.Debug().Msg("web events stream open")
-	keepAlive := time.NewTicker(e.cfg.KeepAlive)
+	keepAlive := time.NewTicker(c.cfg.KeepAlive)
 	defer keepAlive.Stop()
 	for {
 		select {
 		case <-r.Context().Done():
 			log.Debug().Msg("web events stream closed")
 			return
+		case <-c.stopped:
+			log.Debug().Msg("web events stream ended: the web chat stops")
+			return
 		case <-keepAlive.C:
 			fmt.Fprint(w, ": keep-alive\n\n")
 		case m := <-msgs:
-			if !e.writeWebEvent(w, log, m) {
+			if !c.write(w, log, m) {
 				continue
 			}
 		}
@@ -60,26 +64,10 @@ func (e *Egress) webEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// webUser is the web chat user of r's session; false when there is none,
-// and r is answered.
-func (e *Egress) webUser(w http.ResponseWriter, r *http.Request) (contract.User, bool) {
-	session, err := contract.WebSession(r)
-	if err != nil {
-		http.Error(w, "no web chat session: open / first", http.StatusUnauthorized)
-		return contract.User{}, false
-	}
-	u, err := e.cfg.Sessions.User(session)
-	if err != nil {
-		http.Error(w, "no web chat session: open / first", http.StatusUnauthorized)
-		return contract.User{}, false
-	}
-	return u, true
-}
-
-// webConsume reads u's events, from the one after the browser's
+// consume reads u's events, from the one after the browser's
 // Last-Event-ID, else from the first, until r ends or stop is called;
 // false when it cannot, and r is answered.
-func (e *Egress) webConsume(w http.ResponseWriter, r *http.Request, u contract.User) (msgs <-chan jetstream.Msg, stop func(), ok bool) {
+func (c *WebChat) consume(w http.ResponseWriter, r *http.Request, u contract.User) (msgs <-chan jetstream.Msg, stop func(), ok bool) {
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{contract.UserEvents(u)},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
@@ -89,25 +77,25 @@ func (e *Egress) webConsume(w http.ResponseWriter, r *http.Request, u contract.U
 		cfg.OptStartSeq = last + 1
 	}
 	ctx := r.Context()
-	cons, err := e.js.OrderedConsumer(ctx, contract.StreamEvents, cfg)
+	cons, err := c.js.OrderedConsumer(ctx, contract.StreamEvents, cfg)
 	if err != nil {
-		e.log.Error().Err(err).Str("user", u.Key()).Msg("web events consumer")
+		c.log.Error().Err(err).Str("user", u.Key()).Msg("web events consumer")
 		http.Error(w, "events unavailable; retry", http.StatusServiceUnavailable)
 		return nil, nil, false
 	}
-	c := make(chan jetstream.Msg, 64)
+	in := make(chan jetstream.Msg, 64)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		select {
-		case c <- m:
+		case in <- m:
 		case <-ctx.Done():
 		}
 	})
 	if err != nil {
-		e.log.Error().Err(err).Str("user", u.Key()).Msg("web events consume")
+		c.log.Error().Err(err).Str("user", u.Key()).Msg("web events consume")
 		http.Error(w, "events unavailable; retry", http.StatusServiceUnavailable)
 		return nil, nil, false
 	}
-	return c, cc.Stop, true
+	return in, cc.Stop, true
 }
 
 // openStream answers with an event stream's headers and returns how to
@@ -127,9 +115,9 @@ func openStream(w http.ResponseWriter) (flush func()) {
 	return flush
 }
 
-// writeWebEvent writes one event to the stream as the browser gets it;
+// write writes one event to the stream as the browser gets it;
 // false when it is skipped (unreadable).
-func (e *Egress) writeWebEvent(w http.ResponseWriter, log zerolog.Logger, m jetstream.Msg) bool {
+func (c *WebChat) write(w http.ResponseWriter, log zerolog.Logger, m jetstream.Msg) bool {
 	md, err := m.Metadata()
 	if err != nil {
 		return false
@@ -144,12 +132,12 @@ func (e *Egress) writeWebEvent(w http.ResponseWriter, log zerolog.Logger, m jets
 		// The web chat shows every reply whole: there are no pages.
 		ev.Kind, ev.Text = contract.KindNotice, MsgNoMorePages
 	}
-	out := webEvent{Event: ev}
+	out := event{Event: ev}
 	if ev.Image != nil {
-		out.ImageURL = e.cfg.Signer.URL(*ev.Image, time.Now())
+		out.ImageURL = c.cfg.Signer.URL(*ev.Image, time.Now())
 	}
 	for _, img := range ev.Images {
-		out.ImageURLs = append(out.ImageURLs, e.cfg.Signer.URL(img, time.Now()))
+		out.ImageURLs = append(out.ImageURLs, c.cfg.Signer.URL(img, time.Now()))
 	}
 	data, _ := json.Marshal(out)
 	fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", md.Sequence.Stream, ev.Kind, data)
