@@ -1,7 +1,8 @@
 // Package channeltest is the conformance suite every channel written on
 // the port (channel.Channel) runs: one set of cases, each a subtest, that
 // drives the channel against its fake provider through the fake's real
-// inbound path, with the kit on a real embedded JetStream. The suite plays
+// inbound path, with its runtime (the kit, or ingress and egress for a built-in
+// channel: RunBuiltIn) on a real embedded JetStream. The suite plays
 // the dispatcher's and the runner's part only through NATS (it reads the
 // IN stream and publishes events), never through the channel's insides,
 // so a case says what a person on that channel sees.
@@ -32,7 +33,7 @@ import (
 // fake cannot, and the cases that need them are skipped.
 type Provider struct {
 	// Channel makes the channel against the fake, allowing Person only.
-	// It is called once for each start of the kit: again after a
+	// It is called once for each start of the runtime: again after a
 	// restart, as a new process would make it.
 	Channel func() channel.Channel
 	// JetStream, when set, is handed the suite's JetStream before Channel
@@ -60,7 +61,7 @@ type Provider struct {
 	// nil when the channel shows no buttons.
 	Press func(t *testing.T, who string, m Sent, choice string)
 	// Serve, for a channel.Router or a channel.Pager, is handed its routes
-	// and pages (publishing with the kit) each time the kit starts: the
+	// and pages (publishing with the runtime's Host) each time it starts: the
 	// fake's HTTP deliveries (a browser's requests) go there. Nil for a
 	// channel without routes.
 	Serve func(t *testing.T, routes http.Handler)
@@ -109,12 +110,25 @@ var (
 	ErrUnguarded = errors.New("the channel cannot tell a spoof from its provider's message")
 )
 
-// Run runs every case against a channel: fake makes a new fake provider,
-// and the channel on it, for each case.
+// Run runs every case against a channel, with the kit as its runtime (a
+// plug-in channel's): fake makes a new fake provider, and the channel on
+// it, for each case.
 func Run(t *testing.T, fake func(t *testing.T) Provider) {
+	run(t, fake, kitRuntime)
+}
+
+// RunBuiltIn runs every case against a built-in channel with the runtime
+// that runs it in textslash: ingress (its Run, webhooks, pages and
+// admission) and, for a channel.Sender, egress (its pusher, with
+// the reply window and delivery reports a channel says it has).
+func RunBuiltIn(t *testing.T, fake func(t *testing.T) Provider) {
+	run(t, fake, builtInRuntime)
+}
+
+func run(t *testing.T, fake func(t *testing.T) Provider, rt runtime) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := start(t, fake(t))
+			r := start(t, fake(t), rt)
 			c.run(t, r)
 		})
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/textslash/textslash/channel"
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/contract/bus"
+	"github.com/textslash/textslash/egress"
+	"github.com/textslash/textslash/ingress"
 	"github.com/textslash/textslash/kit"
 	"github.com/textslash/textslash/natstest"
 )
@@ -24,27 +26,28 @@ import (
 const within = 30 * time.Second
 
 // rig is one case's world: the fake provider, a real embedded JetStream
-// provisioned for the channel, and the kit running the channel on it.
+// provisioned for the channel, and the runtime running the channel on it.
 type rig struct {
 	Provider
-	ns     *natstest.Server
-	name   string
-	finder bool // the channel is a channel.Finder
-	sender bool // the channel is a channel.Sender (not pulled)
-	stop   func()
-	events int // events published, for their ids
+	runtime runtime
+	ns      *natstest.Server
+	name    string
+	finder  bool // the channel is a channel.Finder
+	sender  bool // the channel is a channel.Sender (not pulled)
+	stop    func()
+	events  int // events published, for their ids
 }
 
-// start provisions JetStream for p's channel and runs it with the kit
+// start provisions JetStream for p's channel and runs it with rt
 // until the test ends.
-func start(t *testing.T, p Provider) *rig {
+func start(t *testing.T, p Provider, rt runtime) *rig {
 	t.Helper()
 	ns := natstest.RunJetStream(t)
 	if p.JetStream != nil {
 		p.JetStream(ns.JS)
 	}
 	ch := p.Channel()
-	r := &rig{Provider: p, ns: ns, name: ch.Name()}
+	r := &rig{Provider: p, runtime: rt, ns: ns, name: ch.Name()}
 	_, r.finder = ch.(channel.Finder)
 	_, r.sender = ch.(channel.Sender)
 	if err := bus.Provision(t.Context(), r.ns.JS, bus.Options{Channels: []string{r.name}}); err != nil {
@@ -55,42 +58,89 @@ func start(t *testing.T, p Provider) *rig {
 	return r
 }
 
-// run runs ch with a kit of its own until stop.
+// run runs ch with a runtime of its own until stop.
 func (r *rig) run(t *testing.T, ch channel.Channel) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	k, err := kit.Open(ctx, r.ns.NC, ch, zerolog.New(zerolog.NewTestWriter(t)))
+	routes, runs, err := r.runtime(ctx, r.ns, ch, zerolog.New(zerolog.NewTestWriter(t)))
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	if r.Serve != nil {
-		mux := http.NewServeMux()
-		if router, ok := ch.(channel.Router); ok {
-			for route, h := range router.Routes(k) {
-				mux.Handle(route, h)
-			}
-		}
-		if pager, ok := ch.(channel.Pager); ok {
-			for route, h := range pager.Pages(k) {
-				mux.Handle(route, h)
-			}
-		}
-		r.Serve(t, mux)
+		r.Serve(t, routes)
 	}
-	done := make(chan error, 1)
-	go func() { done <- k.Run(ctx) }()
+	done := make(chan error, len(runs))
+	for _, run := range runs {
+		go func() { done <- run(ctx) }()
+	}
 	r.stop = func() {
 		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("kit.Run: %v", err)
+		for range runs {
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("the channel's runtime: %v", err)
+			}
 		}
 		r.stop = func() {}
 	}
 }
 
-// restart stops the kit and runs a new channel (Provider.Channel) with a
-// new kit, as a channel's process killed and started again.
+// runtime readies ch on ns as a runtime runs it: the channel's routes and
+// pages, publishing with the runtime's Host, and what runs it, until ctx
+// ends.
+type runtime func(ctx context.Context, ns *natstest.Server, ch channel.Channel, log zerolog.Logger) (http.Handler, []func(context.Context) error, error)
+
+// kitRuntime runs ch with a kit, as a plug-in channel's program does.
+func kitRuntime(ctx context.Context, ns *natstest.Server, ch channel.Channel, log zerolog.Logger) (http.Handler, []func(context.Context) error, error) {
+	k, err := kit.Open(ctx, ns.NC, ch, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	mux := http.NewServeMux()
+	if router, ok := ch.(channel.Router); ok {
+		for route, h := range router.Routes(k) {
+			mux.Handle(route, h)
+		}
+	}
+	if pager, ok := ch.(channel.Pager); ok {
+		for route, h := range pager.Pages(k) {
+			mux.Handle(route, h)
+		}
+	}
+	return mux, []func(context.Context) error{k.Run}, nil
+}
+
+// builtInRuntime runs ch with ingress and, for a Sender, egress, as
+// textslash runs its built-in channels.
+func builtInRuntime(_ context.Context, ns *natstest.Server, ch channel.Channel, log zerolog.Logger) (http.Handler, []func(context.Context) error, error) {
+	in, err := ingress.New(ingress.Config{Channels: []channel.Channel{ch}}, ns.JS, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	runs := []func(context.Context) error{in.Run}
+	if _, ok := ch.(channel.Sender); ok {
+		signer, err := contract.NewMediaSigner([]byte("the conformance suite's media key"), contract.MediaTTL)
+		if err != nil {
+			return nil, nil, err
+		}
+		out, err := egress.New(egress.Config{Channels: []channel.Channel{ch}, Signer: signer}, ns.JS, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		runs = append(runs, out.Run)
+	}
+	mux := http.NewServeMux()
+	for _, route := range in.Routes() {
+		mux.Handle(route, in.Handler())
+	}
+	if pages := in.Pages(); pages != nil {
+		mux.Handle("/", pages)
+	}
+	return mux, runs, nil
+}
+
+// restart stops the runtime and runs a new channel (Provider.Channel)
+// with a new one, as a channel's process killed and started again.
 func (r *rig) restart(t *testing.T) {
 	t.Helper()
 	r.stop()

@@ -23,13 +23,17 @@ import (
 // conversation of a person's but their chat with the bot, and no way to
 // look a sent message up (no Finder).
 func TestConformance(t *testing.T) {
-	channeltest.Run(t, func(t *testing.T) channeltest.Provider {
-		f := &telegramFake{t: t, api: telegramtest.NewAPI(t)}
-		return channeltest.Provider{
-			Channel: f.channel, Person: "4242", Stranger: "6666", Direct: func(p string) string { return p },
-			Write: f.write, Press: f.press, Serve: f.serve, Spoof: f.spoof, Sent: f.sent,
-		}
-	})
+	t.Run("kit", func(t *testing.T) { channeltest.Run(t, telegramProvider) })
+	t.Run("ingress and egress", func(t *testing.T) { channeltest.RunBuiltIn(t, telegramProvider) })
+}
+
+// telegramProvider is the suite's fake, for one case.
+func telegramProvider(t *testing.T) channeltest.Provider {
+	f := &telegramFake{t: t, api: telegramtest.NewAPI(t)}
+	return channeltest.Provider{
+		Channel: f.channel, Person: "4242", Stranger: "6666", Direct: func(p string) string { return p },
+		Write: f.write, Press: f.press, Serve: f.serve, Spoof: f.spoof, Sent: f.sent,
+	}
 }
 
 // telegramFake is the suite's Telegram: the fake Bot API, and the webhook

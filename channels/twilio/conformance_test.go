@@ -22,15 +22,19 @@ import (
 // A person is a number: WhatsApp has no conversation of theirs but their
 // chat with the number; Twilio edits no message.
 func TestConformance(t *testing.T) {
-	channeltest.Run(t, func(t *testing.T) channeltest.Provider {
-		f := &twilioFake{t: t, api: twiliotest.NewAPI(t, twiliotest.WithoutCallbacks())}
-		return channeltest.Provider{
-			Channel: f.channel, Person: "15551230001", Stranger: "15559990000",
-			Direct: func(p string) string { return "whatsapp:+" + p },
-			Write:  f.write, Press: f.press, Serve: f.serve, Spoof: f.spoof, Hold: f.api.Hold, Sent: f.sent,
-			NoEdit: "Twilio edits no message: each progress line is a message of its own (spaced by Rules.ProgressEvery)",
-		}
-	})
+	t.Run("kit", func(t *testing.T) { channeltest.Run(t, twilioProvider) })
+	t.Run("ingress and egress", func(t *testing.T) { channeltest.RunBuiltIn(t, twilioProvider) })
+}
+
+// twilioProvider is the suite's fake, for one case.
+func twilioProvider(t *testing.T) channeltest.Provider {
+	f := &twilioFake{t: t, api: twiliotest.NewAPI(t, twiliotest.WithoutCallbacks())}
+	return channeltest.Provider{
+		Channel: f.channel, Person: "15551230001", Stranger: "15559990000",
+		Direct: func(p string) string { return "whatsapp:+" + p },
+		Write:  f.write, Press: f.press, Serve: f.serve, Spoof: f.spoof, Hold: f.api.Hold, Sent: f.sent,
+		NoEdit: "Twilio edits no message: each progress line is a message of its own (spaced by Rules.ProgressEvery)",
+	}
 }
 
 // publicURL is where the test's Twilio believes it calls textslash: what

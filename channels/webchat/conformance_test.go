@@ -28,17 +28,21 @@ import (
 // did not (a cookie no key signed), what the bot sent is what the
 // person's event stream brings.
 func TestConformance(t *testing.T) {
-	channeltest.Run(t, func(t *testing.T) channeltest.Provider {
-		b := newBrowser(t)
-		return channeltest.Provider{
-			JetStream: func(js jetstream.JetStream) { b.js = js },
-			Channel:   b.channel,
-			Person:    b.person.ID, Stranger: "0badc0ffee",
-			Direct: func(p string) string { return "browser of " + p },
-			Write:  b.write, Press: b.press, Serve: b.serve, Spoof: b.spoof, Sent: b.sent,
-			NoEdit: "the page lists a job's progress lines as steps, each as its event comes",
-		}
-	})
+	t.Run("kit", func(t *testing.T) { channeltest.Run(t, webchatProvider) })
+	t.Run("ingress and egress", func(t *testing.T) { channeltest.RunBuiltIn(t, webchatProvider) })
+}
+
+// webchatProvider is the suite's fake, for one case.
+func webchatProvider(t *testing.T) channeltest.Provider {
+	b := newBrowser(t)
+	return channeltest.Provider{
+		JetStream: func(js jetstream.JetStream) { b.js = js },
+		Channel:   b.channel,
+		Person:    b.person.ID, Stranger: "0badc0ffee",
+		Direct: func(p string) string { return "browser of " + p },
+		Write:  b.write, Press: b.press, Serve: b.serve, Spoof: b.spoof, Sent: b.sent,
+		NoEdit: "the page lists a job's progress lines as steps, each as its event comes",
+	}
 }
 
 // browser is the person's browser: their session, and what their event
