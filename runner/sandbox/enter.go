@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,8 +12,13 @@ import (
 )
 
 // A program joins a home's namespaces (or a RunNet's network) with
-// nsenter, by the files the home holds open, passed from fd 3 on: never by
-// pid, which the kernel may give another process once the home is gone.
+// nsenter. As root it names them by path, /proc/<pid>/ns/<name>, each
+// checked just before: the process behind pid must still be the home's
+// (a pidfd of it, held, says it lives: a pid is handed to another process
+// only after its own has ended) and each namespace the one the home was
+// made with (its inode). No file of them stays open in this process: a
+// runner keeping a thousand homes would otherwise hold six thousand, and
+// every program it starts (each fork and exec) pays for each of them.
 //
 // An unprivileged bubblewrap nests two user namespaces: an outer one, in
 // which bubblewrap's user is root and which owns the mount, network, pid,
@@ -23,38 +29,61 @@ import (
 // which its uid is root: so one nsenter enters the outer user namespace
 // and the others (keeping its credentials, which are root's there), and a
 // second enters the inner one, where the program runs as the runner's own
-// uid, its capabilities dropped at exec.
+// uid, its capabilities dropped at exec. The second runs in the home's
+// mount namespace, where /proc is the home's: so without root the
+// namespaces are entered by files held open, passed from fd 3 on.
+
+// errHomeGone fails a program to be started in namespaces whose process
+// has ended.
+var errHomeGone = errors.New("sandbox: the home's namespaces are gone (its process ended)")
 
 // entry is how programs enter a set of namespaces.
 type entry struct {
-	// ns are the namespaces, by nsenter's name for each, user first.
-	ns    []*os.File
+	pid   int
+	pidfd int // pid's process, held while the namespaces are in use
+	// names are the namespaces, as /proc names them, user first; inos
+	// their inodes when the entry was made; flags nsenter's name for
+	// each.
+	names []string
+	inos  []uint64
 	flags []string
-	// outer is the user namespace owning the others, when this process
-	// is not root (nil as root).
+	// ns are the namespaces' files, held open when this process is not
+	// root (nil as root); outer is the user namespace owning the others.
+	ns    []*os.File
 	outer *os.File
 }
 
-// openEntry opens the namespaces names (as /proc names them, "user"
-// first) of process pid but those it shares with this process (a home on
-// the host's network), and, when this process is not root, the user
-// namespace owning the second.
+// openEntry readies entering the namespaces names (as /proc names them,
+// "user" first) of process pid but those it shares with this process (a
+// home on the host's network), and, when this process is not root, opens
+// them and the user namespace owning the second.
 func openEntry(pid int, names ...string) (*entry, error) {
-	e := &entry{}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return nil, fmt.Errorf("pidfd of %d: %w", pid, err)
+	}
+	e := &entry{pid: pid, pidfd: fd}
+	root := os.Geteuid() == 0
 	for _, name := range names {
-		f, err := os.Open(fmt.Sprintf("/proc/%d/ns/%s", pid, name))
-		if err != nil {
+		var st, self unix.Stat_t
+		if err := unix.Stat(e.path(name), &st); err != nil {
 			e.close()
 			return nil, err
 		}
-		if same(f, "/proc/self/ns/"+name) {
-			f.Close()
+		if unix.Stat("/proc/self/ns/"+name, &self) == nil && st.Dev == self.Dev && st.Ino == self.Ino {
 			continue
 		}
-		e.ns = append(e.ns, f)
-		e.flags = append(e.flags, nsFlags[name])
+		e.names, e.inos, e.flags = append(e.names, name), append(e.inos, st.Ino), append(e.flags, nsFlags[name])
+		if !root {
+			f, err := os.Open(e.path(name))
+			if err != nil {
+				e.close()
+				return nil, err
+			}
+			e.ns = append(e.ns, f)
+		}
 	}
-	if os.Geteuid() != 0 && len(e.ns) > 1 {
+	if !root && len(e.ns) > 1 {
 		fd, err := unix.IoctlRetInt(int(e.ns[1].Fd()), unix.NS_GET_USERNS)
 		if err != nil {
 			e.close()
@@ -62,13 +91,29 @@ func openEntry(pid int, names ...string) (*entry, error) {
 		}
 		e.outer = os.NewFile(uintptr(fd), "userns")
 	}
+	if err := e.check(); err != nil {
+		e.close()
+		return nil, err
+	}
 	return e, nil
 }
 
-// same reports whether the namespace f is the one at path.
-func same(f *os.File, path string) bool {
-	var a, b unix.Stat_t
-	return unix.Fstat(int(f.Fd()), &a) == nil && unix.Stat(path, &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
+// path is where /proc shows namespace name of the entry's process.
+func (e *entry) path(name string) string { return fmt.Sprintf("/proc/%d/ns/%s", e.pid, name) }
+
+// check says whether the entry's process still lives and is in the
+// namespaces it was in.
+func (e *entry) check() error {
+	if e.pidfd < 0 || unix.PidfdSendSignal(e.pidfd, 0, nil, 0) != nil {
+		return errHomeGone
+	}
+	for i, name := range e.names {
+		var st unix.Stat_t
+		if unix.Stat(e.path(name), &st) != nil || st.Ino != e.inos[i] {
+			return errHomeGone
+		}
+	}
+	return nil
 }
 
 // nsFlags is nsenter's option for each namespace, as /proc names it.
@@ -81,15 +126,22 @@ func (e *entry) wrap(cmd *exec.Cmd, nsenter, wd, path string, argv []string) (st
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	first := 3 + len(cmd.ExtraFiles)
-	cmd.ExtraFiles = append(cmd.ExtraFiles, e.ns...)
-	fd := func(i int) string { return "/proc/self/fd/" + strconv.Itoa(first+i) }
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL // as bubblewrap's --die-with-parent
+	if err := e.check(); err != nil && cmd.Err == nil {
+		cmd.Err = err // Start refuses it
+	}
+	first := 3 + len(cmd.ExtraFiles)
+	fd := func(i int) string { return "/proc/self/fd/" + strconv.Itoa(first+i) }
 	var a []string
 	if e.outer == nil {
 		for i, flag := range e.flags {
-			a = append(a, "--"+flag+"="+fd(i))
+			if e.ns == nil { // root: by path
+				a = append(a, "--"+flag+"="+e.path(e.names[i]))
+			} else {
+				a = append(a, "--"+flag+"="+fd(i))
+			}
 		}
+		cmd.ExtraFiles = append(cmd.ExtraFiles, e.ns...)
 		if wd != "" {
 			a = append(a, "--wdns="+wd)
 		}
@@ -101,7 +153,7 @@ func (e *entry) wrap(cmd *exec.Cmd, nsenter, wd, path string, argv []string) (st
 		}
 		return nsenter, append(append(a, "--", path), argv...)
 	}
-	cmd.ExtraFiles = append(cmd.ExtraFiles, e.outer)
+	cmd.ExtraFiles = append(append(cmd.ExtraFiles, e.ns...), e.outer)
 	a = append(a, "--user="+fd(len(e.ns)))
 	for i, flag := range e.flags[1:] {
 		a = append(a, "--"+flag+"="+fd(i+1))
@@ -114,6 +166,10 @@ func (e *entry) wrap(cmd *exec.Cmd, nsenter, wd, path string, argv []string) (st
 }
 
 func (e *entry) close() {
+	if e.pidfd >= 0 {
+		unix.Close(e.pidfd)
+		e.pidfd = -1
+	}
 	for _, f := range e.ns {
 		f.Close()
 	}

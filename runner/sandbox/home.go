@@ -200,35 +200,52 @@ func readChildPID(r *os.File, exited <-chan struct{}) (int, error) {
 // once it runs and then waits for its stdin to close (bwrap tells its
 // child's pid, on fd 3, before the sandbox is made). It returns that pid
 // once the holder runs; exited is closed when cmd has exited, and *stdin
-// is the holder's stdin.
+// is the holder's stdin. The holder's stdout and stderr are read until
+// then and closed: a home keeps one file of its holder open here (its
+// stdin), as each file this process holds costs every program it starts.
 func startHeld(cmd *exec.Cmd, exited chan struct{}, stdin *io.WriteCloser) (int, error) {
 	info, infoW, err := os.Pipe()
 	if err != nil {
 		return 0, err
 	}
 	defer info.Close()
-	cmd.ExtraFiles = []*os.File{infoW}
-	stderr := &CappedBuffer{Max: 4 << 10}
-	cmd.Stderr = stderr
-	ready, err := cmd.StdoutPipe()
-	if err == nil {
-		*stdin, err = cmd.StdinPipe()
+	var out, outW, errs, errsW *os.File
+	if out, outW, err = os.Pipe(); err == nil {
+		defer out.Close()
+		errs, errsW, err = os.Pipe()
 	}
+	if err != nil {
+		infoW.Close()
+		outW.Close()
+		return 0, err
+	}
+	defer errs.Close()
+	cmd.ExtraFiles = []*os.File{infoW}
+	cmd.Stdout, cmd.Stderr = outW, errsW
+	*stdin, err = cmd.StdinPipe()
 	if err == nil {
 		err = cmd.Start()
 	}
 	infoW.Close()
+	outW.Close()
+	errsW.Close()
 	if err != nil {
 		close(exited)
 		return 0, err
 	}
 	go func() { _ = cmd.Wait(); close(exited) }()
+	said := func() string { // what bwrap said on failing
+		_ = errs.SetReadDeadline(time.Now().Add(time.Second)) // it may not have exited
+		b := &CappedBuffer{Max: 4 << 10}
+		_, _ = io.Copy(b, errs)
+		return strings.TrimSpace(b.String())
+	}
 	pid, err := readChildPID(info, exited)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+		return 0, fmt.Errorf("%w: %s", err, said())
 	}
-	if _, err := ready.Read(make([]byte, 1)); err != nil {
-		return 0, fmt.Errorf("the holder did not start: %w: %s", err, strings.TrimSpace(stderr.String()))
+	if _, err := out.Read(make([]byte, 1)); err != nil {
+		return 0, fmt.Errorf("the holder did not start: %w: %s", err, said())
 	}
 	return pid, nil
 }

@@ -6,19 +6,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// HomeFiles is how many files a home holds open in this process: its
-// namespaces (six), its holder's pipes and pidfd, and, with a network of
-// its own, slirp4netns's pipes, pidfd and API socket (TestHomeFiles
-// counts them). Homes are bounded by the open-file limit with it: a home
+// homeFiles is how many files a home holds open in this process: as root
+// its holder's stdin and two pidfds (bubblewrap's, and its child's, whose
+// namespaces programs enter by path: enter.go), and, with a network of its
+// own, slirp4netns's pipes, pidfd and API socket (TestHomeFiles counts
+// them; without root the namespaces' files too). Each is paid by every
+// program this process starts: its fork copies them, its exec closes
+// them (a runner with a thousand homes spent a quarter of its CPU there
+// when a home held fifteen). Homes are bounded by the open-file limit with it: a home
 // past it failed to start ("pipe2: too many open files"), and the person
 // got an error where they wanted an answer, while memory had room for
 // thousands more.
-const HomeFiles = 16
+func homeFiles() int {
+	if os.Geteuid() == 0 {
+		return 8
+	}
+	return 20 // its namespaces' seven files too, and the helper that makes sockets in its network
+}
 
 // fileRoom is how many homes the open-file limit leaves room for: the
 // soft limit (which Go raises to the hard one at start), less the files
 // open now and a quarter of it (at least 128) for everything else the
-// process opens (runs' pipes, NATS, HTTP connections), over HomeFiles.
+// process opens (runs' pipes, NATS, HTTP connections), over homeFiles.
 func fileRoom() int {
 	var lim unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur == unix.RLIM_INFINITY {
@@ -29,5 +38,5 @@ func fileRoom() int {
 		open = len(entries)
 	}
 	left := int64(lim.Cur) - int64(open) - max(128, int64(lim.Cur)/4)
-	return int(max(1, left/HomeFiles))
+	return int(max(1, left/int64(homeFiles())))
 }

@@ -11,7 +11,7 @@ import (
 // a runner that is not root as for one that is.
 var unprivilegedTests = []string{
 	"TestHomeKeptAndRunsEnd", "TestHomesLetGo", "TestHomeOwnNetwork",
-	"TestRunNet", "TestRunNetClosed", "TestHomeBackgroundOutlivesRuns",
+	"TestRunNet", "TestRunNetClosed", "TestHomeBackgroundOutlivesRuns", "TestHomeFiles",
 }
 
 // A runner that is not root keeps homes as root does: the tests above,
