@@ -12,13 +12,10 @@ import (
 )
 
 // A program joins a home's namespaces (or a RunNet's network) with
-// nsenter. As root it names them by path, /proc/<pid>/ns/<name>, each
-// checked just before: the process behind pid must still be the home's
-// (a pidfd of it, held, says it lives: a pid is handed to another process
-// only after its own has ended) and each namespace the one the home was
-// made with (its inode). No file of them stays open in this process: a
-// runner keeping a thousand homes would otherwise hold six thousand, and
-// every program it starts (each fork and exec) pays for each of them.
+// nsenter, as root by path (/proc/<pid>/ns/<name>), checked first: pid's
+// process lives (a pidfd of it says so: a pid goes to another process only
+// once its own has ended) and each namespace is the home's (its inode).
+// No file of them stays open here, as every program started pays for each.
 //
 // An unprivileged bubblewrap nests two user namespaces: an outer one, in
 // which bubblewrap's user is root and which owns the mount, network, pid,
@@ -33,17 +30,15 @@ import (
 // mount namespace, where /proc is the home's: so without root the
 // namespaces are entered by files held open, passed from fd 3 on.
 
-// errHomeGone fails a program to be started in namespaces whose process
-// has ended.
+// errHomeGone fails a program whose namespaces' process has ended.
 var errHomeGone = errors.New("sandbox: the home's namespaces are gone (its process ended)")
 
 // entry is how programs enter a set of namespaces.
 type entry struct {
 	pid   int
 	pidfd int // pid's process, held while the namespaces are in use
-	// names are the namespaces, as /proc names them, user first; inos
-	// their inodes when the entry was made; flags nsenter's name for
-	// each.
+	// names are the namespaces as /proc names them, user first; inos
+	// their inodes at the start; flags nsenter's name for each.
 	names []string
 	inos  []uint64
 	flags []string
