@@ -23,7 +23,7 @@ func (i *Ingress) Run(ctx context.Context) error {
 		g.Go(func() error { return i.pollNotion(ctx) })
 	}
 	for _, ch := range i.cfg.Channels {
-		g.Go(func() error { return ch.Run(ctx, i.host(ch)) })
+		g.Go(func() error { return ch.Run(ctx, inboxHost{i.inbox}) })
 	}
 	g.Go(func() error { return i.serveFetch(ctx) })
 	return g.Wait()

@@ -106,7 +106,7 @@ func (i *Ingress) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, ch := range i.cfg.Channels {
 		if r, ok := ch.(channel.Router); ok {
-			for route, h := range r.Routes(i.host(ch)) {
+			for route, h := range r.Routes(inboxHost{i.inbox}) {
 				mux.Handle(route, h)
 			}
 		}
@@ -125,7 +125,7 @@ func (i *Ingress) Pages() http.Handler {
 			if mux == nil {
 				mux = http.NewServeMux()
 			}
-			for route, h := range p.Pages(i.host(ch)) {
+			for route, h := range p.Pages(inboxHost{i.inbox}) {
 				mux.Handle(route, h)
 			}
 		}
@@ -141,14 +141,11 @@ func (i *Ingress) Routes() []string {
 	var routes []string
 	for _, ch := range i.cfg.Channels {
 		if r, ok := ch.(channel.Router); ok {
-			routes = append(routes, slices.Sorted(maps.Keys(r.Routes(i.host(ch))))...)
+			routes = append(routes, slices.Sorted(maps.Keys(r.Routes(inboxHost{i.inbox})))...)
 		}
 	}
 	return routes
 }
-
-// host is the Host ch publishes with.
-func (i *Ingress) host(channel.Channel) channel.Host { return inboxHost{i.inbox} }
 
 // Publish stores one inbound message in JetStream (Inbox.Publish).
 func (i *Ingress) Publish(ctx context.Context, in contract.Inbound) error {
