@@ -66,7 +66,8 @@ func (c Config) Default() Config {
 
 // Validate checks c as it will run (call it on Default's result): nil, or
 // every setting refused, each a *contract.ConfigError, joined. Sessions
-// and Signer are handles, not settings: New checks them.
+// and Signer are handles, not settings (New checks that Sessions has its
+// key).
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(setting string, value any, reason string) {
