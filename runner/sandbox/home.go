@@ -289,8 +289,16 @@ func (h *Home) Confined(next func(ctx context.Context, name string, args ...stri
 			}
 		}
 		cmd.Path, cmd.Args = path, append([]string{path}, argv...)
+		if cmd.Err == nil {
+			confinedIn.Store(cmd, h)
+		}
 		return cmd
 	}
+}
+
+// marked are the home's processes whose environment holds mark.
+func (h *Home) marked(mark string) []int {
+	return slices.DeleteFunc(h.members(), func(pid int) bool { return !carries(strconv.Itoa(pid), mark) })
 }
 
 // Keep names the processes that outlive runs (the warm agent, and the

@@ -253,3 +253,60 @@ func TestHomeOwnNetwork(t *testing.T) {
 		t.Error("the home has no network of its own")
 	}
 }
+
+// What a program of a run leaves behind in another session, its mark
+// kept, ends with the program (EndGroup), not only with the run: also
+// in a home whose programs run as the agent user, which nsenter becomes
+// inside (the command as started is root's).
+func TestEndGroupInHome(t *testing.T) {
+	box := homeBox(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the agent user is another")
+	}
+	u, err := LookupUser("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, limited := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no cgroup", true: "cgroup"}[limited], func(t *testing.T) {
+			if limited && cgroupsWritable() != nil {
+				t.Skip("needs writable cgroups")
+			}
+			b := *box
+			if limited {
+				b.Limits = Limits{Pids: 256}
+			}
+			hs := &Homes{Limited: limited}
+			defer hs.Close()
+			ws, home := t.TempDir(), t.TempDir()
+			for _, d := range []string{ws, home} {
+				if err := os.Chown(d, int(u.UID), int(u.GID)); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := Reachable(d, u); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h, leave, err := hs.Enter(&b, ws, home, "", u, zerolog.Nop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer leave()
+			cmd := h.Confined(CommandFunc(ws, home, u, false))(t.Context(), "/bin/sh", "-c", `(setsid sh -c 'sleep 300.4343 >/dev/null 2>&1 &' &); sleep 0.2`)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			left := findProc("sleep\x00300.4343")
+			EndGroup(cmd)
+			if left == 0 {
+				t.Fatal("the program's setsid sleep is not running")
+			}
+			natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+				if running(left) {
+					return errString("the setsid sleep outlived its program, its run still on")
+				}
+				return nil
+			})
+		})
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -233,12 +234,19 @@ func (b *CappedBuffer) ReadFrom(r io.Reader) (int64, error) {
 // process group or session), so nothing an agent starts outlives its run
 // or escapes the timeout and the concurrency limit.
 func EndGroup(cmd *exec.Cmd) {
+	defer confinedIn.Delete(cmd)
 	if cmd.Process == nil {
 		return
 	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	endMarked(cmd, nil)
 }
+
+// confinedIn is the home each program Confined to one runs in, until
+// EndGroup: what it left is among the home's processes, looked for there
+// alone (a few, where /proc lists every process on the machine), and
+// runs as the agent user, which nsenter became inside.
+var confinedIn sync.Map // *exec.Cmd → *Home
 
 // EndMarked ends every process carrying cmd's run mark but cmd's own
 // process and those in keep (and the process groups they lead): what a
@@ -264,7 +272,13 @@ func endMarked(cmd *exec.Cmd, keep []int) {
 	// for one scan.
 	for range 3 {
 		killed := 0
-		for _, pid := range markedProcesses(runMarkVar+"="+mark, owner(cmd), cmd.Process.Pid) {
+		var marked []int
+		if h, ok := confinedIn.Load(cmd); ok {
+			marked = h.(*Home).marked(runMarkVar + "=" + mark)
+		} else {
+			marked = markedProcesses(runMarkVar+"="+mark, owner(cmd), cmd.Process.Pid)
+		}
+		for _, pid := range marked {
 			if slices.Contains(keep, pid) {
 				continue
 			}
@@ -349,7 +363,6 @@ func markedProcesses(mark string, uid uint32, first int) []int {
 			names = append(names, e.Name())
 		}
 	}
-	want := []byte(mark)
 	var pids []int
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
@@ -361,15 +374,21 @@ func markedProcesses(mark string, uid uint32, first int) []int {
 		} else if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != uid {
 			continue
 		}
-		env, err := os.ReadFile("/proc/" + name + "/environ")
-		if err != nil {
-			continue
-		}
-		if slices.ContainsFunc(bytes.Split(env, []byte{0}), func(kv []byte) bool { return bytes.Equal(kv, want) }) && leader(name) {
+		if carries(name, mark) && leader(name) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// carries reports whether the environment of /proc/<pid> holds mark.
+func carries(pid, mark string) bool {
+	env, err := os.ReadFile("/proc/" + pid + "/environ")
+	if err != nil {
+		return false
+	}
+	want := []byte(mark)
+	return slices.ContainsFunc(bytes.Split(env, []byte{0}), func(kv []byte) bool { return bytes.Equal(kv, want) })
 }
 
 // leader reports whether /proc/<pid> is a process and not one of its
