@@ -178,7 +178,8 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 	ctx, idleStop := context.WithCancel(ctx)
 	defer idleStop()
 	g, ctx := errgroup.WithContext(ctx)
-	ln, err := serveHTTP(ctx, g, cfg, hostCheck(cfg, log, cfg.mux(parts, nc, js, log)))
+	var ready atomic.Bool // after "textslash ready" is logged
+	ln, err := serveHTTP(ctx, g, cfg, hostCheck(cfg, log, cfg.mux(parts, nc, js, &ready, log)))
 	if err != nil {
 		return err
 	}
@@ -197,6 +198,7 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 		})
 	}
 	cfg.logReady(log, ln, parts, started)
+	ready.Store(true)
 	return g.Wait()
 }
 
@@ -214,7 +216,7 @@ func (cfg *config) openStreams(ctx context.Context, js jetstream.JetStream, log 
 
 // mux routes this process's HTTP requests: each part's routes, the web
 // chat behind its token, metrics and health.
-func (cfg *config) mux(parts []part, nc *nats.Conn, js jetstream.JetStream, log zerolog.Logger) *http.ServeMux {
+func (cfg *config) mux(parts []part, nc *nats.Conn, js jetstream.JetStream, ready *atomic.Bool, log zerolog.Logger) *http.ServeMux {
 	mux := http.NewServeMux()
 	web := http.NewServeMux()
 	for _, p := range parts {
@@ -234,6 +236,10 @@ func (cfg *config) mux(parts []part, nc *nats.Conn, js jetstream.JetStream, log 
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.Handle("GET /readyz", internalOnly(*cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
 		if nc.Status() != nats.CONNECTED {
 			http.Error(w, "nats "+nc.Status().String(), http.StatusServiceUnavailable)
 			return

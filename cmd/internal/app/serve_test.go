@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/natstest"
 )
 
 // The ready line names its units: cold_start_ms, not a bare cold_start
@@ -61,5 +66,28 @@ func TestReadyLineTokenOnlyWhereRequired(t *testing.T) {
 		if err := json.Unmarshal(out.Bytes(), &line); err != nil || line.WebChat != tc.want {
 			t.Errorf("%s: web_chat %q (%v); want %q", tc.name, line.WebChat, err, tc.want)
 		}
+	}
+}
+
+// /readyz says ready only once the process has logged "textslash ready":
+// until then its services are still starting, whatever NATS says, and a
+// probe (or a script reading the ready line for the web chat's URL) that
+// trusted it would act too early.
+func TestReadyzWaitsForReadyLine(t *testing.T) {
+	ns := natstest.RunJetStream(t)
+	cfg := config{Host: "127.0.0.1"}
+	var ready atomic.Bool
+	mux := cfg.mux(nil, ns.NC, ns.JS, &ready, zerolog.Nop())
+	probe := func() int {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1/readyz", nil))
+		return rec.Code
+	}
+	if code := probe(); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz before the ready line: %d; want 503", code)
+	}
+	ready.Store(true)
+	if code := probe(); code != http.StatusOK {
+		t.Errorf("/readyz after the ready line: %d; want 200", code)
 	}
 }
