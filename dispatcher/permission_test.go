@@ -1,12 +1,15 @@
 package dispatcher_test
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/dispatcher"
 	"github.com/textslash/textslash/dispatcher/internal/fsm"
+	"github.com/textslash/textslash/natstest"
 )
 
 // A run's question makes the person's next message its answer: the answer
@@ -68,17 +71,19 @@ func TestPermissionTimeout(t *testing.T) {
 	b.event(contract.Event{Kind: contract.KindQuestion, User: u, JobID: "w1", Question: 1, Text: "Claude wants to write a.txt."}, "1")
 	b.waitState(u, contract.StateAwaitingPermission, "w1")
 	b.waitState(u, contract.StateWorking, "w1")
-	answers := b.events(u, contract.KindAnswer)
-	if len(answers) != 1 || answers[0].Answer != contract.AnswerDeny || answers[0].Text == "" {
-		t.Errorf("answers %+v; want one denial telling the agent nobody answered", answers)
-	}
-	found := false
-	for _, n := range b.events(u, contract.KindNotice) {
-		found = found || n.Text == "No answer in 1 second, so Claude was told no."
-	}
-	if !found {
-		t.Error("the person was not told that the question went unanswered")
-	}
+	// The answer and the notice are sent after the state is stored.
+	natstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		answers := b.events(u, contract.KindAnswer)
+		if len(answers) != 1 || answers[0].Answer != contract.AnswerDeny || answers[0].Text == "" {
+			return fmt.Errorf("answers %+v; want one denial telling the agent nobody answered", answers)
+		}
+		for _, n := range b.events(u, contract.KindNotice) {
+			if n.Text == "No answer in 1 second, so Claude was told no." {
+				return nil
+			}
+		}
+		return errors.New("the person was not told that the question went unanswered")
+	})
 }
 
 // btw while a run works is handed to it; with steer on, so is every
