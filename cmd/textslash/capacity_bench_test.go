@@ -37,11 +37,13 @@ import (
 //   - new-5000: 5,000 people never seen before, each writing once, in an
 //     open loop (openLoop) at 100 messages/s, the target rate, for 50 s:
 //     drain-s, how long the last reply trailed the load, then says whether
-//     textslash keeps up with that rate (webhooks as fast as acknowledged,
-//     as BenchmarkBurst sends, would queue the 5,000 first messages in
-//     seconds and measure 5,000 ÷ the rate instead). Reports openLoop's
-//     latencies and replies/s, and cpu-ms/msg and textslash-cpu-ms/msg
-//     over the load and its drain.
+//     textslash keeps up with that rate (unanswered: those still waiting
+//     two minutes after the load, replies/s then the rate it held;
+//     webhooks as fast as acknowledged, as BenchmarkBurst sends, would
+//     queue the 5,000 first messages in seconds and measure 5,000 ÷ the
+//     rate instead). Reports openLoop's latencies and replies/s, and
+//     cpu-ms/msg and textslash-cpu-ms/msg: the CPU of the load and its
+//     drain over the messages answered.
 //
 // Both report textslash's peak RSS and the peak of the memory the tree
 // holds (peak-tree-MB, procTree.pss sampled every 2 s).
@@ -94,10 +96,10 @@ func BenchmarkCapacity(b *testing.B) {
 		sampling, stopSampling := context.WithCancel(b.Context())
 		peak := tree.samplePSS(sampling, 2*time.Second)
 		cpu0, own0 := tree.cpu(), tree.own()
-		drain := openLoop(b, tb, rate, people)
+		drain, answered := openLoop(b, tb, rate, people)
 		cpu, own := tree.cpu()-cpu0, tree.own()-own0
-		b.ReportMetric(ms(cpu)/(people+1), "cpu-ms/msg")
-		b.ReportMetric(ms(own)/(people+1), "textslash-cpu-ms/msg")
+		b.ReportMetric(ms(cpu)/float64(answered+1), "cpu-ms/msg")
+		b.ReportMetric(ms(own)/float64(answered+1), "textslash-cpu-ms/msg")
 		b.ReportMetric(drain.Seconds(), "drain-s")
 		stopSampling()
 		b.ReportMetric(float64((<-peak)>>20), "peak-tree-MB")
