@@ -29,6 +29,13 @@ const Ramp = 5 * time.Second
 // Poll is how often a run waiting for memory looks again.
 const Poll = 100 * time.Millisecond
 
+// Fresh is how long a look at the machine's memory serves the runs that
+// come after it: a look reads five files of /proc and /sys (a twentieth
+// of the runner's CPU when each run looked), and what the runs taken
+// meanwhile will use is counted ahead all the same. Shorter than Poll, so
+// a run waiting for room looks anew each time.
+const Fresh = Poll / 2
+
 var waitingRuns = promauto.NewGauge(prometheus.GaugeOpts{
 	Name: "textslash_runs_waiting_memory",
 	Help: "Runs waiting to start because the machine's memory is taken (by other runs and warm agents in use).",
@@ -44,6 +51,8 @@ type Gate struct {
 	mu      sync.Mutex
 	queue   []*ticket
 	started []time.Time // the runs' starts within memoryRamp
+	seen    int64       // Available's at looked, for Fresh
+	looked  time.Time
 }
 
 type ticket struct{ ready chan struct{} }
@@ -71,7 +80,10 @@ func (g *Gate) Wait(ctx context.Context, told func(available int64)) error {
 			waiting = true
 			waitingRuns.Inc()
 			if told != nil {
-				told(g.Available())
+				g.mu.Lock()
+				avail := g.look(time.Now())
+				g.mu.Unlock()
+				told(avail)
 			}
 		}
 		select {
@@ -98,7 +110,11 @@ func (g *Gate) take() bool {
 	if !fits && g.LetGo != nil {
 		// One thing at a time: its memory shows in the machine's
 		// numbers by the next look.
-		g.LetGo()
+		if _, ok := g.LetGo(); ok {
+			g.mu.Lock()
+			g.looked = time.Time{}
+			g.mu.Unlock()
+		}
 	}
 	return fits
 }
@@ -118,11 +134,20 @@ func (g *Gate) countIn() bool {
 	now := time.Now()
 	g.started = slices.DeleteFunc(g.started, func(s time.Time) bool { return now.Sub(s) >= Ramp })
 	ahead := int64(len(g.started)) * g.Cost
-	if g.Available()-ahead-g.Cost < g.Free {
+	if g.look(now)-ahead-g.Cost < g.Free {
 		return false
 	}
 	g.started = append(g.started, now)
 	return true
+}
+
+// look is the memory available now, read again once Fresh has passed
+// since the last look; g.mu is held.
+func (g *Gate) look(now time.Time) int64 {
+	if g.looked.IsZero() || now.Sub(g.looked) >= Fresh {
+		g.seen, g.looked = g.Available(), now
+	}
+	return g.seen
 }
 
 // leave takes t out of the queue.
