@@ -22,6 +22,7 @@ func (r *Runner) handle(ctx context.Context, msg jetstream.Msg) error {
 		return err
 	}
 	ctx = zerolog.Ctx(ctx).With().Str("user", job.User.Key()).Str("job_id", job.ID).Logger().WithContext(ctx)
+	r.homes.Wake(job.User.Key())
 	ru := newRun(r, job)
 	ru.done = contract.NewDone(job.User, job.ID)
 	defer ru.close()

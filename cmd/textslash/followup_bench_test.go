@@ -23,7 +23,9 @@ const (
 	followUpPeople = 3
 	followUpsEach  = 10
 	// followUpIdle is how long the CPU of the tree is measured after the
-	// follow-ups, with nobody writing.
+	// follow-ups, with nobody writing; then, after a second more, as long
+	// again: the warm CLIs are stopped by then (runner/agent's idlePause,
+	// 10 s).
 	followUpIdle = 10 * time.Second
 )
 
@@ -42,7 +44,10 @@ const (
 // count too); the model is in the test process and not counted. Also
 // textslash-cpu-ms/followup, the Go process's own share of it, and
 // idle-cpu-ms/s, the tree's CPU per second for followUpIdle after the
-// follow-ups, nobody writing (with homes: followUpPeople warm CLIs idling).
+// follow-ups, nobody writing (with homes: followUpPeople warm CLIs idling),
+// and paused-cpu-ms/s, the same over the next followUpIdle, a second
+// later, once the idle CLIs are stopped; then each person writes once
+// more: after-pause-p50-ms, the follow-up that continues a stopped CLI.
 //
 // "homes": homes kept (root), each follow-up a message on the person's
 // warm CLI; "homes-normal-user" the same with textslash run as a normal
@@ -65,7 +70,7 @@ func BenchmarkFollowUp(b *testing.B) {
 // benchFollowUps is BenchmarkFollowUp with homes or not, textslash run as
 // the OS user as ("": this process's).
 func benchFollowUps(b *testing.B, homes bool, as string) {
-	turns := make([]claudetest.Turn, b.N*followUpPeople*(1+followUpsEach))
+	turns := make([]claudetest.Turn, b.N*followUpPeople*(2+followUpsEach)) // the first, the follow-ups, the one after a pause
 	for i := range turns {
 		turns[i] = claudetest.Text("ok " + strconv.Itoa(i))
 	}
@@ -98,8 +103,8 @@ func followUps(b *testing.B, inst *instance, tree *procTree, m scripted, homes b
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	var first, follow []time.Duration
-	var cpu, own, idle time.Duration
+	var first, follow, woken []time.Duration
+	var cpu, own, idle, paused time.Duration
 	for range b.N {
 		people := make([]*followUpPerson, followUpPeople)
 		for i := range people {
@@ -118,19 +123,30 @@ func followUps(b *testing.B, inst *instance, tree *procTree, m scripted, homes b
 		own += tree.own() - ownBefore
 		time.Sleep(followUpIdle) // the people's homes kept, nobody writing
 		idle += tree.cpu() - after
+		time.Sleep(time.Second)
+		before = tree.cpu()
+		time.Sleep(followUpIdle)
+		paused += tree.cpu() - before
+		for _, p := range people {
+			woken = append(woken, p.message("after a pause"))
+		}
 	}
 	slices.Sort(first)
 	slices.Sort(follow)
 	b.ReportMetric(ms(follow[len(follow)/2]), "followup-p50-ms")
 	b.ReportMetric(ms(follow[len(follow)*9/10]), "followup-p90-ms")
 	b.ReportMetric(ms(first[len(first)/2]), "first-p50-ms")
+	slices.Sort(woken)
+	b.ReportMetric(ms(woken[len(woken)/2]), "after-pause-p50-ms")
 	b.ReportMetric(ms(cpu)/float64(len(follow)), "cpu-ms/followup")
 	b.ReportMetric(ms(own)/float64(len(follow)), "textslash-cpu-ms/followup")
 	b.ReportMetric(ms(idle)/(float64(b.N)*followUpIdle.Seconds()), "idle-cpu-ms/s")
+	b.ReportMetric(ms(paused)/(float64(b.N)*followUpIdle.Seconds()), "paused-cpu-ms/s")
 	if homes {
 		// What one idle warm CLI (and its home) costs in an hour.
 		perHour := idle.Seconds() / (float64(b.N) * followUpIdle.Seconds()) * 3600 / followUpPeople
 		b.ReportMetric(perHour, "idle-cpu-s/h/warm-cli")
+		b.ReportMetric(ms(paused)/1000/(float64(b.N)*followUpIdle.Seconds())*3600/followUpPeople, "paused-cpu-s/h/warm-cli")
 	}
 }
 

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
 	"github.com/textslash/textslash/runner/openaitest"
 	"github.com/textslash/textslash/runner/sandbox"
@@ -303,6 +305,39 @@ func TestACPHandsOver(t *testing.T) {
 		want := []Handover{{Path: "tmp/ai_screenshots/app.png"}, {Path: "report.pdf", File: true}}
 		if res.Text != "Here it is." || !slices.Equal(res.Handovers, want) {
 			t.Errorf("reply %q, handovers %+v; want %+v", res.Text, res.Handovers, want)
+		}
+	})
+}
+
+// An idle warm agent is stopped as a warm Claude Code is
+// (TestWarmPausedWhileIdle), and the next message continues it: it
+// answers warm, in its session.
+func TestACPPausedWhileIdle(t *testing.T) {
+	was := idlePause
+	idlePause = 200 * time.Millisecond
+	t.Cleanup(func() { idlePause = was })
+	eachKit(t, func(t *testing.T, k acpKit) {
+		m := k.start(t, textTurn("one"), textTurn("two"))
+		r, _ := m.run("first", contract.ModeAuto)
+		r.Warm = newWarm(t)
+		res, err := m.agent.Run(acpCtx(t), r)
+		if err != nil || res.Text != "one" {
+			t.Fatalf("run 1: %q, %v", res.Text, err)
+		}
+		pids := r.Warm.Pids()
+		if len(pids) == 0 {
+			t.Fatal("no warm agent kept")
+		}
+		natstest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+			if s := procState(pids[0]); s != "T" {
+				return fmt.Errorf("the idle agent (pid %d) is in state %q; want T (stopped)", pids[0], s)
+			}
+			return nil
+		})
+		r.SessionID, r.Job.Text = res.SessionID, "second"
+		res, err = m.agent.Run(acpCtx(t), r)
+		if err != nil || res.Text != "two" || !res.Warm {
+			t.Fatalf("run 2 after the pause: %q warm %v, %v", res.Text, res.Warm, err)
 		}
 	})
 }

@@ -387,6 +387,8 @@ func (acpClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitReq
 func (w *Warm) runACP(ctx context.Context, a *ACP, r *Run) (Result, error) {
 	w.busy.Lock()
 	defer w.busy.Unlock()
+	w.wake()
+	defer w.rest()
 	w.mu.Lock()
 	p := w.a
 	w.mu.Unlock()

@@ -351,3 +351,69 @@ func TestWarmKilledBetweenRuns(t *testing.T) {
 		t.Errorf("pid %d after killing %d; want a new live CLI", w.pid(), pid)
 	}
 }
+
+// A warm CLI waiting for its person's next message is stopped once idle
+// for idlePause: an idle Claude Code still spends about 29 ms of CPU a
+// second on timers of its own, which a machine of warm homes pays for
+// nothing. The next message continues it, and it answers warm; Close
+// continues it too, so that it ends by its stdin as usual.
+func TestWarmPausedWhileIdle(t *testing.T) {
+	bin := claudetest.Binary(t)
+	m := claudetest.NewModel(t, claudetest.Text("One."), claudetest.Text("Two."))
+	claudetest.Setenv(t, m)
+	was := idlePause
+	idlePause = 200 * time.Millisecond
+	t.Cleanup(func() { idlePause = was })
+	r, _ := claudeRun(t, "")
+	w := newWarm(t)
+	res1, err := warmRun(t, bin, r, w, "one", "")
+	if err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	chain := w.Pids()
+	if len(chain) == 0 {
+		t.Fatal("no live CLI after the first run")
+	}
+	cli := chain[len(chain)-1]
+	natstest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+		if s := procState(cli); s != "T" {
+			return fmt.Errorf("the idle CLI (pid %d) is in state %q; want T (stopped)", cli, s)
+		}
+		return nil
+	})
+	res2, err := warmRun(t, bin, r, w, "two", res1.SessionID)
+	if err != nil || res2.Text != "Two." || !res2.Warm {
+		t.Fatalf("run after the pause: %+v, %v; want Two., warm", res2, err)
+	}
+	if s := procState(cli); s == "T" {
+		t.Errorf("the CLI is stopped right after a run; want it running until idle again")
+	}
+	natstest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+		if s := procState(cli); s != "T" {
+			return fmt.Errorf("the CLI idle again is in state %q; want T", s)
+		}
+		return nil
+	})
+	start := time.Now()
+	w.Close()
+	if took := time.Since(start); took >= endGrace {
+		t.Errorf("Close of a paused CLI took %v; want it to end by its stdin, within endGrace (%v)", took, endGrace)
+	}
+	if alive(cli) {
+		t.Errorf("the CLI still runs after Close")
+	}
+}
+
+// procState is process pid's state letter (R, S, T, Z, …), "" when it is
+// gone.
+func procState(pid int) string {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(stat)
+	if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}

@@ -110,6 +110,27 @@ func (k *Keeper) Of(person string) *sandbox.Home {
 	return nil
 }
 
+// Wake continues the person's warm agents, stopped while idle (agent.Warm
+// pauses them), as their message arrives: what the agent does on waking
+// (timers overdue, tens of ms) goes on while the runner readies the run.
+// k nil: no homes are kept.
+func (k *Keeper) Wake(person string) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	var warm []*agent.Warm
+	for _, st := range k.kept {
+		if st.Person == person {
+			warm = append(warm, st.Warm)
+		}
+	}
+	k.mu.Unlock()
+	for _, w := range warm {
+		w.Wake()
+	}
+}
+
 // WarmAgents is how many homes have a warm agent running.
 func (k *Keeper) WarmAgents() int {
 	k.mu.Lock()
