@@ -39,7 +39,8 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error
 	if js == nil {
 		return nil, errors.New("runner: no JetStream")
 	}
-	r := &Runner{cfg: cfg, js: js, media: handover.NewStore(js), log: log.With().Str("svc", "runner").Logger(), running: map[string]*running{}, takenOver: map[string]bool{}}
+	r := &Runner{cfg: cfg, js: js, media: handover.NewStore(js), log: log.With().Str("svc", "runner").Logger(), running: map[string]*running{}, takenOver: map[string]bool{},
+		ready: make(chan struct{})}
 	if err := r.setUp(); err != nil {
 		return nil, err
 	}
@@ -49,6 +50,11 @@ func New(cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Runner, error
 	r.gateMemory()
 	return r, nil
 }
+
+// Ready is closed once Run has readied what runs need (its consumer, the
+// screenshot endpoint, homes' networks, preview links) and said "runner
+// ready": it takes jobs from then on.
+func (r *Runner) Ready() <-chan struct{} { return r.ready }
 
 // setUp readies what runs need of the machine: the agent user, the
 // sandbox, the workspaces, the people's credentials and the agents'
@@ -240,6 +246,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	r.checkAuth(ctx)
 	r.log.Info().Str("runner", r.cfg.ID).Str("agent", r.cfg.Agent).Str("workspaces", r.cfg.Workspaces).Int("concurrency", r.cfg.Concurrency).Msg("runner ready")
+	close(r.ready)
 	runs, stopRuns := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRuns()
 	// Alive while it may take jobs; gone (and its users free) once its runs

@@ -17,6 +17,7 @@ import (
 
 // Runner takes jobs from JOBS and runs them.
 type Runner struct {
+	ready chan struct{} // closed once Run is ready (Ready)
 	cfg   Config
 	js    jetstream.JetStream
 	log   zerolog.Logger

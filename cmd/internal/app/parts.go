@@ -27,6 +27,25 @@ type part struct {
 	// runner idle for TEXTSLASH_IDLE_EXIT).
 	endsProcess bool
 	agent       string // the runner's agent, for the log
+	// ready is closed once run is ready (nil: as soon as it runs); the
+	// process says it is ready, and /readyz too, once every part is.
+	ready <-chan struct{}
+}
+
+// awaitParts returns once every part is ready, or ctx's error once it
+// ends first (a part failed: its error ends the errgroup's ctx).
+func awaitParts(ctx context.Context, parts []part) error {
+	for _, p := range parts {
+		if p.ready == nil {
+			continue
+		}
+		select {
+		case <-p.ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // partEnv is what the parts of one process share.
@@ -80,7 +99,7 @@ var makeParts = map[string]func(context.Context, *config, partEnv) (part, error)
 		}
 		env.log.Info().Str("agent", run.AgentName()).Msg(agentLine(cfg.Agent, run.AgentName(), run.ClaudeBin(), cfg.AgentUser))
 		registerHomeGauges(run)
-		return part{run: run.Run, endsProcess: true, agent: run.AgentName()}, nil
+		return part{run: run.Run, endsProcess: true, agent: run.AgentName(), ready: run.Ready()}, nil
 	},
 	Media: func(ctx context.Context, cfg *config, env partEnv) (part, error) {
 		mc := cfg.mediaConfig()

@@ -197,8 +197,10 @@ func runServe(ctx context.Context, cfg config, log zerolog.Logger, started time.
 			return err
 		})
 	}
-	cfg.logReady(log, ln, parts, started)
-	ready.Store(true)
+	if awaitParts(ctx, parts) == nil {
+		cfg.logReady(log, ln, parts, started)
+		ready.Store(true)
+	}
 	return g.Wait()
 }
 

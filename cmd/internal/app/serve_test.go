@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -89,5 +90,30 @@ func TestReadyzWaitsForReadyLine(t *testing.T) {
 	ready.Store(true)
 	if code := probe(); code != http.StatusOK {
 		t.Errorf("/readyz after the ready line: %d; want 200", code)
+	}
+}
+
+// The process is ready once every part is: the runner says "runner ready"
+// after "textslash ready" was logged, its homes' network set up after it,
+// and a test (or a probe) that trusted /readyz found neither (CI:
+// TestSandboxIsolation/normal_user). A part that fails first ends the wait.
+func TestReadyAwaitsEveryPart(t *testing.T) {
+	late := make(chan struct{})
+	parts := []part{{}, {ready: late}}
+	done := make(chan error, 1)
+	go func() { done <- awaitParts(t.Context(), parts) }()
+	select {
+	case err := <-done:
+		t.Fatalf("ready before the late part: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(late)
+	if err := <-done; err != nil {
+		t.Errorf("once every part is ready: %v", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := awaitParts(ctx, []part{{ready: make(chan struct{})}}); err == nil {
+		t.Errorf("a part that never readies, the process stopping: no error")
 	}
 }
