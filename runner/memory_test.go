@@ -10,6 +10,7 @@ import (
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/natstest"
 	"github.com/textslash/textslash/runner/claudetest"
+	"github.com/textslash/textslash/runner/memory"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -105,6 +106,7 @@ func TestHomeLetGoForMemory(t *testing.T) {
 	if n := runner.Load().HomeStats().Warm; n != 1 {
 		t.Fatalf("homes kept after A's run: %d; want 1", n)
 	}
+	time.Sleep(memory.Fresh) // the gate's look at the memory for A's run is old by then
 	e.job(b, "second", "echo b")
 	if ev := e.waitDone(b, "second", runnerWait); strings.TrimSpace(ev.Text) != "b" {
 		t.Errorf("B's run: %q; want b", ev.Text)
@@ -143,6 +145,7 @@ func TestWarmAgentGoesBeforeItsHome(t *testing.T) {
 	a, b := e.user(contract.ChannelWeb, "warma"), e.user(contract.ChannelWeb, "warmb")
 	say := func(u contract.User, id, want string) {
 		t.Helper()
+		time.Sleep(memory.Fresh) // the gate's look at the memory for the last run is old by then
 		if ev := e.run(contract.Job{ID: id, User: u, Text: "hello", Mode: contract.ModeAuto}); ev.Text != want {
 			t.Fatalf("%s's %s: %s %q; want %q", u.Key(), id, ev.Status, ev.Text, want)
 		}
