@@ -313,9 +313,7 @@ func TestACPHandsOver(t *testing.T) {
 // (TestWarmPausedWhileIdle), and the next message continues it: it
 // answers warm, in its session.
 func TestACPPausedWhileIdle(t *testing.T) {
-	was := idlePause
-	idlePause = 200 * time.Millisecond
-	t.Cleanup(func() { idlePause = was })
+	shortPause(t)
 	eachKit(t, func(t *testing.T, k acpKit) {
 		m := k.start(t, textTurn("one"), textTurn("two"))
 		r, _ := m.run("first", contract.ModeAuto)

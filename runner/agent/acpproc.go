@@ -15,6 +15,7 @@ import (
 	"github.com/coder/acp-go-sdk"
 	"github.com/rs/zerolog"
 
+	"github.com/textslash/textslash/runner/output"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -30,8 +31,8 @@ type acpProc struct {
 	cmd    *exec.Cmd
 	conn   *acp.ClientSideConnection
 	stdin  io.Closer
-	stderr *sandbox.CappedBuffer // read once exited is closed
-	exited chan struct{}         // closed once it exited and its output is read
+	stderr *output.CappedBuffer // read once exited is closed
+	exited chan struct{}        // closed once it exited and its output is read
 	log    zerolog.Logger
 
 	init acp.InitializeResponse
@@ -53,7 +54,7 @@ type acpProc struct {
 // Its ctx is r's without the cancel: a process kept warm outlives the run,
 // and only its Warm ends it.
 func startACP(ctx context.Context, a *ACP, r *Run) (*acpProc, error) {
-	p := &acpProc{exited: make(chan struct{}), stderr: &sandbox.CappedBuffer{Max: stderrKeep}}
+	p := &acpProc{exited: make(chan struct{}), stderr: &output.CappedBuffer{Max: stderrKeep}}
 	p.cmd = a.command(ctx, r)
 	stdin, err := p.cmd.StdinPipe()
 	if err != nil {
@@ -111,7 +112,7 @@ func (p *acpProc) startErr(err error) error {
 		if se := setupExit(sandbox.ExitCode(p.cmd), p.stderr.Bytes()); se != nil {
 			return se
 		}
-		return fmt.Errorf("%w: the agent exited at its start (code %d): %s", ErrFailed, sandbox.ExitCode(p.cmd), sandbox.StderrEnd(p.stderr.Bytes()))
+		return fmt.Errorf("%w: the agent exited at its start (code %d): %s", ErrFailed, sandbox.ExitCode(p.cmd), output.StderrEnd(p.stderr.Bytes()))
 	}
 	return fmt.Errorf("%w: the agent did not answer initialize: %w", ErrFailed, err)
 }
@@ -387,8 +388,8 @@ func (acpClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitReq
 func (w *Warm) runACP(ctx context.Context, a *ACP, r *Run) (Result, error) {
 	w.busy.Lock()
 	defer w.busy.Unlock()
-	w.wake()
-	defer w.rest()
+	w.rest.Wake()
+	defer w.resting()
 	w.mu.Lock()
 	p := w.a
 	w.mu.Unlock()

@@ -8,11 +8,11 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/textslash/textslash/runner/agent/idle"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -47,92 +47,44 @@ const (
 type Warm struct {
 	busy sync.Mutex // held for a whole run
 
-	mu sync.Mutex // guards p, a, resting and paused
-	p  *claudeProc
-	a  *acpProc // an ACP agent's process, kept the same way (ACP)
-	// resting stops the process's group once it has been idle for
-	// idlePause; paused are the groups it stopped, continued by wake.
-	resting *time.Timer
-	paused  []int
+	mu   sync.Mutex // guards p and a
+	p    *claudeProc
+	a    *acpProc  // an ACP agent's process, kept the same way (ACP)
+	rest idle.Rest // stops the process's group once idle for idlePause
 }
 
 // idlePause is how long a warm agent waits for its person's next message
-// before its process group is stopped (SIGSTOP), and continued (SIGCONT)
-// by the next run, a start or Close: an idle Claude Code spends about 29
-// ms of CPU a second on timers of its own (BenchmarkFollowUp/homes, 104
-// CPU-s an hour), which a machine of warm homes pays for nothing; what
-// it holds in memory stays, and the next message reaches it as warm.
+// before its process group is stopped (package idle), continued by the
+// next run, a start or Close.
 var idlePause = 10 * time.Second
-
-// wake continues the groups pause stopped and disarms rest; a run calls
-// it before anything reaches its process.
-func (w *Warm) wake() {
-	w.mu.Lock()
-	paused := w.disarm()
-	w.mu.Unlock()
-	cont(paused)
-}
 
 // Wake continues w's process if it was stopped while idle, ahead of a
 // run coming for it, and lets it be stopped again idlePause from now if
 // no run takes it by then.
 func (w *Warm) Wake() {
-	w.wake()
-	w.rest()
+	w.rest.Wake()
+	w.resting()
 }
 
-// disarm stops the rest timer and returns the groups stopped; w.mu is
-// held.
-func (w *Warm) disarm() []int {
-	if w.resting != nil {
-		w.resting.Stop()
-		w.resting = nil
-	}
-	paused := w.paused
-	w.paused = nil
-	return paused
-}
-
-// cont continues the process groups paused.
-func cont(paused []int) {
-	for _, g := range paused {
-		_ = syscall.Kill(-g, syscall.SIGCONT)
-	}
-}
-
-// rest arms the pause of w's process, idlePause from now; the run that
-// used it calls it as it ends.
-func (w *Warm) rest() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.resting != nil {
-		w.resting.Stop()
-	}
-	w.resting = time.AfterFunc(idlePause, w.pause)
-}
-
-// pause stops the process group of w's live process, unless a run has it
-// now. A warm CLI's group is the process started for it and what runs
-// it (nsenter, the CLI and the tools it started in its group).
-func (w *Warm) pause() {
-	if !w.busy.TryLock() {
-		return // a run took it: it rests again when done
-	}
-	defer w.busy.Unlock()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var groups []int
-	if w.p != nil && w.p.alive() {
-		groups = append(groups, w.p.cmd.Process.Pid)
-	}
-	if w.a != nil && w.a.alive() {
-		groups = append(groups, w.a.cmd.Process.Pid)
-	}
-	for _, g := range groups {
-		if err := syscall.Kill(-g, syscall.SIGSTOP); err == nil {
-			w.paused = append(w.paused, g)
+// resting arms the pause of w's process, idlePause from now: a run that
+// used it calls it as it ends. A warm CLI's group is the process started
+// for it and what runs it (nsenter, the CLI and the tools it started in
+// its group); nothing is stopped while a run has it.
+func (w *Warm) resting() {
+	w.rest.Arm(idlePause, func() ([]int, func()) {
+		if !w.busy.TryLock() {
+			return nil, nil // a run took it: it rests again when done
 		}
-	}
+		w.mu.Lock()
+		var groups []int
+		if w.p != nil && w.p.alive() {
+			groups = append(groups, w.p.cmd.Process.Pid)
+		}
+		if w.a != nil && w.a.alive() {
+			groups = append(groups, w.a.cmd.Process.Pid)
+		}
+		return groups, func() { w.mu.Unlock(); w.busy.Unlock() }
+	})
 }
 
 // Close ends the live process, if any: it closes the CLI's stdin, and
@@ -143,9 +95,8 @@ func (w *Warm) Close() {
 	w.mu.Lock()
 	p, a := w.p, w.a
 	w.p, w.a = nil, nil
-	paused := w.disarm()
 	w.mu.Unlock()
-	cont(paused) // to end by its stdin
+	w.rest.Wake() // to end by its stdin
 	if p != nil {
 		p.end()
 	}
@@ -194,8 +145,8 @@ func (w *Warm) Start(ctx context.Context, c *Claude, r *Run) error {
 	}
 	w.busy.Lock()
 	defer w.busy.Unlock()
-	w.wake()
-	defer w.rest()
+	w.rest.Wake()
+	defer w.resting()
 	if w.take(ctx, c, r, r.SessionID) != nil {
 		return nil
 	}
@@ -233,8 +184,8 @@ func (w *Warm) drop(p *claudeProc) {
 func (w *Warm) run(ctx context.Context, c *Claude, r *Run, session string) (claudeResult, error) {
 	w.busy.Lock()
 	defer w.busy.Unlock()
-	w.wake()
-	defer w.rest()
+	w.rest.Wake()
+	defer w.resting()
 	p := w.take(ctx, c, r, session)
 	reused := p != nil
 	st, out, err := w.turn(ctx, c, r, session, p)

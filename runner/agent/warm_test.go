@@ -361,9 +361,7 @@ func TestWarmPausedWhileIdle(t *testing.T) {
 	bin := claudetest.Binary(t)
 	m := claudetest.NewModel(t, claudetest.Text("One."), claudetest.Text("Two."))
 	claudetest.Setenv(t, m)
-	was := idlePause
-	idlePause = 200 * time.Millisecond
-	t.Cleanup(func() { idlePause = was })
+	shortPause(t)
 	r, _ := claudeRun(t, "")
 	w := newWarm(t)
 	res1, err := warmRun(t, bin, r, w, "one", "")
@@ -416,4 +414,11 @@ func procState(pid int) string {
 		return f[0]
 	}
 	return ""
+}
+
+// shortPause makes warm agents stop after 200 ms idle, for the test.
+func shortPause(t *testing.T) {
+	was := idlePause
+	idlePause = 200 * time.Millisecond
+	t.Cleanup(func() { idlePause = was })
 }
