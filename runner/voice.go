@@ -12,6 +12,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
+	"github.com/textslash/textslash/runner/output"
 	"github.com/textslash/textslash/runner/sandbox"
 	"github.com/textslash/textslash/runner/voice"
 )
@@ -79,7 +80,7 @@ func (r *Runner) listen(ctx context.Context, voices []attachment, command func(c
 		limit := int(r.cfg.VoiceMax.Seconds()*voice.PCMRate*2) + 2*voice.PCMRate*2
 		cmd := command(ctx, "ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-i", v.Path,
 			"-t", fmt.Sprint(r.cfg.VoiceMax.Seconds()+1), "-ac", "1", "-ar", fmt.Sprint(voice.PCMRate), "-f", "s16le", "pipe:1")
-		pcm, errOut := &sandbox.CappedBuffer{Max: limit}, &sandbox.CappedBuffer{Max: 4 << 10}
+		pcm, errOut := &output.CappedBuffer{Max: limit}, &output.CappedBuffer{Max: 4 << 10}
 		cmd.Stdout, cmd.Stderr = pcm, errOut
 		err := cmd.Run()
 		sandbox.EndGroup(cmd)

@@ -11,7 +11,7 @@ import (
 	"github.com/coder/acp-go-sdk"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/runner/sandbox"
+	"github.com/textslash/textslash/runner/output"
 )
 
 // ACP runs a coding agent that speaks the Agent Client Protocol on its
@@ -204,7 +204,7 @@ func (a *ACP) prompt(ctx context.Context, p *acpProc, blocks []acp.ContentBlock)
 	select {
 	case an := <-done:
 		if an.err != nil && !p.alive() {
-			return an.resp, true, fmt.Errorf("%w: the agent exited (code %d): %s", ErrFailed, exitCode(p), sandbox.StderrEnd(p.stderr.Bytes()))
+			return an.resp, true, fmt.Errorf("%w: the agent exited (code %d): %s", ErrFailed, exitCode(p), output.StderrEnd(p.stderr.Bytes()))
 		}
 		return an.resp, false, an.err
 	case <-ctx.Done():

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"time"
 
+	"github.com/textslash/textslash/runner/output"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -33,8 +34,8 @@ func (c *Claude) CheckAuth(ctx context.Context, command func(ctx context.Context
 	ctx, cancel := context.WithTimeout(ctx, authCheckTimeout)
 	defer cancel()
 	cmd := command(ctx, c.bin(), "auth", "status", "--json")
-	out := &sandbox.CappedBuffer{Max: stderrKeep}
-	stderr := &sandbox.CappedBuffer{Max: stderrKeep}
+	out := &output.CappedBuffer{Max: stderrKeep}
+	stderr := &output.CappedBuffer{Max: stderrKeep}
 	cmd.Stdout, cmd.Stderr = out, stderr
 	if err := cmd.Start(); err != nil {
 		if se := setupStart(cmd, err); se != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/output"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -17,7 +18,7 @@ const (
 	// defaultOutputCap applies when Run.OutputCap is not set.
 	defaultOutputCap = 1 << 20
 	// stderrKeep is how much of the CLI's stderr is kept (an error quotes
-	// its end: sandbox.StderrEnd).
+	// its end: output.StderrEnd).
 	stderrKeep = 64 << 10
 	// progressRunes is the longest detail in a progress line.
 	progressRunes = 80
@@ -126,11 +127,11 @@ func (c *Claude) run(ctx context.Context, r *Run, bin, session string) (claudeRe
 	if err != nil {
 		return claudeResult{Result: Result{ExitCode: -1}}, fmt.Errorf("claude: %w", err)
 	}
-	stderr := &sandbox.CappedBuffer{Max: stderrKeep}
+	stderr := &output.CappedBuffer{Max: stderrKeep}
 	cmd.Stderr = stderr
 	in := &claudeInput{w: stdin, quit: make(chan struct{})}
 	st := newStream(r, in, session)
-	lines := &sandbox.LineWriter{Max: maxStreamLine, Line: func(line []byte) { st.handle(ctx, line) }}
+	lines := &output.LineWriter{Max: maxStreamLine, Line: func(line []byte) { st.handle(ctx, line) }}
 	cmd.Stdout = lines
 
 	if err := cmd.Start(); err != nil {
@@ -230,7 +231,7 @@ func finish(ctx context.Context, r *Run, st *claudeStream, exitCode int, stderr 
 		se.Err = fmt.Errorf("exit code %d", res.ExitCode)
 		return res, fmt.Errorf("claude: %w", se)
 	case !st.done:
-		return res, fmt.Errorf("claude: %w: exit code %d without a result: %s", ErrFailed, res.ExitCode, sandbox.StderrEnd(stderr()))
+		return res, fmt.Errorf("claude: %w: exit code %d without a result: %s", ErrFailed, res.ExitCode, output.StderrEnd(stderr()))
 	case st.subtype == "error_max_budget_usd":
 		return res, fmt.Errorf("claude: %w", ErrBudget)
 	case st.isError && st.authFailed:

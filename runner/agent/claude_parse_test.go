@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/textslash/textslash/contract"
-	"github.com/textslash/textslash/runner/sandbox"
+	"github.com/textslash/textslash/runner/output"
 )
 
 // Lines as Claude Code 2.1 prints them (shortened where long).
@@ -118,13 +118,13 @@ func TestStreamProgressLine(t *testing.T) {
 	}
 }
 
-// feed writes lines to a claudeStream through a sandbox.LineWriter in awkward
+// feed writes lines to a claudeStream through a output.LineWriter in awkward
 // pieces, as a pipe would, and returns the result and progress lines.
 func feed(t *testing.T, outputCap int, lines ...string) (Result, bool, []string) {
 	t.Helper()
 	var progress []string
 	st := &claudeStream{dir: "/srv/ws/u1", cap: outputCap, progress: func(s string) { progress = append(progress, s) }}
-	w := &sandbox.LineWriter{Max: 4096, Line: func(line []byte) { st.handle(t.Context(), line) }}
+	w := &output.LineWriter{Max: 4096, Line: func(line []byte) { st.handle(t.Context(), line) }}
 	all := strings.Join(lines, "\n")
 	for len(all) > 0 {
 		n := min(7, len(all))

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/output"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -81,9 +82,9 @@ type Command struct {
 func (c Command) Run(ctx context.Context, r *Run) (Result, error) {
 	cmd := r.Command(ctx, "bash", "-c", c.Line)
 	cmd.Stdin = strings.NewReader(prompt(r) + "\n")
-	stderr := &sandbox.CappedBuffer{Max: stderrKeep}
+	stderr := &output.CappedBuffer{Max: stderrKeep}
 	cmd.Stderr = stderr
-	out := &commandOutput{reply: sandbox.CappedBuffer{Max: r.OutputCap}, progress: r.Progress}
+	out := &commandOutput{reply: output.CappedBuffer{Max: r.OutputCap}, progress: r.Progress}
 	if out.reply.Max <= 0 {
 		out.reply.Max = defaultOutputCap
 	}
@@ -114,17 +115,17 @@ func (c Command) Run(ctx context.Context, r *Run) (Result, error) {
 			se.Err = fmt.Errorf("exit code %d", res.ExitCode)
 			return res, fmt.Errorf("command: %w", se)
 		}
-		return res, fmt.Errorf("command: %w: exit code %d: %s", ErrFailed, res.ExitCode, sandbox.StderrEnd(stderr.Bytes()))
+		return res, fmt.Errorf("command: %w: exit code %d: %s", ErrFailed, res.ExitCode, output.StderrEnd(stderr.Bytes()))
 	}
 	return res, nil
 }
 
 // commandOutput reads a command's stdout: it acts on the marker lines and
-// keeps every other line, as written, as the reply. Unlike sandbox.LineWriter it
+// keeps every other line, as written, as the reply. Unlike output.LineWriter it
 // keeps blank lines, and a line too long to be a marker goes to the reply
 // whole.
 type commandOutput struct {
-	reply     sandbox.CappedBuffer
+	reply     output.CappedBuffer
 	progress  func(string)
 	approval  bool
 	handovers []Handover

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/textslash/textslash/natstest"
+	"github.com/textslash/textslash/runner/output"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -198,10 +199,10 @@ func FuzzCommandOutput(f *testing.F) {
 	f.Add([]byte("a\n::progress:: p\n\nSCREENSHOT_CAPTURED:x\n ::approval:: \nb"), uint8(3))
 	f.Add([]byte("::progress::\n::approval::x\n\r\n"), uint8(1))
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
-		whole := &commandOutput{reply: sandbox.CappedBuffer{Max: 1 << 20}}
+		whole := &commandOutput{reply: output.CappedBuffer{Max: 1 << 20}}
 		whole.Write(data)
 		whole.flush()
-		parts := &commandOutput{reply: sandbox.CappedBuffer{Max: 1 << 20}}
+		parts := &commandOutput{reply: output.CappedBuffer{Max: 1 << 20}}
 		for p := data; len(p) > 0; {
 			n := min(len(p), int(chunk)+1)
 			parts.Write(p[:n])

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/textslash/textslash/runner/output"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -27,7 +28,7 @@ func (Shell) Run(ctx context.Context, r *Run) (Result, error) {
 		return Result{Text: savedLine(r)}, nil
 	}
 	cmd := r.Command(ctx, "bash", "-c", script)
-	out := &sandbox.CappedBuffer{Max: r.OutputCap}
+	out := &output.CappedBuffer{Max: r.OutputCap}
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
 	sandbox.EndGroup(cmd)

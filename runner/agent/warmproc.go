@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/textslash/textslash/runner/output"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -22,11 +23,11 @@ import (
 type claudeProc struct {
 	cmd    *exec.Cmd
 	in     *claudeInput
-	stderr *sandbox.CappedBuffer // read once exited is closed
-	exited chan struct{}         // closed once it exited and its output is read
-	heard  chan struct{}         // closed at its first line: it runs
-	once   sync.Once             // closes heard
-	bin    string                // the CLI's binary, to tell it from its tools
+	stderr *output.CappedBuffer // read once exited is closed
+	exited chan struct{}        // closed once it exited and its output is read
+	heard  chan struct{}        // closed at its first line: it runs
+	once   sync.Once            // closes heard
+	bin    string               // the CLI's binary, to tell it from its tools
 	log    zerolog.Logger
 
 	// What it was started with, and what its runs so far did; read and
@@ -50,7 +51,7 @@ type claudeProc struct {
 // outlives the run, and only its Warm ends it.
 func startProc(ctx context.Context, c *Claude, r *Run, session string) (*claudeProc, error) {
 	p := &claudeProc{resumed: session, bin: warmBin(c.bin()), exited: make(chan struct{}), heard: make(chan struct{}),
-		stderr: &sandbox.CappedBuffer{Max: stderrKeep}}
+		stderr: &output.CappedBuffer{Max: stderrKeep}}
 	p.last, p.unknown = sessionTotal(r, session)
 	if b := r.Job.Budget; b != nil {
 		p.budget, p.capUSD = true, b.LeftUSD
@@ -61,7 +62,7 @@ func startProc(ctx context.Context, c *Claude, r *Run, session string) (*claudeP
 		return nil, err
 	}
 	p.in = &claudeInput{w: stdin, quit: make(chan struct{})}
-	lines := &sandbox.LineWriter{Max: maxStreamLine, Line: p.deliver}
+	lines := &output.LineWriter{Max: maxStreamLine, Line: p.deliver}
 	p.cmd.Stdout, p.cmd.Stderr = lines, p.stderr
 	if err := p.cmd.Start(); err != nil {
 		if se := setupStart(p.cmd, err); se != nil {

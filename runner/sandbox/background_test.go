@@ -17,19 +17,7 @@ import (
 // workspace; what else the run left running still ends with it. Stopped,
 // or with the home, it ends with all it started.
 func TestHomeBackgroundOutlivesRuns(t *testing.T) {
-	box := homeBox(t)
-	for _, limited := range []bool{false, true} {
-		t.Run(map[bool]string{false: "no cgroup", true: "cgroup"}[limited], func(t *testing.T) {
-			if limited && cgroupsWritable() != nil {
-				t.Skip("needs writable cgroups")
-			}
-			b := *box
-			if limited {
-				b.Limits = Limits{Pids: 256}
-			}
-			homeBackground(t, &b, &Homes{Limited: limited})
-		})
-	}
+	eachLimit(t, homeBox(t), func(t *testing.T, box *Sandbox, hs *Homes) { homeBackground(t, box, hs) })
 }
 
 func homeBackground(t *testing.T, box *Sandbox, hs *Homes) {
@@ -44,7 +32,7 @@ func homeBackground(t *testing.T, box *Sandbox, hs *Homes) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	output(t, command, `(env -u TEXTSLASH_RUN setsid sh -c 'sleep 300.7171 >/dev/null 2>&1 &' &); sleep 0.2`)
+	outputOf(t, command, `(env -u TEXTSLASH_RUN setsid sh -c 'sleep 300.7171 >/dev/null 2>&1 &' &); sleep 0.2`)
 	var child, root, escaped int
 	natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
 		child, root, escaped = findProc("sleep\x00300.5151"), findProc("sleep\x00300.6161"), findProc("sleep\x00300.7171")

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/textslash/textslash/runner/output"
 	"github.com/textslash/textslash/runner/sandbox/netns"
 )
 
@@ -236,7 +237,7 @@ func startHeld(cmd *exec.Cmd, exited chan struct{}, stdin *io.WriteCloser) (int,
 	go func() { _ = cmd.Wait(); close(exited) }()
 	said := func() string { // what bwrap said on failing
 		_ = errs.SetReadDeadline(time.Now().Add(time.Second)) // it may not have exited
-		b := &CappedBuffer{Max: 4 << 10}
+		b := &output.CappedBuffer{Max: 4 << 10}
 		_, _ = io.Copy(b, errs)
 		return strings.TrimSpace(b.String())
 	}

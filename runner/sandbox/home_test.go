@@ -31,8 +31,8 @@ func homeBox(t *testing.T) *Sandbox {
 	return box
 }
 
-// output runs name args through command and returns its output.
-func output(t *testing.T, command func(ctx context.Context, name string, args ...string) *exec.Cmd, script string) string {
+// outputOf runs name args through command and returns its output.
+func outputOf(t *testing.T, command func(ctx context.Context, name string, args ...string) *exec.Cmd, script string) string {
 	t.Helper()
 	cmd := command(t.Context(), "/bin/sh", "-c", script)
 	out, err := cmd.CombinedOutput()
@@ -48,7 +48,12 @@ func output(t *testing.T, command func(ctx context.Context, name string, args ..
 // what a run left running — setsid and double-forked — ends with it,
 // while the home stays.
 func TestHomeKeptAndRunsEnd(t *testing.T) {
-	box := homeBox(t)
+	eachLimit(t, homeBox(t), func(t *testing.T, box *Sandbox, hs *Homes) { homeKeptAndRunsEnd(t, box, hs) })
+}
+
+// eachLimit runs f in a subtest for homes without a cgroup and, where
+// cgroups are writable, with one (box with a pids limit).
+func eachLimit(t *testing.T, box *Sandbox, f func(t *testing.T, box *Sandbox, hs *Homes)) {
 	for _, limited := range []bool{false, true} {
 		t.Run(map[bool]string{false: "no cgroup", true: "cgroup"}[limited], func(t *testing.T) {
 			if limited && cgroupsWritable() != nil {
@@ -58,7 +63,7 @@ func TestHomeKeptAndRunsEnd(t *testing.T) {
 			if limited {
 				b.Limits = Limits{Pids: 256}
 			}
-			homeKeptAndRunsEnd(t, &b, &Homes{Limited: limited})
+			f(t, &b, &Homes{Limited: limited})
 		})
 	}
 }
@@ -74,7 +79,7 @@ func homeKeptAndRunsEnd(t *testing.T, box *Sandbox, hs *Homes) {
 		t.Fatal(err)
 	}
 	command := h.Confined(CommandFunc(ws, home, nil, false))
-	first := output(t, command, `echo kept > /tmp/mark; readlink /proc/self/ns/pid; (env -u TEXTSLASH_RUN setsid sh -c 'sleep 300.4242 >/dev/null 2>&1 &' &); sleep 0.2`)
+	first := outputOf(t, command, `echo kept > /tmp/mark; readlink /proc/self/ns/pid; (env -u TEXTSLASH_RUN setsid sh -c 'sleep 300.4242 >/dev/null 2>&1 &' &); sleep 0.2`)
 	escaped := findProc("sleep\x00300.4242")
 	if escaped == 0 {
 		t.Fatal("the run's double-forked sleep is not running")
@@ -98,7 +103,7 @@ func homeKeptAndRunsEnd(t *testing.T, box *Sandbox, hs *Homes) {
 	if h2 != h {
 		t.Fatal("the second run of the same sandbox got another home")
 	}
-	second := output(t, h2.Confined(CommandFunc(ws, home, nil, false)), `cat /tmp/mark; readlink /proc/self/ns/pid; /bin/pwd`)
+	second := outputOf(t, h2.Confined(CommandFunc(ws, home, nil, false)), `cat /tmp/mark; readlink /proc/self/ns/pid; /bin/pwd`)
 	// /bin/pwd asks the kernel (getcwd): a directory entered outside the
 	// home's mount namespace would be unreachable from its root.
 	if want := "kept\n" + first + "\n" + ws; second != want {
@@ -125,7 +130,7 @@ func TestRunSeesNoCgroups(t *testing.T) {
 	defer other.Kill()
 	ws, home := t.TempDir(), t.TempDir()
 	const look = `ls -AR /sys/fs/cgroup 2>&1 | grep -c 15551000004 || true; cat /proc/self/cgroup`
-	own := output(t, Confined(CommandFunc(ws, home, nil, false), box, ws, home, "", nil), look)
+	own := outputOf(t, Confined(CommandFunc(ws, home, nil, false), box, ws, home, "", nil), look)
 	hs := &Homes{Limited: true}
 	defer hs.Close()
 	limited := *box
@@ -135,7 +140,7 @@ func TestRunSeesNoCgroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer leave()
-	inHome := output(t, h.Confined(CommandFunc(ws, home, nil, false)), look)
+	inHome := outputOf(t, h.Confined(CommandFunc(ws, home, nil, false)), look)
 	for name, out := range map[string]string{"own sandbox": own, "home": inHome} {
 		if first, _, _ := strings.Cut(out, "\n"); first != "0" {
 			t.Errorf("%s: a run listed another's cgroup by name (%s matches)", name, first)
@@ -245,7 +250,7 @@ func TestHomeOwnNetwork(t *testing.T) {
 		host, port, _ := net.SplitHostPort(addr)
 		return fmt.Sprintf("(timeout 2 cat < /dev/tcp/%s/%s) 2>/dev/null || echo refused", host, port)
 	}
-	got := output(t, h.Confined(CommandFunc(ws, home, nil, false)), "bash -c '"+tcp(private)+"; "+tcp(forwarded)+"'")
+	got := outputOf(t, h.Confined(CommandFunc(ws, home, nil, false)), "bash -c '"+tcp(private)+"; "+tcp(forwarded)+"'")
 	if want := "refused\nhost"; got != want {
 		t.Errorf("from the home, the host's private and forwarded servers: %q; want %q", got, want)
 	}
@@ -267,46 +272,36 @@ func TestEndGroupInHome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, limited := range []bool{false, true} {
-		t.Run(map[bool]string{false: "no cgroup", true: "cgroup"}[limited], func(t *testing.T) {
-			if limited && cgroupsWritable() != nil {
-				t.Skip("needs writable cgroups")
-			}
-			b := *box
-			if limited {
-				b.Limits = Limits{Pids: 256}
-			}
-			hs := &Homes{Limited: limited}
-			defer hs.Close()
-			ws, home := t.TempDir(), t.TempDir()
-			for _, d := range []string{ws, home} {
-				if err := os.Chown(d, int(u.UID), int(u.GID)); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := Reachable(d, u); err != nil {
-					t.Fatal(err)
-				}
-			}
-			h, leave, err := hs.Enter(&b, ws, home, "", u, zerolog.Nop())
-			if err != nil {
+	eachLimit(t, box, func(t *testing.T, b *Sandbox, hs *Homes) {
+		defer hs.Close()
+		ws, home := t.TempDir(), t.TempDir()
+		for _, d := range []string{ws, home} {
+			if err := os.Chown(d, int(u.UID), int(u.GID)); err != nil {
 				t.Fatal(err)
 			}
-			defer leave()
-			cmd := h.Confined(CommandFunc(ws, home, u, false))(t.Context(), "/bin/sh", "-c", `(setsid sh -c 'sleep 300.4343 >/dev/null 2>&1 &' &); sleep 0.2`)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("%v: %s", err, out)
+			if _, err := Reachable(d, u); err != nil {
+				t.Fatal(err)
 			}
-			left := findProc("sleep\x00300.4343")
-			EndGroup(cmd)
-			if left == 0 {
-				t.Fatal("the program's setsid sleep is not running")
+		}
+		h, leave, err := hs.Enter(b, ws, home, "", u, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer leave()
+		cmd := h.Confined(CommandFunc(ws, home, u, false))(t.Context(), "/bin/sh", "-c", `(setsid sh -c 'sleep 300.4343 >/dev/null 2>&1 &' &); sleep 0.2`)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		left := findProc("sleep\x00300.4343")
+		EndGroup(cmd)
+		if left == 0 {
+			t.Fatal("the program's setsid sleep is not running")
+		}
+		natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+			if running(left) {
+				return errString("the setsid sleep outlived its program, its run still on")
 			}
-			natstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
-				if running(left) {
-					return errString("the setsid sleep outlived its program, its run still on")
-				}
-				return nil
-			})
+			return nil
 		})
-	}
+	})
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/user"
@@ -182,51 +181,6 @@ func PrepareWorkspace(dir, home string, u *User) error {
 		}
 	}
 	return nil
-}
-
-// CappedBuffer keeps the first Max bytes written to it and counts the rest.
-type CappedBuffer struct {
-	buf       bytes.Buffer
-	Max       int
-	truncated bool
-}
-
-func (b *CappedBuffer) Write(p []byte) (int, error) {
-	if room := b.Max - b.buf.Len(); room < len(p) {
-		b.truncated = true
-		if room > 0 {
-			b.buf.Write(p[:room])
-		}
-		return len(p), nil
-	}
-	return b.buf.Write(p)
-}
-
-// Bytes are the bytes kept.
-func (b *CappedBuffer) Bytes() []byte { return b.buf.Bytes() }
-
-// String is the bytes kept, as text.
-func (b *CappedBuffer) String() string { return b.buf.String() }
-
-// Len is how many bytes are kept.
-func (b *CappedBuffer) Len() int { return b.buf.Len() }
-
-// Truncated reports whether more than Max bytes were written.
-func (b *CappedBuffer) Truncated() bool { return b.truncated }
-
-// ReadFrom reads r into the buffer directly: io.Copy, and os/exec's copy
-// of a program's output with it, would otherwise take a 32 KB buffer for
-// each program.
-func (b *CappedBuffer) ReadFrom(r io.Reader) (int64, error) {
-	n, err := b.buf.ReadFrom(io.LimitReader(r, int64(max(b.Max-b.buf.Len(), 0))))
-	if err != nil {
-		return n, err
-	}
-	rest, err := io.Copy(io.Discard, r) // io.Discard reads into a shared buffer
-	if rest > 0 {
-		b.truncated = true
-	}
-	return n + rest, err
 }
 
 // EndGroup ends whatever a finished program left running: its process

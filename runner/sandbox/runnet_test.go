@@ -87,15 +87,15 @@ func TestRunNet(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := "id -u; cat /etc/resolv.conf | grep nameserver; bash -c '" + tcpScript(private) + "; " + tcpScript(forwarded) + "; " + tcpScript(outside) + "'"
-	got := output(t, Confined(CommandFunc(ws, home, u, false), box.InNet(n), ws, home, "", nil), script)
+	got := outputOf(t, Confined(CommandFunc(ws, home, u, false), box.InNet(n), ws, home, "", nil), script)
 	if want := fmt.Sprintf("%d\nnameserver %s\nrefused\nhost\nhost", uid, netns.DNS); got != want {
 		t.Errorf("in the run's network: %q; want %q", got, want)
 	}
-	got = output(t, Confined(CommandFunc(ws, home, u, false), box.Offline(), ws, home, "", nil), "bash -c '"+tcpScript(forwarded)+"; "+tcpScript(outside)+"'")
+	got = outputOf(t, Confined(CommandFunc(ws, home, u, false), box.Offline(), ws, home, "", nil), "bash -c '"+tcpScript(forwarded)+"; "+tcpScript(outside)+"'")
 	if want := "refused\nrefused"; got != want {
 		t.Errorf("offline: %q; want %q", got, want)
 	}
-	if got := output(t, Confined(CommandFunc(ws, home, u, false), box, ws, home, "", nil), "bash -c '"+tcpScript(private)+"'"); got != "host" {
+	if got := outputOf(t, Confined(CommandFunc(ws, home, u, false), box, ws, home, "", nil), "bash -c '"+tcpScript(private)+"'"); got != "host" {
 		t.Errorf("a sandbox on the host's network: %q; want host (else this test proves nothing)", got)
 	}
 }

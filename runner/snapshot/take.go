@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/textslash/textslash/runner/output"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -268,8 +269,8 @@ func bundleHistory(git func(args ...string) (string, error), s Source, home *os.
 // output.
 func runGit(ctx context.Context, s Source, stdin []byte, args ...string) (string, error) {
 	cmd := s.Command(ctx, "git", args...)
-	out := &sandbox.CappedBuffer{Max: 64 << 20}
-	errs := &sandbox.CappedBuffer{Max: 4 << 10}
+	out := &output.CappedBuffer{Max: 64 << 20}
+	errs := &output.CappedBuffer{Max: 4 << 10}
 	cmd.Stdout, cmd.Stderr = out, errs
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/textslash/textslash/runner/output"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -103,7 +104,7 @@ type Command struct{ Command string }
 func (t *Command) Transcribe(ctx context.Context, wav []byte, command func(context.Context, string, ...string) *exec.Cmd) (string, error) {
 	cmd := command(ctx, "bash", "-c", "cat | {\n"+t.Command+"\n}")
 	cmd.Stdin = bytes.NewReader(wav)
-	out, errOut := &sandbox.CappedBuffer{Max: 64 << 10}, &sandbox.CappedBuffer{Max: 4 << 10}
+	out, errOut := &output.CappedBuffer{Max: 64 << 10}, &output.CappedBuffer{Max: 4 << 10}
 	cmd.Stdout, cmd.Stderr = out, errOut
 	err := cmd.Run()
 	sandbox.EndGroup(cmd)

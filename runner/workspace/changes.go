@@ -10,6 +10,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
+	"github.com/textslash/textslash/runner/output"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -50,7 +51,7 @@ func (c Changes) Text() string {
 func Pending(ctx context.Context, r *agent.Run) (Changes, error) {
 	git := func(args ...string) (string, error) {
 		cmd := r.Command(ctx, "git", args...)
-		out := &sandbox.CappedBuffer{Max: 1 << 20}
+		out := &output.CappedBuffer{Max: 1 << 20}
 		cmd.Stdout = out
 		err := cmd.Run()
 		sandbox.EndGroup(cmd)

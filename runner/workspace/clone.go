@@ -16,6 +16,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
+	"github.com/textslash/textslash/runner/output"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -166,7 +167,7 @@ func gitClone(ctx context.Context, run *agent.Run, url, shown string) error {
 	log := *zerolog.Ctx(ctx)
 	cmd := run.Command(ctx, "git", "clone", "--quiet", "--", url, ".")
 	cmd.Env = cloneEnv(cmd.Env)
-	out := &sandbox.CappedBuffer{Max: 64 << 10}
+	out := &output.CappedBuffer{Max: 64 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
 	sandbox.EndGroup(cmd)

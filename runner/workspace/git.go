@@ -11,6 +11,7 @@ import (
 
 	"github.com/textslash/textslash/contract"
 	"github.com/textslash/textslash/runner/agent"
+	"github.com/textslash/textslash/runner/output"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -42,7 +43,7 @@ var gitIdentity = []string{"-c", "user.name=textslash", "-c", "user.email=textsl
 func (a gitAction) Run(ctx context.Context, r *agent.Run) (agent.Result, error) {
 	git := func(args ...string) (string, error) {
 		cmd := r.Command(ctx, "git", append(append([]string{}, gitIdentity...), args...)...)
-		out := &sandbox.CappedBuffer{Max: 64 << 10}
+		out := &output.CappedBuffer{Max: 64 << 10}
 		cmd.Stdout, cmd.Stderr = out, out
 		err := cmd.Run()
 		sandbox.EndGroup(cmd)
@@ -112,7 +113,7 @@ func pullRequest(ctx context.Context, r *agent.Run, git func(...string) (string,
 	}
 	gh := func(args ...string) (string, error) {
 		cmd := r.Command(ctx, "gh", args...)
-		out := &sandbox.CappedBuffer{Max: 64 << 10}
+		out := &output.CappedBuffer{Max: 64 << 10}
 		cmd.Stdout, cmd.Stderr = out, out
 		err := cmd.Run()
 		sandbox.EndGroup(cmd)

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/textslash/textslash/contract"
+	"github.com/textslash/textslash/runner/output"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -114,7 +115,7 @@ func gitWith(command func(ctx context.Context, name string, args ...string) *exe
 		ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 		defer cancel()
 		cmd := command(ctx, "git", append(slices.Clip(gitIdentity), args...)...)
-		out := &sandbox.CappedBuffer{Max: 64 << 10}
+		out := &output.CappedBuffer{Max: 64 << 10}
 		cmd.Stdout, cmd.Stderr = out, out
 		err := cmd.Run()
 		sandbox.EndGroup(cmd)
