@@ -45,13 +45,8 @@ func newWarm(t *testing.T) *Warm {
 
 // alive reports whether process pid exists and is not a zombie.
 func alive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(stat)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+	s := procState(pid)
+	return s != "" && s != "Z" && s != "X"
 }
 
 // modelTokens is what the stand-in's answers to Messages requests from
