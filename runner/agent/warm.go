@@ -79,9 +79,11 @@ func (w *Warm) resting() {
 		var groups []int
 		if w.p != nil && w.p.alive() {
 			groups = append(groups, w.p.cmd.Process.Pid)
+			w.p.log.Debug().Msg("claude: the warm CLI is idle: stopped until its person's next message")
 		}
 		if w.a != nil && w.a.alive() {
 			groups = append(groups, w.a.cmd.Process.Pid)
+			w.a.log.Debug().Msg("acp: the warm agent is idle: stopped until its person's next message")
 		}
 		return groups, func() { w.mu.Unlock(); w.busy.Unlock() }
 	})
