@@ -154,6 +154,34 @@ func TestRunSeesNoCgroups(t *testing.T) {
 	}
 }
 
+// A home's bubblewrap starts directly, with no shell before it to join
+// the home's cgroup (on cgroup v1 that shell cost every newcomer an exec):
+// the holder never starts a program, so only runs need the cgroup, and
+// theirs join it as before.
+func TestHomeStartsNoShellBeforeBubblewrap(t *testing.T) {
+	box := homeBox(t)
+	if cgroupsWritable() != nil {
+		t.Skip("needs writable cgroups")
+	}
+	ws, home := t.TempDir(), t.TempDir()
+	hs := &Homes{Limited: true}
+	defer hs.Close()
+	limited := *box
+	limited.Limits = Limits{Pids: 128}
+	h, leave, err := hs.Enter(&limited, ws, home, "", nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leave()
+	if got := h.holder.Path; got != box.Bwrap {
+		t.Errorf("the home was started by %s; want bubblewrap (%s) itself", got, box.Bwrap)
+	}
+	in := outputOf(t, h.Confined(CommandFunc(ws, home, nil, false)), `cat /proc/self/cgroup`)
+	if !strings.Contains(in, h.ID()) {
+		t.Errorf("a run in the home is not in its cgroup %s: %s", h.ID(), in)
+	}
+}
+
 // Homes past Max are let go, the least recently used first, and an idle
 // home goes after Idle; a home with a run in it stays.
 func TestHomesLetGo(t *testing.T) {
