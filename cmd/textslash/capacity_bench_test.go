@@ -44,8 +44,12 @@ import (
 //     rate instead). Reports openLoop's latencies and replies/s, and
 //     cpu-ms/msg and textslash-cpu-ms/msg: the CPU of the load and its
 //     drain over the messages answered.
+//   - new-600: the same at 15 newcomers a second for 40 s, a rate one core
+//     keeps up with: what a newcomer's message costs when none waits
+//     (cpu-ms/msg). With TEXTSLASH_HOMES_MAX=64 each newcomer's home also
+//     lets another go.
 //
-// Both report textslash's peak RSS and the peak of the memory the tree
+// All report textslash's peak RSS and the peak of the memory the tree
 // holds (peak-tree-MB, procTree.pss sampled every 2 s).
 //
 //	taskset -c 1 go test -run '^$' -bench Capacity ./cmd/textslash/
@@ -87,23 +91,27 @@ func BenchmarkCapacity(b *testing.B) {
 		b.ReportMetric(float64((<-peak)>>20), "peak-tree-MB")
 		b.ReportMetric(0, "ns/op")
 	})
-	b.Run("new-5000", func(b *testing.B) {
-		const people, rate = 5000, 100
-		tree := newProcTree(b)
-		// One more person: openLoop's warm-up message is theirs.
-		tb := startTwilioBenchOn(b, onOneCore(b), nil, people+1)
-		tree.root = tb.inst.cmd.Process.Pid
-		sampling, stopSampling := context.WithCancel(b.Context())
-		peak := tree.samplePSS(sampling, 2*time.Second)
-		cpu0, own0 := tree.cpu(), tree.own()
-		drain, answered := openLoop(b, tb, rate, people)
-		cpu, own := tree.cpu()-cpu0, tree.own()-own0
-		b.ReportMetric(ms(cpu)/float64(answered+1), "cpu-ms/msg")
-		b.ReportMetric(ms(own)/float64(answered+1), "textslash-cpu-ms/msg")
-		b.ReportMetric(drain.Seconds(), "drain-s")
-		stopSampling()
-		b.ReportMetric(float64((<-peak)>>20), "peak-tree-MB")
-	})
+	b.Run("new-5000", func(b *testing.B) { newPeople(b, 5000, 100) })
+	b.Run("new-600", func(b *testing.B) { newPeople(b, 600, 15) })
+}
+
+// newPeople is n people never seen before writing once each, rate a
+// second (BenchmarkCapacity's new-5000 and new-600).
+func newPeople(b *testing.B, people, rate int) {
+	tree := newProcTree(b)
+	// One more person: openLoop's warm-up message is theirs.
+	tb := startTwilioBenchOn(b, onOneCore(b), nil, people+1)
+	tree.root = tb.inst.cmd.Process.Pid
+	sampling, stopSampling := context.WithCancel(b.Context())
+	peak := tree.samplePSS(sampling, 2*time.Second)
+	cpu0, own0 := tree.cpu(), tree.own()
+	drain, answered := openLoop(b, tb, rate, people)
+	cpu, own := tree.cpu()-cpu0, tree.own()-own0
+	b.ReportMetric(ms(cpu)/float64(answered+1), "cpu-ms/msg")
+	b.ReportMetric(ms(own)/float64(answered+1), "textslash-cpu-ms/msg")
+	b.ReportMetric(drain.Seconds(), "drain-s")
+	stopSampling()
+	b.ReportMetric(float64((<-peak)>>20), "peak-tree-MB")
 }
 
 // closedLoop is people writing one message at a time, each sent once the

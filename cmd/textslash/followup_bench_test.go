@@ -358,20 +358,36 @@ func (pt *procTree) own() time.Duration {
 }
 
 // reap waits for the adopted processes that exited, and logs those still
-// running after textslash stopped.
+// running after textslash stopped. Homes' processes end as textslash's
+// end reaches them (bubblewrap dies with its parent, slirp4netns with its
+// exit pipe): with hundreds of homes that takes a few seconds, during
+// which the exiting have already lost their command line.
 func (pt *procTree) reap(b *testing.B) {
-	for pid, p := range procs() {
-		if p.ppid != pt.self || pt.before[pid] || pid == pt.root {
-			continue
+	var left map[int]string
+	for deadline := time.Now().Add(reapWait); ; time.Sleep(50 * time.Millisecond) {
+		left = map[int]string{}
+		for pid, p := range procs() {
+			if p.ppid != pt.self || pt.before[pid] || pid == pt.root {
+				continue
+			}
+			if p.state == "Z" {
+				_, _ = unix.Wait4(pid, nil, unix.WNOHANG, nil)
+				continue
+			}
+			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			left[pid] = string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))
 		}
-		if p.state == "Z" {
-			_, _ = unix.Wait4(pid, nil, unix.WNOHANG, nil)
-			continue
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
 		}
-		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		b.Logf("still running after textslash stopped: pid %d: %s", pid, bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))
+	}
+	for pid, cmd := range left {
+		b.Logf("still running %s after textslash stopped: pid %d: %s", reapWait, pid, cmd)
 	}
 }
+
+// reapWait is how long reap lets the adopted processes end.
+const reapWait = 10 * time.Second
 
 // procStat is a process as /proc/<pid>/stat tells of it.
 type procStat struct {
