@@ -160,6 +160,14 @@ func (e *entry) wrap(cmd *exec.Cmd, nsenter, wd, path string, argv []string) (st
 	return nsenter, append(a, argv...)
 }
 
+// kill ends the process whose namespaces these are, by its pidfd (a pid
+// namespace's first process: everything in the namespace with it).
+func (e *entry) kill() {
+	if e.pidfd >= 0 {
+		_ = unix.PidfdSendSignal(e.pidfd, unix.SIGKILL, nil, 0)
+	}
+}
+
 func (e *entry) close() {
 	if e.pidfd >= 0 {
 		unix.Close(e.pidfd)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/textslash/textslash/runner/child"
 	"github.com/textslash/textslash/runner/output"
 	"github.com/textslash/textslash/runner/sandbox/netns"
 )
@@ -33,10 +34,9 @@ import (
 // textslash without root enters them too, through the user namespace
 // bubblewrap nests the home's in (enter.go).
 type Home struct {
-	id     string // opaque: the cgroup's name, the logs'
-	key    string // the sandbox's command line, which the home was made for
-	holder *exec.Cmd
-	stdin  io.WriteCloser // the holder's; closed, the holder ends
+	id     string         // opaque: the cgroup's name, the logs'
+	key    string         // the sandbox's command line, which the home was made for
+	holder *child.Process // bubblewrap, the home's own (endHeld ends it)
 	pid    int            // bwrap's child: the namespaces' first process
 	own    []int          // the home's own processes: bwrap's two, the holder
 	pidNS  string         // its pid namespace, as /proc names it
@@ -48,7 +48,6 @@ type Home struct {
 	user    *User
 	cg      *Cgroup    // nil: runs are not limited
 	net     *netns.Net // the home's network, when it has its own
-	exited  chan struct{}
 	started time.Time
 
 	mu    sync.Mutex
@@ -82,7 +81,7 @@ func startHome(box *Sandbox, dir, home, bin string, u *User, limits bool, net *h
 	if err != nil {
 		return nil, fmt.Errorf("%w: nsenter not found (util-linux)", ErrNoHome)
 	}
-	h := &Home{id: "h" + NewMark(), nsenter: nsenter, user: u, exited: make(chan struct{}), started: time.Now()}
+	h := &Home{id: "h" + NewMark(), nsenter: nsenter, user: u, started: time.Now()}
 	h.key = homeKey(box, dir, home, bin, u, net != nil)
 	defer func() {
 		if err != nil {
@@ -161,15 +160,14 @@ func (h *Home) startHolder(box *Sandbox, dir, home, bin string, w wrapping) erro
 			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
 		}
 	}
-	h.holder = cmd
-	pid, err := startHeld(cmd, h.exited, &h.stdin)
-	if err != nil {
+	var err error
+	if h.holder, h.pid, err = startHeld(cmd); err != nil {
 		return fmt.Errorf("home: %w", err)
 	}
-	h.pid = pid
+	pid := h.pid
 	// Orphans of runs become pid's children too: the holder is its only
 	// one now.
-	h.own = append([]int{cmd.Process.Pid, pid}, children(pid)...)
+	h.own = append([]int{h.holder.Pid, pid}, children(pid)...)
 	if h.pidNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); err != nil {
 		return fmt.Errorf("home: %w", err)
 	}
@@ -205,63 +203,90 @@ func readChildPID(r *os.File, exited <-chan struct{}) (int, error) {
 }
 
 // startHeld starts cmd, bubblewrap running a holder that writes a line
-// once it runs and then waits for its stdin to close (bwrap tells its
-// child's pid, on fd 3, before the sandbox is made). It returns that pid
-// once the holder runs; exited is closed when cmd has exited, and *stdin
-// is the holder's stdin. The holder's stdout and stderr are read until
-// then and closed: a home keeps one file of its holder open here (its
-// stdin), as each file this process holds costs every program it starts.
-func startHeld(cmd *exec.Cmd, exited chan struct{}, stdin *io.WriteCloser) (int, error) {
-	info, infoW, err := os.Pipe()
+// once it runs and then waits on its stdin (bwrap tells its child's pid,
+// on fd 3, before the sandbox is made). It returns bwrap and that pid once
+// the holder runs. The holder's stdin is a pipe whose write end only the
+// holder holds (its fd 4), so its read never ends and this process keeps
+// no end of it: the holder ends with its pid namespace (endHeld), or with
+// this process (bwrap's --die-with-parent). Its stdout and stderr are
+// read until then and closed; the process is reaped by child, without
+// Go's pidfd: a home keeps no file of its holder open here, as each file
+// this process holds costs every program it starts.
+func startHeld(cmd *exec.Cmd) (*child.Process, int, error) {
+	var pipes [4][2]*os.File // info, out, errs, hold: read and write ends
+	for i := range pipes {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll(pipes[:i])
+			return nil, 0, err
+		}
+		pipes[i] = [2]*os.File{r, w}
+	}
+	info, out, errs := pipes[0][0], pipes[1][0], pipes[2][0]
+	defer closeAll(pipes[:3])
+	cmd.Stdin = pipes[3][0]
+	cmd.Stdout, cmd.Stderr = pipes[1][1], pipes[2][1]
+	cmd.ExtraFiles = []*os.File{pipes[0][1], pipes[3][1]}
+	p, err := child.Start(cmd)
+	for _, f := range []*os.File{pipes[0][1], pipes[1][1], pipes[2][1], pipes[3][0], pipes[3][1]} {
+		f.Close()
+	}
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
-	defer info.Close()
-	var out, outW, errs, errsW *os.File
-	if out, outW, err = os.Pipe(); err == nil {
-		defer out.Close()
-		errs, errsW, err = os.Pipe()
-	}
-	if err != nil {
-		infoW.Close()
-		outW.Close()
-		return 0, err
-	}
-	defer errs.Close()
-	cmd.ExtraFiles = []*os.File{infoW}
-	cmd.Stdout, cmd.Stderr = outW, errsW
-	*stdin, err = cmd.StdinPipe()
-	if err == nil {
-		err = cmd.Start()
-	}
-	infoW.Close()
-	outW.Close()
-	errsW.Close()
-	if err != nil {
-		close(exited)
-		return 0, err
-	}
-	go func() { _ = cmd.Wait(); close(exited) }()
 	said := func() string { // what bwrap said on failing
 		_ = errs.SetReadDeadline(time.Now().Add(time.Second)) // it may not have exited
 		b := &output.CappedBuffer{Max: 4 << 10}
 		_, _ = io.Copy(b, errs)
 		return strings.TrimSpace(b.String())
 	}
-	pid, err := readChildPID(info, exited)
+	fail := func(err error) (*child.Process, int, error) {
+		_ = p.Kill()
+		<-p.Done()
+		return nil, 0, fmt.Errorf("%w: %s", err, said())
+	}
+	pid, err := readChildPID(info, p.Done())
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s", err, said())
+		return fail(err)
 	}
 	if _, err := out.Read(make([]byte, 1)); err != nil {
-		return 0, fmt.Errorf("the holder did not start: %w: %s", err, said())
+		return fail(fmt.Errorf("the holder did not start: %w", err))
 	}
-	return pid, nil
+	return p, pid, nil
+}
+
+// endHeld ends what startHeld started: the first process in bubblewrap's
+// namespaces, by ns's pidfd (the pid namespace's init, where there is
+// one: all in it end with it), then bubblewrap, which exits once its child
+// has (killed if not within holderEnd, or when ns is nil).
+func endHeld(holder *child.Process, ns *entry) {
+	if ns != nil {
+		ns.kill()
+		select {
+		case <-holder.Done():
+			return
+		case <-time.After(holderEnd):
+		}
+	}
+	_ = holder.Kill()
+	<-holder.Done()
+}
+
+// holderEnd is how long bubblewrap has to exit once its child has ended.
+const holderEnd = time.Second
+
+// closeAll closes both ends of each pipe.
+func closeAll(pipes [][2]*os.File) {
+	for _, p := range pipes {
+		p[0].Close()
+		p[1].Close()
+	}
 }
 
 // Alive reports whether the home's holder still runs.
 func (h *Home) Alive() bool {
 	select {
-	case <-h.exited:
+	case <-h.holder.Done():
 		return false
 	default:
 		return true
@@ -439,12 +464,8 @@ func (h *Home) Memory() int64 {
 // cgroup.
 func (h *Home) Close() {
 	h.StopBackground("")
-	if h.stdin != nil {
-		_ = h.stdin.Close()
-	}
-	if h.holder != nil && h.holder.Process != nil {
-		_ = h.holder.Process.Kill()
-		<-h.exited
+	if h.holder != nil {
+		endHeld(h.holder, h.ns)
 	}
 	if h.pidNS != "" {
 		h.mu.Lock()

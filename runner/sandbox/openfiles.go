@@ -7,21 +7,25 @@ import (
 )
 
 // homeFiles is how many files a home holds open in this process: as root
-// its holder's stdin and two pidfds (bubblewrap's, and its child's, whose
-// namespaces programs enter by path: enter.go), and, with a network of its
-// own, slirp4netns's pipes, pidfd and API socket (TestHomeFiles counts
-// them; without root the namespaces' files too). Each is paid by every
-// program this process starts: its fork copies them, its exec closes
-// them (a runner with a thousand homes spent a quarter of its CPU there
-// when a home held fifteen). Homes are bounded by the open-file limit with it: a home
-// past it failed to start ("pipe2: too many open files"), and the person
-// got an error where they wanted an answer, while memory had room for
+// a pidfd of its first process (whose namespaces programs enter by path,
+// checked against it: enter.go) and, with a network of its own,
+// slirp4netns's two pipes (its exit pipe and its output) and the
+// namespace's file (TestHomeFiles counts them; without root the
+// namespaces' files too). Its bubblewrap and slirp4netns are reaped
+// without a pidfd of Go's (runner/child), and its holder's stdin is a
+// pipe only the holder holds. Each file is paid by every program this
+// process starts: its fork copies them, its exec closes them (with 6,000
+// open, a spawn of `true` cost 3.1 CPU-ms against 1.7; a runner with a
+// thousand homes spent a quarter of its CPU there when a home held
+// fifteen). Homes are bounded by the open-file limit with it: a home past
+// it failed to start ("pipe2: too many open files"), and the person got
+// an error where they wanted an answer, while memory had room for
 // thousands more.
 func homeFiles() int {
 	if os.Geteuid() == 0 {
-		return 8
+		return 5
 	}
-	return 20 // its namespaces' seven files too, and the helper that makes sockets in its network
+	return 17 // its namespaces' seven files too, and the helper that makes sockets in its network
 }
 
 // fileRoom is how many homes the open-file limit leaves room for: the

@@ -3,12 +3,11 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/textslash/textslash/runner/child"
 	"github.com/textslash/textslash/runner/sandbox/netns"
 )
 
@@ -26,11 +25,9 @@ import (
 // program would cost slirp4netns's start each time; a run's git commands
 // are many, its namespace and slirp4netns one.
 type RunNet struct {
-	holder  *exec.Cmd
-	stdin   io.WriteCloser // the holder's; closed, the holder ends
-	exited  chan struct{}
-	pid     int    // the process holding the namespace
-	ns      *entry // its network namespace
+	holder  *child.Process // bubblewrap (endHeld ends it)
+	pid     int            // the process holding the namespace
+	ns      *entry         // its network namespace
 	net     *netns.Net
 	resolv  string
 	nsenter string
@@ -50,7 +47,7 @@ func (hs *Homes) RunNet(log zerolog.Logger) (*RunNet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: nsenter not found (util-linux)", ErrNoHome)
 	}
-	n := &RunNet{resolv: cfg.resolv, nsenter: nsenter, exited: make(chan struct{})}
+	n := &RunNet{resolv: cfg.resolv, nsenter: nsenter}
 	if err := n.startHolder(); err != nil {
 		n.Close()
 		return nil, err
@@ -66,7 +63,7 @@ func (hs *Homes) RunNet(log zerolog.Logger) (*RunNet, error) {
 
 // startHolder starts bubblewrap with a network namespace of its own (it
 // brings the loopback up) and nothing else, running a shell that waits
-// for its stdin to close, and reads its pid.
+// on its stdin (startHeld), and reads its pid.
 func (n *RunNet) startHolder() error {
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
@@ -79,8 +76,7 @@ func (n *RunNet) startHolder() error {
 	// bubblewrap makes no user namespace here, and --dev changes nothing.
 	cmd := exec.Command(bwrap, "--unshare-net", "--die-with-parent", "--info-fd", "3",
 		"--ro-bind", "/", "/", "--dev", "/dev", "--", "/bin/sh", "-c", "echo; read _")
-	n.holder = cmd
-	if n.pid, err = startHeld(cmd, n.exited, &n.stdin); err != nil {
+	if n.holder, n.pid, err = startHeld(cmd); err != nil {
 		return fmt.Errorf("run's network: %w", err)
 	}
 	// Entered by these files, never by pid (another process's soon
@@ -123,28 +119,15 @@ func (n *RunNet) enter(cmd *exec.Cmd, path string, argv []string) (string, []str
 }
 
 // Close takes the network down: slirp4netns, the forwards, the holder
-// (its shell ends at the end of its stdin, and bubblewrap with it; killed
-// if not within holderEnd).
+// and bubblewrap (endHeld).
 func (n *RunNet) Close() {
 	if n.net != nil {
 		_ = n.net.Close()
 	}
+	if n.holder != nil {
+		endHeld(n.holder, n.ns)
+	}
 	if n.ns != nil {
 		n.ns.close()
 	}
-	if n.stdin != nil {
-		_ = n.stdin.Close()
-	}
-	if n.holder == nil || n.holder.Process == nil {
-		return
-	}
-	select {
-	case <-n.exited:
-	case <-time.After(holderEnd):
-		_ = n.holder.Process.Kill() // --die-with-parent: its child too
-		<-n.exited
-	}
 }
-
-// holderEnd is how long a RunNet's holder has to end once told.
-const holderEnd = time.Second

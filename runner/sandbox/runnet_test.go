@@ -112,7 +112,7 @@ func TestRunNetClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pids := []int{n.holder.Process.Pid, n.pid}
+	pids := []int{n.holder.Pid, n.pid}
 	for _, pid := range pids {
 		if !running(pid) {
 			t.Fatalf("pid %d does not run before Close", pid)

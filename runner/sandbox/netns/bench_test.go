@@ -38,8 +38,8 @@ func BenchmarkAttach(b *testing.B) {
 		}
 		selfCPU += selfTime() - before
 		ready += n.slirp.startup
-		slirpCPU += cpuTime(b, n.slirp.cmd.Process.Pid)
-		rss += rssKB(b, n.slirp.cmd.Process.Pid)
+		slirpCPU += cpuTime(b, n.slirp.p.Pid)
+		rss += rssKB(b, n.slirp.p.Pid)
 		n.Close()
 		stop()
 	}
@@ -61,7 +61,7 @@ func BenchmarkDownload(b *testing.B) {
 	const size = 32 << 20
 	addr := bulkServer(b, net.JoinHostPort(ip, "0"), size)
 	n := attach(b, startHome(b), Options{})
-	spid := n.slirp.cmd.Process.Pid
+	spid := n.slirp.p.Pid
 	cpu0 := cpuTime(b, spid)
 	buf := make([]byte, 256<<10)
 	b.SetBytes(size)

@@ -172,7 +172,7 @@ func Attach(ctx context.Context, pid int, o Options) (*Net, error) {
 			return nil, err
 		}
 	}
-	log.Info().Str("slirp_bin", bin).Int("slirp_pid", n.slirp.cmd.Process.Pid).
+	log.Info().Str("slirp_bin", bin).Int("slirp_pid", n.slirp.p.Pid).
 		Strs("forward", o.Forward).Int64("duration_ms", time.Since(start).Milliseconds()).
 		Int64("slirp_ready_ms", n.slirp.startup.Milliseconds()).
 		Msg("netns: namespace networked")
@@ -237,7 +237,7 @@ func (n *Net) Close() error {
 	n.conns.closeAll()
 	n.wg.Wait()
 	if n.slirp != nil {
-		errs = append(errs, n.slirp.stop(n.log))
+		n.slirp.stop(n.log)
 	}
 	errs = append(errs, n.sk.close(), n.ns.Close())
 	err := errors.Join(errs...)

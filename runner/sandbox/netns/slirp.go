@@ -2,8 +2,8 @@ package netns
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -12,18 +12,20 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/textslash/textslash/runner/child"
 )
 
 // stopWait is how long Close lets slirp4netns end by its exit pipe before
 // killing it.
 const stopWait = 3 * time.Second
 
-// slirp is one slirp4netns process serving a namespace.
+// slirp is one slirp4netns process serving a namespace, reaped by child
+// (no pidfd of Go's held for it: a file less in the runner for each home).
 type slirp struct {
-	cmd    *exec.Cmd
+	p      *child.Process
 	exit   *os.File      // write end of --exit-fd: closing it ends slirp4netns
-	done   chan struct{} // closed once it has exited; err is then set
-	err    error
+	done   chan struct{} // closed once it has exited and its output is read
 	stderr *tail
 	// startup is the time from its start to its ready byte.
 	startup time.Duration
@@ -45,6 +47,13 @@ func startSlirp(ctx context.Context, bin string, ns *os.File, helper int) (*slir
 		readyW.Close()
 		return nil, fmt.Errorf("slirp4netns exit pipe: %w", err)
 	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		readyW.Close()
+		exitR.Close()
+		exitW.Close()
+		return nil, fmt.Errorf("slirp4netns output pipe: %w", err)
+	}
 	s := &slirp{exit: exitW, done: make(chan struct{}), stderr: &tail{max: 4096}}
 	// fd 3 and 4 in the child: ExtraFiles[0] and [1], then the namespace.
 	// As root, the namespace by path, not pid: given a pid, slirp4netns
@@ -58,21 +67,32 @@ func startSlirp(ctx context.Context, bin string, ns *os.File, helper int) (*slir
 	if helper != 0 {
 		target = []string{strconv.Itoa(helper), Interface}
 	}
-	s.cmd = exec.Command(bin, append([]string{"--configure", "--mtu=" + strconv.Itoa(mtu), "--disable-host-loopback",
+	cmd := exec.Command(bin, append([]string{"--configure", "--mtu=" + strconv.Itoa(mtu), "--disable-host-loopback",
 		"--enable-sandbox", "--enable-seccomp", "--ready-fd=3", "--exit-fd=4"}, target...)...)
-	s.cmd.ExtraFiles = []*os.File{readyW, exitR, ns}
-	s.cmd.Stderr = s.stderr
-	s.cmd.Stdout = s.stderr
+	cmd.ExtraFiles = []*os.File{readyW, exitR, ns}
+	cmd.Stdout, cmd.Stderr = outW, outW
 	start := time.Now()
-	err = s.cmd.Start()
+	s.p, err = child.Start(cmd)
 	readyW.Close()
 	exitR.Close()
+	outW.Close()
 	if err != nil {
+		outR.Close()
 		exitW.Close()
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
+	read := make(chan struct{})
 	go func() {
-		s.err = s.cmd.Wait()
+		_, _ = io.Copy(s.stderr, outR)
+		outR.Close()
+		close(read)
+	}()
+	go func() {
+		<-s.p.Done()
+		select {
+		case <-read:
+		case <-time.After(time.Second): // something it started holds the pipe
+		}
 		close(s.done)
 	}()
 	ready := make(chan error, 1)
@@ -88,7 +108,7 @@ func startSlirp(ctx context.Context, bin string, ns *os.File, helper int) (*slir
 			return s, nil
 		}
 		<-s.done // no ready byte: it exited
-		err = fmt.Errorf("slirp4netns ended before ready: %v: %s", s.err, s.stderr)
+		err = fmt.Errorf("slirp4netns ended before ready: %s: %s", s.p.State(), s.stderr)
 	case <-ctx.Done():
 		err = fmt.Errorf("slirp4netns not ready: %w (stderr: %s)", ctx.Err(), s.stderr)
 	}
@@ -98,22 +118,17 @@ func startSlirp(ctx context.Context, bin string, ns *os.File, helper int) (*slir
 
 // stop closes the exit pipe, which ends slirp4netns, and kills it if it has
 // not ended within stopWait.
-func (s *slirp) stop(log zerolog.Logger) error {
+func (s *slirp) stop(log zerolog.Logger) {
 	s.exit.Close()
 	select {
 	case <-s.done:
 	case <-time.After(stopWait):
-		log.Warn().Int("slirp_pid", s.cmd.Process.Pid).Msg("netns: slirp4netns ignored its exit pipe; killing it")
-		s.cmd.Process.Kill()
+		log.Warn().Int("slirp_pid", s.p.Pid).Msg("netns: slirp4netns ignored its exit pipe; killing it")
+		_ = s.p.Kill()
 		<-s.done
 	}
-	var exit *exec.ExitError
-	if s.err != nil && !errors.As(s.err, &exit) {
-		return fmt.Errorf("wait slirp4netns: %w", s.err)
-	}
-	log.Debug().Int("slirp_pid", s.cmd.Process.Pid).Str("state", s.cmd.ProcessState.String()).
+	log.Debug().Int("slirp_pid", s.p.Pid).Str("state", s.p.State()).
 		Str("stderr", s.stderr.String()).Msg("netns: slirp4netns ended")
-	return nil
 }
 
 // tail keeps the last max bytes written to it: slirp4netns's messages, for
