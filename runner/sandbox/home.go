@@ -223,13 +223,13 @@ func startHeld(cmd *exec.Cmd) (*child.Process, int, error) {
 		pipes[i] = [2]*os.File{r, w}
 	}
 	info, out, errs := pipes[0][0], pipes[1][0], pipes[2][0]
-	defer closeAll(pipes[:3])
+	defer func() { info.Close(); out.Close(); errs.Close() }()
 	cmd.Stdin = pipes[3][0]
 	cmd.Stdout, cmd.Stderr = pipes[1][1], pipes[2][1]
 	cmd.ExtraFiles = []*os.File{pipes[0][1], pipes[3][1]}
 	p, err := child.Start(cmd)
 	for _, f := range []*os.File{pipes[0][1], pipes[1][1], pipes[2][1], pipes[3][0], pipes[3][1]} {
-		f.Close()
+		f.Close() // the holder's ends
 	}
 	if err != nil {
 		return nil, 0, err
