@@ -2,9 +2,9 @@
 // home's holder, its slirp4netns) without a file open for each: Go's os
 // holds a pidfd for every process it starts until it is waited for, and
 // every file open in the runner is copied and closed again by every
-// program the runner starts after it (with 6,000 open, a spawn of `true`
-// cost 3.1 CPU-ms against 1.7). A Process is reaped here by its pid, which
-// stays its own until then.
+// program the runner starts after it (with 6,000 open, a start of `true`
+// costs about 1 CPU-ms more: BenchmarkSpawnAmongFiles). A Process is
+// reaped here by its pid, which stays its own until then.
 package child
 
 import (

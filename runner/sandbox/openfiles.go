@@ -15,9 +15,9 @@ import (
 // without a pidfd of Go's (runner/child), and its holder's stdin is a
 // pipe only the holder holds. Each file is paid by every program this
 // process starts: its fork copies them, its exec closes them (with 6,000
-// open, a spawn of `true` cost 3.1 CPU-ms against 1.7; a runner with a
-// thousand homes spent a quarter of its CPU there when a home held
-// fifteen). Homes are bounded by the open-file limit with it: a home past
+// open, a start of `true` costs about 1 CPU-ms more, runner/child's
+// BenchmarkSpawnAmongFiles; a runner with a thousand homes spent a
+// quarter of its CPU there when a home held fifteen). Homes are bounded by the open-file limit with it: a home past
 // it failed to start ("pipe2: too many open files"), and the person got
 // an error where they wanted an answer, while memory had room for
 // thousands more.
