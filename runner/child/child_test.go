@@ -9,22 +9,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-func openFiles(t *testing.T) int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(entries)
-}
+	"github.com/textslash/textslash/runner/internal/testkit"
+)
 
 // A started process holds no file open here while it runs (os/exec keeps
 // a pidfd until Wait), is reaped once it ends (no zombie of ours left),
 // says how it ended, and Signal after its end reaches no other process.
 func TestStartHoldsNoFile(t *testing.T) {
-	before := openFiles(t)
+	before := testkit.OpenFiles(t)
 	var ps []*Process
 	for range 4 {
 		p, err := Start(exec.Command("sleep", "30"))
@@ -33,7 +26,7 @@ func TestStartHoldsNoFile(t *testing.T) {
 		}
 		ps = append(ps, p)
 	}
-	if n := openFiles(t) - before; n > 0 {
+	if n := testkit.OpenFiles(t) - before; n > 0 {
 		t.Errorf("%d files open for 4 running processes; want none", n)
 	}
 	for _, p := range ps {

@@ -3,12 +3,11 @@ package disk
 import (
 	"os"
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/textslash/textslash/runner/internal/testkit"
 	"github.com/textslash/textslash/runner/sandbox"
 )
 
@@ -49,7 +48,7 @@ func BenchmarkHomeAmongDisks(b *testing.B) {
 			hs := &sandbox.Homes{Max: 1}
 			defer hs.Close()
 			home := b.TempDir()
-			cpu0 := childCPU()
+			cpu0 := testkit.ChildCPU()
 			for b.Loop() {
 				ws, err := os.MkdirTemp(home, "ws")
 				if err != nil {
@@ -67,14 +66,7 @@ func BenchmarkHomeAmongDisks(b *testing.B) {
 				leave()
 			}
 			hs.Close() // the last home's processes reaped, counted
-			b.ReportMetric(float64((childCPU()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64((testkit.ChildCPU()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		})
 	}
-}
-
-// childCPU is the CPU of this process's children reaped so far.
-func childCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,12 +1,12 @@
 package sandbox
 
 import (
-	"os"
 	"testing"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/textslash/textslash/runner/internal/testkit"
 	"github.com/textslash/textslash/runner/sandbox/netns"
 )
 
@@ -21,22 +21,13 @@ func homesOf(t *testing.T) *Homes {
 	return hs
 }
 
-// openFiles is how many files this process has open.
-func openFiles(t *testing.T) int {
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(entries)
-}
-
 // A home holds at most homeFiles files open in this process, which the
 // homes' bound by the open-file limit counts on.
 func TestHomeFiles(t *testing.T) {
 	box := homeBox(t)
 	hs := homesOf(t)
 	const n = 4
-	before := openFiles(t)
+	before := testkit.OpenFiles(t)
 	for range n {
 		_, leave, err := hs.Enter(box, t.TempDir(), t.TempDir(), "", nil, zerolog.Nop())
 		if err != nil {
@@ -44,7 +35,7 @@ func TestHomeFiles(t *testing.T) {
 		}
 		leave()
 	}
-	per := float64(openFiles(t)-before) / n
+	per := float64(testkit.OpenFiles(t)-before) / n
 	t.Logf("%.1f files open per home (network of its own: %t)", per, hs.Network != nil)
 	if per > float64(homeFiles()) {
 		t.Errorf("a home holds %.1f files open; homeFiles counts %d (network of its own: %t)", per, homeFiles(), hs.Network != nil)
@@ -63,7 +54,7 @@ func TestHomesBoundByOpenFiles(t *testing.T) {
 	}
 	// Room for about 8 homes' files beside the reserve of 128.
 	low := was
-	low.Cur = uint64(openFiles(t) + 128 + 8*homeFiles() + homeFiles()/2)
+	low.Cur = uint64(testkit.OpenFiles(t) + 128 + 8*homeFiles() + homeFiles()/2)
 	if low.Cur > was.Cur {
 		t.Skipf("the open-file limit is %d already", was.Cur)
 	}

@@ -3,11 +3,11 @@ package sandbox
 import (
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/textslash/textslash/runner/internal/testkit"
 	"github.com/textslash/textslash/runner/sandbox/netns"
 )
 
@@ -119,7 +119,7 @@ func benchColdHome(b *testing.B, box *Sandbox, network, limited bool) time.Durat
 	}
 	defer hs.Close()
 	home := b.TempDir()
-	cpu0 := childCPU()
+	cpu0 := testkit.ChildCPU()
 	for b.Loop() {
 		ws, err := os.MkdirTemp(home, "ws")
 		if err != nil {
@@ -137,12 +137,5 @@ func benchColdHome(b *testing.B, box *Sandbox, network, limited bool) time.Durat
 		leave()
 	}
 	hs.Close() // the last home's processes reaped, counted
-	return childCPU() - cpu0
-}
-
-// childCPU is the CPU of this process's children reaped so far.
-func childCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return testkit.ChildCPU() - cpu0
 }

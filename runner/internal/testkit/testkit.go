@@ -1,7 +1,8 @@
 // Package testkit holds the helpers that the runner's tests in more than
-// one package share (the runner's root, handover, sandbox and netns):
-// files an attack aims at, a small image to hand over, and this test
-// binary run again as another user. Only tests import it.
+// one package share (the runner's root, handover, sandbox, netns, disk
+// and child): files an attack aims at, a small image to hand over, this
+// test binary run again as another user, the files it holds open and its
+// children's CPU. Only tests import it.
 package testkit
 
 import (
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // VictimDir is a directory only root may enter, holding a file: what a
@@ -108,4 +110,21 @@ func PassAs(t *testing.T, name string, tests ...string) {
 			t.Errorf("%s as %s did not pass", test, name)
 		}
 	}
+}
+
+// OpenFiles is how many files this process has open.
+func OpenFiles(t testing.TB) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
+
+// ChildCPU is the CPU of this process's children reaped so far.
+func ChildCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
