@@ -462,7 +462,10 @@ func TestNATSChannelsPair(t *testing.T) {
 			t.Fatalf("%s follows the people: %v", p.login, err)
 		}
 		natstest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
-			_, err := p.allow.Redeem(ctx, p.u, "WRONG2")
+			// A well-formed code nobody issued: one that is not a code
+			// ("WRONG2": no O in the alphabet) is refused without asking,
+			// and the wait passed before the service was up.
+			_, err := p.allow.Redeem(ctx, p.u, "WRNGX2")
 			return err // no responders until the service is up
 		})
 		code, err := dp.NewCode(ctx, "web.operator")
