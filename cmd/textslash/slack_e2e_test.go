@@ -308,4 +308,9 @@ func TestSlackChannelRestart(t *testing.T) {
 	if want := []string{`"three shots"+3`, `"after the restart"+0`}; !slices.Equal(reply, want) {
 		t.Errorf("after the kill Slack took %v; want %v (each once, none lost)", reply, want)
 	}
+	// More than 30 s passed since the restart: the channel kept its
+	// connection, which Slack pings (slacktest.PingEvery).
+	if n := fake.Opened(); n != 2 {
+		t.Errorf("the app opened %d Socket Mode connections; want 2 (one before the kill, one after)", n)
+	}
 }

@@ -47,8 +47,14 @@ func (s *Server) connectionsOpen(*http.Request) map[string]any {
 // fake's host.
 var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
 
-// socketMode is the websocket of Socket Mode: it says hello, then relays
-// the envelopes tests deliver and takes the app's acknowledgements.
+// PingEvery is how often the fake pings each Socket Mode connection, as
+// Slack does: Slack's SDKs (slack-go, @slack/socket-mode) take a
+// connection without a server ping for 30 s as dead and open another.
+var PingEvery = 10 * time.Second
+
+// socketMode is the websocket of Socket Mode: it says hello, pings every
+// PingEvery, relays the envelopes tests deliver and takes the app's
+// acknowledgements.
 func (s *Server) socketMode(w http.ResponseWriter, r *http.Request) {
 	conn, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
@@ -65,6 +71,9 @@ func (s *Server) socketMode(w http.ResponseWriter, r *http.Request) {
 		close(k.connected)
 	}
 	k.mu.Unlock()
+	done := make(chan struct{})
+	defer close(done)
+	go ping(conn, done)
 	for err == nil {
 		var ack struct {
 			EnvelopeID string          `json:"envelope_id"`
@@ -85,6 +94,23 @@ func (s *Server) socketMode(w http.ResponseWriter, r *http.Request) {
 	_ = conn.Close()
 }
 
+// ping pings conn every PingEvery until done (WriteControl may run beside
+// the other writes).
+func ping(conn *websocket.Conn, done <-chan struct{}) {
+	t := time.NewTicker(PingEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			if conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(time.Second)) != nil {
+				return
+			}
+		}
+	}
+}
+
 // Connected waits for the app's first Socket Mode connection.
 func (s *Server) Connected(ctx context.Context) error {
 	select {
@@ -99,9 +125,7 @@ func (s *Server) Connected(ctx context.Context) error {
 // in all (a restarted app opens a new one), and Deliver uses the newest.
 func (s *Server) Connections(ctx context.Context, n int) error {
 	for {
-		s.socket.mu.Lock()
-		have := len(s.socket.conns)
-		s.socket.mu.Unlock()
+		have := s.Opened()
 		if have >= n {
 			return nil
 		}
@@ -111,6 +135,13 @@ func (s *Server) Connections(ctx context.Context, n int) error {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// Opened is how many Socket Mode connections the app has opened in all.
+func (s *Server) Opened() int {
+	s.socket.mu.Lock()
+	defer s.socket.mu.Unlock()
+	return len(s.socket.conns)
 }
 
 // ErrNotAcknowledged is Deliver's error when ctx ended before the app
