@@ -47,7 +47,9 @@ import (
 //   - new-600: the same at 15 newcomers a second for 40 s, a rate one core
 //     keeps up with: what a newcomer's message costs when none waits
 //     (cpu-ms/msg). With TEXTSLASH_HOMES_MAX=64 each newcomer's home also
-//     lets another go.
+//     lets another go. With $TEXTSLASH_BENCH_PROFILES set, both write
+//     textslash's CPU profile of the load's seconds (new-5000.pprof,
+//     new-600.pprof).
 //
 // All report textslash's peak RSS and the peak of the memory the tree
 // holds (peak-tree-MB, procTree.pss sampled every 2 s).
@@ -99,11 +101,15 @@ func BenchmarkCapacity(b *testing.B) {
 // second (BenchmarkCapacity's new-5000 and new-600).
 func newPeople(b *testing.B, people, rate int) {
 	tree := newProcTree(b)
+	prof, env := newBenchProfiles(b)
 	// One more person: openLoop's warm-up message is theirs.
-	tb := startTwilioBenchOn(b, onOneCore(b), nil, people+1)
+	tb := startTwilioBenchOn(b, onOneCore(b), nil, people+1, env...)
 	tree.root = tb.inst.cmd.Process.Pid
 	sampling, stopSampling := context.WithCancel(b.Context())
 	peak := tree.samplePSS(sampling, 2*time.Second)
+	// The CPU profile covers the load's time, past the warm-up.
+	name := fmt.Sprintf("new-%d", people)
+	prof.start(name+".pprof", fmt.Sprintf("profile?seconds=%d", max(1, people/rate)))
 	cpu0, own0 := tree.cpu(), tree.own()
 	drain, answered := openLoop(b, tb, rate, people)
 	cpu, own := tree.cpu()-cpu0, tree.own()-own0
