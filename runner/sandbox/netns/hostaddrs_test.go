@@ -1,19 +1,140 @@
 package netns
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
+
+// ownNetEnv marks a test binary started by apart, in a network
+// namespace of its own.
+const ownNetEnv = "TEXTSLASH_TEST_OWN_NETWORK"
+
+// TestMain fails the package when its tests gave the host's loopback an
+// address: other packages' tests run beside these (scripts/test), and
+// Chromium aborts a page load under way at any change of the machine's
+// addresses (net::ERR_NETWORK_CHANGED). Tests that change addresses do it
+// apart.
+func TestMain(m *testing.M) {
+	if os.Getenv(ownNetEnv) != "" || os.Geteuid() != 0 {
+		os.Exit(m.Run())
+	}
+	added, stop, err := watchLoopback()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "netns tests: cannot watch the host's addresses:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if n := stop(); n > 0 && code == 0 {
+		fmt.Fprintf(os.Stderr, "netns tests: %d addresses given to the host's loopback (%v); change addresses in a network of the test's own (apart)\n", n, added())
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// watchLoopback counts the addresses added to this network namespace's
+// loopback from now until stop, which returns the count; added lists them.
+func watchLoopback() (added func() []string, stop func() int, err error) {
+	lo, err := net.InterfaceByName("lo")
+	if err != nil {
+		return nil, nil, err
+	}
+	sub, err := subscribeAddrs()
+	if err != nil {
+		return nil, nil, err
+	}
+	var n atomic.Int32
+	var seen atomic.Pointer[[]string]
+	seen.Store(&[]string{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 64<<10)
+		for {
+			k, err := sub.Read(buf)
+			if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, os.ErrClosed) {
+				return
+			}
+			msgs, _ := syscall.ParseNetlinkMessage(buf[:max(k, 0)])
+			for _, msg := range msgs {
+				if msg.Header.Type != syscall.RTM_NEWADDR || len(msg.Data) < syscall.SizeofIfAddrmsg {
+					continue
+				}
+				if int((*syscall.IfAddrmsg)(unsafe.Pointer(&msg.Data[0])).Index) != lo.Index {
+					continue
+				}
+				n.Add(1)
+				list := append(*seen.Load(), addrOf(msg))
+				seen.Store(&list)
+			}
+		}
+	}()
+	stop = func() int {
+		// The last changes may still be in the socket: read them first.
+		_ = sub.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		<-done
+		sub.Close()
+		return int(n.Load())
+	}
+	return func() []string { return *seen.Load() }, stop, nil
+}
+
+// addrOf is the address an RTM_NEWADDR message adds.
+func addrOf(msg syscall.NetlinkMessage) string {
+	attrs, _ := syscall.ParseNetlinkRouteAttr(&msg)
+	for _, a := range attrs {
+		if a.Attr.Type == syscall.IFA_LOCAL || a.Attr.Type == syscall.IFA_ADDRESS {
+			return net.IP(a.Value).String()
+		}
+	}
+	return "?"
+}
+
+// apart runs the calling test again in a child of this test binary with a
+// network namespace of its own (its loopback up, nothing else), and
+// reports true once it has: the caller returns. In that child it reports
+// false: the test runs there, and what it does to "the host's" addresses
+// stays in that namespace. The homes' networks refuse the addresses of the
+// namespace the runner is in, whichever it is.
+func apart(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(ownNetEnv) != "" {
+		if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
+			t.Fatalf("ip link set lo up: %v: %s", err, out)
+		}
+		return false
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), ownNetEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
+	out, err := cmd.CombinedOutput()
+	t.Log(string(out))
+	if err != nil {
+		t.Fatalf("%s in a network of its own: %v", t.Name(), err)
+	}
+	if !regexp.MustCompile(`(?m)^--- PASS: ` + regexp.QuoteMeta(t.Name()) + ` `).Match(out) {
+		t.Fatalf("%s did not pass in a network of its own", t.Name())
+	}
+	return true
+}
 
 // An address the host takes after a home was networked (a VPN coming up,
 // docker0, a new DHCP lease) is refused in that home too, once the
 // prohibit route for it is in.
 func TestRefuseHostAddressAddedLater(t *testing.T) {
 	needRoot(t)
+	if apart(t) {
+		return
+	}
 	pid := startHome(t)
 	attach(t, pid, Options{RefuseHost: true})
 	const ip = "10.254.42.1"
@@ -32,6 +153,9 @@ func TestRefuseHostAddressAddedLater(t *testing.T) {
 // any: a home made while the host has one cannot reach it.
 func TestRefuseHostLinkLocal(t *testing.T) {
 	needRoot(t)
+	if apart(t) {
+		return
+	}
 	const ip = "169.254.77.42"
 	hostAddr(t, ip)
 	addr := serve(t, net.JoinHostPort(ip, "0"), "link-local")
@@ -46,9 +170,12 @@ func TestRefuseHostLinkLocal(t *testing.T) {
 }
 
 // hostAddr gives the host ip (on its loopback interface: this kernel may
-// have no dummy interfaces) until the test ends.
+// have no dummy interfaces) until the test ends; only in a test run apart.
 func hostAddr(t *testing.T, ip string) {
 	t.Helper()
+	if os.Getenv(ownNetEnv) == "" {
+		t.Fatal("hostAddr outside a network of the test's own: call apart first")
+	}
 	if out, err := exec.Command("ip", "addr", "add", ip+"/32", "dev", "lo").CombinedOutput(); err != nil {
 		t.Fatalf("ip addr add %s: %v: %s", ip, err, out)
 	}
