@@ -8,11 +8,12 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // ownNetEnv marks a test binary started by apart, in a network
@@ -20,72 +21,65 @@ import (
 const ownNetEnv = "TEXTSLASH_TEST_OWN_NETWORK"
 
 // TestMain fails the package when its tests gave the host's loopback an
-// address: other packages' tests run beside these (scripts/test), and
-// Chromium aborts a page load under way at any change of the machine's
-// addresses (net::ERR_NETWORK_CHANGED). Tests that change addresses do it
-// apart.
+// address: other packages' tests run beside these (scripts/test), and a
+// browser may abort a page load under way when the machine's addresses
+// change (Chromium's net::ERR_NETWORK_CHANGED, which Docker's interfaces
+// coming and going cause on real hosts). Tests that change addresses do
+// it apart.
 func TestMain(m *testing.M) {
 	if os.Getenv(ownNetEnv) != "" || os.Geteuid() != 0 {
 		os.Exit(m.Run())
 	}
-	added, stop, err := watchLoopback()
+	stop, err := watchLoopback()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "netns tests: cannot watch the host's addresses:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
-	if n := stop(); n > 0 && code == 0 {
-		fmt.Fprintf(os.Stderr, "netns tests: %d addresses given to the host's loopback (%v); change addresses in a network of the test's own (apart)\n", n, added())
+	if added := stop(); len(added) > 0 && code == 0 {
+		fmt.Fprintf(os.Stderr, "netns tests: the host's loopback was given %v; change addresses in a network of the test's own (apart)\n", added)
 		code = 1
 	}
 	os.Exit(code)
 }
 
-// watchLoopback counts the addresses added to this network namespace's
-// loopback from now until stop, which returns the count; added lists them.
-func watchLoopback() (added func() []string, stop func() int, err error) {
+// watchLoopback watches the addresses added to this network namespace's
+// loopback from now on; stop ends the watch and lists them.
+func watchLoopback() (stop func() []string, err error) {
 	lo, err := net.InterfaceByName("lo")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	sub, err := subscribeAddrs()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var n atomic.Int32
-	var seen atomic.Pointer[[]string]
-	seen.Store(&[]string{})
+	var added []string
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		buf := make([]byte, 64<<10)
 		for {
 			k, err := sub.Read(buf)
-			if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, os.ErrClosed) {
-				return
+			if err != nil && !errors.Is(err, unix.ENOBUFS) {
+				return // the deadline stop set, or the socket closed
 			}
 			msgs, _ := syscall.ParseNetlinkMessage(buf[:max(k, 0)])
 			for _, msg := range msgs {
-				if msg.Header.Type != syscall.RTM_NEWADDR || len(msg.Data) < syscall.SizeofIfAddrmsg {
-					continue
+				if msg.Header.Type == syscall.RTM_NEWADDR && len(msg.Data) >= syscall.SizeofIfAddrmsg &&
+					int((*syscall.IfAddrmsg)(unsafe.Pointer(&msg.Data[0])).Index) == lo.Index {
+					added = append(added, addrOf(msg))
 				}
-				if int((*syscall.IfAddrmsg)(unsafe.Pointer(&msg.Data[0])).Index) != lo.Index {
-					continue
-				}
-				n.Add(1)
-				list := append(*seen.Load(), addrOf(msg))
-				seen.Store(&list)
 			}
 		}
 	}()
-	stop = func() int {
+	return func() []string {
 		// The last changes may still be in the socket: read them first.
 		_ = sub.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 		<-done
 		sub.Close()
-		return int(n.Load())
-	}
-	return func() []string { return *seen.Load() }, stop, nil
+		return added
+	}, nil
 }
 
 // addrOf is the address an RTM_NEWADDR message adds.
